@@ -1,0 +1,43 @@
+"""irvm's compiler: textual graph IR -> IR objects -> passes -> bytecode.
+
+The Python API is a contract (keep it stable)::
+
+    module = compiler.parse(text, filename=None)     # IR objects
+    program = compiler.compile_source(text)          # optimized, emitted bytecode
+    program = compiler.compile_file("model.ir")
+"""
+
+from compiler.diagnostics import IRError, IRSyntaxError, IRValidationError, CompileError, Span
+
+
+def parse(text: str, filename: str | None = None):
+    """Parse graph IR text (as PyTorch prints it) into a ``compiler.ir.Module``."""
+    from compiler.parser import parse as _parse
+
+    return _parse(text, filename)
+
+
+def compile_source(text: str, filename: str | None = None, **options):
+    """Parse, optimize and emit ``text``; returns an immutable ``vm.Program``."""
+    from compiler.emit import compile_source as _compile
+
+    return _compile(text, filename, **options)
+
+
+def compile_file(path, **options):
+    """``compile_source`` on the contents of ``path``."""
+    from compiler.emit import compile_file as _compile_file
+
+    return _compile_file(path, **options)
+
+
+__all__ = [
+    "parse",
+    "compile_source",
+    "compile_file",
+    "IRError",
+    "IRSyntaxError",
+    "IRValidationError",
+    "CompileError",
+    "Span",
+]

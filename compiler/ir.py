@@ -1,0 +1,343 @@
+"""The IR data model: Module > Graph > Block > Node, and Values with their uses.
+
+Graph objects have identity (``attrs.define(eq=False)``): two nodes that print alike are
+still two nodes.  Everything compared by content (types, spans, constant payloads) is
+frozen.  There is one ``Node`` shape for every operator, as in TorchScript: ``kind``
+(``"aten::add"``), ``inputs``, ``outputs``, ``attrs``, ``blocks``, and where it came from.
+
+Uses are kept exact by the mutation API below; a pass that edits ``inputs`` lists by hand
+breaks them.  A block's returns count as uses whose ``user`` is the block itself.
+
+Attribute payloads (``Node.attrs`` values) are plain Python data: ``int``, ``float``,
+``str``, ``bool``, lists of those, a ``Type``, a ``TensorLiteral``, a ``Graph`` (the
+``Subgraph`` of a fusion group), or ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Union
+
+from attrs import define, field, frozen
+
+from compiler.diagnostics import Span
+from compiler.types import Type
+
+
+@frozen
+class TensorLiteral:
+    """A tensor constant as printed: ``{2}``, ``<Tensor>``, or the long rounded form.
+
+    ``values`` is the flat list of printed numbers (None for ``<Tensor>``, whose values are
+    not printed and must be bound from weights by the constant's name).  ``approximate``
+    is True when PyTorch rounded the printed numbers (the long form).
+    """
+
+    values: tuple[float | int | bool, ...] | None
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None  # PyTorch scalar-type name: Float, Long, ...
+    approximate: bool = False
+    printed: str | None = field(default=None, eq=False)  # original text, for printing
+
+
+@frozen
+class Use:
+    """One use of a value: ``user.inputs[index]`` (a Node) or ``user.returns[index]`` (a Block)."""
+
+    user: Union["Node", "Block"]
+    index: int
+
+
+@define(eq=False, repr=False)
+class Value:
+    name: str  # without the leading '%'
+    type: Type | None = None  # None when the dump printed no type (PyTorch then means Tensor)
+    node: "Node | None" = None  # the producer; None for a block parameter
+    block: "Block | None" = None  # for a block parameter, its block
+    uses: list[Use] = field(factory=list)
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
+    def replace_all_uses_with(self, other: "Value") -> None:
+        for use in list(self.uses):
+            _set_operand(use.user, use.index, other)
+
+    @property
+    def defining_block(self) -> "Block | None":
+        return self.block if self.node is None else self.node.owner
+
+
+@define(eq=False, repr=False)
+class Node:
+    kind: str
+    inputs: list[Value] = field(factory=list)
+    outputs: list[Value] = field(factory=list)
+    attrs: dict[str, object] = field(factory=dict)
+    blocks: list["Block"] = field(factory=list)
+    span: Span | None = None  # where in the IR file this node was parsed
+    source: str | None = None  # the trailing "# file.py:12:4" comment (without "# ")
+    scope: str | None = None  # the ", scope: ..." annotation
+    owner: "Block | None" = None
+
+    def __repr__(self) -> str:
+        outs = ", ".join(repr(v) for v in self.outputs)
+        ins = ", ".join(repr(v) for v in self.inputs)
+        return f"{outs + ' = ' if outs else ''}{self.kind}({ins})"
+
+    @property
+    def output(self) -> Value:
+        assert len(self.outputs) == 1, f"{self.kind} has {len(self.outputs)} outputs"
+        return self.outputs[0]
+
+    def add_input(self, value: Value) -> None:
+        self.inputs.append(value)
+        value.uses.append(Use(self, len(self.inputs) - 1))
+
+    def replace_input(self, index: int, value: Value) -> None:
+        _set_operand(self, index, value)
+
+    def remove_input(self, index: int) -> None:
+        _remove_operand(self, self.inputs, index)
+
+    def drop_all_inputs(self) -> None:
+        while self.inputs:
+            self.remove_input(len(self.inputs) - 1)
+
+    def add_output(self, name: str, type: Type | None = None) -> Value:
+        value = Value(name, type, node=self)
+        self.outputs.append(value)
+        return value
+
+    def remove_output(self, index: int) -> None:
+        assert not self.outputs[index].uses, f"output %{self.outputs[index].name} still used"
+        del self.outputs[index]
+
+    def add_block(self) -> "Block":
+        block = Block(owner=self)
+        self.blocks.append(block)
+        return block
+
+    def walk(self) -> Iterator["Node"]:
+        """This node's nested nodes, depth first (not the node itself)."""
+        for block in self.blocks:
+            yield from block.walk()
+
+    def destroy(self) -> None:
+        """Unlink the node from its block and from the values it uses.
+
+        Its outputs must be unused; nested blocks are destroyed with it.
+        """
+        for out in self.outputs:
+            assert not out.uses, f"destroying {self.kind}: %{out.name} still has uses"
+        for block in self.blocks:
+            block.destroy_contents()
+        self.drop_all_inputs()
+        if self.owner is not None:
+            self.owner.nodes.remove(self)
+            self.owner = None
+
+
+@define(eq=False, repr=False)
+class Block:
+    params: list[Value] = field(factory=list)
+    nodes: list[Node] = field(factory=list)
+    returns: list[Value] = field(factory=list)
+    owner: Node | None = None  # None for a graph's top-level block
+    span: Span | None = None
+
+    def __repr__(self) -> str:
+        return f"<Block of {self.owner.kind if self.owner else 'graph'}: {len(self.nodes)} nodes>"
+
+    def add_param(self, name: str, type: Type | None = None, index: int | None = None) -> Value:
+        value = Value(name, type, block=self)
+        self.params.insert(len(self.params) if index is None else index, value)
+        return value
+
+    def remove_param(self, index: int) -> None:
+        assert not self.params[index].uses, f"parameter %{self.params[index].name} still used"
+        del self.params[index]
+
+    def add_return(self, value: Value) -> None:
+        self.returns.append(value)
+        value.uses.append(Use(self, len(self.returns) - 1))
+
+    def replace_return(self, index: int, value: Value) -> None:
+        _set_operand(self, index, value)
+
+    def remove_return(self, index: int) -> None:
+        _remove_operand(self, self.returns, index)
+
+    def append(self, node: Node) -> Node:
+        node.owner = self
+        self.nodes.append(node)
+        return node
+
+    def insert(self, index: int, node: Node) -> Node:
+        node.owner = self
+        self.nodes.insert(index, node)
+        return node
+
+    def insert_before(self, anchor: Node, node: Node) -> Node:
+        return self.insert(self.index_of(anchor), node)
+
+    def insert_after(self, anchor: Node, node: Node) -> Node:
+        return self.insert(self.index_of(anchor) + 1, node)
+
+    def index_of(self, node: Node) -> int:
+        for i, n in enumerate(self.nodes):
+            if n is node:
+                return i
+        raise ValueError(f"{node!r} is not in this block")
+
+    def move_before(self, node: Node, anchor: Node) -> None:
+        """Move ``node`` (of any block) to just before ``anchor`` in this block."""
+        assert node.owner is not None
+        node.owner.nodes.remove(node)
+        self.insert_before(anchor, node)
+
+    def walk(self) -> Iterator[Node]:
+        """Every node of this block and of its nested blocks, in program order."""
+        for node in list(self.nodes):
+            yield node
+            yield from node.walk()
+
+    def destroy_contents(self) -> None:
+        while self.returns:
+            self.remove_return(len(self.returns) - 1)
+        for node in reversed(list(self.nodes)):
+            for out in node.outputs:
+                out.uses.clear()  # uses inside this block die with it
+            node.destroy()
+
+
+@define(eq=False, repr=False)
+class Graph:
+    block: Block = field(factory=Block)
+    name: str = "graph"
+    span: Span | None = None
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name}: {len(self.block.nodes)} nodes>"
+
+    @property
+    def inputs(self) -> list[Value]:
+        return self.block.params
+
+    @property
+    def outputs(self) -> list[Value]:
+        return self.block.returns
+
+    @property
+    def nodes(self) -> list[Node]:
+        return self.block.nodes
+
+    def walk(self) -> Iterator[Node]:
+        return self.block.walk()
+
+    def value_names(self) -> set[str]:
+        names = {v.name for v in self.inputs}
+        for node in self.walk():
+            names.update(v.name for v in node.outputs)
+            for block in node.blocks:
+                names.update(v.name for v in block.params)
+        return names
+
+    def fresh_name(self, base: str, taken: set[str] | None = None) -> str:
+        """A value name not yet used in this graph: ``base``, else ``base.1``, ``base.2``..."""
+        taken = self.value_names() if taken is None else taken
+        if base not in taken:
+            return base
+        i = 1
+        while f"{base}.{i}" in taken:
+            i += 1
+        return f"{base}.{i}"
+
+    def clone(self) -> "Graph":
+        """A deep copy: new nodes and values, same names, types, attributes and spans."""
+        mapping: dict[int, Value] = {}
+        new = Graph(name=self.name, span=self.span)
+        _clone_block_into(self.block, new.block, mapping)
+        return new
+
+
+@define(eq=False, repr=False)
+class Module:
+    """A program: the entry graph, then named functions (``with NAME = graph(...)``)."""
+
+    main: Graph
+    functions: dict[str, Graph] = field(factory=dict)
+    filename: str = "<string>"
+
+    def __repr__(self) -> str:
+        return f"<Module {self.filename}: main + {len(self.functions)} functions>"
+
+    def __str__(self) -> str:
+        from compiler.printer import print_module
+
+        return print_module(self)
+
+    def clone(self) -> "Module":
+        return Module(
+            self.main.clone(),
+            {name: g.clone() for name, g in self.functions.items()},
+            self.filename,
+        )
+
+
+def clone_node(node: Node, mapping: dict[int, Value], value_of: "callable | None" = None) -> Node:
+    """Copy ``node`` (and its blocks); inputs are looked up in ``mapping`` by id, falling back
+    to the original value (a use of something defined outside the copied region)."""
+    new = Node(node.kind, attrs=dict(node.attrs), span=node.span, source=node.source, scope=node.scope)
+    for key, val in new.attrs.items():
+        if isinstance(val, Graph):
+            new.attrs[key] = val.clone()
+    for v in node.inputs:
+        new.add_input(mapping.get(id(v), v))
+    for out in node.outputs:
+        mapping[id(out)] = new.add_output(out.name, out.type)
+    for block in node.blocks:
+        _clone_block_into(block, new.add_block(), mapping)
+    return new
+
+
+def _clone_block_into(src: Block, dst: Block, mapping: dict[int, Value]) -> None:
+    dst.span = src.span
+    for p in src.params:
+        mapping[id(p)] = dst.add_param(p.name, p.type)
+    for node in src.nodes:
+        dst.append(clone_node(node, mapping))
+    for r in src.returns:
+        dst.add_return(mapping.get(id(r), r))
+
+
+def _operands(user: Node | Block) -> list[Value]:
+    return user.inputs if isinstance(user, Node) else user.returns
+
+
+def _set_operand(user: Node | Block, index: int, value: Value) -> None:
+    operands = _operands(user)
+    old = operands[index]
+    old.uses = [u for u in old.uses if not (u.user is user and u.index == index)]
+    operands[index] = value
+    value.uses.append(Use(user, index))
+
+
+def _remove_operand(user: Node | Block, operands: list[Value], index: int) -> None:
+    old = operands[index]
+    old.uses = [u for u in old.uses if not (u.user is user and u.index == index)]
+    del operands[index]
+    # later operands shift down by one: renumber their uses
+    for i in range(index, len(operands)):
+        v = operands[i]
+        v.uses = [Use(user, i) if (u.user is user and u.index == i + 1) else u for u in v.uses]
+
+
+def all_blocks(graph: Graph) -> Iterator[Block]:
+    yield graph.block
+    for node in graph.walk():
+        yield from node.blocks
+
+
+def constant_nodes(nodes: Sequence[Node]) -> list[Node]:
+    return [n for n in nodes if n.kind == "prim::Constant"]

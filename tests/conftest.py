@@ -1,0 +1,30 @@
+"""Shared test set-up: hypothesis profiles and the torch marker.
+
+Profiles: ``ci`` (default, 200 examples per property) and ``long`` (10,000), chosen with
+``pytest --hypothesis-profile long``.
+"""
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "long",
+    max_examples=10_000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("dev", max_examples=30, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def torch_or_skip():
+    """Import torch, or skip the calling test with a visible reason."""
+    return pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")

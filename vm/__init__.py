@@ -1,0 +1,30 @@
+"""irvm's runtime: bytecode, the interpreter, the static runtime and the operator library.
+
+    vm.Interpreter(program, weights=None)(*args)
+    vm.StaticRuntime(program, weights=None)(*args)
+    vm.load("model.irbc")
+"""
+
+
+def __getattr__(name: str):
+    # Lazy, so that `import vm` stays cheap and the pieces load only when used.
+    if name in ("Interpreter",):
+        from vm.interpreter import Interpreter
+
+        return Interpreter
+    if name in ("Program",):
+        from vm.bytecode import Program
+
+        return Program
+    if name in ("load", "save"):
+        import vm.irbc as irbc
+
+        return getattr(irbc, name)
+    if name in ("StaticModule", "StaticRuntime", "RuntimePool"):
+        import vm.static_runtime as sr
+
+        return getattr(sr, name)
+    raise AttributeError(f"module 'vm' has no attribute {name!r}")
+
+
+__all__ = ["Interpreter", "Program", "load", "save", "StaticModule", "StaticRuntime", "RuntimePool"]
