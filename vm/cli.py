@@ -1,0 +1,163 @@
+"""``irvm``: the runtime's command line.
+
+    irvm run PROGRAM [--inputs IN.npz] [--weights W.npz] [--output OUT.npz]
+                     [--backend interp|static] [--trace TRACE.npz] [--no-fusion]
+    irvm profile PROGRAM --inputs IN.npz [--weights W.npz] [--runs N]
+    irvm disasm PROGRAM
+
+PROGRAM is graph IR text (``.ir``, compiled on the fly) or bytecode (``.irbc``).
+IN.npz holds one array per graph input, keyed by the input's name without ``%`` (``x.1``)
+or by position (``arg0``...); an int/float/bool input takes a 0-d array.  W.npz holds a
+module's weights under dotted state_dict keys.  OUT.npz gets ``out0``..``outN-1``, tuples and
+lists flattened as ``out0.0``, ``out0.1``...  Without ``--output`` results are printed.
+
+Exit codes: 0 ok, 1 the program failed at run time (or a bad input), 65 the program does
+not compile or the bytecode is invalid, 66 a file cannot be read, 70 an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.cli import check_writable, read_source, run_guarded
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    return run_guarded("irvm", lambda: args.handler(args))
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="irvm", description="Run TorchScript graph IR (or irvm bytecode) on numpy.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run a program")
+    _common(r)
+    r.add_argument("--output", help="write the results to this .npz instead of printing them")
+    r.add_argument("--backend", choices=["interp", "static"], default="interp")
+    r.add_argument("--trace", metavar="TRACE.npz", help="save every intermediate value under its IR name (interp backend)")
+    r.add_argument("--force", action="store_true", help="overwrite an existing output file that is not an npz")
+    r.set_defaults(handler=_cmd_run)
+
+    p = sub.add_parser("profile", help="per-operator time and the memory plan (static runtime)")
+    _common(p)
+    p.add_argument("--runs", type=int, default=20, help="timed runs after one warm-up (default 20)")
+    p.set_defaults(handler=_cmd_profile)
+
+    d = sub.add_parser("disasm", help="print the bytecode of a program")
+    d.add_argument("program")
+    d.add_argument("--no-fusion", action="store_true")
+    d.set_defaults(handler=_cmd_disasm)
+    return parser
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("program", help=".ir (compiled on the fly) or .irbc")
+    p.add_argument("--inputs", help="npz with one array per graph input")
+    p.add_argument("--weights", help="npz with the module's weights (dotted state_dict keys)")
+    p.add_argument("--no-fusion", action="store_true", help="compile without fusion groups (.ir only)")
+
+
+def load_program(path: str, fusion: bool = True):
+    """A Program from ``.irbc`` (verified before use) or from ``.ir`` text (compiled now)."""
+    from vm.irbc import is_irbc, load
+
+    if is_irbc(Path(path)):
+        return load(path)
+    import compiler
+
+    return compiler.compile_source(read_source(path), path, fusion=fusion)
+
+
+def _load_npz(path: str | None) -> dict[str, np.ndarray]:
+    if path is None:
+        return {}
+    from compiler.diagnostics import RunError
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except (ValueError, OSError) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        raise RunError(f"{path}: not a readable .npz file ({err})") from None
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from vm.io import load_inputs, save_outputs
+
+    program = load_program(args.program, fusion=not args.no_fusion)
+    weights = _load_npz(args.weights)
+    inputs = load_inputs(_load_npz(args.inputs), program)
+    if args.output:
+        given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
+        check_writable(Path(args.output), inputs=given, force=args.force, kind="npz")
+    if args.backend == "static":
+        from vm.static_runtime import StaticRuntime
+
+        result = StaticRuntime(program, weights)(*inputs)
+        trace = None
+    else:
+        from vm.interpreter import Interpreter
+
+        interp = Interpreter(program, weights)
+        if args.trace:
+            result, trace = interp.run_traced(*inputs)
+        else:
+            result, trace = interp(*inputs), None
+    if trace is not None:
+        check_writable(Path(args.trace), inputs=[Path(args.program)], force=args.force, kind="npz")
+        np.savez(args.trace, **{name: np.asarray(v) for name, v in trace.items() if _storable(v)})
+    results = result if isinstance(result, tuple) and len(program.output_types) > 1 else (result,)
+    if args.output:
+        save_outputs(args.output, list(results))
+    else:
+        for i, value in enumerate(results):
+            print(f"out{i} = {_show(value)}")
+    return 0
+
+
+def _storable(value: Any) -> bool:
+    if isinstance(value, np.ndarray):
+        return True
+    return isinstance(value, (bool, int, float, str)) or value is None
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        body = np.array2string(value, threshold=60, precision=6, separator=", ")
+        return f"tensor({body}, dtype={value.dtype}, shape={tuple(value.shape)})"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_show(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return repr(value)
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from vm.io import load_inputs
+    from vm.profile import profile
+
+    program = load_program(args.program, fusion=not args.no_fusion)
+    inputs = load_inputs(_load_npz(args.inputs), program)
+    report = profile(program, inputs, weights=_load_npz(args.weights), runs=args.runs)
+    print(report)
+    return 0
+
+
+def _cmd_disasm(args: argparse.Namespace) -> int:
+    from vm.bytecode import disassemble
+
+    print(disassemble(load_program(args.program, fusion=not args.no_fusion)), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
