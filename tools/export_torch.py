@@ -1,0 +1,364 @@
+"""Export a PyTorch function or module to irvm: graph IR text, weights, sample inputs.
+
+    python tools/export_torch.py FILE.py NAME [--trace] [--freeze] [--inputs SPEC] -o OUTDIR
+
+NAME names, in FILE.py, a function, an ``nn.Module`` instance or class, or a zero-argument
+factory returning a module.  The tool scripts it (``torch.jit.script``; ``--trace`` traces
+it on the sample inputs instead; ``--freeze`` also runs ``torch.jit.freeze`` on a module)
+and writes into OUTDIR:
+
+    NAME.ir            the inlined graph, exactly as PyTorch prints it
+    NAME.weights.npz   for a module: its state_dict (buffers included) under dotted keys,
+                       plain attributes the graph reads with prim::GetAttr (``training``,
+                       ``eps``...) as 0-d arrays, and every tensor constant PyTorch prints
+                       as ``<Tensor>`` or rounded (frozen parameters) under its value name
+    NAME.inputs.npz    sample inputs, in the conventions of ``vm/io.py``
+
+Sample inputs come from, in this order: ``--inputs SPEC``; a callable ``NAME_inputs`` in
+the file; a callable ``example_inputs`` in the file.  The callable takes no arguments and
+returns a tuple of positional arguments (or one tensor).  SPEC is a ``;``-separated list,
+one item per argument: ``f32[2,3]`` (random normal; dtypes f16 f32 f64 i32 i64 u8 bool),
+or a Python literal (``3``, ``2.5``, ``True``, ``None``, ``[1, 2]``).
+
+The tool then prints the ``irvm run`` command that runs the export.  Source locations in
+the dump are made relative: the exported file's directory becomes the working directory's
+relative path and ``.../site-packages/`` is dropped, so dumps do not depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import inspect
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from vm.io import flatten_values, kind_of  # noqa: E402
+
+DTYPES = {
+    "f16": torch.float16, "f32": torch.float32, "f64": torch.float64, "i32": torch.int32,
+    "i64": torch.int64, "u8": torch.uint8, "bool": torch.bool,
+}
+
+
+class ExportError(Exception):
+    """The target cannot be exported as asked (no inputs, wrong arity...)."""
+
+
+@dataclass
+class Export:
+    """What one export produces: graph text, weights, inputs and torch's own result."""
+
+    name: str
+    ir: str
+    inputs: dict[str, Any]
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    outputs: list[Any] | None = None  # one entry per graph output (numpy trees)
+    error: str | None = None  # torch's message, when running the inputs raises
+    is_module: bool = False
+
+
+# -- loading ------------------------------------------------------------------------------
+
+
+def load_file(path: str | Path) -> Any:
+    """Import a Python file as a module (its directory goes on sys.path for its imports)."""
+    path = Path(path).resolve()
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def resolve_target(obj: Any) -> Any:
+    """A function stays a function; a module class or factory becomes a module instance."""
+    if isinstance(obj, torch.nn.Module):
+        return obj
+    if inspect.isclass(obj) and issubclass(obj, torch.nn.Module):
+        return obj()
+    if callable(obj) and not isinstance(obj, torch.jit.ScriptFunction) and not _parameters(obj):
+        made = obj()
+        if isinstance(made, torch.nn.Module):
+            return made
+    return obj
+
+
+def _parameters(fn: Callable[..., Any]) -> list[str]:
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return ["?"]
+
+
+def sample_inputs(source: Any, name: str, spec: str | None, seed: int = 0) -> tuple[Any, ...]:
+    """Sample arguments: ``--inputs SPEC``, else ``NAME_inputs()``, else ``example_inputs()``."""
+    torch.manual_seed(seed)
+    if spec is not None:
+        return tuple(_parse_spec_item(item.strip()) for item in spec.split(";") if item.strip())
+    for attr in (f"{name}_inputs", "example_inputs"):
+        maker = getattr(source, attr, None)
+        if callable(maker):
+            made = maker()
+            return made if isinstance(made, tuple) else (made,)
+    raise ExportError(f"no sample inputs: pass --inputs or define {name}_inputs() or example_inputs()")
+
+
+def _parse_spec_item(item: str) -> Any:
+    match = re.fullmatch(r"(\w+)\[([\d,\s]*)\]", item)
+    if match and match.group(1) in DTYPES:
+        shape = [int(s) for s in match.group(2).split(",") if s.strip()]
+        dtype = DTYPES[match.group(1)]
+        if dtype.is_floating_point:
+            return torch.randn(shape, dtype=dtype)
+        if dtype == torch.bool:
+            return torch.rand(shape) < 0.5
+        return torch.randint(-5, 6, shape, dtype=dtype) if dtype != torch.uint8 else torch.randint(0, 11, shape, dtype=dtype)
+    return ast.literal_eval(item)
+
+
+# -- converting ---------------------------------------------------------------------------
+
+
+def to_numpy(value: Any) -> Any:
+    """A torch value tree as irvm's runtime values (numpy arrays, Python scalars...)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy().copy()
+    if isinstance(value, tuple):
+        return tuple(to_numpy(v) for v in value)
+    if isinstance(value, list):
+        return [to_numpy(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_numpy(v) for k, v in value.items()}
+    if isinstance(value, torch.dtype):
+        return _DTYPE_CODES[value]
+    if isinstance(value, torch.device):
+        return str(value)
+    return value
+
+
+_DTYPE_CODES = {
+    torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,
+    torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.bool: 11,
+}
+
+
+def _clone_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Fresh copies, so an in-place program cannot change the saved sample inputs."""
+    def clone(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return v.clone()
+        if isinstance(v, (list, tuple)):
+            return type(v)(clone(x) for x in v)
+        if isinstance(v, dict):
+            return {k: clone(x) for k, x in v.items()}
+        return v
+    return tuple(clone(a) for a in args)
+
+
+# -- scripting and dumping ----------------------------------------------------------------
+
+
+def compile_target(target: Any, args: tuple[Any, ...], *, trace: bool, freeze: bool) -> Any:
+    """The ScriptFunction or ScriptModule for ``target``."""
+    if trace:
+        compiled = torch.jit.trace(target, args)
+    else:
+        compiled = torch.jit.script(target)
+    if freeze:
+        if not isinstance(compiled, torch.jit.ScriptModule):
+            raise ExportError("--freeze needs an nn.Module")
+        compiled = torch.jit.freeze(compiled.eval())
+    return compiled
+
+
+def graph_text(compiled: Any, source_dir: Path | None) -> str:
+    """The inlined graph as PyTorch prints it, with machine-independent source paths."""
+    graph = compiled.inlined_graph if hasattr(compiled, "inlined_graph") else compiled.graph
+    return normalize_paths(str(graph), source_dir)
+
+
+def normalize_paths(text: str, source_dir: Path | None) -> str:
+    if source_dir is not None:
+        rel = os.path.relpath(source_dir, Path.cwd())
+        text = text.replace(str(source_dir) + os.sep, "" if rel == "." else rel + "/")
+    return re.sub(r"(# )\S*?/site-packages/", r"\1", text)
+
+
+def module_weights(compiled: Any, graph: Any) -> dict[str, np.ndarray]:
+    """state_dict + buffers + plain attributes read by GetAttr + printed-away tensor constants."""
+    weights: dict[str, np.ndarray] = {}
+    for key, value in compiled.state_dict(keep_vars=False).items():
+        weights[key] = to_numpy(value)
+    for key, value in compiled.named_buffers():
+        weights.setdefault(key, to_numpy(value))
+    weights.update(getattr_values(compiled, graph, weights))
+    weights.update(tensor_constants(graph))
+    return weights
+
+
+def getattr_values(compiled: Any, graph: Any, known: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Non-tensor attributes the graph reads via prim::GetAttr chains from ``%self``."""
+    paths: dict[Any, str] = {}
+    inputs = list(graph.inputs())
+    if inputs:
+        paths[inputs[0].debugName()] = ""
+    found: dict[str, np.ndarray] = {}
+    for node in _all_nodes(graph):
+        if node.kind() != "prim::GetAttr":
+            continue
+        base = paths.get(node.input().debugName())
+        if base is None:
+            continue
+        path = f"{base}.{node.s('name')}" if base else node.s("name")
+        paths[node.output().debugName()] = path
+        if path in known or node.output().type().kind() == "ClassType":
+            continue
+        value = _lookup(compiled, path)
+        if value is None or isinstance(value, torch.nn.Module):
+            continue
+        found.update(flatten_values({path: to_numpy(value)}))
+        del found["__spec__"]
+    return found
+
+
+def _lookup(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def tensor_constants(graph: Any) -> dict[str, np.ndarray]:
+    """Tensor constants whose values the dump does not print exactly (``<Tensor>``, rounded)."""
+    found: dict[str, np.ndarray] = {}
+    for node in _all_nodes(graph):
+        if node.kind() == "prim::Constant" and node.output().type().kind() == "TensorType":
+            value = node.output().toIValue()
+            if isinstance(value, torch.Tensor) and value.dim() > 0:
+                found[node.output().debugName()] = to_numpy(value)
+    return found
+
+
+def _all_nodes(graph_or_block: Any) -> list[Any]:
+    nodes = []
+    for node in graph_or_block.nodes():
+        nodes.append(node)
+        for block in node.blocks():
+            nodes.extend(_all_nodes(block))
+    return nodes
+
+
+def input_names(graph: Any, is_module: bool) -> list[str]:
+    names = [v.debugName() for v in graph.inputs()]
+    return names[1:] if is_module else names
+
+
+def export(
+    target: Any, name: str, args: tuple[Any, ...], *, trace: bool = False, freeze: bool = False,
+    source_dir: Path | None = None,
+) -> Export:
+    """Script or trace ``target``, dump it, and run it on ``args`` for the expected result."""
+    target = resolve_target(target)
+    is_module = isinstance(target, torch.nn.Module)
+    compiled = compile_target(target, _clone_args(args), trace=trace, freeze=freeze)
+    graph = compiled.inlined_graph if hasattr(compiled, "inlined_graph") else compiled.graph
+    result = Export(name, graph_text(compiled, source_dir), {}, is_module=is_module)
+    names = input_names(graph, is_module)
+    if trace:  # a traced graph takes only tensors: the flattened tensor arguments
+        args = tuple(a for a in _flat_tensors(args))
+    if len(names) != len(args):
+        raise ExportError(f"{name}: the graph takes {len(names)} inputs, the sample has {len(args)}")
+    result.inputs = {n: to_numpy(a) for n, a in zip(names, args)}
+    if is_module:
+        result.weights = module_weights(compiled, graph)
+    else:
+        result.weights = tensor_constants(graph)
+    try:
+        with torch.no_grad():
+            out = compiled(*_clone_args(args))
+        result.outputs = [to_numpy(out)]
+        kind_of(result.outputs[0])  # fail here, not later, on a value npz cannot hold
+    except (RuntimeError, torch.jit.Error) as err:
+        result.error = script_error_message(err)
+    return result
+
+
+def _flat_tensors(value: Any) -> list[Any]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _flat_tensors(v)]
+    return []
+
+
+def script_error_message(err: Exception) -> str:
+    """The last line of a TorchScript error: ``builtins.ValueError: the message``."""
+    lines = [line for line in str(err).strip().splitlines() if line.strip()]
+    return lines[-1] if lines else str(err)
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def write(exp: Export, outdir: Path) -> dict[str, Path]:
+    """Write NAME.ir, NAME.inputs.npz, NAME.weights.npz (when there are weights)."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    paths = {"ir": outdir / f"{exp.name}.ir", "inputs": outdir / f"{exp.name}.inputs.npz"}
+    paths["ir"].write_text(exp.ir if exp.ir.endswith("\n") else exp.ir + "\n")
+    np.savez(paths["inputs"], **flatten_values(exp.inputs))
+    if exp.weights or exp.is_module:
+        paths["weights"] = outdir / f"{exp.name}.weights.npz"
+        np.savez(paths["weights"], **exp.weights)
+    return paths
+
+
+def run_command(paths: dict[str, Path], output: str | None = None) -> str:
+    parts = ["irvm", "run", str(paths["ir"]), "--inputs", str(paths["inputs"])]
+    if "weights" in paths:
+        parts += ["--weights", str(paths["weights"])]
+    if output:
+        parts += ["--output", output]
+    return " ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("file")
+    parser.add_argument("name")
+    parser.add_argument("--trace", action="store_true", help="trace on the sample inputs instead of scripting")
+    parser.add_argument("--freeze", action="store_true", help="torch.jit.freeze the module (eval mode)")
+    parser.add_argument("--inputs", metavar="SPEC", help="sample inputs, e.g. 'f32[2,3];i64[4];3'")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("-o", "--outdir", required=True)
+    args = parser.parse_args(argv)
+    try:
+        return _export_file(args)
+    except ExportError as err:
+        print(f"export_torch: {err}", file=sys.stderr)
+        return 2
+
+
+def _export_file(args: argparse.Namespace) -> int:
+    source = load_file(args.file)
+    target = getattr(source, args.name)
+    sample = sample_inputs(source, args.name, args.inputs, args.seed)
+    exp = export(target, args.name, sample, trace=args.trace, freeze=args.freeze,
+                 source_dir=Path(args.file).resolve().parent)
+    paths = write(exp, Path(args.outdir))
+    print(run_command(paths, str(Path(args.outdir) / f"{args.name}.out.npz")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
