@@ -1,0 +1,80 @@
+"""Compiler passes: each module is one IR -> IR transform named for its verb.
+
+Every pass has one entry point, ``name(target)``, taking a ``Graph`` or a ``Module`` and
+returning a new object of the same type; the input is never modified (the pass works on a
+clone, as xDSL's ``apply_to_clone``).  The helpers here do the cloning and the walking
+over every graph of a module, and let a pass report what it changed (``note``) to the
+pass manager in ``compiler.pipeline``, which turns the counters into a ``PassRecord``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TypeVar
+
+from compiler.ir import Block, Graph, Module, Node
+
+Target = TypeVar("Target", Graph, Module)
+
+_counters: ContextVar[Counter[str] | None] = ContextVar("pass_counters", default=None)
+
+
+def note(counter: str, n: int = 1) -> None:
+    """Count ``n`` events of kind ``counter`` ("constants pooled") for the running pass."""
+    counts = _counters.get()
+    if counts is not None and n:
+        counts[counter] += n
+
+
+@contextmanager
+def collecting() -> Iterator[Counter[str]]:
+    """Collect the ``note`` counters of the passes run inside the ``with`` block."""
+    counts: Counter[str] = Counter()
+    token = _counters.set(counts)
+    try:
+        yield counts
+    finally:
+        _counters.reset(token)
+
+
+def graphs_of(target: Graph | Module) -> list[Graph]:
+    """The graphs a pass transforms: the graph itself, or a module's main and functions."""
+    if isinstance(target, Graph):
+        return [target]
+    return [target.main, *target.functions.values()]
+
+
+def apply_to_clone(target: Target, transform: Callable[[Graph], None]) -> Target:
+    """Clone ``target`` and run the in-place ``transform`` on each of its graphs."""
+    copy = target.clone()
+    for graph in graphs_of(copy):
+        transform(graph)
+    return copy
+
+
+def node_count(target: Graph | Module) -> int:
+    """Nodes of every graph of ``target``, nested blocks included (fusion subgraphs not)."""
+    return sum(1 for g in graphs_of(target) for _ in g.walk())
+
+
+def is_before(a: Node, b: Node) -> bool:
+    """True when ``a`` comes before ``b`` in their common block (both must be in it)."""
+    assert a.owner is b.owner and a.owner is not None
+    return a.owner.index_of(a) < a.owner.index_of(b)
+
+
+def ancestor_in(node: Node | None, block: Block) -> Node | None:
+    """The node of ``block`` that is ``node`` or contains it; None if ``node`` is not inside."""
+    while node is not None and node.owner is not block:
+        owner = node.owner
+        node = owner.owner if owner is not None else None
+    return node
+
+
+def user_node(user: Node | Block) -> Node | None:
+    """The node a use belongs to: the user itself, or for a block's return, the block's
+    owning node (None for the graph's own return)."""
+    return user if isinstance(user, Node) else user.owner

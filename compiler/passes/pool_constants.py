@@ -1,0 +1,81 @@
+"""Constant pooling: one ``prim::Constant`` per distinct value and type, at the graph start.
+
+As TorchScript's ``ConstantPooling``, we walk every constant of the graph, nested blocks
+included, key it by its output type and its attributes, keep the first node of each key
+and point the uses of every later duplicate at it.  The survivors move to the start of
+the graph's top-level block, in the order they were first met, so a constant used in a
+loop body is defined once, before everything, and a second run changes nothing.
+
+The key is exact on types: ``1``, ``1.`` and ``True`` compare equal in Python but are
+three constants (the payload is tagged with its Python type, recursively, and floats are
+compared by their bits so that ``0.`` and ``-0.`` stay apart and ``nan`` meets ``nan``).
+Two constants are never merged when one of them may be written in place (a tensor
+constant fed to ``aten::add_``): sharing would make one write visible through the other.
+A ``<Tensor>`` constant, whose values come from the weights under its own name, is only
+hoisted, never merged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.analysis.effects import AliasClasses, mutated_inputs
+from compiler.ir import Graph, Node, TensorLiteral, Value
+from compiler.passes import Target, apply_to_clone, note
+
+
+def pool_constants(target: Target) -> Target:
+    """A copy of ``target`` where every constant node is in the top-level block, before
+    every other node, and no two constants of a graph have the same type and payload
+    (unless one of them is written in place)."""
+    return apply_to_clone(target, _pool)
+
+
+def constant_key(node: Node) -> tuple[Any, ...]:
+    """What makes two constants interchangeable: output type and tagged attributes."""
+    attrs = tuple(sorted((k, _tagged(v)) for k, v in node.attrs.items()))
+    value = node.attrs.get("value")
+    if isinstance(value, TensorLiteral) and value.values is None:
+        attrs += (("<weight>", node.output.name),)  # bound by name: never the same
+    return (str(node.output.type), attrs)
+
+
+def _tagged(value: Any) -> Any:
+    if isinstance(value, float):
+        return ("float", value.hex())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_tagged(v) for v in value))
+    if isinstance(value, TensorLiteral):
+        return ("tensor", _tagged(value.values or ()), value.values is None, value.shape, value.dtype)
+    return (type(value).__name__, value)
+
+
+def _written(graph: Graph) -> set[Value]:
+    """Constant outputs that may be written in place (directly or through an alias)."""
+    classes = AliasClasses(graph)
+    roots = {classes.find(n.inputs[i]) for n in graph.walk() for i in mutated_inputs(n)}
+    return {n.output for n in graph.walk() if n.kind == "prim::Constant" and classes.find(n.output) in roots}
+
+
+def _pool(graph: Graph) -> None:
+    written = _written(graph)
+    kept: dict[tuple[Any, ...], Node] = {}
+    hoisted = 0
+    for node in list(graph.walk()):
+        if node.kind != "prim::Constant":
+            continue
+        key = constant_key(node) if node.output not in written else ("written", id(node))
+        first = kept.get(key)
+        if first is not None:
+            node.output.replace_all_uses_with(first.output)
+            node.destroy()
+            note("constants pooled")
+            continue
+        kept[key] = node
+        block = graph.block
+        if node.owner is not block or block.index_of(node) != hoisted:
+            note("constants hoisted")
+            assert node.owner is not None
+            node.owner.nodes.remove(node)
+            block.insert(hoisted, node)
+        hoisted += 1

@@ -1,0 +1,122 @@
+"""The pass manager: the optimization pipeline, in the order PyTorch runs it for inference.
+
+TorchScript's ``GraphExecutorImpl::compileSpec`` optimizes a copy of each graph in
+phases; we keep the phases that matter for a numpy runtime and drop the autograd ones
+(LowerGradOf, specializeAutogradZero, differentiable subgraphs)::
+
+    Phase 0  inline_calls                       Inline: callee bodies replace calls
+    Phase 2  propagate_constants                ConstantPropagation: run what is known
+             pool_constants                     ConstantPooling: one node per constant
+    Phase 3  eliminate_dead_code                runOptimization: DCE, CSE, peephole
+             eliminate_common_subexpressions
+             peephole
+    Phase 5  group_fusions                      runNondiffOptimization: FuseGraph
+
+(PyTorch pools constants right after inlining and again inside runOptimization; we pool
+once after propagation, which both creates and frees constants.)  Drop insertion is not
+an optimization: the emitter runs ``compiler.passes.insert_drops`` on the final graph.
+
+``optimize`` never modifies the module it is given, records what each pass changed, and
+can print the IR after chosen passes (``irc compile --print-after PASS``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+
+import attrs
+
+from compiler.diagnostics import IRError
+from compiler.ir import Module
+from compiler.passes import collecting, node_count
+
+DEFAULT_PIPELINE: list[str] = [
+    # Phase 2: share the constants
+    "pool_constants",
+    # Phase 3: classic clean-ups
+    "eliminate_dead_code",
+]
+
+FUSION_PASSES = frozenset({"group_fusions"})
+
+# Passes that can be named in ``passes=`` (or ``irc --passes``) but are not optimizations.
+EXTRA_PASSES: list[str] = ["insert_drops"]
+
+
+@attrs.frozen
+class PassRecord:
+    """What one pass did: node counts before and after, and the pass's own counters."""
+
+    name: str
+    nodes_before: int
+    nodes_after: int
+    counters: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return self.nodes_before != self.nodes_after or any(n for _, n in self.counters)
+
+    def __str__(self) -> str:
+        text = f"{self.name}: {self.nodes_before} -> {self.nodes_after} nodes"
+        if self.counters:
+            text += ", " + ", ".join(f"{key} {n}" for key, n in self.counters)
+        return text
+
+
+def available_passes() -> list[str]:
+    return [*DEFAULT_PIPELINE, *EXTRA_PASSES]
+
+
+def get_pass(name: str) -> Callable[[Module], Module]:
+    """The entry function of pass ``name`` (module ``compiler.passes.<name>``)."""
+    if name not in available_passes():
+        raise IRError(f"unknown pass {name!r}; the passes are: {', '.join(available_passes())}")
+    module = importlib.import_module(f"compiler.passes.{name}")
+    return getattr(module, name)
+
+
+def optimize(
+    module: Module,
+    passes: Sequence[str] | None = None,
+    *,
+    fusion: bool = True,
+    print_after: Iterable[str] = (),
+    printer: Callable[[str, str], None] | None = None,
+    verify_each: bool = False,
+) -> tuple[Module, list[PassRecord]]:
+    """Run ``passes`` (default: ``DEFAULT_PIPELINE``) over a copy of ``module``.
+
+    With ``fusion=False`` the fusion passes are skipped.  After each pass named in
+    ``print_after`` (``"all"`` for every pass), ``printer(pass_name, module_text)`` is
+    called (default: print to stdout).  ``verify_each`` runs the verifier after every
+    pass, as the tests do.  Returns the optimized module and one record per pass run.
+    """
+    names = list(DEFAULT_PIPELINE if passes is None else passes)
+    if not fusion:
+        names = [n for n in names if n not in FUSION_PASSES]
+    chosen = [(name, get_pass(name)) for name in names]  # unknown names fail before any work
+    wanted = set(print_after)
+    for name in wanted - {"all"}:
+        get_pass(name)
+    show = printer or _print_stage
+    current = module.clone()
+    records: list[PassRecord] = []
+    for name, run in chosen:
+        before = node_count(current)
+        with collecting() as counts:
+            current = run(current)
+        records.append(PassRecord(name, before, node_count(current), tuple(sorted(counts.items()))))
+        if verify_each:
+            from compiler.verify import verify
+
+            verify(current)
+        if "all" in wanted or name in wanted:
+            from compiler.printer import print_module
+
+            show(name, print_module(current))
+    return current, records
+
+
+def _print_stage(name: str, text: str) -> None:
+    print(f"=== after {name} ===\n{text}", end="" if text.endswith("\n") else "\n")
