@@ -183,15 +183,17 @@ def compile_target(target: Any, args: tuple[Any, ...], *, trace: bool, freeze: b
     return compiled
 
 
-def graph_text(compiled: Any, source_dir: Path | None) -> str:
+def graph_text(compiled: Any, source_dir: Path | None, base: Path | None = None) -> str:
     """The inlined graph as PyTorch prints it, with machine-independent source paths."""
     graph = compiled.inlined_graph if hasattr(compiled, "inlined_graph") else compiled.graph
-    return normalize_paths(str(graph), source_dir)
+    return normalize_paths(str(graph), source_dir, base)
 
 
-def normalize_paths(text: str, source_dir: Path | None) -> str:
+def normalize_paths(text: str, source_dir: Path | None, base: Path | None = None) -> str:
+    """``source_dir/`` becomes its path relative to ``base`` (default: the working directory);
+    ``.../site-packages/`` is dropped."""
     if source_dir is not None:
-        rel = os.path.relpath(source_dir, Path.cwd())
+        rel = os.path.relpath(source_dir, base or Path.cwd())
         text = text.replace(str(source_dir) + os.sep, "" if rel == "." else rel + "/")
     return re.sub(r"(# )\S*?/site-packages/", r"\1", text)
 
@@ -266,14 +268,14 @@ def input_names(graph: Any, is_module: bool) -> list[str]:
 
 def export(
     target: Any, name: str, args: tuple[Any, ...], *, trace: bool = False, freeze: bool = False,
-    source_dir: Path | None = None,
+    source_dir: Path | None = None, base: Path | None = None,
 ) -> Export:
     """Script or trace ``target``, dump it, and run it on ``args`` for the expected result."""
     target = resolve_target(target)
     is_module = isinstance(target, torch.nn.Module)
     compiled = compile_target(target, _clone_args(args), trace=trace, freeze=freeze)
     graph = compiled.inlined_graph if hasattr(compiled, "inlined_graph") else compiled.graph
-    result = Export(name, graph_text(compiled, source_dir), {}, is_module=is_module)
+    result = Export(name, graph_text(compiled, source_dir, base), {}, is_module=is_module)
     names = input_names(graph, is_module)
     if trace:  # a traced graph takes only tensors: the flattened tensor arguments
         args = tuple(a for a in _flat_tensors(args))

@@ -32,19 +32,35 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import corpus_programs  # noqa: E402
-from export_torch import export, write  # noqa: E402
-from vm.io import flatten_outputs  # noqa: E402
+from export_torch import Export, export, write  # noqa: E402
+from vm.io import compare_flat, flatten_outputs, flatten_values, read_npz  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus"
 SUFFIXES = (".ir", ".inputs.npz", ".weights.npz", ".expected.npz", ".error.txt")
 
 
-def generate(case: corpus_programs.Case, outdir: Path) -> dict:
-    """Export one case into ``outdir``; returns its manifest record."""
+def export_case(case: corpus_programs.Case) -> Export:
+    """Script/trace/freeze one case and run torch on its seeded sample inputs."""
     torch.manual_seed(zlib.crc32(case.name.encode()))
     args = case.inputs()
-    exp = export(case.target, case.name, args, trace=case.trace, freeze=case.freeze,
-                 source_dir=ROOT / "tools")
+    return export(case.target, case.name, args, trace=case.trace, freeze=case.freeze,
+                  source_dir=ROOT / "tools", base=ROOT)
+
+
+def matches_stored(name: str, outdir: Path = CORPUS) -> bool:
+    """Whether re-exporting case ``name`` gives the stored dump and inputs."""
+    case = next(c for c in corpus_programs.CASES if c.name == name)
+    exp = export_case(case)
+    if (outdir / f"{name}.ir").read_text().rstrip("\n") != exp.ir.rstrip("\n"):
+        return False
+    stored = read_npz(outdir / f"{name}.inputs.npz")
+    fresh = flatten_values(exp.inputs)
+    return not compare_flat(fresh, stored, rtol=0.0, atol=0.0)
+
+
+def generate(case: corpus_programs.Case, outdir: Path) -> dict:
+    """Export one case into ``outdir``; returns its manifest record."""
+    exp = export_case(case)
     paths = write(exp, outdir)
     record = {
         "name": case.name,
