@@ -353,7 +353,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _export_file(args: argparse.Namespace) -> int:
     source = load_file(args.file)
-    target = getattr(source, args.name)
+    target = getattr(source, args.name, None)
+    if target is None:
+        raise ExportError(f"{args.file} defines no {args.name!r}")
     sample = sample_inputs(source, args.name, args.inputs, args.seed)
     exp = export(target, args.name, sample, trace=args.trace, freeze=args.freeze,
                  source_dir=Path(args.file).resolve().parent)
