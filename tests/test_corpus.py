@@ -155,3 +155,13 @@ def test_corpus_is_not_stale() -> None:
     stale = [name for name in NAMES if not gen_corpus.matches_stored(name)]
     assert not stale, f"regenerate with `python tools/gen_corpus.py`: {stale}"
     assert [c.name for c in gen_corpus.corpus_programs.CASES] == NAMES
+
+
+def test_feature_table_lists_every_feature_and_program() -> None:
+    """docs/features.md names every corpus program and feature (rerun tools/feature_table.py)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from corpus_programs import FEATURES
+
+    doc = (ROOT / "docs" / "features.md").read_text()
+    missing = [f"`{n}`" for n in NAMES if f"`{n}`" not in doc] + [f for f in FEATURES if f"| {f} |" not in doc]
+    assert not missing, f"stale docs/features.md, run `python tools/feature_table.py`: {missing}"

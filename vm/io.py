@@ -15,7 +15,8 @@ so an ``int`` result and a 0-d int64 tensor would look alike.  To keep the file 
 we add one more entry, ``__spec__``: a JSON string mapping each top-level key to the kind
 of value stored there (``"Tensor"``, ``"int"``, ``"float"``, ``"bool"``, ``"str"``,
 ``"None"``, ``["list", [...]]``, ``["tuple", [...]]``, ``["dict", [[key, kind], ...]]``).
-None and empty containers exist only in the spec.  Files written by hand may leave the
+None and empty containers exist only in the spec.  (One loss: numpy drops trailing NUL
+characters of a string.)  Files written by hand may leave the
 spec out: ``load_inputs`` then reads each input by its type in the graph (an absent
 Optional input is None, a list of ints may be a 1-d array).
 
