@@ -201,7 +201,8 @@ def check_writable(out: Path, inputs: Sequence[Path], force: bool, kind: str) ->
     if not out.exists() or force:
         return
     head = out.read_bytes()[:8] if out.is_file() else b""
-    ours = {"irbc": head.startswith(b"PK"), "npz": head.startswith(b"PK"), "viz": False}[kind]
+    pictures = (b"<?xml", b"<svg", b"\x89PNG", b"digraph", b"%PDF")
+    ours = {"irbc": head.startswith(b"PK"), "npz": head.startswith(b"PK"), "viz": head.startswith(pictures)}[kind]
     if kind == "irbc" and ours:
         from vm.irbc import is_irbc
 
