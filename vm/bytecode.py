@@ -1,0 +1,289 @@
+"""The instruction set and the bytecode container, modelled on TorchScript's interpreter.
+
+A compiled program is a tuple of ``Function``s.  Each function is a flat list of
+instructions for a stack machine with registers (TorchScript's ``instruction.h``):
+operands are pushed with LOAD/MOVE/LOADC, an OP pops its inputs and pushes its results,
+STORE/STOREN pop results into registers.  Every value of the IR gets its own register;
+memory is reclaimed not by reusing registers but by MOVE (the last use of a value clears
+its register) and DROPR (a value nobody reads again), chosen by the emitter
+(``compiler.emit``) from the last-use information of ``compiler.passes.insert_drops``.
+
+Everything here is immutable (frozen attrs classes, tuples), so one ``Program`` can be
+shared by any number of threads; a run owns its frames, registers and stack.
+
+``OPCODES`` is the one table of the instruction set: each opcode with its operand kinds
+and its meaning.  The disassembler below, the file format (``vm.irbc``) and the
+interpreter all read it.  Operand X and N of an instruction mean what the table says:
+
+========  =======================================================================
+kind      meaning of the operand
+========  =======================================================================
+reg       a register index of the current frame
+const     an index into the function's constant table
+op        an index into the function's operator table (``vm.ops.registry.OpRef``)
+func      an index into ``Program.functions``
+target    an absolute instruction index inside the same function (a jump target)
+count     a plain number of values
+========  =======================================================================
+
+A loop (TorchScript's LOOP, see ``Opcode.LOOP``) keeps its trip counter on the stack: the
+emitter pushes ``LOADC 0`` (the counter), the max trip count, the initial condition and the
+carried values, then ``LOOP exit N`` with N = 2 + carried.  While ``trip < max and cond``
+the LOOP replaces the condition slot by the iteration index, increments the counter and
+falls into the body, which starts with a STOREN of (index, carried...) and ends by pushing
+(next condition, carried...) and jumping back to the LOOP.  When the loop ends, LOOP drops
+the three header slots under the carried values and jumps to ``exit``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, NamedTuple
+
+import attrs
+
+from compiler.diagnostics import Span
+from vm.ops.registry import OpRef
+
+
+class Operand(enum.Enum):
+    """What an instruction operand refers to (see the module docstring)."""
+
+    NONE = "-"
+    REG = "reg"
+    CONST = "const"
+    OP = "op"
+    FUNC = "func"
+    TARGET = "target"
+    COUNT = "count"
+
+
+class Opcode(enum.IntEnum):
+    """The instruction set. Each member carries its operand kinds (``x``, ``n``) and ``doc``."""
+
+    x: Operand
+    n: Operand
+    doc: str
+
+    def __new__(cls, code: int, x: Operand, n: Operand, doc: str) -> "Opcode":
+        member = int.__new__(cls, code)
+        member._value_ = code
+        member.x, member.n, member.doc = x, n, doc
+        return member
+
+    # fmt: off
+    OP     = 0,  Operand.OP,     Operand.NONE,  "pop operators[X].n_inputs values, call the kernel, push its n_outputs results"
+    OPN    = 1,  Operand.OP,     Operand.COUNT, "variadic OP: pop N values (N == operators[X].n_inputs), call, push results"
+    LOAD   = 2,  Operand.REG,    Operand.NONE,  "push register X (it stays set: not its last use)"
+    MOVE   = 3,  Operand.REG,    Operand.NONE,  "push register X and clear it (the value's last use)"
+    STORE  = 4,  Operand.REG,    Operand.NONE,  "pop one value into register X"
+    STOREN = 5,  Operand.REG,    Operand.COUNT, "pop N values into registers X..X+N-1 (the top goes to X+N-1)"
+    DROP   = 6,  Operand.NONE,   Operand.NONE,  "pop one value and discard it"
+    DROPR  = 7,  Operand.REG,    Operand.NONE,  "clear register X (a value that is never read again)"
+    LOADC  = 8,  Operand.CONST,  Operand.NONE,  "push constants[X]"
+    JF     = 9,  Operand.TARGET, Operand.NONE,  "pop a bool; jump to X if it is false"
+    JMP    = 10, Operand.TARGET, Operand.NONE,  "jump to X"
+    LOOP   = 11, Operand.TARGET, Operand.COUNT, "loop header over [trip, max, cond, carried(N-2)]: continue or exit to X"
+    CALL   = 12, Operand.FUNC,   Operand.NONE,  "call functions[X] on its n_inputs top values in a new frame"
+    RET    = 13, Operand.NONE,   Operand.NONE,  "leave the frame; its n_outputs results stay on the stack"
+    # fmt: on
+
+
+OPCODES: tuple[Opcode, ...] = tuple(Opcode)
+BY_NAME: dict[str, Opcode] = {op.name: op for op in Opcode}
+
+
+class Instruction(NamedTuple):
+    """One instruction: opcode and two integer operands (0 when unused), as TorchScript's
+    8-byte ``Instruction`` (op, N, X)."""
+
+    op: Opcode
+    x: int = 0
+    n: int = 0
+
+    def __str__(self) -> str:
+        parts = [self.op.name.ljust(6)]
+        if self.op.x is not Operand.NONE:
+            parts.append(str(self.x))
+        if self.op.n is not Operand.NONE:
+            parts.append(str(self.n))
+        return " ".join(parts)
+
+
+@attrs.frozen
+class Function:
+    """One compiled graph: its code and the tables its operands index.
+
+    ``spans[i]`` and ``nodes[i]`` say which IR node emitted instruction ``i`` (its place
+    in the IR file and its text, for error messages and the disassembly);
+    ``register_names[r]`` is the IR name of the value held in register ``r`` (``x.1``).
+    A function's inputs arrive on the stack; its code starts by storing them.
+    """
+
+    name: str
+    instructions: tuple[Instruction, ...]
+    n_inputs: int
+    n_outputs: int
+    n_registers: int
+    constants: tuple[Any, ...] = ()
+    operators: tuple[OpRef, ...] = ()
+    spans: tuple[Span | None, ...] = ()
+    nodes: tuple[str, ...] = ()
+    register_names: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+
+@attrs.frozen
+class Program:
+    """A compiled module: functions, the entry, and what it was compiled from.
+
+    ``module`` is the optimized ``compiler.ir.Module`` (the static runtime builds from it;
+    None for a program read from a file until recompiled), ``source`` the IR text of the
+    program.  ``input_names``/``input_types`` describe the entry function's inputs (type
+    strings as PyTorch prints them: ``Tensor``, ``Float(2, 3)``, ``int``, ``Tensor?``...);
+    a class-typed first input is ``%self``, bound from the weights, not passed by callers.
+    """
+
+    functions: tuple[Function, ...]
+    entry: int = 0
+    input_names: tuple[str, ...] = ()
+    input_types: tuple[str, ...] = ()
+    n_outputs: int = 1
+    source: str = ""
+    module: Any = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def main(self) -> Function:
+        return self.functions[self.entry]
+
+    @property
+    def takes_self(self) -> bool:
+        """True when the entry's first input is a module object (``%self``)."""
+        return bool(self.input_types) and is_class_type(self.input_types[0])
+
+
+def is_class_type(type_text: str) -> bool:
+    """``__torch__.Net`` and other class types (what ``%self`` is)."""
+    return type_text.startswith("__torch__") or type_text.startswith("__main__")
+
+
+# ---------------------------------------------------------------------------------------
+# Stack effects (for the verifier and the interpreter's decoder)
+
+
+def stack_effect(program: Program, function: Function, ins: Instruction) -> tuple[int, int]:
+    """(values popped, values pushed) by ``ins`` when it falls through.
+
+    LOOP falls through into its body without changing the depth; its exit edge pops the
+    three header slots (``exit_effect``).  CALL pops the callee's inputs and pushes its
+    outputs; RET pops the function's outputs (they go to the caller).
+    """
+    op = ins.op
+    if op in (Opcode.OP, Opcode.OPN):
+        ref = function.operators[ins.x]
+        return ref.n_inputs, ref.n_outputs
+    if op in (Opcode.LOAD, Opcode.MOVE, Opcode.LOADC):
+        return 0, 1
+    if op in (Opcode.STORE, Opcode.DROP, Opcode.JF):
+        return 1, 0
+    if op is Opcode.STOREN:
+        return ins.n, 0
+    if op is Opcode.LOOP:
+        return ins.n + 1, ins.n + 1
+    if op is Opcode.CALL:
+        callee = program.functions[ins.x]
+        return callee.n_inputs, callee.n_outputs
+    if op is Opcode.RET:
+        return function.n_outputs, 0
+    return 0, 0  # DROPR, JMP
+
+
+def loop_exit_effect(ins: Instruction) -> int:
+    """Depth change along a LOOP's exit edge: the three header slots go."""
+    return -3
+
+
+# ---------------------------------------------------------------------------------------
+# Disassembly (clox's disassembleInstruction)
+
+
+def describe_operand(program: Program, function: Function, ins: Instruction) -> str:
+    """What the operands of ``ins`` name: the operator, constant, register or target."""
+    op = ins.op
+    if op.x is Operand.OP:
+        return function.operators[ins.x].name
+    if op.x is Operand.CONST:
+        return _short_repr(function.constants[ins.x])
+    if op.x is Operand.REG:
+        names = function.register_names
+        first = f"%{names[ins.x]}" if ins.x < len(names) else "?"
+        if op is Opcode.STOREN and ins.n > 1:
+            last = names[ins.x + ins.n - 1] if ins.x + ins.n - 1 < len(names) else "?"
+            return f"{first} .. %{last}"
+        return first
+    if op.x is Operand.TARGET:
+        return f"-> {ins.x}"
+    if op.x is Operand.FUNC:
+        return program.functions[ins.x].name if ins.x < len(program.functions) else "?"
+    return ""
+
+
+def _short_repr(value: Any) -> str:
+    text = _value_repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _value_repr(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None and getattr(value, "size", 0) > 8:
+        return f"array({dtype}, shape={tuple(shape)})"
+    return repr(value)
+
+
+def disassemble_function(program: Program, function: Function) -> str:
+    """A listing of ``function``: offset, ``line:col`` (``|`` when unchanged), opcode,
+    operands and what they name."""
+    lines = [
+        f"== {function.name} ({function.n_inputs} inputs, {function.n_outputs} outputs,"
+        f" {function.n_registers} registers) =="
+    ]
+    previous: tuple[int, int] | None = None
+    for i, ins in enumerate(function.instructions):
+        span = function.spans[i] if i < len(function.spans) else None
+        where = (span.line, span.col) if span is not None else None
+        if where is None:
+            loc = "-"
+        elif where == previous:
+            loc = "|"
+        else:
+            loc = f"{where[0]}:{where[1]}"
+        previous = where
+        note = describe_operand(program, function, ins)
+        text = f"{i:04d} {loc:>7} {str(ins):<16}"
+        lines.append(f"{text} {note}".rstrip())
+    return "\n".join(lines)
+
+
+def disassemble(program: Program) -> str:
+    """Every function of ``program``, the entry first."""
+    order = [program.entry] + [i for i in range(len(program.functions)) if i != program.entry]
+    return "\n\n".join(disassemble_function(program, program.functions[i]) for i in order) + "\n"
+
+
+__all__ = [
+    "Operand",
+    "Opcode",
+    "OPCODES",
+    "BY_NAME",
+    "Instruction",
+    "Function",
+    "Program",
+    "stack_effect",
+    "loop_exit_effect",
+    "disassemble",
+    "disassemble_function",
+    "is_class_type",
+]
