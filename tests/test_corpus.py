@@ -14,6 +14,7 @@ skipped with that reason; any other failure fails.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -57,13 +58,19 @@ def expected_error_text(name: str) -> str:
     return line.split(": ", 1)[1] if ": " in line else line
 
 
-def run_program(name: str, backend: str) -> tuple[Any, Any]:
-    """Compile and run one corpus program; returns (program, raw result)."""
+@functools.cache
+def compiled(name: str) -> Any:
+    """The Program of one corpus file (immutable, so both backends share it)."""
     import compiler
 
-    cls = runtime_class(backend)
     path = CORPUS / f"{name}.ir"
-    program = compiler.compile_source(path.read_text(), str(path))
+    return compiler.compile_source(path.read_text(), str(path))
+
+
+def run_program(name: str, backend: str) -> tuple[Any, Any]:
+    """Compile and run one corpus program; returns (program, raw result)."""
+    cls = runtime_class(backend)
+    program = compiled(name)
     weights_path = CORPUS / f"{name}.weights.npz"
     weights = read_npz(weights_path) if weights_path.exists() else None
     inputs = load_inputs(CORPUS / f"{name}.inputs.npz", program)
