@@ -7,14 +7,41 @@ attribute paths, as a PyTorch state_dict has them (``0.weight``, ``bn.running_me
     >>> root = ModuleObject.from_state_dict({"fc.weight": w, "fc.bias": b})
     >>> root.get("fc").get("weight") is w
     True
+
+Before a run, the runtimes check the weights against what the graph will read, so that
+a missing parameter is reported up front, all at once, instead of at the GetAttr that
+first touches it:
+
+- ``bind_self(graph, weights) -> ModuleObject`` follows every ``prim::GetAttr`` chain
+  from ``%self`` (the graph's first input, typed as a class).  Each attribute the graph
+  reads gets the type the graph declares for it: a tensor stays an array; ``bool``,
+  ``int``, ``float`` and ``str`` attributes, stored as 0-d arrays (``training``,
+  ``num_heads``, ``_qkv_same_embed_dim``), become Python scalars; ``int[]`` and tuples
+  come from 1-d arrays; ``Tensor[]`` from indexed keys (``rnn._flat_weights.0``,
+  ``.1``...), or, for an RNN's ``_flat_weights``, from its named parameters
+  (``weight_ih_l0``...) in PyTorch's order.  Absent attributes default only where the
+  meaning is clear: an Optional (``Tensor?``) is None and ``training`` is False
+  (inference); every other absent attribute is listed, with its dotted path and type, in
+  one ``RunError``.
+- ``bind_constants(graph, weights) -> dict[str, ndarray]`` is for frozen graphs, whose
+  parameters are ``prim::Constant[value=<Tensor>]()`` named like ``%self.0.weight``.  It
+  maps each tensor constant's value name (``"self.0.weight"``) to its array, looked up
+  under the name itself or the state_dict key without ``self.`` (``"0.weight"``); a
+  ``<Tensor>`` with no weight is an error (one for all of them), a constant whose values
+  were printed (rounded) is bound only when the weights have it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.diagnostics import RunError
+import numpy as np
+
+from compiler import types as T
+from compiler.diagnostics import RunError, Span
+from compiler.ir import Graph, Node, TensorLiteral, Value
 
 
 class ModuleObject:
@@ -55,3 +82,188 @@ class ModuleObject:
                 node = child
             node.attributes[leaf] = value
         return root
+
+
+# ---------------------------------------------------------------------------------------
+# Checking weights against a graph before the run
+
+
+class _Missing:
+    """Collects the attributes the graph reads and the weights lack."""
+
+    def __init__(self) -> None:
+        self.entries: list[str] = []
+        self.span: Span | None = None
+
+    def add(self, text: str, span: Span | None) -> None:
+        self.entries.append(text)
+        self.span = self.span or span
+
+
+def bind_self(graph: Graph, weights: Mapping[str, Any] | ModuleObject | None) -> ModuleObject:
+    """``%self`` for ``graph``, built from ``weights`` and checked against every GetAttr.
+
+    ``weights`` is a flat mapping of dotted paths (a state_dict plus plain attributes as
+    0-d arrays), or an already built ``ModuleObject``.  Returns the root object with every
+    attribute the graph reads converted to its declared type; raises ``RunError`` listing
+    each missing ``path : type`` at once.  A graph whose first input is not a class
+    (a function, not a method) gets the tree as given.
+    """
+    root = weights if isinstance(weights, ModuleObject) else ModuleObject.from_state_dict(weights or {})
+    if not graph.inputs or not isinstance(graph.inputs[0].type, T.ClassType):
+        return root
+    missing = _Missing()
+    _bind_reads(graph.inputs[0], root, missing)
+    if missing.entries:
+        listing = "\n  ".join(missing.entries)
+        raise RunError(
+            f"the weights lack {len(missing.entries)} attribute(s) the graph reads from %self:\n  {listing}",
+            missing.span,
+        )
+    return root
+
+
+def _bind_reads(value: Value, obj: ModuleObject, missing: _Missing) -> None:
+    for use in list(value.uses):
+        node = use.user
+        if not isinstance(node, Node) or node.kind != "prim::GetAttr" or use.index != 0:
+            continue
+        name = str(node.attrs["name"])
+        out = node.outputs[0]
+        if isinstance(out.type, T.ClassType):
+            child = obj.attributes.get(name)
+            if not isinstance(child, ModuleObject):  # a parameterless submodule (ReLU)
+                child = ModuleObject(obj.dotted(name))
+                obj.attributes[name] = child
+            _bind_reads(out, child, missing)
+            continue
+        _bind_leaf(obj, name, out.type, node, missing)
+
+
+def _bind_leaf(obj: ModuleObject, name: str, type_: T.Type | None, node: Node, missing: _Missing) -> None:
+    type_ = T.TENSOR if type_ is None else type_
+    dotted = obj.dotted(name)
+    raw = obj.attributes.get(name, _ABSENT)
+    if raw is _ABSENT and name == "_flat_weights":
+        raw = _rnn_flat_weights(obj)
+    if raw is _ABSENT:
+        if isinstance(type_, T.OptionalType) or type_ == T.NONE:
+            obj.attributes[name] = None
+        elif name == "training" and type_ == T.BOOL:
+            obj.attributes[name] = False
+        else:
+            missing.add(f"{dotted} : {type_}", node.span)
+        return
+    try:
+        obj.attributes[name] = convert_attribute(raw, type_)
+    except (TypeError, ValueError) as err:
+        raise RunError(f"weight {dotted!r} does not fit the declared type {type_}: {err}", node.span) from None
+
+
+_ABSENT: Any = object()
+_SCALARS: dict[T.Type, type] = {T.BOOL: bool, T.INT: int, T.FLOAT: float, T.STR: str}
+
+
+def convert_attribute(raw: Any, type_: T.Type) -> Any:
+    """A stored weight as the runtime value of an attribute of type ``type_``."""
+    if isinstance(type_, T.OptionalType):
+        return None if raw is None else convert_attribute(raw, type_.elem)
+    if raw is None:
+        if type_ == T.NONE:
+            return None
+        raise TypeError("the weight is None")
+    if isinstance(type_, T.TensorType):
+        if isinstance(raw, ModuleObject):
+            raise TypeError("expected one array, found a group of entries")
+        return raw if isinstance(raw, np.ndarray) else np.asarray(raw)
+    if type_ in _SCALARS:
+        array = np.asarray(raw)
+        if array.size != 1:
+            raise ValueError(f"expected one value, got an array of shape {list(array.shape)}")
+        return _SCALARS[type_](array.reshape(()).item())
+    if isinstance(type_, (T.ListType, T.TupleType)):
+        items = _items(raw)
+        elems = [type_.elem] * len(items) if isinstance(type_, T.ListType) else list(type_.elems)
+        if len(elems) != len(items):
+            raise ValueError(f"expected {len(elems)} elements, got {len(items)}")
+        converted = [convert_attribute(item, elem) for item, elem in zip(items, elems)]
+        return converted if isinstance(type_, T.ListType) else tuple(converted)
+    return raw
+
+
+def _items(raw: Any) -> list[Any]:
+    """The elements of a stored list: a Python sequence, a 1-d array, or indexed entries."""
+    if isinstance(raw, ModuleObject):
+        keys = sorted(raw.attributes, key=lambda k: int(k) if k.isdigit() else -1)
+        if any(not k.isdigit() for k in keys) or [int(k) for k in keys] != list(range(len(keys))):
+            raise ValueError(f"expected entries .0, .1, ..., found {keys}")
+        return [raw.attributes[k] for k in keys]
+    if isinstance(raw, np.ndarray):
+        return list(raw.reshape(-1)) if raw.ndim <= 1 else list(raw)
+    return list(raw)
+
+
+_RNN_PARAM = re.compile(r"(weight_ih|weight_hh|bias_ih|bias_hh|weight_hr)_l(\d+)(_reverse)?$")
+
+
+def _rnn_flat_weights(obj: ModuleObject) -> Any:
+    """An RNN module's ``_flat_weights`` from its named parameters, in PyTorch's order:
+    by layer, forward then reverse, ``w_ih, w_hh, b_ih, b_hh, w_hr``."""
+    order = ["weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"]
+    found = []
+    for key, value in obj.attributes.items():
+        m = _RNN_PARAM.match(key)
+        if m:
+            found.append(((int(m.group(2)), bool(m.group(3)), order.index(m.group(1))), value))
+    return [value for _, value in sorted(found, key=lambda kv: kv[0])] if found else _ABSENT
+
+
+def bind_constants(graph: Graph, weights: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The arrays for ``graph``'s tensor constants, keyed by value name (``"self.0.weight"``).
+
+    Each ``prim::Constant`` holding a tensor literal is looked up in ``weights`` under its
+    value name, then without the ``self.`` prefix (``"0.weight"``), then both without a
+    trailing ``.N`` uniquing suffix.  Constants printed as ``<Tensor>`` must be found
+    (``RunError`` listing every missing one); constants printed with (rounded) values are
+    bound only when present.  A bound array whose shape contradicts the declared type is
+    an error too.
+    """
+    bound: dict[str, np.ndarray] = {}
+    missing = _Missing()
+    for node in graph.walk():
+        literal = node.attrs.get("value") if node.kind == "prim::Constant" else None
+        if not isinstance(literal, TensorLiteral) or not node.outputs:
+            continue
+        out = node.outputs[0]
+        keys = constant_keys(out.name)
+        key = next((k for k in keys if k in weights), None)
+        if key is None:
+            if literal.values is None:
+                missing.add(f"%{out.name} : {out.type or 'Tensor'} (tried {', '.join(keys)})", node.span)
+            continue
+        array = np.asarray(weights[key])
+        _check_shape(out, array, node)
+        bound[out.name] = array
+    if missing.entries:
+        listing = "\n  ".join(missing.entries)
+        raise RunError(
+            f"the weights lack {len(missing.entries)} tensor constant(s) of the graph:\n  {listing}", missing.span
+        )
+    return bound
+
+
+def constant_keys(name: str) -> list[str]:
+    """Where a tensor constant named ``name`` may sit in a weights mapping, in order (the
+    same rule as ``compiler.resolve.UnboundTensor.keys``)."""
+    from compiler.resolve import UnboundTensor  # lazy: resolve imports the operator library
+
+    return UnboundTensor(name).keys()
+
+
+def _check_shape(out: Value, array: np.ndarray, node: Node) -> None:
+    t = out.type
+    if isinstance(t, T.TensorType) and t.sizes is not None and None not in t.sizes:
+        if tuple(array.shape) != tuple(t.sizes):
+            raise RunError(
+                f"weight for %{out.name} has shape {list(array.shape)}, the graph declares {t}", node.span
+            )

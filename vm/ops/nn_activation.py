@@ -1,0 +1,120 @@
+"""The activation functions of ``torch.nn`` that are not plain pointwise math.
+
+``hardtanh``, ``relu6``, ``leaky_relu``, ``elu``, ``selu``, ``celu``, ``softplus``,
+``hardswish``, ``hardsigmoid``, ``mish``, ``threshold``, ``hardshrink``,
+``softshrink``, ``log_sigmoid``, ``rrelu`` (inference form), ``prelu`` and ``glu``.
+(``relu``, ``sigmoid``, ``tanh``, ``silu`` and ``gelu`` live with the pointwise kernels.)
+
+Each is one numpy expression of the input and the Scalars, in the input's dtype (numpy 2
+keeps float32 when combined with a Python float).  ``_register`` turns that expression
+into the functional operator with an out variant, and into the in-place ``name_``
+operator when PyTorch has one: the in-place form computes, writes the result back into
+``self`` and returns ``self``, as ``Tensor(a!)`` promises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from vm.ops._nn_util import sigmoid, write_out
+from vm.ops.registry import kernel
+
+Fn = Callable[..., np.ndarray]
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _register(name: str, params: str, fn: Fn, *, inplace: bool = True) -> None:
+    sep = ", " if params else ""
+
+    def functional(x: np.ndarray, *args: Any) -> np.ndarray:
+        return np.asarray(fn(x, *args), dtype=x.dtype)
+
+    functional.__name__ = name
+    registered = kernel(f"aten::{name}(Tensor self{sep}{params}) -> Tensor", elementwise=True)(functional)
+
+    @registered.out
+    def out_variant(out: np.ndarray, x: np.ndarray, *args: Any) -> np.ndarray:
+        return write_out(out, functional(x, *args))
+
+    if inplace:
+
+        def in_place(x: np.ndarray, *args: Any) -> np.ndarray:
+            x[...] = fn(x, *args)
+            return x
+
+        in_place.__name__ = name + "_"
+        kernel(f"aten::{name}_(Tensor(a!) self{sep}{params}) -> Tensor(a!)")(in_place)
+
+
+def _elu(x, alpha, scale, input_scale):
+    return np.where(x > 0, x * scale, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale))
+
+
+def _softplus(x, beta, threshold):
+    bx = x * beta
+    return np.where(bx > threshold, x, np.log1p(np.exp(np.minimum(bx, threshold))) / beta)
+
+
+def _celu(x, alpha):
+    return np.maximum(x, 0) + np.minimum(0, np.expm1(np.minimum(x, 0) / alpha) * alpha)
+
+
+def _hardsigmoid(x):
+    return np.clip(x + 3, 0, 6) / 6
+
+
+_register("hardtanh", "Scalar min_val=-1, Scalar max_val=1", lambda x, lo, hi: np.clip(x, lo, hi))
+_register("relu6", "", lambda x: np.clip(x, 0, 6))
+_register("leaky_relu", "Scalar negative_slope=0.01", lambda x, s: np.where(x > 0, x, x * s))
+_register("elu", "Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", _elu)
+_register("selu", "", lambda x: _elu(x, SELU_ALPHA, SELU_SCALE, 1))
+_register("celu", "Scalar alpha=1.", _celu)
+_register("softplus", "Scalar beta=1, Scalar threshold=20", _softplus, inplace=False)
+_register("hardswish", "", lambda x: x * _hardsigmoid(x))
+_register("hardsigmoid", "", _hardsigmoid)
+_register("mish", "", lambda x: x * np.tanh(_softplus(x, 1, 20)))
+_register("threshold", "Scalar threshold, Scalar value", lambda x, t, v: np.where(x > t, x, v))
+_register("hardshrink", "Scalar lambd=0.5", lambda x, lam: np.where(np.abs(x) > lam, x, 0), inplace=False)
+_register(
+    "softshrink",
+    "Scalar lambd=0.5",
+    lambda x, lam: np.where(x > lam, x - lam, np.where(x < -lam, x + lam, 0)),
+    inplace=False,
+)
+_register("log_sigmoid", "", lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), inplace=False)
+
+
+def _rrelu(x, lower, upper, training, generator):
+    if training:
+        raise NotImplementedError("aten::rrelu with training=True is random; irvm runs inference only")
+    return np.where(x >= 0, x, x * ((lower + upper) / 2))
+
+
+_register(
+    "rrelu",
+    "Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None",
+    _rrelu,
+)
+
+
+@kernel("aten::prelu(Tensor self, Tensor weight) -> Tensor")
+def prelu(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Per-channel (axis 1) or shared negative slope."""
+    w = weight.reshape(-1)
+    if w.size > 1:
+        shape = [1] * x.ndim
+        shape[1 if x.ndim > 1 else 0] = w.size
+        w = w.reshape(shape)
+    return np.where(x > 0, x, x * w).astype(x.dtype, copy=False)
+
+
+@kernel("aten::glu(Tensor self, int dim=-1) -> Tensor")
+def glu(x: np.ndarray, dim: int) -> np.ndarray:
+    if x.shape[dim] % 2:
+        raise ValueError(f"glu: dimension {dim} of size {x.shape[dim]} is not even")
+    a, b = np.split(x, 2, axis=dim)
+    return (a * sigmoid(b)).astype(x.dtype, copy=False)

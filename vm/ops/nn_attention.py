@@ -1,0 +1,181 @@
+"""Attention: ``scaled_dot_product_attention``, ``baddbmm``, and the fused inference
+kernels that ``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` reach in eval
+mode (``_native_multi_head_attention``, ``_transformer_encoder_layer_fwd``).
+
+Everything is batched matmuls (``np.matmul`` broadcasts over batch and head axes) and one
+softmax along the key axis.  The softmax is the "safe" one PyTorch uses for attention: a
+query row whose keys are all masked gets zeros, not NaN.
+
+Two mask conventions meet here, and they are opposite.  ``scaled_dot_product_attention``
+takes a boolean mask where True means *may attend*, or a float mask that is *added* to
+the scores.  The fused kernels take the module-level masks (``attn_mask``,
+``key_padding_mask``), converted to bool where True (or any nonzero float) means *masked
+out*; ``mask_type`` says how the mask lines up with the ``(B, heads, L, S)`` scores: 0 an
+``(L, S)`` attention mask, 1 a ``(B, S)`` key padding mask, 2 a full mask.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from vm.ops.registry import kernel, lookup
+
+Array = np.ndarray
+
+
+def safe_softmax(scores: Array, axis: int = -1) -> Array:
+    """Softmax along ``axis``; a slice that is all ``-inf`` becomes zeros."""
+    peak = np.max(scores, axis=axis, keepdims=True)
+    dead = np.isneginf(peak)
+    e = np.exp(scores - np.where(dead, 0, peak))
+    total = np.sum(e, axis=axis, keepdims=True)
+    return np.where(dead, 0, e / np.where(dead, 1, total)).astype(scores.dtype, copy=False)
+
+
+def _repeat_heads(t: Array, heads: int) -> Array:
+    kv_heads = t.shape[-3]
+    if heads % kv_heads:
+        raise ValueError(f"enable_gqa: {heads} query heads are not a multiple of {kv_heads} key/value heads")
+    return np.repeat(t, heads // kv_heads, axis=-3)
+
+
+@kernel(
+    "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
+    "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"
+)
+def scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    if dropout_p > 0:
+        raise NotImplementedError(
+            f"scaled_dot_product_attention with dropout_p={dropout_p} is random; irvm runs inference only"
+        )
+    if enable_gqa and q.ndim >= 3:
+        k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])
+    factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(factor)
+    length, source = scores.shape[-2:]
+    if is_causal:
+        if attn_mask is not None:
+            raise ValueError("scaled_dot_product_attention: an explicit attn_mask cannot be used with is_causal=True")
+        attn_mask = np.tril(np.ones((length, source), bool))
+    if attn_mask is not None:
+        if attn_mask.dtype == np.bool_:
+            scores = np.where(attn_mask, scores, -np.inf).astype(scores.dtype)
+        else:
+            scores = scores + attn_mask.astype(scores.dtype)
+    return np.matmul(safe_softmax(scores), v)
+
+
+def _baddbmm(self_, batch1, batch2, beta, alpha) -> Array:
+    product = np.matmul(batch1, batch2)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return np.broadcast_to(product, np.broadcast_shapes(product.shape, self_.shape)).astype(product.dtype)
+    return (product + (self_ if beta == 1 else self_ * beta)).astype(np.result_type(self_, product), copy=False)
+
+
+@kernel("aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
+def baddbmm(self_, batch1, batch2, beta, alpha):
+    """``beta * self + alpha * (batch1 @ batch2)``; with beta=0, ``self`` is ignored (NaN too)."""
+    if batch1.ndim != 3 or batch2.ndim != 3:
+        raise ValueError(f"baddbmm expects 3-D batches, got {batch1.ndim}-D and {batch2.ndim}-D")
+    return _baddbmm(self_, batch1, batch2, beta, alpha)
+
+
+# ---------------------------------------------------------------------------------------
+# Fused inference kernels of nn.MultiheadAttention and nn.TransformerEncoderLayer
+
+
+def _linear(x: Array, w: Array, b: Array | None) -> Array:
+    y = np.matmul(x, w.T)
+    return y + b if b is not None else y
+
+
+def _heads(x: Array, heads: int) -> Array:
+    b, n, e = x.shape
+    return x.reshape(b, n, heads, e // heads).transpose(0, 2, 1, 3)
+
+
+def _masked_scores(scores: Array, mask: Array | None, mask_type: int | None) -> Array:
+    if mask is None:
+        return scores
+    blocked = mask.astype(bool) if mask.dtype != np.bool_ else mask
+    if mask_type == 1:  # (B, S) key padding
+        blocked = blocked[:, None, None, :]
+    elif blocked.ndim == 2:  # (L, S) attention mask
+        blocked = blocked[None, None]
+    elif blocked.ndim == 3:  # (B * heads or B, L, S)
+        blocked = blocked.reshape(scores.shape[0], -1, *blocked.shape[-2:])
+    return np.where(blocked, -np.inf, scores).astype(scores.dtype)
+
+
+def multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                         mask, mask_type) -> tuple[Array, Array]:
+    """Batch-first attention; returns (output (B, L, E), per-head weights (B, heads, L, S))."""
+    unbatched = query.ndim == 2
+    if unbatched:
+        query, key, value = query[None], key[None], value[None]
+    wq, wk, wv = np.split(qkv_weight, 3, axis=0)
+    bq, bk, bv = np.split(qkv_bias, 3) if qkv_bias is not None else (None, None, None)
+    q = _heads(_linear(query, wq, bq), num_head)
+    k = _heads(_linear(key, wk, bk), num_head)
+    v = _heads(_linear(value, wv, bv), num_head)
+    scale = q.dtype.type(1.0 / math.sqrt(embed_dim // num_head))
+    scores = _masked_scores(np.matmul(q * scale, np.swapaxes(k, -1, -2)), mask, mask_type)
+    weights = safe_softmax(scores)
+    attended = np.matmul(weights, v).transpose(0, 2, 1, 3).reshape(query.shape[0], query.shape[1], embed_dim)
+    out = _linear(attended, proj_weight, proj_bias)
+    return (out[0], weights[0]) if unbatched else (out, weights)
+
+
+@kernel(
+    "aten::_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, "
+    "Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, "
+    "bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)"
+)
+def native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight,
+                                proj_bias, mask, need_weights, average_attn_weights, mask_type):
+    out, weights = multi_head_attention(
+        query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type
+    )
+    if not need_weights:
+        return out, np.empty((0,), out.dtype)
+    return out, weights.mean(axis=-3) if average_attn_weights else weights
+
+
+def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
+    return lookup("aten::layer_norm").kernel(x, [x.shape[-1]], weight, bias, eps, True)
+
+
+def _activation(x: Array, use_gelu: bool) -> Array:
+    if use_gelu:
+        return lookup("aten::gelu").kernel(x, "none")
+    return np.maximum(x, 0)
+
+
+@kernel(
+    "aten::_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, "
+    "Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, "
+    "Tensor norm_weight_1, Tensor norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, "
+    "Tensor ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor"
+)
+def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                                  use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2,
+                                  ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask, mask_type):
+    """One post-norm (or pre-norm with ``norm_first``) encoder layer: attention + feed-forward."""
+
+    def attention(x: Array) -> Array:
+        return multi_head_attention(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                                    mask, mask_type)[0]
+
+    def feed_forward(x: Array) -> Array:
+        return _linear(_activation(_linear(x, ffn_weight_1, ffn_bias_1), use_gelu), ffn_weight_2, ffn_bias_2)
+
+    x = src
+    if norm_first:
+        x = x + attention(_layer_norm(x, norm_weight_1, norm_bias_1, eps))
+        return x + feed_forward(_layer_norm(x, norm_weight_2, norm_bias_2, eps))
+    x = _layer_norm(x + attention(x), norm_weight_1, norm_bias_1, eps)
+    return _layer_norm(x + feed_forward(x), norm_weight_2, norm_bias_2, eps)

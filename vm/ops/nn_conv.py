@@ -1,0 +1,272 @@
+"""Convolutions: ``conv1d/2d/3d``, ``_convolution``, ``convolution``, ``conv_transpose1d/2d``.
+
+The forward convolution is im2col plus one BLAS call.  The zero-padded input is viewed,
+without copying, as a window per output position (``sliding_window_view`` over the
+spatial axes, then strided slices for stride and dilation); that view is rearranged and
+copied once into a column matrix ``(N, groups, C/groups * prod(kernel), prod(out))`` and
+multiplied by the weight reshaped to ``(groups, O/groups, C/groups * prod(kernel))``.
+The product already has the NCHW layout, so no transpose follows: ``np.matmul`` batches
+over the batch and group axes and each slice is one sgemm.  Depthwise convolution (one
+input channel per group) would be many tiny matmuls, so it takes another route: a sum
+over the kernel taps of the shifted input times a per-channel weight, a handful of
+whole-tensor multiply-adds.  No path loops over pixels in Python.
+
+The transposed convolution is the adjoint: one matmul computes, for every input
+position, its contribution to each kernel tap (``W^T @ x``), and a loop over the taps (9
+for a 3x3 kernel) scatter-adds those planes into the strided output ("col2im"), which is
+then cropped by ``padding``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from vm.ops._nn_util import check_out, expand
+from vm.ops.registry import kernel
+
+Ints = Sequence[int]
+
+
+def _batched(x: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``x`` with a batch axis (unbatched input is ``(C, *spatial)``), and whether one was added."""
+    if x.ndim == weight.ndim - 1:
+        return x[None], True
+    if x.ndim != weight.ndim:
+        raise ValueError(f"expected a {weight.ndim - 1}-D or {weight.ndim}-D input, got {x.ndim}-D")
+    return x, False
+
+
+def _out_shape(spatial: Ints, kernel_: Ints, stride: Ints, padding: Ints, dilation: Ints) -> tuple[int, ...]:
+    shape = tuple(
+        (size + 2 * p - d * (k - 1) - 1) // s + 1
+        for size, k, s, p, d in zip(spatial, kernel_, stride, padding, dilation)
+    )
+    if any(o <= 0 for o in shape):
+        raise ValueError(f"convolution output size {list(shape)} is too small (input {list(spatial)})")
+    return shape
+
+
+def _pad_spatial(x: np.ndarray, before: Ints, after: Ints) -> np.ndarray:
+    if not any(before) and not any(after):
+        return x
+    return np.pad(x, [(0, 0), (0, 0)] + [(b, a) for b, a in zip(before, after)])
+
+
+def _windows(xp: np.ndarray, kernel_: Ints, stride: Ints, dilation: Ints, out: Ints) -> np.ndarray:
+    """A view ``(N, C, *out, *kernel)`` of the padded input: element ``[n, c, o.., k..]`` is
+    ``xp[n, c, o*stride + k*dilation ...]``."""
+    nsp = len(kernel_)
+    span = [d * (k - 1) + 1 for k, d in zip(kernel_, dilation)]
+    view = sliding_window_view(xp, span, axis=tuple(range(2, 2 + nsp)))
+    index = (
+        (slice(None), slice(None))
+        + tuple(slice(0, o * s, s) for o, s in zip(out, stride))
+        + tuple(slice(None, None, d) for d in dilation)
+    )
+    return view[index]
+
+
+def conv_nd(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    groups: int,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """N-d convolution (cross-correlation) with symmetric zero ``padding``; see the module essay."""
+    nsp = weight.ndim - 2
+    stride, padding, dilation = (expand(v, nsp) for v in (stride, padding, dilation))
+    x, unbatched = _batched(x, weight)
+    n, c = x.shape[:2]
+    o, cg, *kernel_ = weight.shape
+    if c != cg * groups or o % groups:
+        raise ValueError(
+            f"weight {list(weight.shape)} with groups={groups} does not fit an input of {c} channels"
+        )
+    dtype = np.result_type(x, weight)
+    oshape = _out_shape(x.shape[2:], kernel_, stride, padding, dilation)
+    full = (n, o, *oshape)
+    if out is not None:
+        check_out(out, full[1:] if unbatched else full, dtype)
+        result = out.reshape(full)
+    else:
+        result = np.empty(full, dtype)
+    xp = _pad_spatial(x, padding, padding)
+    if cg == 1 and groups > 1:
+        _depthwise(xp, weight, stride, dilation, oshape, result)
+    else:
+        win = _windows(xp, kernel_, stride, dilation, oshape)  # (N, C, *out, *k)
+        perm = (0, 1, *range(2 + nsp, 2 + 2 * nsp), *range(2, 2 + nsp))
+        cols = win.transpose(perm).reshape(n, groups, cg * int(np.prod(kernel_)), -1)
+        w = weight.reshape(groups, o // groups, -1)
+        np.matmul(w, cols, out=result.reshape(n, groups, o // groups, -1))
+    if bias is not None:
+        result += bias.reshape((o,) + (1,) * nsp)
+    return result[0] if unbatched and out is None else (out if out is not None else result)
+
+
+def _depthwise(xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints, oshape: Ints, result: np.ndarray) -> None:
+    """One input channel per group: accumulate ``w[:, tap] * shifted input`` over the taps."""
+    o, _, *kernel_ = weight.shape
+    mult = o // xp.shape[1]
+    src = np.repeat(xp, mult, axis=1) if mult > 1 else xp
+    result[...] = 0
+    nsp = len(kernel_)
+    for tap in itertools.product(*(range(k) for k in kernel_)):
+        index = (slice(None), slice(None)) + tuple(
+            slice(t * d, t * d + (n_out - 1) * s + 1, s) for t, d, s, n_out in zip(tap, dilation, stride, oshape)
+        )
+        w = weight[(slice(None), 0) + tap].reshape((o,) + (1,) * nsp)
+        result += src[index] * w
+
+
+def _same_padding(x: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints) -> tuple[np.ndarray, int]:
+    """Pad ``x`` so a stride-1 convolution keeps its size ('same'); odd totals go right."""
+    nsp = weight.ndim - 2
+    if any(s != 1 for s in expand(stride, nsp)):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    total = [d * (k - 1) for d, k in zip(expand(dilation, nsp), weight.shape[2:])]
+    before = [t // 2 for t in total]
+    after = [t - b for t, b in zip(total, before)]
+    xb, unbatched = _batched(x, weight)
+    padded = _pad_spatial(xb, before, after)
+    return (padded[0] if unbatched else padded), 0
+
+
+def conv_padding_str(x, weight, bias, stride, padding: str, dilation, groups, out=None) -> np.ndarray:
+    if padding == "valid":
+        return conv_nd(x, weight, bias, stride, 0, dilation, groups, out)
+    if padding == "same":
+        xp, _ = _same_padding(x, weight, stride, dilation)
+        return conv_nd(xp, weight, bias, stride, 0, dilation, groups, out)
+    raise ValueError(f"invalid padding string {padding!r}: expected 'same' or 'valid'")
+
+
+def conv_transpose_nd(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: Ints,
+    output_padding: Ints,
+    groups: int,
+    dilation: Ints,
+) -> np.ndarray:
+    """N-d transposed convolution; ``weight`` is ``(C_in, C_out/groups, *kernel)``."""
+    nsp = weight.ndim - 2
+    stride, padding, output_padding, dilation = (
+        expand(v, nsp) for v in (stride, padding, output_padding, dilation)
+    )
+    x, unbatched = _batched(x, weight)
+    n, c, *spatial = x.shape
+    cin, og, *kernel_ = weight.shape
+    if c != cin or cin % groups:
+        raise ValueError(f"weight {list(weight.shape)} with groups={groups} does not fit {c} input channels")
+    full = [(i - 1) * s + d * (k - 1) + 1 + op for i, s, d, k, op in zip(spatial, stride, dilation, kernel_, output_padding)]
+    oshape = [f - 2 * p for f, p in zip(full, padding)]
+    if any(v <= 0 for v in oshape):
+        raise ValueError(f"transposed convolution output size {oshape} is too small")
+    dtype = np.result_type(x, weight)
+    cg = cin // groups
+    w = weight.reshape(groups, cg, og * int(np.prod(kernel_))).transpose(0, 2, 1)  # (g, og*K, cg)
+    cols = np.matmul(w, x.reshape(n, groups, cg, -1))  # (N, g, og*K, L)
+    cols = cols.reshape(n, groups * og, *kernel_, *spatial)
+    acc = np.zeros((n, groups * og, *full), dtype)
+    for tap in itertools.product(*(range(k) for k in kernel_)):
+        index = (slice(None), slice(None)) + tuple(
+            slice(t * d, t * d + (i - 1) * s + 1, s) for t, d, s, i in zip(tap, dilation, stride, spatial)
+        )
+        acc[index] += cols[(slice(None), slice(None)) + tap]
+    crop = (slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(padding, oshape))
+    result = np.ascontiguousarray(acc[crop])
+    if bias is not None:
+        result += bias.reshape((-1,) + (1,) * nsp)
+    return result[0] if unbatched else result
+
+
+# ---------------------------------------------------------------------------------------
+# Registrations
+
+
+def _register_conv(dims: int) -> None:
+    zeros, ones = [0] * dims, [1] * dims
+    base = f"Tensor input, Tensor weight, Tensor? bias=None, SymInt[{dims}] stride={ones}"
+    tail = f"SymInt[{dims}] dilation={ones}, SymInt groups=1) -> Tensor"
+    name = f"aten::conv{dims}d"
+
+    @kernel(f"{name}({base}, SymInt[{dims}] padding={zeros}, {tail}")
+    def conv(x, weight, bias, stride, padding, dilation, groups):
+        return conv_nd(x, weight, bias, stride, padding, dilation, groups)
+
+    @conv.out
+    def conv_out(out, x, weight, bias, stride, padding, dilation, groups):
+        return conv_nd(x, weight, bias, stride, padding, dilation, groups, out)
+
+    @kernel(f'{name}.padding({base}, str padding="valid", {tail}')
+    def conv_str(x, weight, bias, stride, padding, dilation, groups):
+        return conv_padding_str(x, weight, bias, stride, padding, dilation, groups)
+
+    @conv_str.out
+    def conv_str_out(out, x, weight, bias, stride, padding, dilation, groups):
+        return conv_padding_str(x, weight, bias, stride, padding, dilation, groups, out)
+
+
+for _dims in (1, 2, 3):
+    _register_conv(_dims)
+
+
+def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if transposed:
+        return conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation)
+    return conv_nd(x, weight, bias, stride, padding, dilation, groups)
+
+
+@kernel(
+    "aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
+    "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, "
+    "bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor"
+)
+def underscore_convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *_flags):
+    """What traced graphs emit for every nn.ConvNd; the trailing backend flags are ignored."""
+    return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+@kernel(
+    "aten::_convolution.deprecated(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, "
+    "SymInt[] padding, SymInt[] dilation, bool transposed, int[] output_padding, SymInt groups, "
+    "bool benchmark, bool deterministic, bool cudnn_enabled) -> Tensor"
+)
+def underscore_convolution_deprecated(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *_flags):
+    return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+@kernel(
+    "aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
+    "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"
+)
+def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+def _register_conv_transpose(dims: int) -> None:
+    zeros, ones = [0] * dims, [1] * dims
+    suffix = ".input" if dims == 2 else ""
+
+    @kernel(
+        f"aten::conv_transpose{dims}d{suffix}(Tensor input, Tensor weight, Tensor? bias=None, "
+        f"SymInt[{dims}] stride={ones}, SymInt[{dims}] padding={zeros}, SymInt[{dims}] output_padding={zeros}, "
+        f"SymInt groups=1, SymInt[{dims}] dilation={ones}) -> Tensor"
+    )
+    def conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation):
+        return conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+for _dims in (1, 2):
+    _register_conv_transpose(_dims)

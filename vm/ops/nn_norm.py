@@ -1,0 +1,194 @@
+"""Normalisation layers and dropout: ``batch_norm``, ``layer_norm``, ``native_layer_norm``,
+``group_norm``, ``instance_norm``, ``dropout`` and its feature/alpha variants.
+
+Every normaliser is ``(x - mean) * rsqrt(var + eps) * weight + bias`` and differs only in
+which axes the statistics come from: the running buffers (batch norm in eval), the
+trailing ``normalized_shape`` axes (layer norm), groups of channels (group norm) or each
+sample's spatial axes (instance norm).  Statistics use the biased variance, as PyTorch
+does; they are accumulated in float64 and the result is returned in the input dtype.
+
+Batch and instance norm in training mode normalise with the batch statistics and, when
+running buffers are given, update them in place with ``momentum`` and the unbiased
+variance, exactly as PyTorch's forward does.  Dropout is random, so irvm runs it only as
+what it is at inference, the identity; asking for ``train=True`` with ``p > 0`` is an
+error that says so.  The identity returns its input unchanged (PyTorch returns the same
+tensor too); the out variant copies it, so a planned buffer never aliases the input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vm.ops._nn_util import write_out
+from vm.ops.registry import kernel
+
+
+def _channel_shape(x: np.ndarray) -> tuple[int, ...]:
+    """Broadcast shape of a per-channel vector against ``x`` (channels on axis 1)."""
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2) if x.ndim > 1 else (x.shape[0],)
+
+
+def _affine(y: np.ndarray, weight, bias, shape: tuple[int, ...]) -> np.ndarray:
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def _normalize(x: np.ndarray, mean: np.ndarray, var: np.ndarray, eps: float) -> np.ndarray:
+    invstd = 1.0 / np.sqrt(var + eps)
+    return ((x - mean) * invstd).astype(x.dtype, copy=False)
+
+
+def _update_running(running_mean, running_var, mean, var_biased, count: int, momentum: float) -> None:
+    if running_mean is not None:
+        running_mean *= 1 - momentum
+        running_mean += (momentum * mean).astype(running_mean.dtype)
+    if running_var is not None:
+        unbiased = var_biased * (count / max(count - 1, 1))
+        running_var *= 1 - momentum
+        running_var += (momentum * unbiased).astype(running_var.dtype)
+
+
+def batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps) -> np.ndarray:
+    shape = _channel_shape(x)
+    if training or running_mean is None or running_var is None:
+        axes = tuple(i for i in range(x.ndim) if i != (1 if x.ndim > 1 else 0))
+        x64 = x.astype(np.float64)
+        mean, var = x64.mean(axis=axes), x64.var(axis=axes)
+        if training:
+            _update_running(running_mean, running_var, mean, var, x.size // x.shape[1 if x.ndim > 1 else 0], momentum)
+    else:
+        mean, var = running_mean.astype(np.float64), running_var.astype(np.float64)
+    scale = 1.0 / np.sqrt(var + eps)
+    w = scale if weight is None else weight * scale
+    b = -mean * w if bias is None else bias - mean * w
+    return (x * w.astype(x.dtype).reshape(shape) + b.astype(x.dtype).reshape(shape)).astype(x.dtype, copy=False)
+
+
+@kernel(
+    "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+    "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"
+)
+def batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+@batch_norm.out
+def batch_norm_out(out, x, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    return write_out(out, batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps))
+
+
+@kernel(
+    "aten::_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, "
+    "Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)"
+)
+def native_batch_norm_no_training(x, weight, bias, running_mean, running_var, momentum, eps):
+    empty = np.empty((0,), x.dtype)
+    return batch_norm_impl(x, weight, bias, running_mean, running_var, False, momentum, eps), empty, empty.copy()
+
+
+def _layer_stats(x: np.ndarray, n_axes: int) -> tuple[np.ndarray, np.ndarray]:
+    axes = tuple(range(x.ndim - n_axes, x.ndim))
+    x64 = x.astype(np.float64)
+    return x64.mean(axis=axes, keepdims=True), x64.var(axis=axes, keepdims=True)
+
+
+def layer_norm_impl(x, normalized_shape, weight, bias, eps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    shape = tuple(int(s) for s in normalized_shape)
+    if x.shape[x.ndim - len(shape) :] != shape:
+        raise ValueError(f"layer_norm: normalized_shape {list(shape)} does not end the input shape {list(x.shape)}")
+    mean, var = _layer_stats(x, len(shape))
+    y = _affine(_normalize(x, mean, var, eps), weight, bias, shape)
+    rstd = 1.0 / np.sqrt(var + eps)
+    return y.astype(x.dtype, copy=False), mean.astype(x.dtype), rstd.astype(x.dtype)
+
+
+@kernel(
+    "aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
+    "float eps=1.0000000000000001e-05, bool cudnn_enable=True) -> Tensor"
+)
+def layer_norm(x, normalized_shape, weight, bias, eps, cudnn_enable):
+    return layer_norm_impl(x, normalized_shape, weight, bias, eps)[0]
+
+
+@layer_norm.out
+def layer_norm_out(out, x, normalized_shape, weight, bias, eps, cudnn_enable):
+    return write_out(out, layer_norm_impl(x, normalized_shape, weight, bias, eps)[0])
+
+
+@kernel(
+    "aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
+    "float eps) -> (Tensor, Tensor, Tensor)"
+)
+def native_layer_norm(x, normalized_shape, weight, bias, eps):
+    return layer_norm_impl(x, normalized_shape, weight, bias, eps)
+
+
+def group_norm_impl(x, num_groups: int, weight, bias, eps) -> np.ndarray:
+    n, c = x.shape[:2]
+    if c % num_groups:
+        raise ValueError(f"group_norm: {c} channels are not divisible into {num_groups} groups")
+    grouped = x.reshape(n, num_groups, -1)
+    mean, var = _layer_stats(grouped, 1)
+    y = _normalize(grouped, mean, var, eps).reshape(x.shape)
+    return _affine(y, weight, bias, _channel_shape(x)).astype(x.dtype, copy=False)
+
+
+@kernel(
+    "aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
+    "float eps=1.0000000000000001e-05, bool cudnn_enabled=True) -> Tensor"
+)
+def group_norm(x, num_groups, weight, bias, eps, cudnn_enabled):
+    return group_norm_impl(x, num_groups, weight, bias, eps)
+
+
+@group_norm.out
+def group_norm_out(out, x, num_groups, weight, bias, eps, cudnn_enabled):
+    return write_out(out, group_norm_impl(x, num_groups, weight, bias, eps))
+
+
+def instance_norm_impl(x, weight, bias, running_mean, running_var, use_input_stats, momentum, eps):
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: running_mean and running_var are needed when use_input_stats is False")
+        return batch_norm_impl(x, weight, bias, running_mean, running_var, False, momentum, eps)
+    n, c = x.shape[:2]
+    flat = x.reshape(n, c, -1)
+    mean, var = _layer_stats(flat, 1)
+    if running_mean is not None or running_var is not None:
+        _update_running(running_mean, running_var, mean.mean(axis=0)[:, 0], var.mean(axis=0)[:, 0], flat.shape[2], momentum)
+    y = _normalize(flat, mean, var, eps).reshape(x.shape)
+    return _affine(y, weight, bias, _channel_shape(x)).astype(x.dtype, copy=False)
+
+
+@kernel(
+    "aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+    "Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor"
+)
+def instance_norm(x, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+    return instance_norm_impl(x, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
+
+
+# ---------------------------------------------------------------------------------------
+# Dropout: the identity at inference.
+
+
+def _register_dropout(name: str) -> None:
+    @kernel(f"aten::{name}(Tensor input, float p, bool train) -> Tensor")
+    def dropout(x, p, train):
+        if train and p > 0:
+            raise NotImplementedError(
+                f"aten::{name} with train=True and p={p} is random; irvm runs inference only "
+                "(put the module in eval mode, or set its `training` attribute to False)"
+            )
+        return x
+
+    @dropout.out
+    def dropout_out(out, x, p, train):
+        return write_out(out, dropout(x, p, train))
+
+
+for _name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout"):
+    _register_dropout(_name)

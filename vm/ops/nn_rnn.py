@@ -1,0 +1,188 @@
+"""Recurrent cells and the fused multi-layer recurrent operators.
+
+Cells: ``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``, with PyTorch's
+gate order (LSTM ``i, f, g, o``; GRU ``r, z, n``, where the hidden projection of ``n`` is
+multiplied by the reset gate *after* its bias).
+
+Fused ops: ``aten::lstm.input``, ``aten::gru.input``, ``aten::rnn_tanh.input`` and
+``aten::rnn_relu.input``, which scripted and traced ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN``
+call with the module's flat weight list.  That list is ordered layer by layer and, in a
+layer, forward direction then reverse, each direction contributing ``w_ih, w_hh``, then
+``b_ih, b_hh`` when ``has_biases``, then ``w_hr`` when the LSTM has projections
+(``proj_size > 0``, detected from the list's length).  Hidden state tensors are
+``(num_layers * num_directions, batch, hidden)``, indexed ``layer * dirs + direction``.
+
+A layer computes its input projection for every time step in one matmul (``T*B x I`` by
+``I x G``), then steps through time with one ``B x H`` by ``H x G`` matmul per step; the
+only Python loop is over time, which the recurrence makes sequential.  Between layers,
+dropout applies only in training, which irvm refuses (inference only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from vm.ops._nn_util import sigmoid
+from vm.ops.registry import kernel
+
+Array = np.ndarray
+
+
+def _proj(x: Array, w: Array, b: Array | None) -> Array:
+    y = x @ w.T
+    return y + b if b is not None else y
+
+
+def lstm_step(gates: Array, c: Array) -> tuple[Array, Array]:
+    """From pre-activation gates ``(.., 4H)`` and the cell state: (h', c')."""
+    i, f, g, o = np.split(gates, 4, axis=-1)
+    c2 = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+    return sigmoid(o) * np.tanh(c2), c2
+
+
+def gru_step(gi: Array, gh: Array, h: Array) -> Array:
+    """From the input and hidden projections ``(.., 3H)`` (biases included) and h: h'."""
+    i_r, i_z, i_n = np.split(gi, 3, axis=-1)
+    h_r, h_z, h_n = np.split(gh, 3, axis=-1)
+    r = sigmoid(i_r + h_r)
+    z = sigmoid(i_z + h_z)
+    n = np.tanh(i_n + r * h_n)
+    return (1 - z) * n + z * h
+
+
+@kernel(
+    "aten::lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+    "Tensor? b_hh=None) -> (Tensor, Tensor)"
+)
+def lstm_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
+    h, c = hx
+    return lstm_step(_proj(x, w_ih, b_ih) + _proj(h, w_hh, b_hh), c)
+
+
+@kernel(
+    "aten::gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+    "Tensor? b_hh=None) -> Tensor"
+)
+def gru_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
+    return gru_step(_proj(x, w_ih, b_ih), _proj(hx, w_hh, b_hh), hx)
+
+
+def _relu(x: Array) -> Array:
+    return np.maximum(x, 0)
+
+
+@kernel(
+    "aten::rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+    "Tensor? b_hh=None) -> Tensor"
+)
+def rnn_tanh_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
+    return np.tanh(_proj(x, w_ih, b_ih) + _proj(hx, w_hh, b_hh))
+
+
+@kernel(
+    "aten::rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+    "Tensor? b_hh=None) -> Tensor"
+)
+def rnn_relu_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
+    return _relu(_proj(x, w_ih, b_ih) + _proj(hx, w_hh, b_hh))
+
+
+# ---------------------------------------------------------------------------------------
+# Fused multi-layer operators
+
+
+def _split_params(params: Sequence[Array], has_biases: bool, num_layers: int, dirs: int) -> list[list[Array | None]]:
+    """Per (layer, direction): [w_ih, w_hh, b_ih, b_hh, w_hr], absent ones None."""
+    groups = num_layers * dirs
+    if len(params) % groups:
+        raise ValueError(f"{len(params)} RNN parameters do not split into {num_layers} layers x {dirs} directions")
+    per = len(params) // groups
+    base = 4 if has_biases else 2
+    if per not in (base, base + 1):
+        raise ValueError(f"expected {base} (or {base + 1} with projections) parameters per layer and direction, got {per}")
+    out = []
+    for g in range(groups):
+        chunk = list(params[g * per : (g + 1) * per])
+        w_ih, w_hh = chunk[0], chunk[1]
+        b_ih, b_hh = (chunk[2], chunk[3]) if has_biases else (None, None)
+        w_hr = chunk[-1] if per == base + 1 else None
+        out.append([w_ih, w_hh, b_ih, b_hh, w_hr])
+    return out
+
+
+def _run_direction(xs: Array, state: tuple[Array, ...], weights: list[Array | None], reverse: bool, kind: str):
+    """One layer, one direction over time-major ``xs (T, B, I)``: (outputs (T, B, H), final state)."""
+    w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    gi_all = _proj(xs, w_ih, b_ih)  # (T, B, G): every time step in one matmul
+    steps = range(xs.shape[0] - 1, -1, -1) if reverse else range(xs.shape[0])
+    h = state[0]
+    c = state[1] if kind == "lstm" else None
+    outs: list[Array] = [None] * xs.shape[0]  # type: ignore[list-item]
+    for t in steps:
+        gh = _proj(h, w_hh, b_hh)
+        if kind == "lstm":
+            h, c = lstm_step(gi_all[t] + gh, c)
+            if w_hr is not None:
+                h = h @ w_hr.T
+        elif kind == "gru":
+            h = gru_step(gi_all[t], gh, h)
+        elif kind == "rnn_tanh":
+            h = np.tanh(gi_all[t] + gh)
+        else:
+            h = _relu(gi_all[t] + gh)
+        outs[t] = h
+    final = (h, c) if kind == "lstm" else (h,)
+    return np.stack(outs), final
+
+
+def run_rnn(kind, x, hx: Sequence[Array], params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """The shared body of the fused ops; returns (output, *final states)."""
+    if train and dropout > 0 and num_layers > 1:
+        raise NotImplementedError(f"aten::{kind} with train=True and dropout={dropout} is random; irvm runs inference only")
+    dirs = 2 if bidirectional else 1
+    weights = _split_params(params, has_biases, num_layers, dirs)
+    unbatched = x.ndim == 2
+    if unbatched:
+        x = x[:, None]
+        hx = [h[:, None] for h in hx]
+    elif batch_first:
+        x = x.transpose(1, 0, 2)
+    finals: list[list[Array]] = [[] for _ in hx]
+    layer_in = x
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            idx = layer * dirs + d
+            y, state = _run_direction(layer_in, tuple(h[idx] for h in hx), weights[idx], d == 1, kind)
+            outs.append(y)
+            for k, s in enumerate(state):
+                finals[k].append(s)
+        layer_in = np.concatenate(outs, axis=-1) if dirs == 2 else outs[0]
+    output = layer_in
+    states = [np.stack(f) for f in finals]
+    if unbatched:
+        output = output[:, 0]
+        states = [s[:, 0] for s in states]
+    elif batch_first:
+        output = output.transpose(1, 0, 2)
+    return (np.ascontiguousarray(output), *states)
+
+
+_TAIL = "bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first"
+
+
+@kernel(f"aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor, Tensor)")
+def lstm(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    return run_rnn("lstm", x, list(hx), params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+
+def _register_single_state(kind: str) -> None:
+    @kernel(f"aten::{kind}.input(Tensor input, Tensor hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor)")
+    def fused(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+        return run_rnn(kind, x, [hx], params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+
+for _kind in ("gru", "rnn_tanh", "rnn_relu"):
+    _register_single_state(_kind)
