@@ -1,0 +1,187 @@
+"""Which tensors of a graph the static runtime may carve out of its slab, and for how long.
+
+The memory planner (``vm/memory_planner.py``) needs three facts about the top-level block
+of the entry graph, all computed once when a ``StaticModule`` is built:
+
+* steps: the block's nodes in order, a node with sub-blocks counting as one step; a value
+  read anywhere inside an ``If`` or ``Loop`` is read at that node's step;
+* may-alias edges, directed from a value to the values that may view or contain it: the
+  outputs of an op whose schema returns ``Tensor(a)`` (views) or ``Tensor(a!)`` (in-place
+  results), of list/tuple/dict constructors and unpackers, of ``If``/``Loop``/calls (from
+  every value they read); and, when an op writes an argument of a container type
+  (``aten::append``), from its other arguments into that container;
+* candidates: the tensor output of an op that has an out variant and a schema return
+  without alias annotation (a fresh tensor), whose alias closure reaches no graph input,
+  no graph output and no module attribute (``prim::SetAttr``), and whose *shape is known
+  from the input shapes alone*.
+
+The last condition is what makes a plan keyed by input shapes sound.  A forward taint
+marks the values whose size may depend on data: non-tensor graph inputs, non-tensor
+results computed from tensor contents (``aten::item``, ``aten::Int``...: every op that
+reads a tensor and returns a non-tensor, except shape queries such as ``aten::size``),
+outputs of ops with data-dependent shapes (``aten::nonzero``...), outputs of control flow,
+and everything computed from a tainted value (an elementwise op only looks at its tensor
+operands, since a scalar operand cannot change its shape).  Tainted tensors run with their
+allocating kernel; a new input shape gets a new plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from compiler import types as T
+from compiler.analysis import effects
+from compiler.ir import Graph, Node, Value
+from vm.ops import registry
+from vm.ops.registry import OpRef
+
+SHAPE_QUERIES = frozenset(
+    {"aten::size", "aten::dim", "aten::numel", "aten::len", "prim::dtype", "prim::device", "aten::sym_size",
+     "prim::shape", "aten::is_floating_point", "prim::layout", "aten::get_device", "prim::is_cuda"}
+)  # fmt: skip
+DATA_DEPENDENT_SHAPES = frozenset(
+    {"aten::nonzero", "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_consecutive",
+     "aten::unique_dim", "aten::masked_select", "aten::index", "aten::argwhere", "aten::repeat_interleave",
+     "aten::nonzero_numpy", "aten::bincount", "aten::histc", "aten::multinomial"}
+)  # fmt: skip
+CONTAINER_KINDS = frozenset(
+    {"prim::ListConstruct", "prim::ListUnpack", "prim::TupleConstruct", "prim::TupleUnpack", "prim::TupleIndex",
+     "prim::DictConstruct", "aten::__getitem__", "prim::unchecked_cast", "aten::list", "prim::GetAttr"}
+)  # fmt: skip
+CONTROL_KINDS = frozenset({"prim::If", "prim::Loop", "prim::CallFunction", "prim::CallMethod", "prim::FusionGroup"})
+
+
+@attrs.frozen
+class BlockFacts:
+    """What the planner needs about the entry graph's top-level block."""
+
+    steps: tuple[Node, ...]
+    produced_at: dict[Value, int]  # candidate -> its producer's step
+    output_candidates: tuple[Value, ...]  # graph outputs an output arena may hold
+    used_at: dict[Value, list[int]]
+    may_alias: dict[Value, list[Value]]
+
+
+def is_tensor_type(t: T.Type | None) -> bool:
+    return t is None or isinstance(t, T.TensorType)
+
+
+def analyze(graph: Graph, refs: dict[Node, OpRef], has_out: Callable[[Node], bool]) -> BlockFacts:
+    """Facts for ``graph``'s top-level block; ``refs`` are the resolved ops of its nodes."""
+    steps = tuple(n for n in graph.nodes if n.kind not in ("prim::Constant", "prim::Drop"))
+    used_at: dict[Value, list[int]] = {}
+    may_alias: dict[Value, list[Value]] = {}
+    for step, node in enumerate(steps):
+        for v in _reads(node):
+            used_at.setdefault(v, []).append(step)
+        for src, dst in _alias_edges(node):
+            may_alias.setdefault(src, []).append(dst)
+    tainted = _taint(graph, steps, refs)
+    escape = _escapes(graph, steps, may_alias)
+    produced_at: dict[Value, int] = {}
+    outputs = []
+    graph_outputs = set(graph.outputs)
+    for step, node in enumerate(steps):
+        if not _fresh_tensor_op(node, refs, has_out) or node.output in tainted:
+            continue
+        if node.output in graph_outputs:
+            outputs.append(node.output)
+        elif node.output not in escape:
+            produced_at[node.output] = step
+    return BlockFacts(steps, produced_at, tuple(dict.fromkeys(outputs)), used_at, may_alias)
+
+
+def _fresh_tensor_op(node: Node, refs: dict[Node, OpRef], has_out: Callable[[Node], bool]) -> bool:
+    ref = refs.get(node)
+    if ref is None or len(node.outputs) != 1 or not is_tensor_type(node.output.type) or not has_out(node):
+        return False
+    info = _info(ref)
+    return info is not None and not info.schema.returns_alias and not info.schema.mutates
+
+
+def _info(ref: OpRef) -> registry.OpInfo | None:
+    try:
+        return registry.lookup(ref.name)
+    except KeyError:
+        return None
+
+
+def _reads(node: Node) -> list[Value]:
+    """Values defined outside ``node`` that it reads, its nested blocks included."""
+    blocks = [b for sub in (node, *node.walk()) for b in sub.blocks]
+    inner: set[Value] = {p for b in blocks for p in b.params}
+    inner.update(v for sub in node.walk() for v in sub.outputs)
+    reads = list(node.inputs)
+    reads += [v for sub in node.walk() for v in sub.inputs if v not in inner]
+    reads += [v for b in blocks for v in b.returns if v not in inner]
+    return list(dict.fromkeys(reads))
+
+
+def _alias_edges(node: Node) -> list[tuple[Value, Value]]:
+    """(a, b): b may view or contain a."""
+    mutable = [v for v in _reads(node) if effects.is_mutable_type(v.type)]
+    if node.kind in CONTROL_KINDS or node.kind in effects.EFFECT_KINDS:
+        edges = [(v, out) for v in mutable for out in node.outputs]
+        return edges + [(a, b) for a in mutable for b in mutable if a is not b]
+    edges = []
+    if node.kind in CONTAINER_KINDS or effects.returns_alias(node):
+        edges += [(v, out) for v in mutable for out in node.outputs]
+    written = effects.mutated_inputs(node)
+    for i in written:
+        target = node.inputs[i]
+        edges += [(target, out) for out in node.outputs]
+        if not is_tensor_type(target.type):  # a container may now hold the other arguments
+            edges += [(v, target) for v in mutable if v is not target]
+    return edges
+
+
+def _closure(start: Value, may_alias: dict[Value, list[Value]]) -> set[Value]:
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in may_alias.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def _escapes(graph: Graph, steps: tuple[Node, ...], may_alias: dict[Value, list[Value]]) -> set[Value]:
+    """Values whose alias closure reaches a graph input, a graph output or module state."""
+    sinks = set(graph.inputs) | set(graph.outputs)
+    for node in steps:
+        for sub in (node, *node.walk()):
+            if sub.kind in ("prim::SetAttr", "prim::CallMethod"):
+                sinks.update(sub.inputs)
+    escaping = set()
+    for node in steps:
+        for out in node.outputs:
+            if _closure(out, may_alias) & sinks:
+                escaping.add(out)
+    return escaping
+
+
+def _taint(graph: Graph, steps: tuple[Node, ...], refs: dict[Node, OpRef]) -> set[Value]:
+    """Values whose size (or, for non-tensors, value) may depend on more than input shapes."""
+    tainted = {v for v in graph.inputs if not is_tensor_type(v.type) and not isinstance(v.type, T.ClassType)}
+    for node in steps:
+        if _taints(node, refs, tainted):
+            tainted.update(node.outputs)
+    return tainted
+
+
+def _taints(node: Node, refs: dict[Node, OpRef], tainted: set[Value]) -> bool:
+    if node.kind in CONTROL_KINDS or node.kind in DATA_DEPENDENT_SHAPES:
+        return True
+    if node.kind in SHAPE_QUERIES or node.kind == "prim::GetAttr":
+        return False
+    ref = refs.get(node)
+    info = _info(ref) if ref is not None else None
+    if info is not None and info.elementwise:
+        return any(v in tainted for v in node.inputs if is_tensor_type(v.type))
+    if any(v in tainted for v in node.inputs):
+        return True
+    reads_tensor = any(is_tensor_type(v.type) for v in node.inputs)
+    makes_data = any(not is_tensor_type(v.type) for v in node.outputs)
+    return reads_tensor and makes_data and node.kind not in CONTAINER_KINDS

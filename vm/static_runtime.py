@@ -1,0 +1,438 @@
+"""The static runtime: pre-resolved kernels, generated straight-line code, one memory slab.
+
+Modelled on PyTorch's Static Runtime (``torch/csrc/jit/runtime/static``) and AITemplate's
+``ModelContainer``.  Three objects, as there:
+
+* ``StaticModule`` is prepared once and then only read: the optimized IR (fusion groups
+  expanded into their nodes unless a fused kernel exists), every operator resolved and
+  bound (``vm/static_codegen.py``), constants converted, ``%self`` bound to the weights, and
+  the facts the memory planner needs (``vm/static_analysis.py``).  Many runtimes share it.
+* ``StaticRuntime`` owns what changes per run: its plans, each with a slab and the views
+  into it, and the generated function bound to those views.  One per thread.
+* ``RuntimePool(static_module, n)`` hands each call a free runtime, or waits for one.
+
+A run first checks the inputs against the graph's declared types (a ``RunError`` naming
+the input) and computes the plan key: the shapes and dtypes of the tensor inputs.  The
+first run for a key executes the allocating kernels and records the size of every
+managed tensor; the planner (``vm/memory_planner.py``) then groups tensors that are never
+alive together, validates the plan and allocates one slab.  Later runs with that key call
+the out variants with the slab views, so a steady-state run allocates no managed
+intermediate.  Plans live in a bounded LRU cache, like ONNX Runtime's memory patterns.
+Graph outputs are never slab memory: with ``manage_output_tensors`` they come from an
+output arena that the runtime reuses only after ``release_outputs()``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import numpy as np
+
+from compiler import types as T
+from compiler.diagnostics import CompileError, RunError
+from compiler.ir import Graph, Module, Value, clone_node
+from vm import memory_planner as mp
+from vm.static_analysis import BlockFacts, analyze
+from vm.static_codegen import LINEMAPS, GraphCode, Mode
+from vm.ops import registry
+
+
+@attrs.frozen
+class StaticOptions:
+    """As PyTorch's ``StaticModuleOptions``, plus the planner choice and cache bounds."""
+
+    enable_out_variant: bool = True  # run ops with out variants into planned buffers
+    optimize_memory: bool = True  # let tensors with disjoint lifetimes share storage
+    manage_output_tensors: bool = False  # graph outputs from an arena the caller releases
+    planner: str = "standard"  # "standard" (storage groups) or "precomputed" (greedy by size)
+    fusion: bool = True  # when compiling IR text: group elementwise ops
+    plan_cache_size: int = 8  # plans kept per runtime (one per input-shape key)
+    max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
+
+
+class StaticModule:
+    """A program prepared once for the static runtime; read-only, shared by runtimes."""
+
+    def __init__(self, source: Any, weights: Any = None, options: StaticOptions | None = None):
+        self.options = options = options or StaticOptions()
+        if options.planner not in ("standard", "precomputed"):
+            raise ValueError(f"unknown planner {options.planner!r} (standard or precomputed)")
+        module, self.fusion_fallbacks = _expand_fusion_groups(_as_module(source, options.fusion))
+        self.ir = module
+        from compiler.resolve import check_all, resolve_all
+
+        check_all(module)
+        refs, _ = resolve_all(module)
+        flat = _flat_weights(weights)
+        names = list(module.functions)
+        self.functions = {name: i for i, name in enumerate(names)}
+        common = dict(refs=refs, bind=registry.bind, functions=self.functions, max_depth=options.max_call_depth)
+        common["constant"] = lambda node: _constant(node, flat)
+        common["bind_out"] = registry.bind_out if options.enable_out_variant else (lambda ref: None)
+        main = module.main
+        bound = _bind_self(main, weights)
+        self.entry = GraphCode(main, "main", first_index=0, bound_params=bound, is_entry=True, **common)
+        self.callees: list[GraphCode] = []
+        index = len(self.entry.pnodes)
+        for name in names:
+            code = GraphCode(module.functions[name], name, first_index=index, bound_params={}, is_entry=False, **common)
+            index += len(code.pnodes)
+            self.callees.append(code)
+        self.inputs = [v for v in main.inputs if v not in bound]
+        self.n_outputs = len(main.outputs)
+        self._enter = _input_checker(self.inputs)
+        self._prepare_planning(refs)
+        self._shared_callees: dict[bool, list[Any]] = {}
+        self._lock = threading.Lock()
+        self._default_runtime: StaticRuntime | None = None
+
+    @property
+    def processed_nodes(self) -> list:
+        return [pn for code in (self.entry, *self.callees) for pn in code.pnodes]
+
+    def _prepare_planning(self, refs: dict) -> None:
+        """Slot-level facts for the planner (empty when out variants are off)."""
+        code = self.entry
+        self.facts: BlockFacts | None = None
+        self.candidates: dict[int, int] = {}
+        self.out_candidates: tuple[int, ...] = ()
+        if not self.options.enable_out_variant:
+            return
+        facts = analyze(code.graph, refs, lambda node: code.by_node[node].out is not None)
+        self.facts = facts
+        s = code.slots
+        self.candidates = {s[v]: step for v, step in facts.produced_at.items()}
+        if self.options.manage_output_tensors:
+            self.out_candidates = tuple(s[v] for v in facts.output_candidates)
+        self.used_at = {s[v]: steps for v, steps in facts.used_at.items() if v in s}
+        self.may_alias = {s[v]: [s[a] for a in alias if a in s] for v, alias in facts.may_alias.items() if v in s}
+
+    @property
+    def plannable(self) -> bool:
+        return bool(self.candidates or self.out_candidates)
+
+    def callee_functions(self, timed: bool) -> list[Any]:
+        """The callees' functions (shared by every runtime: they hold no per-run state)."""
+        with self._lock:
+            table = self._shared_callees.get(timed)
+            if table is None:
+                table = self._shared_callees[timed] = []
+                table.extend(self.bind(code, Mode(timed=timed), {}, table, None, None) for code in self.callees)
+            return table
+
+    def bind(
+        self, code: GraphCode, mode: Mode, views: Mapping[int, np.ndarray], table: list, rec: Any, times: Any,
+        outputs: list | None = None,
+    ) -> Any:
+        """``code``'s function for ``mode``, closed over kernels, constants and buffers."""
+        kernels = {pn.index: pn.kernel for pn in code.pnodes}
+        outs = {pn.index: pn.out for pn in code.pnodes}
+        made = code.factory(mode)
+        return made(kernels, outs, code.constants, views, outputs, table, rec, times, time.perf_counter, _deep)
+
+    def runtime(self) -> "StaticRuntime":
+        """A cached runtime, for single-threaded use (as PyTorch's ``StaticModule::runtime``)."""
+        if self._default_runtime is None:
+            self._default_runtime = StaticRuntime(self)
+        return self._default_runtime
+
+    def __call__(self, *args: Any) -> Any:
+        return self.runtime()(*args)
+
+    def wrap_error(self, exc: BaseException) -> BaseException:
+        """A kernel failure as a RunError naming the node, its span and the IR call stack."""
+        if getattr(exc, "static_node", None) is not None:
+            return exc
+        nodes = []
+        tb = exc.__traceback__
+        while tb is not None:
+            node = LINEMAPS.get(tb.tb_frame.f_code.co_filename, {}).get(tb.tb_lineno)
+            if node is not None:
+                nodes.append(node)
+            tb = tb.tb_next
+        if not nodes:
+            return exc
+        node = nodes[-1]
+        what = str(exc) if isinstance(exc, RunError) else f"{type(exc).__name__}: {exc}"
+        if type(exc).__name__ == "ScriptException":
+            what = f"Exception: {exc}"
+        callers = "".join(f"\n  called from {n!r} at {n.span}" for n in reversed(nodes[-8:-1]))
+        err = RunError(f"{node.kind} failed: {what}\n  while executing {node!r}{callers}", node.span)
+        err.static_node = node  # type: ignore[attr-defined]
+        err.__cause__ = exc
+        return err
+
+
+class StaticRuntime:
+    """Runs a StaticModule: ``StaticRuntime(program, weights=None)(*args)``.
+
+    Returns one value, or a tuple when the graph returns several (as ``vm.Interpreter``).
+    Not thread-safe: use one per thread, or a ``RuntimePool``.
+    """
+
+    def __init__(self, module_or_program: Any, weights: Any = None, options: StaticOptions | None = None):
+        if isinstance(module_or_program, StaticModule):
+            if weights is not None or options is not None:
+                raise ValueError("weights and options belong to the StaticModule")
+            self.module = module_or_program
+        else:
+            self.module = StaticModule(module_or_program, weights, options)
+        sm = self.module
+        self._plain = sm.bind(sm.entry, Mode(), {}, sm.callee_functions(False), None, None)
+        self._plans: OrderedDict[Any, _Plan] = OrderedDict()
+        self._arena_in_use = False
+        self.stats = {"plans_made": 0, "plan_hits": 0, "planned_runs_allocated": 0}
+
+    def __call__(self, *args: Any) -> Any:
+        sm = self.module
+        if len(args) != len(sm.inputs):
+            names = ", ".join(f"%{v.name}" for v in sm.inputs)
+            raise RunError(f"the program takes {len(sm.inputs)} input(s) ({names}), got {len(args)}")
+        key = sm._enter(*args)
+        if not sm.plannable:
+            return self._run(self._plain, args)
+        plan = self._plans.get(key)
+        if plan is None:
+            return self._first_run(key, args)
+        self._plans.move_to_end(key)
+        self.stats["plan_hits"] += 1
+        if plan.out_specs:
+            plan.outputs[:] = self._output_arena(plan)
+        return self._run(plan.run, args)
+
+    def _run(self, fn: Any, args: tuple) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:  # noqa: BLE001  (every kernel failure becomes a RunError)
+            raise self.module.wrap_error(exc) from None
+        except RecursionError as exc:
+            raise self.module.wrap_error(exc) from None
+
+    def release_outputs(self) -> None:
+        """The caller is done with the managed outputs of the last run: reuse their arena."""
+        self._arena_in_use = False
+
+    def _output_arena(self, plan: "_Plan") -> list[np.ndarray]:
+        if self._arena_in_use:  # the caller still holds the previous outputs: a new arena
+            plan.arena = mp.arena(plan.out_specs)
+            self.stats["planned_runs_allocated"] += 1
+        self._arena_in_use = True
+        return plan.arena
+
+    def _first_run(self, key: Any, args: tuple) -> Any:
+        """Run with allocating kernels, record managed sizes, make and cache the plan."""
+        sm = self.module
+        wanted = frozenset(sm.candidates) | frozenset(sm.out_candidates)
+        recorded: dict[int, Any] = {}
+        record = sm.bind(sm.entry, Mode(record=True, candidates=wanted), {}, sm.callee_functions(False), recorded, None)
+        result = self._run(record, args)
+        self._plans[key] = self._make_plan(recorded)
+        self.stats["plans_made"] += 1
+        while len(self._plans) > sm.options.plan_cache_size:
+            self._plans.popitem(last=False)
+        return result
+
+    def _make_plan(self, recorded: dict[int, Any]) -> "_Plan":
+        sm, opts = self.module, self.module.options
+        specs = {s: spec for s in sm.candidates if (spec := mp.spec_of(recorded.get(s))) is not None}
+        spans = mp.lifetimes({s: sm.candidates[s] for s in specs}, sm.used_at, sm.may_alias)
+        if not opts.optimize_memory:  # every tensor alive for the whole run: no sharing
+            last = max((end for _, end in spans.values()), default=0)
+            spans = {s: (0, last) for s in spans}
+        memory = mp.plan(specs, spans, opts.planner)
+        mp.validate(memory)
+        slab, views = mp.allocate(memory)
+        out_slots = tuple(s for s in sm.out_candidates if mp.spec_of(recorded.get(s)) is not None)
+        out_specs = [mp.spec_of(recorded[s]) for s in out_slots]
+        mode = Mode(managed=frozenset(views), out_managed=out_slots)
+        outputs: list[np.ndarray] = []
+        fn = sm.bind(sm.entry, mode, views, sm.callee_functions(False), None, None, outputs)
+        return _Plan(memory, slab, views, fn, out_specs, mp.arena(out_specs) if out_specs else [], outputs)
+
+    @property
+    def plans(self) -> list[mp.MemoryPlan]:
+        return [p.memory for p in self._plans.values()]
+
+
+@attrs.define
+class _Plan:
+    memory: mp.MemoryPlan
+    slab: np.ndarray
+    views: dict[int, np.ndarray]
+    run: Any
+    out_specs: list[mp.TensorSpec]
+    arena: list[np.ndarray]
+    outputs: list[np.ndarray] = attrs.field(factory=list)  # the OB list the code reads
+
+
+class RuntimePool:
+    """N runtimes over one StaticModule; a call takes a free one or waits (AITemplate's
+    ModelContainer)."""
+
+    def __init__(self, static_module: StaticModule, n: int):
+        if n < 1:
+            raise ValueError("a RuntimePool needs at least one runtime")
+        self.module = static_module
+        self._free = [StaticRuntime(static_module) for _ in range(n)]
+        self._available = threading.Condition()
+
+    def __call__(self, *args: Any) -> Any:
+        with self._available:
+            while not self._free:
+                self._available.wait()
+            runtime = self._free.pop()
+        try:
+            return runtime(*args)
+        finally:
+            with self._available:
+                self._free.append(runtime)
+                self._available.notify()
+
+
+# ---------------------------------------------------------------------------------------
+# preparation helpers
+
+
+def _as_module(source: Any, fusion: bool) -> Module:
+    """The optimized IR module of a Program, a Module, a Graph, or IR text."""
+    if isinstance(source, Module):
+        return source
+    if isinstance(source, Graph):
+        return Module(source)
+    if isinstance(source, str):
+        import compiler
+        from compiler.pipeline import optimize
+
+        module, _ = optimize(compiler.parse(source), fusion=fusion)
+        return module
+    module = getattr(source, "module", None)
+    if isinstance(module, Module):
+        return module
+    raise TypeError(f"cannot build a StaticModule from {type(source).__name__}")
+
+
+def _expand_fusion_groups(module: Module) -> tuple[Module, list[tuple[Any, int]]]:
+    """A copy where each prim::FusionGroup is replaced by its Subgraph's nodes (the
+    fallback: there is no fused kernel); the expanded groups are listed."""
+    module = module.clone()
+    fallbacks = []
+    for graph in (module.main, *module.functions.values()):
+        for node in list(graph.walk()):
+            if node.kind != "prim::FusionGroup":
+                continue
+            sub = node.attrs.get("Subgraph")
+            if not isinstance(sub, Graph):
+                raise CompileError("prim::FusionGroup without a Subgraph", node.span)
+            fallbacks.append((node.span, len(sub.nodes)))
+            mapping = {id(p): v for p, v in zip(sub.inputs, node.inputs)}
+            block = node.owner
+            for inner in sub.nodes:
+                block.insert_before(node, clone_node(inner, mapping))
+            for out, ret in zip(node.outputs, sub.outputs):
+                out.replace_all_uses_with(mapping.get(id(ret), ret))
+            node.destroy()
+    return module, fallbacks
+
+
+def _flat_weights(weights: Any) -> Mapping[str, Any]:
+    if weights is None:
+        return {}
+    if isinstance(weights, Mapping):
+        return weights
+    return {}
+
+
+def _bind_self(graph: Graph, weights: Any) -> dict[Value, Any]:
+    """``%self`` (a leading module-typed input) comes from the weights, not the caller."""
+    params = graph.inputs
+    if not params or not isinstance(params[0].type, T.ClassType):
+        return {}
+    from vm import weights as W
+
+    if isinstance(weights, W.ModuleObject):
+        return {params[0]: weights}
+    binder = getattr(W, "bind_self", None)
+    if binder is not None:
+        return {params[0]: binder(graph, weights or {})}
+    return {params[0]: W.ModuleObject.from_state_dict(weights or {})}
+
+
+def _constant(node: Any, weights: Mapping[str, Any]) -> Any:
+    from compiler.resolve import UnboundTensor, constant_value
+
+    value = constant_value(node)
+    if isinstance(value, UnboundTensor):
+        try:
+            return value.bind(weights)
+        except CompileError as err:
+            raise CompileError(err.message, node.span) from None
+    return value
+
+
+def _deep(label: str, depth: int) -> None:
+    raise RunError(f"maximum call depth ({depth - 1}) exceeded calling {label}")
+
+
+# ---------------------------------------------------------------------------------------
+# input checks
+
+
+def _input_checker(inputs: list[Value]) -> Any:
+    """A generated ``enter(*args) -> key``: type checks, then the tensor shapes and dtypes."""
+    lines: list[str] = []
+    key: list[str] = []
+    env: dict[str, Any] = {"_nd": np.ndarray, "_bad": lambda i, x: _bad_input(inputs[i], x)}
+    for i, v in enumerate(inputs):
+        t = v.type
+        if t is None or isinstance(t, T.TensorType):
+            lines.append(f"    if type(a{i}) is not _nd and not isinstance(a{i}, _nd): _bad({i}, a{i})")
+            key.append(f"a{i}.shape, a{i}.dtype")
+        else:
+            env[f"_c{i}"] = _type_check(t)
+            lines.append(f"    if not _c{i}(a{i}): _bad({i}, a{i})")
+    params = ", ".join(f"a{i}" for i in range(len(inputs)))
+    src = f"def enter({params}):\n" + "\n".join(lines) + f"\n    return ({', '.join(key)}{',' if key else ''})\n"
+    exec(compile(src, "<static:inputs>", "exec"), env)
+    enter = env["enter"]
+    enter.inputs = inputs
+    return enter
+
+
+def _type_check(t: T.Type) -> Any:
+    if t is None or isinstance(t, T.TensorType):
+        return lambda x: isinstance(x, np.ndarray)
+    if t == T.INT:
+        return lambda x: isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    if t == T.FLOAT:
+        return lambda x: isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+    if t == T.BOOL:
+        return lambda x: isinstance(x, (bool, np.bool_))
+    if t == T.STR:
+        return lambda x: isinstance(x, str)
+    if isinstance(t, T.OptionalType):
+        inner = _type_check(t.elem)
+        return lambda x: x is None or inner(x)
+    if isinstance(t, T.ListType):
+        inner = _type_check(t.elem)
+        return lambda x: isinstance(x, list) and all(inner(e) for e in x)
+    if isinstance(t, T.TupleType):
+        parts = [_type_check(e) for e in t.elems]
+        return lambda x: isinstance(x, tuple) and len(x) == len(parts) and all(p(e) for p, e in zip(parts, x))
+    if isinstance(t, T.DictType):
+        return lambda x: isinstance(x, dict)
+    return lambda x: True
+
+
+def _bad_input(decl: Value, value: Any) -> None:
+    raise RunError(f"input %{decl.name} expects {decl.type or 'Tensor'}, {_describe(value)}")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"got a Tensor {value.dtype}{list(value.shape)}"
+    return f"got {type(value).__name__} {value!r:.60}"
