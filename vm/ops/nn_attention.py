@@ -1,6 +1,7 @@
-"""Attention: ``scaled_dot_product_attention``, ``baddbmm``, and the fused inference
+"""Attention: ``scaled_dot_product_attention`` and the fused inference
 kernels that ``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` reach in eval
-mode (``_native_multi_head_attention``, ``_transformer_encoder_layer_fwd``).
+mode (``_native_multi_head_attention``, ``_transformer_encoder_layer_fwd``).  (``baddbmm``,
+which the scripted attention path also calls, lives with the linear algebra kernels.)
 
 Everything is batched matmuls (``np.matmul`` broadcasts over batch and head axes) and one
 softmax along the key axis.  The softmax is the "safe" one PyTorch uses for attention: a
@@ -65,23 +66,6 @@ def scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale
         else:
             scores = scores + attn_mask.astype(scores.dtype)
     return np.matmul(safe_softmax(scores), v)
-
-
-def _baddbmm(self_, batch1, batch2, beta, alpha) -> Array:
-    product = np.matmul(batch1, batch2)
-    if alpha != 1:
-        product = product * alpha
-    if beta == 0:
-        return np.broadcast_to(product, np.broadcast_shapes(product.shape, self_.shape)).astype(product.dtype)
-    return (product + (self_ if beta == 1 else self_ * beta)).astype(np.result_type(self_, product), copy=False)
-
-
-@kernel("aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
-def baddbmm(self_, batch1, batch2, beta, alpha):
-    """``beta * self + alpha * (batch1 @ batch2)``; with beta=0, ``self`` is ignored (NaN too)."""
-    if batch1.ndim != 3 or batch2.ndim != 3:
-        raise ValueError(f"baddbmm expects 3-D batches, got {batch1.ndim}-D and {batch2.ndim}-D")
-    return _baddbmm(self_, batch1, batch2, beta, alpha)
 
 
 # ---------------------------------------------------------------------------------------
