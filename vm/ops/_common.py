@@ -1,0 +1,72 @@
+"""Helpers shared by the tensor kernel families: in-place write-back, out variants, dims.
+
+- ``write_inplace(self, result)``: what every ``foo_`` op does after computing ``foo``:
+  check that the result's dtype may be cast to ``self``'s (PyTorch refuses float into an
+  int tensor) and that the result has ``self``'s shape, then copy it in and return ``self``.
+- ``copy_out(kernel)``: the generic out variant of a kernel that returns one fresh tensor:
+  compute, and copy into the buffer when it has the result's shape and dtype.  When it
+  does not (a planner sized it for different inputs) the fresh result is returned instead,
+  so ``out(buf, ...) is buf`` tells a caller whether its buffer was used.
+- ``norm_dim(d, ndim)`` / ``norm_dims(dims, ndim)``: PyTorch's dim wrapping and errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from vm.ops._dtypes import category, dtype_name, to_code
+
+
+def write_inplace(self: np.ndarray, result: np.ndarray) -> np.ndarray:
+    """Copy ``result`` into ``self`` as an in-place op does; return ``self``."""
+    if result.dtype != self.dtype and category(result.dtype) > category(self.dtype):
+        raise RuntimeError(
+            f"result type {dtype_name(to_code(result.dtype))} can't be cast to the desired "
+            f"output type {dtype_name(to_code(self.dtype))}"
+        )
+    if result.shape != self.shape:
+        raise RuntimeError(
+            f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+            f"{list(np.broadcast_shapes(self.shape, result.shape))}"
+        )
+    np.copyto(self, result, casting="unsafe")
+    return self
+
+
+def fits(buf: Any, result: np.ndarray) -> bool:
+    return type(buf) is np.ndarray and buf.shape == result.shape and buf.dtype == result.dtype
+
+
+def copy_out(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """The out variant ``out(buf, *args)`` of ``kernel``, by computing then copying."""
+
+    def out(buf: np.ndarray, *args: Any) -> np.ndarray:
+        result = kernel(*args)
+        if fits(buf, result):
+            np.copyto(buf, result)
+            return buf
+        return result
+
+    out.__name__ = f"{getattr(kernel, '__name__', 'kernel')}_out"
+    return out
+
+
+def norm_dim(d: int, ndim: int) -> int:
+    """``d`` wrapped into ``range(ndim)``; a 0-dim tensor accepts dims -1 and 0."""
+    n = ndim if ndim > 0 else 1
+    if d < -n or d >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return d + n if d < 0 else d
+
+
+def norm_dims(dims: Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+    """Every dim of ``dims`` wrapped (all dims when ``dims`` is None or empty), no repeats."""
+    if not dims:
+        return tuple(range(ndim))
+    out = tuple(norm_dim(d, ndim) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {out} appears multiple times in the list of dims")
+    return out

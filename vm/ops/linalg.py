@@ -1,0 +1,217 @@
+"""Linear algebra kernels: mm, bmm, matmul, addmm, linear, dot, mv, outer,
+einsum, and the triangular masks tril/triu.  (``baddbmm`` lives with attention.)
+
+numpy's ``matmul`` already has PyTorch's ``matmul`` rules (1-d operands are promoted to
+a matrix and the added dim removed again; leading dims broadcast), and both hand float32
+and float64 products to BLAS, so results agree to float32 rounding.  PyTorch does *not*
+promote across dtypes in matrix products (``mm`` of float32 and float64 is an error), and
+neither do these kernels: numpy would silently compute in float64.
+
+``addmm`` and ``linear`` write the product into the result and add the bias in place,
+one temporary fewer than ``a @ b + c``; ``beta == 0`` ignores ``self`` entirely (NaNs in
+it do not propagate), as PyTorch documents.  Out variants use ``np.matmul(out=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from vm.ops._common import copy_out
+from vm.ops._dtypes import dtype_name, result_type, scalar_for, to_code, wrap
+from vm.ops.registry import kernel
+
+Array = np.ndarray
+
+
+def _same_dtype(a: Array, b: Array, what: str = "m1 and m2") -> None:
+    if a.dtype != b.dtype:
+        raise RuntimeError(
+            f"expected {what} to have the same dtype, but got: "
+            f"{dtype_name(to_code(a.dtype))} != {dtype_name(to_code(b.dtype))}"
+        )
+
+
+def _need_dims(x: Array, n: int, op: str, name: str) -> None:
+    if x.ndim != n:
+        raise RuntimeError(f"{op}: {name} must be a {n}D tensor (got {x.ndim}D)")
+
+
+@kernel("aten::mm(Tensor self, Tensor mat2) -> Tensor")
+def mm(self: Array, mat2: Array) -> Array:
+    _need_dims(self, 2, "mm", "self"), _need_dims(mat2, 2, "mm", "mat2")
+    _same_dtype(self, mat2)
+    return np.matmul(self, mat2)
+
+
+@mm.out
+def mm_out(buf: Array, self: Array, mat2: Array) -> Array:
+    r_shape = (self.shape[0], mat2.shape[1]) if self.ndim == 2 and mat2.ndim == 2 else None
+    if r_shape == buf.shape and buf.dtype == self.dtype == mat2.dtype:
+        return np.matmul(self, mat2, out=buf)
+    return mm(self, mat2)
+
+
+@kernel("aten::bmm(Tensor self, Tensor mat2) -> Tensor")
+def bmm(self: Array, mat2: Array) -> Array:
+    _need_dims(self, 3, "bmm", "batch1"), _need_dims(mat2, 3, "bmm", "batch2")
+    _same_dtype(self, mat2)
+    return np.matmul(self, mat2)
+
+
+bmm.out(copy_out(bmm))
+
+
+@kernel("aten::matmul(Tensor self, Tensor other) -> Tensor")
+def matmul(self: Array, other: Array) -> Array:
+    if self.ndim == 0 or other.ndim == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {self.ndim}D and {other.ndim}D"
+        )
+    _same_dtype(self, other, "both arguments")
+    return wrap(np.matmul(self, other))
+
+
+@matmul.out
+def matmul_out(buf: Array, self: Array, other: Array) -> Array:
+    if self.ndim >= 2 and other.ndim >= 2 and buf.dtype == self.dtype == other.dtype:
+        shape = np.broadcast_shapes(self.shape[:-2], other.shape[:-2]) + (self.shape[-2], other.shape[-1])
+        if shape == buf.shape:
+            return np.matmul(self, other, out=buf)
+    return matmul(self, other)
+
+
+def _add_scaled(prod: Array, bias: Array | None, beta: Any, alpha: Any) -> Array:
+    t = prod.dtype
+    if alpha != 1:
+        np.multiply(prod, scalar_for(alpha, t), out=prod)
+    if bias is not None and beta != 0:
+        b = bias if beta == 1 else np.multiply(bias, scalar_for(beta, t))
+        if b.shape == prod.shape or np.broadcast_shapes(b.shape, prod.shape) == prod.shape:
+            np.add(prod, b, out=prod, casting="unsafe")
+        else:
+            prod = prod + b
+    return prod
+
+
+@kernel("aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
+def addmm(self: Array, mat1: Array, mat2: Array, beta: Any, alpha: Any) -> Array:
+    _same_dtype(self, mat1, "self and mat1")
+    return _add_scaled(mm(mat1, mat2), self, beta, alpha)
+
+
+@addmm.out
+def addmm_out(buf: Array, self: Array, mat1: Array, mat2: Array, beta: Any, alpha: Any) -> Array:
+    if mat1.ndim == 2 and mat2.ndim == 2 and buf.shape == (mat1.shape[0], mat2.shape[1]) and (
+        buf.dtype == mat1.dtype == mat2.dtype == self.dtype
+    ):
+        return _add_scaled(np.matmul(mat1, mat2, out=buf), self, beta, alpha)
+    return addmm(self, mat1, mat2, beta, alpha)
+
+
+@kernel("aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")
+def linear(input: Array, weight: Array, bias: Array | None) -> Array:
+    _same_dtype(input, weight, "input and weight")
+    prod = np.matmul(input, weight.T)
+    if type(prod) is not np.ndarray:
+        prod = np.asarray(prod)
+    return _add_scaled(prod, bias, 1, 1) if prod.ndim else wrap(prod + bias if bias is not None else prod)
+
+
+@linear.out
+def linear_out(buf: Array, input: Array, weight: Array, bias: Array | None) -> Array:
+    if input.ndim >= 2 and weight.ndim == 2 and buf.dtype == input.dtype == weight.dtype and (
+        buf.shape == input.shape[:-1] + (weight.shape[0],)
+    ):
+        return _add_scaled(np.matmul(input, weight.T, out=buf), bias, 1, 1)
+    return linear(input, weight, bias)
+
+
+@kernel("aten::dot(Tensor self, Tensor tensor) -> Tensor")
+def dot(self: Array, tensor: Array) -> Array:
+    if self.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
+    _same_dtype(self, tensor, "both vectors")
+    if self.shape != tensor.shape:
+        raise RuntimeError(
+            "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, "
+            "but got {} and {} elements respectively".format(self.size, tensor.size, self.size, tensor.size)
+        )
+    return wrap(np.dot(self, tensor))
+
+
+dot.out(copy_out(dot))
+kernel("aten::vdot(Tensor self, Tensor other) -> Tensor")(dot)
+
+
+@kernel("aten::mv(Tensor self, Tensor vec) -> Tensor")
+def mv(self: Array, vec: Array) -> Array:
+    _need_dims(self, 2, "mv", "self"), _need_dims(vec, 1, "mv", "vec")
+    _same_dtype(self, vec, "self and vec")
+    return np.matmul(self, vec)
+
+
+mv.out(copy_out(mv))
+
+
+@kernel("aten::outer(Tensor self, Tensor vec2) -> Tensor")
+def outer(self: Array, vec2: Array) -> Array:
+    dt = result_type(self, vec2)
+    return np.multiply.outer(self.astype(dt, copy=False), vec2.astype(dt, copy=False))
+
+
+outer.out(copy_out(outer))
+
+
+@lru_cache(maxsize=256)
+def _einsum_path(equation: str, shapes: tuple[tuple[int, ...], ...]) -> Any:
+    dummies = [np.empty(s, np.float32) for s in shapes]
+    return np.einsum_path(equation, *dummies, optimize="greedy")[0]
+
+
+@kernel("aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor")
+def einsum(equation: str, tensors: Sequence[Array], path: Sequence[int] | None) -> Array:
+    eq = equation.replace(" ", "")
+    dt = tensors[0].dtype
+    for x in tensors[1:]:
+        _same_dtype(tensors[0], x, "all operands")
+    if len(tensors) <= 2:
+        return wrap(np.einsum(eq, *tensors, optimize=len(tensors) == 2 and _big(tensors)))
+    opt = _einsum_path(eq, tuple(x.shape for x in tensors))
+    return wrap(np.asarray(np.einsum(eq, *tensors, optimize=opt), dtype=dt))
+
+
+def _big(tensors: Sequence[Array]) -> bool:
+    """Whether BLAS (einsum's optimize=True) pays for its planning overhead."""
+    return tensors[0].size * tensors[1].size > 4096
+
+
+einsum.out(copy_out(einsum))
+
+
+# ---------------------------------------------------------------------------------------
+# triangular masks
+
+
+def _tri(fn: Any, name: str) -> Any:
+    def run(self: Array, diagonal: int) -> Array:
+        if self.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        return fn(self, diagonal)
+
+    return run
+
+
+for _name, _fn in (("tril", np.tril), ("triu", np.triu)):
+    _run = _tri(_fn, _name)
+    kernel(f"aten::{_name}(Tensor self, SymInt diagonal=0) -> Tensor")(_run).out(copy_out(_run))
+
+    def _inplace(self: Array, diagonal: int, _r: Any = _run) -> Array:
+        np.copyto(self, _r(self, diagonal))
+        return self
+
+    kernel(f"aten::{_name}_(Tensor(a!) self, SymInt diagonal=0) -> Tensor(a!)")(_inplace)
+

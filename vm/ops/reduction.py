@@ -1,0 +1,357 @@
+"""Reduction kernels: sum/mean/prod, max/min, arg-reductions, any/all, norms, std/var,
+cumulative ops, softmax family, sort and topk.
+
+Every reduction names its dims the PyTorch way (an ``int[1]?`` that may be None or empty
+for "all dims", negative dims wrapping), which ``_axes`` turns into a numpy ``axis``
+tuple; ``keepdim`` is numpy's ``keepdims``.  The dtype rules are PyTorch's, not numpy's:
+
+- ``sum``/``prod``/``cumsum`` of bool or any integer type give int64 unless a ``dtype``
+  is passed, in which case the input is cast to it first;
+- ``mean``, ``std``, ``var``, the norms and the softmax family need a floating input
+  (PyTorch raises otherwise; ``logsumexp`` alone lifts integers to float32);
+- ``max.dim``/``min.dim``/``argmax`` return int64 indices of the *first* extreme element,
+  NaN counting as the extreme (numpy's argmax/argmin agree);
+- whole-tensor results are 0-dim arrays, never numpy scalars.
+
+``sort`` is stable (PyTorch's CPU sort is too); descending order keeps equal elements
+in their original order, which needs a reversed ascending sort rather than a negation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vm.ops._common import copy_out, norm_dim, norm_dims
+from vm.ops._dtypes import DEFAULT_FLOAT, FLOAT_CAT, INT64, INT_CAT, category, dtype_name, to_code, to_dtype, wrap
+from vm.ops.registry import kernel
+
+Array = np.ndarray
+Dims = Sequence[int] | None
+
+
+def _axes(x: Array, dims: Dims) -> tuple[int, ...]:
+    return norm_dims(dims, x.ndim) if x.ndim else ()
+
+
+def _int_to_long(x: Array, dtype: int | None) -> Array:
+    if dtype is not None:
+        return x.astype(to_dtype(dtype), copy=False)
+    return x.astype(INT64) if category(x.dtype) <= INT_CAT and x.dtype != INT64 else x
+
+
+def _need_float(x: Array, op: str, dtype: int | None = None) -> Array:
+    if dtype is not None:
+        return x.astype(to_dtype(dtype), copy=False)
+    if category(x.dtype) < FLOAT_CAT:
+        raise RuntimeError(
+            f"{op}(): could not infer output dtype. Input dtype must be either a floating point or complex "
+            f"dtype. Got: {dtype_name(to_code(x.dtype))}"
+        )
+    return x
+
+
+def _reg(schema: str, fn: Any) -> Any:
+    reg = kernel(schema)(fn)
+    reg.out(copy_out(fn))
+    return reg
+
+
+# ---------------------------------------------------------------------------------------
+# sum, mean, prod
+
+
+def _sum(x: Array, dims: Dims, keepdim: bool, dtype: int | None) -> Array:
+    x = _int_to_long(x, dtype)
+    return wrap(np.sum(x, axis=_axes(x, dims), keepdims=keepdim, dtype=x.dtype))
+
+
+_reg("aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", lambda self, dtype: _sum(self, None, False, dtype))
+_reg("aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", _sum)
+
+
+@np.errstate(all="ignore")
+def _mean(x: Array, dims: Dims, keepdim: bool, dtype: int | None) -> Array:
+    x = _need_float(x, "mean", dtype)
+    return wrap(np.mean(x, axis=_axes(x, dims), keepdims=keepdim, dtype=x.dtype))
+
+
+_reg("aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", lambda self, dtype: _mean(self, None, False, dtype))
+_reg("aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", _mean)
+
+
+def _prod(x: Array, dims: Dims, keepdim: bool, dtype: int | None) -> Array:
+    x = _int_to_long(x, dtype)
+    return wrap(np.prod(x, axis=_axes(x, dims), keepdims=keepdim, dtype=x.dtype))
+
+
+_reg("aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", lambda self, dtype: _prod(self, None, False, dtype))
+_reg("aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+     lambda self, dim, keepdim, dtype: _prod(self, [dim], keepdim, dtype))
+
+
+# ---------------------------------------------------------------------------------------
+# max / min / argmax / argmin / amax / amin
+
+
+def _nonempty(x: Array, op: str) -> None:
+    if x.size == 0:
+        raise RuntimeError(
+            f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
+            "dim with the 'dim' argument."
+        )
+
+
+def _extreme(fn: Any, arg: Any, op: str) -> tuple[Any, Any]:
+    def whole(self: Array) -> Array:
+        _nonempty(self, op)
+        return wrap(fn(self))
+
+    def by_dim(self: Array, dim: int, keepdim: bool) -> tuple[Array, Array]:
+        if self.ndim == 0:
+            norm_dim(dim, 0)
+            return self.copy(), np.zeros((), INT64)
+        d = norm_dim(dim, self.ndim)
+        if self.shape[d] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+        idx = arg(self, axis=d, keepdims=True)
+        vals = np.take_along_axis(self, idx, axis=d)
+        if not keepdim:
+            idx, vals = np.squeeze(idx, d), np.squeeze(vals, d)
+        return wrap(vals), wrap(idx.astype(INT64, copy=False))
+
+    return whole, by_dim
+
+
+for _name, _fn, _arg in (("max", np.max, np.argmax), ("min", np.min, np.argmin)):
+    _whole, _by_dim = _extreme(_fn, _arg, _name)
+    _reg(f"aten::{_name}(Tensor self) -> Tensor", _whole)
+    kernel(f"aten::{_name}.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")(_by_dim)
+
+    def _amax(self: Array, dim: Sequence[int], keepdim: bool, _f: Any = _fn, _n: str = _name) -> Array:
+        axes = _axes(self, dim)
+        if self.size == 0 and (not axes or any(self.shape[a] == 0 for a in axes)):
+            raise IndexError(f"a{_n}(): Expected reduction dim to have non-zero size.")
+        return wrap(_f(self, axis=axes, keepdims=keepdim))
+
+    _reg(f"aten::a{_name}(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", _amax)
+
+    def _argext(self: Array, dim: int | None, keepdim: bool, _a: Any = _arg, _n: str = _name) -> Array:
+        if dim is None:
+            _nonempty(self, f"arg{_n}")
+            r = np.asarray(_a(self.reshape(-1)), dtype=INT64)
+            return r.reshape((1,) * self.ndim) if keepdim else r
+        if self.ndim == 0:
+            norm_dim(dim, 0)
+            return np.zeros((), INT64)
+        d = norm_dim(dim, self.ndim)
+        return wrap(_a(self, axis=d, keepdims=keepdim).astype(INT64, copy=False))
+
+    _reg(f"aten::arg{_name}(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", _argext)
+
+
+# ---------------------------------------------------------------------------------------
+# any / all
+
+
+def _logical_reduce(fn: Any) -> Any:
+    def red(self: Array, dims: Dims, keepdim: bool) -> Array:
+        r = wrap(fn(self, axis=_axes(self, dims), keepdims=keepdim))
+        return r.astype(self.dtype) if self.dtype == np.uint8 else r
+
+    return red
+
+
+for _name, _fn in (("any", np.any), ("all", np.all)):
+    _red = _logical_reduce(_fn)
+    _reg(f"aten::{_name}(Tensor self) -> Tensor", lambda self, _r=_red: _r(self, None, False))
+    _reg(f"aten::{_name}.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+         lambda self, dim, keepdim, _r=_red: _r(self, [dim], keepdim))
+    _reg(f"aten::{_name}.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", _red)
+
+
+# ---------------------------------------------------------------------------------------
+# cumulative
+
+
+def _cum(fn: Any) -> Any:
+    def run(self: Array, dim: int, dtype: int | None) -> Array:
+        x = _int_to_long(self, dtype)
+        if x.ndim == 0:
+            norm_dim(dim, 0)
+            return x.copy()
+        return fn(x, axis=norm_dim(dim, x.ndim), dtype=x.dtype)
+
+    return run
+
+
+_reg("aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", _cum(np.cumsum))
+_reg("aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", _cum(np.cumprod))
+
+
+# ---------------------------------------------------------------------------------------
+# softmax family
+
+
+def _softmax_input(x: Array, dim: int, dtype: int | None, op: str) -> tuple[Array, int]:
+    if dtype is not None:
+        x = x.astype(to_dtype(dtype), copy=False)
+    elif category(x.dtype) < FLOAT_CAT:
+        raise RuntimeError(f'"{op}_lastdim_kernel_impl" not implemented for \'{dtype_name(to_code(x.dtype))}\'')
+    return x, norm_dim(dim, x.ndim)
+
+
+@np.errstate(all="ignore")
+def _softmax(self: Array, dim: int, dtype: int | None) -> Array:
+    x, d = _softmax_input(self, dim, dtype, "softmax")
+    if x.ndim == 0:
+        return np.ones((), x.dtype)
+    e = np.exp(x - np.max(x, axis=d, keepdims=True))
+    return e / np.sum(e, axis=d, keepdims=True)
+
+
+@np.errstate(all="ignore")
+def _log_softmax(self: Array, dim: int, dtype: int | None) -> Array:
+    x, d = _softmax_input(self, dim, dtype, "log_softmax")
+    if x.ndim == 0:
+        return np.zeros((), x.dtype)
+    shifted = x - np.max(x, axis=d, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+
+
+_reg("aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _softmax)
+_reg("aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _log_softmax)
+_reg("aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", lambda self, dim, h: _softmax(self, dim, None))
+_reg("aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
+     lambda self, dim, h: _log_softmax(self, dim, None))
+
+
+@np.errstate(all="ignore")
+def _logsumexp(self: Array, dim: Sequence[int], keepdim: bool) -> Array:
+    x = self if category(self.dtype) >= FLOAT_CAT else self.astype(DEFAULT_FLOAT)
+    axes = _axes(x, dim)
+    if x.size == 0:
+        return wrap(np.log(np.sum(np.exp(x), axis=axes, keepdims=keepdim)))
+    m = np.max(x, axis=axes, keepdims=True)
+    m = np.where(np.isfinite(m), m, x.dtype.type(0))
+    r = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
+    return wrap(r if keepdim else np.squeeze(r, axes))
+
+
+_reg("aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor", _logsumexp)
+
+
+# ---------------------------------------------------------------------------------------
+# norms, std, var
+
+
+def _vector_norm(self: Array, ord: Any, dims: Dims, keepdim: bool, dtype: int | None) -> Array:
+    x = self.astype(to_dtype(dtype), copy=False) if dtype is not None else self
+    if category(x.dtype) < FLOAT_CAT:
+        raise RuntimeError(
+            f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {dtype_name(to_code(x.dtype))}"
+        )
+    axes = _axes(x, dims)
+    a = np.abs(x)
+    p = float(ord)
+    if p == 2.0:
+        r = np.sqrt(np.sum(a * a, axis=axes, keepdims=keepdim))
+    elif p == 1.0:
+        r = np.sum(a, axis=axes, keepdims=keepdim)
+    elif p == float("inf"):
+        r = np.max(a, axis=axes, keepdims=keepdim, initial=x.dtype.type(0))
+    elif p == float("-inf"):
+        r = np.min(a, axis=axes, keepdims=keepdim)
+    elif p == 0.0:
+        r = np.sum(a != 0, axis=axes, keepdims=keepdim).astype(x.dtype)
+    else:
+        with np.errstate(all="ignore"):
+            r = np.sum(a ** x.dtype.type(p), axis=axes, keepdims=keepdim) ** x.dtype.type(1.0 / p)
+    return wrap(np.asarray(r, dtype=x.dtype))
+
+
+_reg("aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
+     "ScalarType? dtype=None) -> Tensor", _vector_norm)
+_reg("aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor", lambda self, p: _vector_norm(self, p, None, False, None))
+_reg("aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
+     lambda self, p, dim, keepdim: _vector_norm(self, 2 if p is None else p, dim, keepdim, None))
+_reg("aten::norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor",
+     lambda self, p, dim, keepdim, dtype: _vector_norm(self, 2 if p is None else p, dim, keepdim, dtype))
+_reg("aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor",
+     lambda self, p, dtype: _vector_norm(self, 2 if p is None else p, None, False, dtype))
+
+
+@np.errstate(all="ignore")
+def _var(self: Array, dims: Dims, correction: Any, keepdim: bool) -> Array:
+    x = _need_float(self, "var")
+    axes = _axes(x, dims)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    c = 1 if correction is None else correction
+    mean = np.mean(x, axis=axes, keepdims=True)
+    dev = x - mean
+    ss = np.sum(dev * dev, axis=axes, keepdims=keepdim)
+    return wrap(np.asarray(ss / x.dtype.type(max(n - c, 0)), dtype=x.dtype))
+
+
+def _std(self: Array, dims: Dims, correction: Any, keepdim: bool) -> Array:
+    with np.errstate(all="ignore"):
+        return wrap(np.sqrt(_var(self, dims, correction, keepdim)))
+
+
+for _name, _f in (("var", _var), ("std", _std)):
+    _reg(f"aten::{_name}(Tensor self, bool unbiased=True) -> Tensor",
+         lambda self, unbiased, _f=_f: _f(self, None, int(unbiased), False))
+    _reg(f"aten::{_name}.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
+         lambda self, dim, unbiased, keepdim, _f=_f: _f(self, dim, int(unbiased), keepdim))
+    _reg(f"aten::{_name}.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) "
+         "-> Tensor", _f)
+    kernel(f"aten::{_name}_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, "
+           "bool keepdim=False) -> (Tensor, Tensor)")(
+        lambda self, dim, correction, keepdim, _f=_f: (
+            _f(self, dim, correction, keepdim), _mean(self, dim, keepdim, None))
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# sort, topk
+
+
+def _sort(self: Array, dim: int, descending: bool) -> tuple[Array, Array]:
+    if self.ndim == 0:
+        norm_dim(dim, 0)
+        return self.copy(), np.zeros((), INT64)
+    d = norm_dim(dim, self.ndim)
+    if descending:
+        n = self.shape[d]
+        rev = np.flip(np.argsort(np.flip(self, d), axis=d, kind="stable"), d)
+        idx = (n - 1) - rev
+    else:
+        idx = np.argsort(self, axis=d, kind="stable")
+    return np.take_along_axis(self, idx, axis=d), idx.astype(INT64, copy=False)
+
+
+kernel("aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)")(_sort)
+kernel("aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)")(
+    lambda self, stable, dim, descending: _sort(self, dim, descending)
+)
+kernel("aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor")(
+    lambda self, dim, descending: _sort(self, dim, descending)[1]
+)
+
+
+@kernel("aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)")
+def topk(self: Array, k: int, dim: int, largest: bool, sorted: bool) -> tuple[Array, Array]:
+    n = self.shape[norm_dim(dim, self.ndim)] if self.ndim else 1
+    if k < 0 or k > n:
+        raise RuntimeError("selected index k out of range")
+    vals, idx = _sort(self, dim, largest)
+    if self.ndim == 0:
+        return vals, idx
+    d = norm_dim(dim, self.ndim)
+    sl = (slice(None),) * d + (slice(0, k),)
+    return vals[sl].copy(), idx[sl].copy()
+

@@ -1,0 +1,230 @@
+"""Unary pointwise kernels: math functions, rounding, sign, and the common activations.
+
+Three kinds, by what PyTorch does with the dtype:
+
+- *floating* ops (exp, log, sqrt, sin, sigmoid, erf...) compute in the input's dtype when
+  it is floating and in the default dtype (float32) for int and bool inputs;
+- *dtype-keeping* ops (abs, neg, floor, round, sign, relu...) return the input's dtype;
+  on integers the rounding family is the identity (a copy), and PyTorch's refusals on
+  bool inputs are kept (``-`` on a bool tensor is an error, as is ``abs``);
+- the activations that are plain pointwise math: relu, sigmoid, tanh, silu, gelu (with
+  ``approximate``); the other ``torch.nn`` activations live in ``nn_activation.py``.
+
+Each op is one small function from an ndarray to an ndarray; ``_register`` adds the
+``foo`` kernel (with an out variant that writes through ``out=`` when the buffer fits) and
+the ``foo_`` in-place form that PyTorch has for nearly all of them.  Functions run under
+``np.errstate(all="ignore")``: log(0) is -inf and sqrt(-1) nan, silently, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from vm.ops._common import copy_out, write_inplace
+from vm.ops._dtypes import BOOL, DEFAULT_FLOAT, FLOAT_CAT, INT64, category, wrap
+from vm.ops.registry import kernel
+
+Fn = Callable[[np.ndarray], Any]
+
+
+def _floating(x: np.ndarray) -> np.ndarray:
+    return x if category(x.dtype) >= FLOAT_CAT else x.astype(DEFAULT_FLOAT)
+
+
+def _register(name: str, fn: Callable[..., Any], extra: str = "", inplace: bool = True) -> None:
+    """Register ``aten::name(Tensor self{extra})``, its out variant and ``name_``."""
+
+    @np.errstate(all="ignore")
+    def run(self: np.ndarray, *args: Any) -> np.ndarray:
+        return wrap(fn(self, *args))
+
+    run.__name__ = name
+    kernel(f"aten::{name}(Tensor self{extra}) -> Tensor", elementwise=True)(run).out(copy_out(run))
+    if inplace:
+        kernel(f"aten::{name}_(Tensor(a!) self{extra}) -> Tensor(a!)")(
+            lambda self, *args: write_inplace(self, run(self, *args))
+        )
+
+
+def _float_ufunc(ufunc: Callable[..., Any]) -> Fn:
+    return lambda x: ufunc(_floating(x))
+
+
+# ---------------------------------------------------------------------------------------
+# erf: scipy's when scipy is installed; otherwise math.erf per element (exact, slower)
+
+
+def _erf_numpy(x: np.ndarray) -> np.ndarray:
+    return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+
+
+try:  # scipy is optional: irvm depends on numpy only
+    from scipy.special import erf as _erf_impl  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover - exercised where scipy is absent
+    _erf_impl = _erf_numpy
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    x = _floating(x)
+    return np.asarray(_erf_impl(x)).astype(x.dtype, copy=False)
+
+
+def _erfc(x: np.ndarray) -> np.ndarray:
+    x = _floating(x)
+    return (x.dtype.type(1) - _erf(x)).astype(x.dtype, copy=False)
+
+
+# ---------------------------------------------------------------------------------------
+# floating ops
+
+_FLOAT_UFUNCS: dict[str, Callable[..., Any]] = {
+    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+    "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+}
+for _name, _uf in _FLOAT_UFUNCS.items():
+    _register(_name, _float_ufunc(_uf))
+
+
+def _one(x: np.ndarray) -> Any:
+    return x.dtype.type(1)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    x = _floating(x)
+    return _one(x) / (_one(x) + np.exp(-x))
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    x = _floating(x)
+    return _one(x) / np.sqrt(x)
+
+
+def _reciprocal(x: np.ndarray) -> np.ndarray:
+    x = _floating(x)
+    return _one(x) / x
+
+
+_register("sigmoid", _sigmoid)
+_register("rsqrt", _rsqrt)
+_register("reciprocal", _reciprocal)
+_register("erf", _erf)
+_register("erfc", _erfc)
+
+
+# ---------------------------------------------------------------------------------------
+# dtype-keeping ops
+
+
+def _no_bool(name: str, message: str | None = None) -> Callable[[np.ndarray], None]:
+    def check(x: np.ndarray) -> None:
+        if x.dtype == BOOL:
+            raise RuntimeError(message or f'"{name}" not implemented for \'Bool\'')
+
+    return check
+
+
+def _keep(name: str, op: Fn, int_identity: bool = False, bool_message: str | None = None) -> Fn:
+    check = _no_bool(name, bool_message)
+
+    def fn(x: np.ndarray) -> np.ndarray:
+        check(x)
+        if int_identity and category(x.dtype) < FLOAT_CAT:
+            return x.copy()
+        return op(x)
+
+    return fn
+
+
+_register("abs", _keep("abs", np.abs))
+_register("neg", _keep("neg", np.negative, bool_message=(
+    "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
+    "use the `~` or `logical_not()` operator instead.")))
+_register("negative", _keep("neg", np.negative))
+_register("floor", _keep("floor", np.floor, int_identity=True))
+_register("ceil", _keep("ceil", np.ceil, int_identity=True))
+_register("trunc", _keep("trunc", np.trunc, int_identity=True))
+_register("round", _keep("round", np.rint, int_identity=True))
+_register("frac", lambda x: x - np.trunc(x))
+
+
+def _round_decimals(x: np.ndarray, decimals: int) -> np.ndarray:
+    if category(x.dtype) < FLOAT_CAT:
+        raise RuntimeError(f'"round_cpu" not implemented for \'{x.dtype}\'')
+    if decimals >= 0:
+        scale = x.dtype.type(10.0**decimals)
+        return np.rint(x * scale) / scale
+    scale = x.dtype.type(10.0 ** (-decimals))
+    return np.rint(x / scale) * scale
+
+
+kernel("aten::round.decimals(Tensor self, *, int decimals) -> Tensor", elementwise=True)(
+    lambda self, decimals: wrap(_round_decimals(self, decimals))
+).out(copy_out(lambda self, decimals: wrap(_round_decimals(self, decimals))))
+kernel("aten::round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)")(
+    lambda self, decimals: write_inplace(self, wrap(_round_decimals(self, decimals)))
+)
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    if x.dtype == BOOL:
+        return x.copy()
+    dt = x.dtype
+    return (x > 0).astype(dt) - (x < 0).astype(dt)  # sign(nan) is 0 in PyTorch
+
+
+def _square(x: np.ndarray) -> np.ndarray:
+    if x.dtype == BOOL:
+        x = x.astype(INT64)
+    return np.multiply(x, x)
+
+
+_register("sign", _sign)
+_register("sgn", _sign)
+_register("square", _square)
+_register("bitwise_not", lambda x: np.invert(x) if category(x.dtype) < FLOAT_CAT else _float_bitwise())
+_register("logical_not", np.logical_not)
+
+
+def _float_bitwise() -> np.ndarray:
+    raise RuntimeError('"bitwise_not_cpu" not implemented for floating point tensors')
+
+
+# ---------------------------------------------------------------------------------------
+# activations
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    if x.dtype == BOOL:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return np.maximum(x, x.dtype.type(0))
+
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+
+
+def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    if category(x.dtype) < FLOAT_CAT:
+        raise RuntimeError(f'"GeluKernelImpl" not implemented for \'{x.dtype}\'')
+    t = x.dtype.type
+    if approximate == "none":
+        return t(0.5) * x * (t(1) + _erf(x * t(_SQRT1_2)))
+    if approximate == "tanh":
+        inner = t(_SQRT_2_PI) * (x + t(0.044715) * x * x * x)
+        return t(0.5) * x * (t(1) + np.tanh(inner))
+    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
+    return x * _sigmoid(x)
+
+
+_register("relu", _relu)
+_register("gelu", _gelu, ', *, str approximate="none"')
+_register("silu", _silu)
