@@ -1,5 +1,5 @@
 """Linear algebra kernels: mm, bmm, matmul, addmm, linear, dot, mv, outer,
-einsum, and the triangular masks tril/triu.  (``baddbmm`` lives with attention.)
+baddbmm, einsum, and the triangular masks tril/triu.
 
 numpy's ``matmul`` already has PyTorch's ``matmul`` rules (1-d operands are promoted to
 a matrix and the added dim removed again; leading dims broadcast), and both hand float32
@@ -164,6 +164,15 @@ def outer(self: Array, vec2: Array) -> Array:
 
 
 outer.out(copy_out(outer))
+
+
+@kernel("aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
+def baddbmm(self: Array, batch1: Array, batch2: Array, beta: Any, alpha: Any) -> Array:
+    _same_dtype(self, batch1, "self and batch1")
+    return _add_scaled(bmm(batch1, batch2), self, beta, alpha)
+
+
+baddbmm.out(copy_out(baddbmm))
 
 
 @lru_cache(maxsize=256)
