@@ -116,7 +116,10 @@ class Function:
 
     ``spans[i]`` and ``nodes[i]`` say which IR node emitted instruction ``i`` (its place
     in the IR file and its text, for error messages and the disassembly);
-    ``register_names[r]`` is the IR name of the value held in register ``r`` (``x.1``).
+    ``register_names[r]`` is the IR name of the value held in register ``r`` (``x.1``);
+    ``constant_names[k]`` the name of the constant in entry ``k``, so a runtime can bind a
+    ``<Tensor>`` constant (``compiler.resolve.UnboundTensor``) or a rounded literal from
+    the weights by name.
     A function's inputs arrive on the stack; its code starts by storing them.
     """
 
@@ -130,6 +133,7 @@ class Function:
     spans: tuple[Span | None, ...] = ()
     nodes: tuple[str, ...] = ()
     register_names: tuple[str, ...] = ()
+    constant_names: tuple[str, ...] = ()  # IR value name of each constant ("" for the emitter's own)
 
     def __len__(self) -> int:
         return len(self.instructions)

@@ -1,0 +1,362 @@
+"""The emitter: optimized IR in, bytecode (``vm.bytecode.Program``) out.
+
+The lowering follows TorchScript's ``CodeImpl`` (``runtime/interpreter/code_impl.h``).
+The graph first goes through ``insert_drops`` (on a copy), so that every value's last
+use sits in the block that defines it and unused values have a ``prim::Drop``.  Then each
+graph becomes one ``Function``, emitted block by block:
+
+- every value gets a fresh register (the outputs of one node get consecutive ones, so a
+  single STOREN stores them); registers are never reused: memory is given back by MOVE,
+  which the emitter picks for a value's last use by counting the uses it has emitted so
+  far against the value's IR uses (``emitUse``), and by DROPR for each ``prim::Drop``
+  input;
+- a ``prim::Constant`` emits nothing: its run-time value (``compiler.resolve.
+  constant_value``, computed once here, tensor literals already arrays) goes to the
+  constant table and each use is a LOADC;
+- an operator node loads its inputs, runs ``OP k`` (``OPN k n`` for variadic prim
+  factories) on the operator-table entry that ``compiler.resolve`` picked, and stores its
+  outputs;
+- ``prim::If`` is ``JF else / then / JMP end / else / end: STORE(N)``: each branch leaves
+  its block outputs on the stack;
+- ``prim::Loop`` is ``LOADC 0; loads; LOOP exit; STOREN params; body; loads; JMP LOOP;
+  exit: STOREN outputs`` (see ``vm.bytecode``);
+- ``prim::CallFunction`` of a ``prim::Constant[name="f"]`` is ``CALL f`` (a new frame; a
+  function may call itself); a ``prim::FusionGroup`` is a CALL of its subgraph, emitted as
+  one more function, until a fused kernel exists.
+
+Every unresolvable node of the whole module is reported at once, as one CompileError.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from compiler.diagnostics import CompileError, Span
+from compiler.ir import Block, Graph, Module, Node, Value
+from compiler.passes.insert_drops import insert_drops
+from compiler.resolve import constant_value, resolve_all
+from vm.bytecode import Function, Instruction, Opcode, Program
+from vm.ops import registry
+from vm.ops.registry import OpRef
+
+
+def emit(module: Module, source: str | None = None) -> Program:
+    """The program for an optimized ``module`` (left untouched); ``source`` is the IR text
+    recorded in the program (default: ``module`` printed)."""
+    dropped = insert_drops(module)
+    resolved, errors = resolve_all(dropped)
+    table = _FunctionTable(dropped, resolved, errors)
+    table.emit_all()
+    if table.errors:
+        raise _combined(table.errors)
+    main = dropped.main
+    return Program(
+        functions=tuple(table.done),
+        entry=0,
+        input_names=tuple(v.name for v in main.inputs),
+        input_types=tuple(_type_text(v) for v in main.inputs),
+        n_outputs=len(main.outputs),
+        source=source if source is not None else _print(module),
+        module=module,
+    )
+
+
+def compile_source(
+    text: str,
+    filename: str | None = None,
+    *,
+    passes: list[str] | None = None,
+    fusion: bool = True,
+    print_after: Any = (),
+    printer: Any = None,
+) -> Program:
+    """Parse, optimize (``compiler.pipeline.optimize``) and emit IR text."""
+    from compiler import parse
+    from compiler.pipeline import optimize
+
+    module = parse(text, filename)
+    optimized, _ = optimize(module, passes, fusion=fusion, print_after=print_after, printer=printer)
+    return emit(optimized, source=text)
+
+
+def compile_file(path: str | Path, **options: Any) -> Program:
+    """``compile_source`` on the file at ``path`` (spans name the file)."""
+    return compile_source(Path(path).read_text(), str(path), **options)
+
+
+def _print(module: Module) -> str:
+    from compiler.printer import print_module
+
+    return print_module(module)
+
+
+def _type_text(value: Value) -> str:
+    return "Tensor" if value.type is None else str(value.type)
+
+
+def _combined(errors: list[CompileError]) -> CompileError:
+    if len(errors) == 1:
+        return errors[0]
+    text = f"{len(errors)} nodes cannot be compiled:\n" + "\n".join(str(e) for e in errors)
+    err = CompileError(text, None)
+    err.errors = errors  # type: ignore[attr-defined]
+    return err
+
+
+class _FunctionTable:
+    """The functions of a program, by name: the module's graphs, then fusion subgraphs."""
+
+    def __init__(self, module: Module, resolved: dict[Node, OpRef], errors: list[CompileError]):
+        self.resolved = resolved
+        self.errors = list(errors)
+        self.graphs: list[Graph] = [module.main, *module.functions.values()]
+        self.index: dict[str, int] = {name: i + 1 for i, name in enumerate(module.functions)}
+        self.names: list[str] = ["main", *module.functions]
+        self.done: list[Function] = []
+
+    def emit_all(self) -> None:
+        i = 0
+        while i < len(self.graphs):  # fusion groups append subgraphs as they are met
+            self.done.append(_FunctionEmitter(self, self.graphs[i], self.names[i]).run())
+            i += 1
+
+    def add_subgraph(self, graph: Graph, name: str) -> int:
+        dropped = insert_drops(graph)
+        resolved, _ = resolve_all(dropped)  # errors were reported for the original subgraph
+        self.resolved.update(resolved)
+        self.graphs.append(dropped)
+        self.names.append(name)
+        return len(self.graphs) - 1
+
+
+class _FunctionEmitter:
+    """Emits one graph as one Function."""
+
+    def __init__(self, table: _FunctionTable, graph: Graph, name: str):
+        self.table, self.graph, self.name = table, graph, name
+        self.code: list[Instruction] = []
+        self.spans: list[Span | None] = []
+        self.texts: list[str] = []
+        self.registers: dict[Value, int] = {}
+        self.register_names: list[str] = []
+        self.emitted_uses: dict[Value, int] = {}
+        self.constants: list[Any] = []
+        self.constant_names: list[str] = []
+        self.constant_index: dict[Node, int] = {}
+        self.operators: list[OpRef] = []
+        self.operator_index: dict[Any, int] = {}
+        self.where: tuple[Span | None, str] = (graph.span, f"graph {name}")
+
+    def run(self) -> Function:
+        graph = self.graph
+        self.store(graph.inputs)
+        self.emit_nodes(graph.block)
+        for value in graph.outputs:
+            self.use(value)
+        self.where = (graph.span, f"return of {self.name}")
+        self.put(Opcode.RET)
+        return Function(
+            name=self.name,
+            instructions=tuple(self.code),
+            n_inputs=len(graph.inputs),
+            n_outputs=len(graph.outputs),
+            n_registers=len(self.register_names),
+            constants=tuple(self.constants),
+            operators=tuple(self.operators),
+            spans=tuple(self.spans),
+            nodes=tuple(self.texts),
+            register_names=tuple(self.register_names),
+            constant_names=tuple(self.constant_names),
+        )
+
+    # -- instructions, registers, tables ---------------------------------------------
+
+    def put(self, op: Opcode, x: int = 0, n: int = 0) -> int:
+        self.code.append(Instruction(op, x, n))
+        self.spans.append(self.where[0])
+        self.texts.append(self.where[1])
+        return len(self.code) - 1
+
+    def patch(self, at: int, target: int) -> None:
+        ins = self.code[at]
+        self.code[at] = Instruction(ins.op, target, ins.n)
+
+    def allocate(self, values: list[Value]) -> int:
+        first = len(self.register_names)
+        for v in values:
+            self.registers[v] = len(self.register_names)
+            self.register_names.append(v.name)
+        return first
+
+    def store(self, values: list[Value]) -> None:
+        """Pop ``values`` (pushed in order) into fresh consecutive registers."""
+        first = self.allocate(values)
+        if len(values) == 1:
+            self.put(Opcode.STORE, first)
+        elif values:
+            self.put(Opcode.STOREN, first, len(values))
+
+    def use(self, value: Value) -> None:
+        """Push ``value``: LOADC for a constant, MOVE on its last use, else LOAD."""
+        producer = value.node
+        if producer is not None and producer.kind == "prim::Constant":
+            self.put(Opcode.LOADC, self.constant(producer))
+            return
+        count = self.emitted_uses.get(value, 0) + 1
+        self.emitted_uses[value] = count
+        self.put(Opcode.MOVE if count == len(value.uses) else Opcode.LOAD, self.register(value))
+
+    def register(self, value: Value) -> int:
+        if value not in self.registers:
+            raise CompileError(f"%{value.name} is used before it is defined", self.where[0])
+        return self.registers[value]
+
+    def constant(self, node: Node) -> int:
+        if node not in self.constant_index:
+            self.constant_index[node] = len(self.constants)
+            self.constants.append(constant_value(node))
+            self.constant_names.append(node.outputs[0].name if node.outputs else "")
+        return self.constant_index[node]
+
+    def operator(self, ref: OpRef) -> int:
+        try:
+            key: Any = ref
+            hash(key)
+        except TypeError:  # unhashable defaults (a list): no sharing
+            key = object()
+        if key not in self.operator_index:
+            self.operator_index[key] = len(self.operators)
+            self.operators.append(ref)
+        return self.operator_index[key]
+
+    # -- nodes -----------------------------------------------------------------------
+
+    def emit_nodes(self, block: Block) -> None:
+        for node in block.nodes:
+            if node.kind == "prim::Constant":
+                continue
+            self.where = (node.span, repr(node))
+            try:
+                self.emit_node(node)
+            except CompileError as err:
+                self.table.errors.append(err)
+
+    def emit_node(self, node: Node) -> None:
+        kind = node.kind
+        if kind == "prim::If":
+            self.emit_if(node)
+        elif kind == "prim::Loop":
+            self.emit_loop(node)
+        elif kind == "prim::Drop":
+            self.emit_drop(node)
+        elif kind == "prim::CallFunction":
+            self.emit_call(node)
+        elif kind == "prim::FusionGroup":
+            self.emit_fusion_group(node)
+        elif kind == "prim::CallMethod":
+            raise CompileError("prim::CallMethod is not supported: inline the method or freeze the module", node.span)
+        else:
+            self.emit_operator(node)
+
+    def emit_operator(self, node: Node) -> None:
+        ref = self.table.resolved.get(node)
+        if ref is None:
+            return  # resolve_all already reported why
+        for value in node.inputs:
+            self.use(value)
+        k = self.operator(ref)
+        if registry.has_factory(ref.name) or _is_vararg(ref):
+            self.put(Opcode.OPN, k, ref.n_inputs)
+        else:
+            self.put(Opcode.OP, k)
+        self.store(node.outputs)
+
+    def emit_drop(self, node: Node) -> None:
+        for value in node.inputs:
+            if value.node is not None and value.node.kind == "prim::Constant":
+                continue
+            self.emitted_uses[value] = self.emitted_uses.get(value, 0) + 1
+            self.put(Opcode.DROPR, self.register(value))
+
+    def emit_if(self, node: Node) -> None:
+        then_block, else_block = node.blocks
+        self.use(node.inputs[0])
+        jf = self.put(Opcode.JF)
+        self.emit_block_body(then_block, node)
+        jmp = self.put(Opcode.JMP)
+        self.patch(jf, len(self.code))
+        self.emit_block_body(else_block, node)
+        self.patch(jmp, len(self.code))
+        self.where = (node.span, repr(node))
+        self.store(node.outputs)
+
+    def emit_block_body(self, block: Block, owner: Node) -> None:
+        """The block's nodes, then its outputs pushed (for the owner to store)."""
+        self.emit_nodes(block)
+        self.where = (owner.span, repr(owner))
+        for value in block.returns:
+            self.use(value)
+
+    def emit_loop(self, node: Node) -> None:
+        (body,) = node.blocks
+        self.put(Opcode.LOADC, self.literal(0))
+        for value in node.inputs:  # max trip count, initial condition, carried...
+            self.use(value)
+        header = self.put(Opcode.LOOP, 0, len(node.inputs))
+        self.store(body.params)  # iteration index, carried...
+        self.emit_block_body(body, node)  # next condition, carried...
+        self.put(Opcode.JMP, header)
+        self.patch(header, len(self.code))
+        self.store(node.outputs)
+
+    def literal(self, value: int) -> int:
+        """A constant-table entry for a plain int the emitter itself needs (the trip counter)."""
+        for i, c in enumerate(self.constants):
+            if type(c) is int and c == value:
+                return i
+        self.constants.append(value)
+        self.constant_names.append("")
+        return len(self.constants) - 1
+
+    def emit_call(self, node: Node) -> None:
+        fn = node.inputs[0]
+        producer = fn.node
+        if producer is None or producer.kind != "prim::Constant" or "name" not in producer.attrs:
+            raise CompileError("prim::CallFunction of a function that is not a constant", node.span)
+        name = str(producer.attrs["name"])
+        if name not in self.table.index:
+            known = ", ".join(sorted(self.table.index)) or "none"
+            raise CompileError(f"call of unknown function {name!r} (module functions: {known})", node.span)
+        callee = self.table.graphs[self.table.index[name]]
+        args = node.inputs[1:]
+        if len(args) != len(callee.inputs) or len(node.outputs) != len(callee.outputs):
+            raise CompileError(
+                f"call of {name} with {len(args)} inputs and {len(node.outputs)} outputs; it takes"
+                f" {len(callee.inputs)} and returns {len(callee.outputs)}",
+                node.span,
+            )
+        for value in args:
+            self.use(value)
+        self.put(Opcode.CALL, self.table.index[name])
+        self.store(node.outputs)
+
+    def emit_fusion_group(self, node: Node) -> None:
+        sub = node.attrs.get("Subgraph")
+        if not isinstance(sub, Graph):
+            raise CompileError("prim::FusionGroup without a Subgraph", node.span)
+        index = self.table.add_subgraph(sub, f"{self.name}.FusionGroup_{len(self.table.graphs)}")
+        for value in node.inputs:
+            self.use(value)
+        self.put(Opcode.CALL, index)
+        self.store(node.outputs)
+
+
+def _is_vararg(ref: OpRef) -> bool:
+    try:
+        return registry.lookup(ref.name).schema.vararg
+    except KeyError:
+        return False
+
+
+__all__ = ["emit", "compile_source", "compile_file"]

@@ -1,0 +1,188 @@
+"""Pre-decoding: bytecode -> the tuples the interpreter's fast loop dispatches on.
+
+The bytecode is a faithful stack machine (``vm.bytecode``): an operator node costs
+about four instructions (``MOVE a; LOADC k; OP f; STORE r``), and in CPython every
+dispatched instruction costs 30-90 ns, more than the budget.  So once, when an
+``Interpreter`` is built, each function is translated into *register form*, the way a
+superinstruction-forming loader would:
+
+- constants become registers: a frame's register file starts as a copy of a template
+  ``[None] * n_registers + constants``, so ``LOADC k`` reads register ``n_registers + k``;
+- a run of pushes (LOAD/MOVE/LOADC) that feeds exactly one OP, followed by the STORE or
+  STOREN of its results, becomes ONE tuple ``(code, kernel, in-registers..., out)``:
+  ``regs[o] = f(regs[a], regs[b])``, specialised for 1, 2 and any number of inputs, and
+  for whether some input is MOVEd (its register is cleared after the call);
+- a push followed by JF becomes a test of the register;
+- everything else (block outputs on the stack, LOOP headers, CALL/RET) keeps its stack
+  form.
+
+A fusion never spans a jump target, so control flow is unchanged; jump targets are
+renumbered.  ``origin[i]`` maps decoded instruction ``i`` back to the bytecode
+instruction whose span and node text an error reports.  Kernels are bound here, once
+(``vm.ops.registry.bind``): nothing is looked up while running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from vm.bytecode import Function, Instruction, Opcode, Program
+
+# Decoded handler codes, most frequent first (the fast loop tests them in this order).
+OP1, OP1M, OP2, OP2M, OPG, OPGM = 0, 1, 2, 3, 4, 5
+PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS = range(6, 19)
+NAMES = (
+    "OP1 OP1M OP2 OP2M OPG OPGM PUSH PUSHM STORE STOREN JFR JF JMP LOOP CALL RET DROPR DROP OPS"
+).split()
+
+_PUSHES = (Opcode.LOAD, Opcode.MOVE, Opcode.LOADC)
+
+
+@attrs.frozen
+class Decoded:
+    """One function in register form (see the module docstring)."""
+
+    code: tuple[tuple[Any, ...], ...]
+    template: tuple[Any, ...]  # the initial register file: None * n_registers + constants
+    origin: tuple[int, ...]  # decoded index -> bytecode index
+    n_registers: int
+
+
+def decode(program: Program, function: Function, kernels: list[Callable[..., Any]], constants: list[Any]) -> Decoded:
+    """``function`` in register form, with ``kernels[k]`` bound to operator-table entry k
+    and ``constants`` (already bound from the weights) as its constant registers."""
+    return _Decoder(program, function, kernels).run(constants)
+
+
+class _Decoder:
+    def __init__(self, program: Program, function: Function, kernels: list[Callable[..., Any]]):
+        self.program, self.function, self.kernels = program, function, kernels
+        self.code = function.instructions
+        self.nreg = function.n_registers
+        self.targets = {ins.x for ins in self.code if ins.op in (Opcode.JF, Opcode.JMP, Opcode.LOOP)}
+        self.out: list[list[Any]] = []
+        self.origin: list[int] = []
+        self.new_index: dict[int, int] = {}
+
+    def run(self, constants: list[Any]) -> Decoded:
+        i = 0
+        while i < len(self.code):
+            i = self.step(i)
+        self.new_index[len(self.code)] = len(self.out)
+        for ins in self.out:  # renumber jump targets
+            if ins[0] in (JFR, JF, JMP, LOOP):
+                pos = 2 if ins[0] == JFR else 1
+                ins[pos] = self.new_index[ins[pos]]
+        template = (None,) * self.nreg + tuple(constants)
+        return Decoded(tuple(tuple(x) for x in self.out), template, tuple(self.origin), self.nreg)
+
+    def emit(self, at: int, first: int, item: list[Any]) -> None:
+        """Append ``item`` decoded from bytecode ``first``..; errors report bytecode ``at``."""
+        self.new_index.setdefault(first, len(self.out))
+        self.out.append(item)
+        self.origin.append(at)
+
+    def reg(self, ins: Instruction) -> int:
+        return self.nreg + ins.x if ins.op is Opcode.LOADC else ins.x
+
+    def interior_target(self, start: int, end: int) -> bool:
+        return any(t in self.targets for t in range(start + 1, end + 1))
+
+    def step(self, i: int) -> int:
+        code = self.code
+        j = i
+        while j < len(code) and code[j].op in _PUSHES:
+            j += 1
+        if j < len(code) and code[j].op in (Opcode.OP, Opcode.OPN):
+            k = self.function.operators[code[j].x].n_inputs
+            if j - i > k:  # pushes that feed something later: keep them as pushes
+                self.push(i)
+                return i + 1
+            if j - i == k:
+                fused = self.fuse_op(i, j)
+                if fused is not None:
+                    return fused
+        elif j == i + 1 and j < len(code) and code[j].op is Opcode.JF and j not in self.targets:
+            ins = code[i]
+            self.emit(j, i, [JFR, self.reg(ins), code[j].x, ins.op is Opcode.MOVE])
+            return j + 1
+        if code[i].op in _PUSHES:
+            self.push(i)
+        else:
+            self.plain(i)
+        return i + 1
+
+    def push(self, i: int) -> None:
+        ins = self.code[i]
+        self.emit(i, i, [PUSHM if ins.op is Opcode.MOVE else PUSH, self.reg(ins)])
+
+    def fuse_op(self, i: int, j: int) -> int | None:
+        """Pushes i..j-1, OP at j, and the store of its results: one register-form op."""
+        ref = self.function.operators[self.code[j].x]
+        end = j  # last bytecode instruction folded in
+        out: tuple[int, int] = (-1, 0)  # (first register, count); count 0: no result
+        if ref.n_outputs >= 1:
+            if j + 1 >= len(self.code):
+                return None
+            store = self.code[j + 1]
+            if ref.n_outputs == 1 and store.op is Opcode.STORE:
+                out = (store.x, 1)
+            elif store.op is Opcode.STOREN and store.n == ref.n_outputs:
+                out = (store.x, store.n)
+            else:
+                return None
+            end = j + 1
+        if self.interior_target(i, end):
+            return None
+        pushes = self.code[i:j]
+        args = tuple(self.reg(p) for p in pushes)
+        moved = tuple(sorted({p.x for p in pushes if p.op is Opcode.MOVE}))
+        fn = self.kernels[self.code[j].x]
+        if out[1] == 1 and len(args) in (1, 2):
+            code = (OP1 if len(args) == 1 else OP2) + (1 if moved else 0)
+            self.emit(j, i, [code, fn, *args, out[0], *([moved] if moved else [])])
+        else:
+            self.emit(j, i, [OPGM if moved else OPG, fn, args, out[0], out[1], moved])
+        return end + 1
+
+    def plain(self, i: int) -> None:
+        ins = self.code[i]
+        op = ins.op
+        if op in (Opcode.OP, Opcode.OPN):
+            ref = self.function.operators[ins.x]
+            self.emit(i, i, [OPS, self.kernels[ins.x], ref.n_inputs, ref.n_outputs])
+        elif op is Opcode.STORE:
+            self.emit(i, i, [STORE, ins.x])
+        elif op is Opcode.STOREN:
+            self.emit(i, i, [STOREN, ins.x, ins.n])
+        elif op is Opcode.DROPR:
+            self.emit(i, i, [DROPR, ins.x])
+        elif op is Opcode.DROP:
+            self.emit(i, i, [DROP])
+        elif op is Opcode.JF:
+            self.emit(i, i, [JF, ins.x])
+        elif op is Opcode.JMP:
+            self.emit(i, i, [JMP, ins.x])
+        elif op is Opcode.LOOP:
+            self.emit(i, i, [LOOP, ins.x, ins.n])
+        elif op is Opcode.CALL:
+            self.emit(i, i, [CALL, ins.x])
+        elif op is Opcode.RET:
+            self.emit(i, i, [RET])
+        else:  # pragma: no cover - every opcode is handled above
+            raise AssertionError(f"cannot decode {ins}")
+
+
+def listing(decoded: Decoded) -> str:
+    """The decoded form, one instruction a line (for the debug trace and the benchmarks)."""
+    lines = []
+    for i, ins in enumerate(decoded.code):
+        ops = [getattr(x, "__name__", x) if callable(x) else x for x in ins[1:]]
+        lines.append(f"{i:04d} {NAMES[ins[0]]:<7} {' '.join(map(str, ops))}")
+    return "\n".join(lines)
+
+
+__all__ = ["Decoded", "decode", "listing", "NAMES"]

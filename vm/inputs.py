@@ -1,0 +1,114 @@
+"""Checking a run's inputs against the entry graph's declared input types.
+
+The types come as PyTorch prints them (``Tensor``, ``Float(2, 3, strides=[3, 1])``,
+``int``, ``float``, ``bool``, ``str``, ``Tensor?``, ``int[]``, ``(Tensor, int)``...), so a
+program read from a file needs no compiler to check them.  The check is what a caller
+gets wrong: the count, a tensor where a scalar is declared or the reverse, a dtype that
+contradicts a refined tensor type, a list or tuple where something else is declared.  A
+numpy scalar or 0-d array passed for an ``int``/``float``/``bool`` becomes the Python
+scalar (the runtime value convention).  Every error is a ``RunError`` naming the input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from compiler.diagnostics import RunError
+from vm.bytecode import Program
+
+_DTYPES = {
+    "Byte": "uint8",
+    "Char": "int8",
+    "Short": "int16",
+    "Int": "int32",
+    "Long": "int64",
+    "Half": "float16",
+    "Float": "float32",
+    "Double": "float64",
+    "Bool": "bool",
+    "ComplexFloat": "complex64",
+    "ComplexDouble": "complex128",
+}
+_REFINED = re.compile(r"^([A-Z][A-Za-z]*)\(")
+
+
+def check_inputs(program: Program, args: Sequence[Any]) -> list[Any]:
+    """The inputs as the runtime takes them, or a RunError naming the first bad one."""
+    names, types = list(program.input_names), list(program.input_types)
+    if program.takes_self:
+        names, types = names[1:], types[1:]
+    if len(args) != len(types):
+        listing = ", ".join(f"{n}: {t}" for n, t in zip(names, types)) or "none"
+        raise RunError(f"the program takes {len(types)} input(s) ({listing}), got {len(args)}")
+    return [check_value(f"input %{name}", value, type_text) for name, value, type_text in zip(names, args, types)]
+
+
+def check_value(what: str, value: Any, type_text: str) -> Any:
+    """``value`` (converted when it is a numpy scalar for a scalar type) if it fits."""
+    t = type_text.strip()
+    if t.endswith("?"):
+        return None if value is None else check_value(what, value, t[:-1])
+    if t == "Tensor" or _REFINED.match(t) or t in _DTYPES:
+        return _check_tensor(what, value, t)
+    if t == "int":
+        return _scalar(what, value, t, (int,), int)
+    if t == "float":
+        return _scalar(what, value, t, (float, int), float)
+    if t == "bool":
+        return _scalar(what, value, t, (bool,), bool)
+    if t in ("str", "Device"):
+        if not isinstance(value, str):
+            raise _mismatch(what, value, t)
+        return value
+    if t.endswith("[]"):
+        if not isinstance(value, list):
+            raise _mismatch(what, value, t)
+        return [check_value(f"{what}[{i}]", v, t[:-2]) for i, v in enumerate(value)]
+    if t.startswith("(") and t.endswith(")"):
+        if not isinstance(value, tuple):
+            raise _mismatch(what, value, t)
+        return value
+    if t.startswith("Dict(") and not isinstance(value, dict):
+        raise _mismatch(what, value, t)
+    return value
+
+
+def _check_tensor(what: str, value: Any, t: str) -> Any:
+    if not isinstance(value, np.ndarray):
+        raise _mismatch(what, value, t)
+    m = _REFINED.match(t)
+    name = m.group(1) if m else (t if t in _DTYPES else None)
+    if name in _DTYPES and value.dtype != np.dtype(_DTYPES[name]):
+        raise RunError(f"{what} is declared {t} ({_DTYPES[name]}) but is a {value.dtype} tensor")
+    return value
+
+
+def _scalar(what: str, value: Any, t: str, accepted: tuple[type, ...], convert: type) -> Any:
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool) and convert is not bool:
+        raise _mismatch(what, value, t)
+    if not isinstance(value, accepted):
+        raise _mismatch(what, value, t)
+    return convert(value)
+
+
+def _mismatch(what: str, value: Any, t: str) -> RunError:
+    return RunError(f"{what} is declared {t} but got {_describe(value)}")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    if value is None:
+        return "None"
+    return f"a {type(value).__name__} ({value!r:.40})"
+
+
+__all__ = ["check_inputs", "check_value"]

@@ -1,0 +1,309 @@
+"""The interpreter VM: frames, a register file, an operand stack.
+
+``Interpreter(program, weights)`` does all its work up front: it binds ``%self`` and the
+tensor constants from the weights, binds every operator-table entry to its kernel and
+pre-decodes every function into register form (``vm.decode``).  A call then only runs
+the dispatch loop, so the first call costs what the hundredth does.
+
+The loop (``_run``) keeps everything in locals: ``code``/``pc``/``regs`` of the current
+frame, the shared operand ``stack`` and a list of saved caller frames.  CALL saves the
+caller and starts the callee with a fresh copy of its register template; RET restores
+the caller, the results staying on the stack.  No Python recursion happens per CALL, so
+a deep or runaway recursion ends in a ``RunError`` at ``max_depth`` frames, never in
+Python's RecursionError.  The ``Program`` is immutable and every call has its own
+frames, registers and stack, so one interpreter may be called from many threads.
+
+``run_traced`` and ``debug=True`` use a second loop, ``vm.reference.run``, which executes
+the bytecode itself one instruction at a time, exactly as ``vm.bytecode`` defines it:
+it records every value stored into a register under its IR name, and with ``debug``
+prints the stack and registers before each instruction (clox's DEBUG_TRACE_EXECUTION).
+
+Any exception raised by a kernel (including a script's ``raise``, ``ScriptException``)
+surfaces as ONE ``RunError`` naming the operator, the node's ``file:line:col`` and the
+stack of IR functions that were running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from compiler.diagnostics import IRError, RunError
+from vm import decode as D
+from vm.bytecode import Opcode, Program
+from vm.inputs import check_inputs
+from vm.ops import registry
+from vm.weights import ModuleObject
+
+DEFAULT_MAX_DEPTH = 1000
+
+
+class _DepthExceeded(Exception):
+    pass
+
+
+class Interpreter:
+    """Runs a ``Program``: ``Interpreter(program, weights)(*inputs)``.
+
+    Returns the value, or a tuple when the graph returns several.  ``weights`` is a
+    mapping of dotted names to arrays (a state_dict) or a ``ModuleObject``; it provides
+    ``%self`` and ``<Tensor>`` constants.  ``trace=True`` makes ``__call__`` keep the
+    values of the last run in ``last_trace``; ``debug=True`` prints every instruction.
+    """
+
+    def __init__(
+        self,
+        program: Program,
+        weights: Mapping[str, Any] | ModuleObject | None = None,
+        *,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        trace: bool = False,
+        debug: bool = False,
+    ):
+        self.program = program
+        self.max_depth = max_depth
+        self.trace, self.debug = trace, debug
+        self.last_trace: dict[str, Any] | None = None
+        self.self_object = _bind_self(program, weights) if program.takes_self else None
+        self.constants = _bind_constants(program, weights)
+        self.kernels = [[registry.bind(ref) for ref in f.operators] for f in program.functions]
+        self.decoded = tuple(
+            D.decode(program, f, self.kernels[i], self.constants[i]) for i, f in enumerate(program.functions)
+        )
+
+    def __call__(self, *args: Any) -> Any:
+        if self.trace or self.debug:
+            result, values = self.run_traced(*args)
+            self.last_trace = values
+            return result
+        stack = self._arguments(args)
+        return self._run(stack)
+
+    def run_traced(self, *args: Any) -> tuple[Any, dict[str, Any]]:
+        """Run on the reference loop; returns the result and every value stored, keyed by
+        IR name (``%x.1``; ``fib/%n`` for a value of another function)."""
+        from vm import reference
+
+        stack = self._arguments(args)
+        values: dict[str, Any] = {}
+        result = reference.run(self, stack, values, debug=self.debug)
+        return result, values
+
+    def _arguments(self, args: tuple[Any, ...]) -> list[Any]:
+        values = check_inputs(self.program, args)
+        return [self.self_object, *values] if self.program.takes_self else values
+
+    # -- the fast loop -------------------------------------------------------------------
+
+    def _run(self, stack: list[Any]) -> Any:
+        functions = self.decoded
+        fid = self.program.entry
+        fn = functions[fid]
+        code, regs, pc = fn.code, list(fn.template), 0
+        frames: list[tuple[Any, ...]] = []
+        max_depth = self.max_depth
+        try:
+            while True:
+                ins = code[pc]
+                pc += 1
+                op = ins[0]
+                if op == 3:  # OP2M
+                    regs[ins[4]] = ins[1](regs[ins[2]], regs[ins[3]])
+                    for r in ins[5]:
+                        regs[r] = None
+                elif op == 2:  # OP2
+                    regs[ins[4]] = ins[1](regs[ins[2]], regs[ins[3]])
+                elif op == 1:  # OP1M
+                    regs[ins[3]] = ins[1](regs[ins[2]])
+                    regs[ins[2]] = None
+                elif op == 0:  # OP1
+                    regs[ins[3]] = ins[1](regs[ins[2]])
+                elif op <= 5:  # OPG, OPGM: any arity, any number of results
+                    result = ins[1](*[regs[r] for r in ins[2]])
+                    for r in ins[5]:
+                        regs[r] = None
+                    if ins[4] == 1:
+                        regs[ins[3]] = result
+                    elif ins[4]:
+                        regs[ins[3] : ins[3] + ins[4]] = result
+                elif op == 6:  # PUSH
+                    stack.append(regs[ins[1]])
+                elif op == 7:  # PUSHM
+                    stack.append(regs[ins[1]])
+                    regs[ins[1]] = None
+                elif op == 8:  # STORE
+                    regs[ins[1]] = stack.pop()
+                elif op == 9:  # STOREN
+                    n = ins[2]
+                    regs[ins[1] : ins[1] + n] = stack[-n:]
+                    del stack[-n:]
+                elif op == 10:  # JFR
+                    if not regs[ins[1]]:
+                        pc = ins[2]
+                    if ins[3]:
+                        regs[ins[1]] = None
+                elif op == 11:  # JF
+                    if not stack.pop():
+                        pc = ins[1]
+                elif op == 12:  # JMP
+                    pc = ins[1]
+                elif op == 13:  # LOOP: [trip, max, cond, carried...]
+                    base = len(stack) - ins[2] - 1
+                    trip = stack[base]
+                    if trip < stack[base + 1] and stack[base + 2]:
+                        stack[base + 2] = trip
+                        stack[base] = trip + 1
+                    else:
+                        del stack[base : base + 3]
+                        pc = ins[1]
+                elif op == 14:  # CALL
+                    if len(frames) >= max_depth:
+                        raise _DepthExceeded
+                    frames.append((code, pc, regs, fid))
+                    fid = ins[1]
+                    fn = functions[fid]
+                    code, regs, pc = fn.code, list(fn.template), 0
+                elif op == 15:  # RET
+                    if not frames:
+                        break
+                    code, pc, regs, fid = frames.pop()
+                elif op == 16:  # DROPR
+                    regs[ins[1]] = None
+                elif op == 17:  # DROP
+                    stack.pop()
+                else:  # OPS: an operator taking its inputs from the stack
+                    n = ins[2]
+                    args = stack[len(stack) - n :]
+                    del stack[len(stack) - n :]
+                    result = ins[1](*args)
+                    if ins[3] == 1:
+                        stack.append(result)
+                    elif ins[3]:
+                        stack.extend(result)
+        except _DepthExceeded:
+            raise self.depth_error(fid, frames) from None
+        except IRError as err:
+            if isinstance(err, RunError) and "IR call stack" in err.message:
+                raise
+            raise self.failure(err, fid, self.decoded[fid].origin[pc - 1], frames) from err
+        except Exception as err:
+            raise self.failure(err, fid, self.decoded[fid].origin[pc - 1], frames) from err
+        return _results(self.program.functions[self.program.entry].n_outputs, stack)
+
+    # -- errors ------------------------------------------------------------------------
+
+    def failure(self, err: BaseException, fid: int, at: int, frames: list[tuple[Any, ...]]) -> RunError:
+        """The one error a failing instruction becomes (see the module docstring)."""
+        callers = [(f[3], self.decoded[f[3]].origin[f[1] - 1]) for f in frames]
+        return failure_error(self.program, err, fid, at, callers)
+
+    def depth_error(self, fid: int, frames: list[tuple[Any, ...]]) -> RunError:
+        callers = [(f[3], self.decoded[f[3]].origin[f[1] - 1]) for f in frames]
+        return depth_error(self.program, fid, callers, self.max_depth)
+
+
+def _results(n_outputs: int, stack: list[Any]) -> Any:
+    if n_outputs == 1:
+        return stack[-1]
+    if n_outputs == 0:
+        return None
+    return tuple(stack[len(stack) - n_outputs :])
+
+
+def describe_frame(program: Program, fid: int, at: int) -> str:
+    function = program.functions[fid]
+    span = function.spans[at] if at < len(function.spans) else None
+    text = function.nodes[at] if at < len(function.nodes) else str(function.instructions[at])
+    return f"{function.name} at {span if span is not None else '<unknown>'}: {text}"
+
+
+def failure_error(
+    program: Program, err: BaseException, fid: int, at: int, callers: list[tuple[int, int]]
+) -> RunError:
+    """A RunError for ``err`` raised by instruction ``at`` of function ``fid``; ``callers``
+    are the (function, CALL instruction) pairs of the frames below, outermost first."""
+    from vm.ops.prim import ScriptException
+
+    function = program.functions[fid]
+    ins = function.instructions[at]
+    what = function.operators[ins.x].name if ins.op in (Opcode.OP, Opcode.OPN) else ins.op.name
+    if isinstance(err, ScriptException):
+        reason = f"the script raised an exception: {err}"
+    elif isinstance(err, IRError):
+        reason = err.message
+    else:
+        reason = f"{type(err).__name__}: {err}"
+    stack = "\n".join(f"  {describe_frame(program, f, a)}" for f, a in [*callers, (fid, at)])
+    message = (
+        f"the following operation failed in the irvm interpreter: {what}\n"
+        f"  while executing {function.nodes[at] if at < len(function.nodes) else ins}\n"
+        f"  {reason}\n"
+        f"IR call stack (most recent call last):\n{stack}"
+    )
+    run_error = RunError(message, function.spans[at] if at < len(function.spans) else None)
+    run_error.cause = err  # type: ignore[attr-defined]
+    return run_error
+
+
+def depth_error(program: Program, fid: int, callers: list[tuple[int, int]], max_depth: int) -> RunError:
+    shown = callers[-5:]
+    stack = "\n".join(f"  {describe_frame(program, f, a)}" for f, a in shown)
+    where = callers[-1] if callers else (fid, 0)
+    function = program.functions[where[0]]
+    return RunError(
+        f"call depth exceeds {max_depth} frames (runaway recursion?) calling"
+        f" {program.functions[fid].name}; innermost calls (most recent last):\n{stack}",
+        function.spans[where[1]] if where[1] < len(function.spans) else None,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Binding weights
+
+
+def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | None) -> ModuleObject:
+    from vm import weights as W
+
+    if isinstance(weights, ModuleObject):
+        return weights
+    if program.module is not None and hasattr(W, "bind_self"):
+        return W.bind_self(program.module.main, weights)
+    return ModuleObject.from_state_dict(weights or {})
+
+
+def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:
+    """Each function's constants, ``<Tensor>`` ones (and rounded literals when the
+    weights have them) taken from the weights by name; one RunError lists every miss."""
+    from compiler.resolve import UnboundTensor
+
+    flat = weights if isinstance(weights, Mapping) else {}
+    missing: list[str] = []
+    tables: list[list[Any]] = []
+    for function in program.functions:
+        table = list(function.constants)
+        for k, value in enumerate(table):
+            name = function.constant_names[k] if k < len(function.constant_names) else ""
+            if isinstance(value, UnboundTensor):
+                key = next((key for key in value.keys() if key in flat), None)
+                if key is None:
+                    missing.append(f"%{value.name} in {function.name} (tried {', '.join(value.keys())})")
+                else:
+                    table[k] = _as_array(flat[key])
+            elif name and hasattr(value, "dtype") and hasattr(value, "shape"):
+                key = next((key for key in UnboundTensor(name).keys() if key in flat), None)
+                if key is not None and getattr(flat[key], "shape", None) == value.shape:
+                    table[k] = _as_array(flat[key]).astype(value.dtype, copy=False)
+        tables.append(table)
+    if missing:
+        listing = "\n  ".join(missing)
+        raise RunError(f"the weights lack {len(missing)} tensor constant(s):\n  {listing}")
+    return tables
+
+
+def _as_array(value: Any) -> Any:
+    import numpy as np
+
+    return np.asarray(value)
+
+
+__all__ = ["Interpreter", "DEFAULT_MAX_DEPTH", "failure_error", "depth_error"]
