@@ -45,4 +45,4 @@ def close(got: Any, want: Any, rtol: float = 1e-4, atol: float = 1e-5) -> None:
 
 
 def randn(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return rng.standard_normal(shape).astype(np.float32)
+    return np.asarray(rng.standard_normal(shape), dtype=np.float32)

@@ -33,6 +33,9 @@ def _pairs(x: np.ndarray, pad: Sequence[int]) -> list[tuple[int, int]]:
 
 def constant_pad(x: np.ndarray, pad: Sequence[int], value: float | int) -> np.ndarray:
     widths = _pairs(x, pad)
+    for d, (a, b) in enumerate(widths):
+        if x.shape[d] + a + b < 0:
+            raise ValueError(f"padding {list(pad)} shrinks dimension {d} of size {x.shape[d]} below zero")
     crop = tuple(slice(max(-a, 0), x.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(widths))
     x = x[crop]
     grow = [(max(a, 0), max(b, 0)) for a, b in widths]
