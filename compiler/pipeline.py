@@ -32,10 +32,17 @@ from compiler.ir import Module
 from compiler.passes import collecting, node_count
 
 DEFAULT_PIPELINE: list[str] = [
-    # Phase 2: share the constants
+    # Phase 0: calls to known graphs become their bodies, so later passes see across them
+    "inline_calls",
+    # Phase 2: compute what is known at compile time, then share the constants
+    "propagate_constants",
     "pool_constants",
     # Phase 3: classic clean-ups
     "eliminate_dead_code",
+    "eliminate_common_subexpressions",
+    "peephole",
+    # Phase 5: group elementwise operators (only when fusion is on)
+    "group_fusions",
 ]
 
 FUSION_PASSES = frozenset({"group_fusions"})

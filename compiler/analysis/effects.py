@@ -145,6 +145,8 @@ def mutated_inputs(node: Node) -> list[int]:
     if info is not None:
         args = info.schema.arguments
         return [i for i, arg in enumerate(args[: len(node.inputs)]) if arg.mutated]
+    if node.kind in ("prim::CallFunction", "prim::CallMethod"):  # a callee may write its arguments
+        return [i for i, v in enumerate(node.inputs) if is_mutable_type(v.type)]
     if node.kind in PURE_KINDS or node.kind in EFFECT_KINDS:
         return []
     known, _, mutates, _ = _kind_facts(node.kind)

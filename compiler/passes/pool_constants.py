@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.analysis.effects import AliasClasses, mutated_inputs
+from compiler.resolve import constant_value
 from compiler.ir import Graph, Node, TensorLiteral, Value
 from compiler.passes import Target, apply_to_clone, note
 
@@ -33,11 +34,15 @@ def pool_constants(target: Target) -> Target:
 
 def constant_key(node: Node) -> tuple[Any, ...]:
     """What makes two constants interchangeable: output type and tagged attributes."""
-    attrs = tuple(sorted((k, _tagged(v)) for k, v in node.attrs.items()))
     value = node.attrs.get("value")
-    if isinstance(value, TensorLiteral) and value.values is None:
-        attrs += (("<weight>", node.output.name),)  # bound by name: never the same
-    return (str(node.output.type), attrs)
+    rest = tuple(sorted((k, _tagged(v)) for k, v in node.attrs.items() if k != "value"))
+    if isinstance(value, TensorLiteral):
+        payload = _tagged(value)
+        if value.values is None:
+            payload += (node.output.name,)  # bound from the weights by name: never the same
+    else:  # the run-time value: a bool printed as value=1 meets one stored as True
+        payload = _tagged(constant_value(node))
+    return (str(node.output.type), payload, rest)
 
 
 def _tagged(value: Any) -> Any:
@@ -45,6 +50,8 @@ def _tagged(value: Any) -> Any:
         return ("float", value.hex())
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(_tagged(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((_tagged(k), _tagged(v)) for k, v in value.items()))
     if isinstance(value, TensorLiteral):
         return ("tensor", _tagged(value.values or ()), value.values is None, value.shape, value.dtype)
     return (type(value).__name__, value)

@@ -1,0 +1,196 @@
+"""Fusion grouping: gather maximal groups of elementwise operators into ``prim::FusionGroup``.
+
+This follows TorchScript's legacy graph fuser (``graph_fuser.cpp``).  A node is fusible
+when it is a simple map (``isSimpleMap``): an elementwise operator of the registry
+(``OpInfo.elementwise``) or of PyTorch's pointwise list below, pure, with one tensor
+output and at least one tensor input; its other inputs are scalars, cloned into the group
+when they are constants and passed in otherwise.
+
+Each block is scanned from its last node to its first.  For a fusible consumer (or a
+group), its producers are visited latest first, and each is pulled into the consumer's
+group (a singleton group is created on demand) when it is fusible or itself a group, is
+in the same block, and can move down to the consumer: no node in between uses its
+outputs, and every node in between is pure (a print, a raise, an in-place write or a
+call in between blocks the move -- a node never crosses a side effect or an alias
+write).  A producer whose results are also used after the consumer gives the group an
+extra output.  Pulling a group in merges the two subgraphs.  The scan repeats until
+nothing changes, since a merge can make new producers adjacent, and every nested block
+is fused on its own (groups never cross blocks).
+
+The group node's ``attrs["Subgraph"]`` is a ``compiler.ir.Graph`` whose parameters match
+the group's inputs and whose returns match its outputs; the printer shows it as PyTorch
+does, ``prim::FusionGroup_0(...)`` and ``with prim::FusionGroup_0 = graph(...)``.
+"""
+
+from __future__ import annotations
+
+from compiler import types as T
+from compiler.analysis.effects import is_pure, op_info
+from compiler.ir import Block, Graph, Node, Value, clone_node
+from compiler.passes import Target, apply_to_clone, note
+
+GROUP = "prim::FusionGroup"
+MAX_INPUTS = 128
+
+# PyTorch's isSimpleMap set (graph_fuser.cpp), by node kind.
+SIMPLE_MAPS = frozenset(
+    "aten::" + name
+    for name in (
+        "abs acos add asin atan atan2 ceil clamp cos cosh div exp expm1 erf erfc floor fmod frac "
+        "lgamma log log10 log1p log2 logit lerp max min mul neg pow reciprocal relu threshold "
+        "remainder round rsqrt sigmoid sin sinh sqrt sub tan tanh trunc eq ne ge gt le lt addcmul "
+        "where type_as _cast_Float"
+    ).split()
+)
+
+
+def group_fusions(target: Target) -> Target:
+    """A copy of ``target`` where fusible nodes that can be brought together without
+    crossing a side effect form ``prim::FusionGroup`` nodes (of two or more operators,
+    only fusible ones inside), and no two adjacent-able groups remain unmerged."""
+    return apply_to_clone(target, lambda g: _fuse_block(g.block))
+
+
+def is_fusible(node: Node) -> bool:
+    """Is ``node`` a simple elementwise map this pass may put in a group?"""
+    if len(node.outputs) != 1 or node.blocks or not _is_tensor(node.output):
+        return False
+    info = op_info(node)
+    elementwise = node.kind in SIMPLE_MAPS or (info is not None and info.elementwise)
+    if not elementwise or not is_pure(node):
+        return False
+    if not any(_is_tensor(v) for v in node.inputs):
+        return False
+    return all(_is_tensor(v) or _is_scalar(v) for v in node.inputs)
+
+
+def _is_tensor(v: Value) -> bool:
+    return v.type is None or isinstance(v.type, T.TensorType)
+
+
+def _is_scalar(v: Value) -> bool:
+    return v.type in (T.INT, T.FLOAT, T.BOOL, T.SCALAR, T.NUMBER, T.NONE) or _is_constant(v)
+
+
+def _is_constant(v: Value) -> bool:
+    return v.node is not None and v.node.kind == "prim::Constant"
+
+
+def _cloned_constant(v: Value) -> bool:
+    return _is_constant(v) and not _is_tensor(v)
+
+
+def _fuse_block(block: Block) -> None:
+    for node in block.nodes:
+        for inner in node.blocks:
+            _fuse_block(inner)
+    changed = True
+    while changed:
+        changed = False
+        for consumer in reversed(list(block.nodes)):
+            if consumer.owner is block and (consumer.kind == GROUP or is_fusible(consumer)):
+                while (merged := _absorb_one_producer(consumer, block)) is not None:
+                    consumer, changed = merged, True
+
+
+def _absorb_one_producer(consumer: Node, block: Block) -> Node | None:
+    """Pull the latest fusible producer of ``consumer`` into its group; the group, or None."""
+    producers = {v.node for v in consumer.inputs if v.node is not None and v.node.owner is block}
+    for producer in sorted(producers, key=block.index_of, reverse=True):
+        if producer.kind != GROUP and not is_fusible(producer):
+            continue
+        if len(consumer.inputs) + len(producer.inputs) > MAX_INPUTS or not _can_move_down(producer, consumer):
+            continue
+        group = consumer if consumer.kind == GROUP else _singleton(consumer)
+        _merge(group, producer if producer.kind == GROUP else _singleton(producer))
+        note("nodes fused")
+        return group
+    return None
+
+
+def _can_move_down(producer: Node, consumer: Node) -> bool:
+    block = consumer.owner
+    assert block is not None
+    start, end = block.index_of(producer), block.index_of(consumer)
+    outputs = set(producer.outputs)
+    for node in block.nodes[start + 1 : end]:
+        for inner in (node, *node.walk()):
+            if not is_pure(inner) or any(v in outputs for v in inner.inputs):
+                return False
+        for inner_block in _blocks(node):
+            if any(v in outputs for v in inner_block.returns):
+                return False
+    return True
+
+
+def _blocks(node: Node) -> list[Block]:
+    return [b for n in (node, *node.walk()) for b in n.blocks]
+
+
+def _singleton(node: Node) -> Node:
+    """Replace ``node`` by a group holding only it; returns the group."""
+    sub = Graph(name=GROUP)
+    group = Node(GROUP, attrs={"Subgraph": sub}, span=node.span)
+    mapping: dict[int, Value] = {}
+    for v in node.inputs:
+        if id(v) not in mapping:
+            mapping[id(v)] = _bring_in(group, v)
+    inner = clone_node(node, mapping)
+    sub.block.append(inner)
+    for out, new in zip(node.outputs, inner.outputs):
+        sub.block.add_return(new)
+        group_out = group.add_output(out.name, out.type)
+        out.replace_all_uses_with(group_out)
+    assert node.owner is not None
+    node.owner.insert_before(node, group)
+    node.destroy()
+    return group
+
+
+def _bring_in(group: Node, v: Value) -> Value:
+    """The value standing for outer ``v`` inside ``group``'s subgraph (added on demand)."""
+    sub: Graph = group.attrs["Subgraph"]  # type: ignore[assignment]
+    if _cloned_constant(v):
+        for node in sub.nodes:
+            if node.kind == "prim::Constant" and node.attrs == v.node.attrs and node.output.type == v.type:  # type: ignore[union-attr]
+                return node.output
+        const = clone_node(v.node, {})  # type: ignore[arg-type]
+        const.outputs[0].name = sub.fresh_name(v.name)
+        sub.block.insert(0, const)
+        return const.output
+    for param, outer in zip(sub.inputs, group.inputs):
+        if outer is v:
+            return param
+    group.add_input(v)
+    return sub.block.add_param(sub.fresh_name(v.name), v.type)
+
+
+def _merge(group: Node, producer: Node) -> None:
+    """Move the subgraph of group ``producer`` (which precedes ``group``) into ``group``."""
+    sub: Graph = group.attrs["Subgraph"]  # type: ignore[assignment]
+    psub: Graph = producer.attrs["Subgraph"]  # type: ignore[assignment]
+    mapping = {id(p): _bring_in(group, outer) for p, outer in zip(psub.inputs, producer.inputs)}
+    at = sum(1 for n in sub.nodes if n.kind == "prim::Constant")
+    for node in psub.nodes:
+        copy = clone_node(node, mapping)
+        for out in copy.outputs:
+            out.name = sub.fresh_name(out.name)
+        sub.block.insert(at, copy)
+        at += 1
+    for outer, ret in zip(producer.outputs, psub.outputs):
+        inner = mapping.get(id(ret), ret)
+        _connect(group, outer, inner)
+    producer.destroy()
+
+
+def _connect(group: Node, outer: Value, inner: Value) -> None:
+    """``outer`` (a producer output) is now computed inside ``group`` as ``inner``."""
+    sub: Graph = group.attrs["Subgraph"]  # type: ignore[assignment]
+    for i in reversed(range(len(group.inputs))):
+        if group.inputs[i] is outer:
+            sub.inputs[i].replace_all_uses_with(inner)
+            sub.block.remove_param(i)
+            group.remove_input(i)
+    if outer.uses:  # still needed after the group: one more group output
+        sub.block.add_return(inner)
+        outer.replace_all_uses_with(group.add_output(outer.name, outer.type))

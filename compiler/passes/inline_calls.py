@@ -1,0 +1,124 @@
+"""Inlining: a call of a known graph is replaced by a copy of the callee's body.
+
+As TorchScript's ``Inline`` (``inliner.cpp``): a ``prim::CallFunction`` whose first
+input is a function constant ``prim::Constant[name="f"]()`` naming a graph of
+``Module.functions``, or a ``prim::CallMethod[name="m"]`` whose method graph is in the
+module (under ``"<class>.m"``, or ``"m"`` when that graph's first input has the class
+type), is replaced by the callee's nodes: the callee's parameters map to the call's
+arguments (without the function constant), every copied value gets a name fresh in the
+caller, the call's outputs are replaced by the copied return values, and each copied
+node keeps its own span.  Calls inside nested blocks are inlined in place.
+
+Callees are inlined bottom-up, so a body arrives with its own calls already inlined.  A
+function that can reach itself through calls (directly or through others) is never
+inlined: its calls stay calls, and the emitter gives them a frame.  Functions stay in
+``Module.functions`` even when nothing calls them any more.
+"""
+
+from __future__ import annotations
+
+from compiler import types as T
+from compiler.ir import Block, Graph, Module, Node, Value, clone_node
+from compiler.passes import Target, graphs_of, note
+
+
+def inline_calls(target: Target) -> Target:
+    """A copy of ``target`` with no call left to a known graph, except calls to graphs
+    that are (mutually) recursive."""
+    copy = target.clone()
+    functions = copy.functions if isinstance(copy, Module) else {}
+    recursive = _recursive_functions(functions)
+    for graph in graphs_of(copy):
+        _inline_graph(graph, functions, recursive)
+    return copy
+
+
+def callee_name(node: Node, functions: dict[str, Graph]) -> str | None:
+    """The key in ``functions`` of the graph ``node`` calls, or None."""
+    if node.kind == "prim::CallFunction" and node.inputs:
+        producer = node.inputs[0].node
+        if producer is not None and producer.kind == "prim::Constant":
+            name = producer.attrs.get("name")
+            return name if isinstance(name, str) and name in functions else None
+    if node.kind == "prim::CallMethod" and node.inputs:
+        method = node.attrs.get("name")
+        self_type = node.inputs[0].type
+        if isinstance(self_type, T.ClassType) and f"{self_type.qualname}.{method}" in functions:
+            return f"{self_type.qualname}.{method}"
+        graph = functions.get(method) if isinstance(method, str) else None
+        if graph is not None and graph.inputs and graph.inputs[0].type == self_type:
+            return method
+    return None
+
+
+def _calls(graph: Graph, functions: dict[str, Graph]) -> list[tuple[Node, str]]:
+    return [(n, name) for n in graph.walk() if (name := callee_name(n, functions)) is not None]
+
+
+def _recursive_functions(functions: dict[str, Graph]) -> set[str]:
+    edges = {name: {callee for _, callee in _calls(g, functions)} for name, g in functions.items()}
+    recursive: set[str] = set()
+    for start in functions:
+        stack, seen = list(edges[start]), set()
+        while stack:
+            name = stack.pop()
+            if name == start:
+                recursive.add(start)
+                break
+            if name not in seen:
+                seen.add(name)
+                stack.extend(edges[name])
+    return recursive
+
+
+def _inline_graph(graph: Graph, functions: dict[str, Graph], recursive: set[str]) -> None:
+    taken = graph.value_names()
+    changed = True
+    while changed:  # a copied body may bring calls of its own
+        changed = False
+        for node, name in _calls(graph, functions):
+            if name not in recursive:
+                _inline_call(node, functions[name], taken)
+                note("calls inlined")
+                changed = True
+
+
+def _inline_call(call: Node, callee: Graph, taken: set[str]) -> None:
+    block = call.owner
+    assert block is not None
+    args = call.inputs[1:] if call.kind == "prim::CallFunction" else call.inputs
+    assert len(args) == len(callee.inputs), f"{call!r}: {len(args)} arguments for {len(callee.inputs)} parameters"
+    mapping: dict[int, Value] = {id(p): a for p, a in zip(callee.inputs, args)}
+    for node in callee.nodes:
+        copy = clone_node(node, mapping)
+        _rename(copy, taken)
+        block.insert_before(call, copy)
+    for out, ret in zip(call.outputs, callee.outputs):
+        out.replace_all_uses_with(mapping.get(id(ret), ret))
+    call.destroy()
+
+
+def _rename(node: Node, taken: set[str]) -> None:
+    values: list[Value] = list(node.outputs)
+    for inner in node.walk():
+        values.extend(inner.outputs)
+    for b in _blocks(node):
+        values.extend(b.params)
+    for v in values:
+        v.name = _fresh(v.name, taken)
+
+
+def _blocks(node: Node) -> list[Block]:
+    out = list(node.blocks)
+    for inner in node.walk():
+        out.extend(inner.blocks)
+    return out
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, i = base, 0
+    while name in taken:
+        i += 1
+        name = f"{base}.{i}"
+    taken.add(name)
+    return name

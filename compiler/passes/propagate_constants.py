@@ -1,0 +1,191 @@
+"""Constant propagation: run at compile time what only depends on constants.
+
+As TorchScript's ``ConstantPropagation``: a node whose inputs are all constants is run
+now -- resolved to its overload with ``compiler.resolve`` and called through
+``vm.ops.registry.bind``, the same kernels the VMs use -- and its outputs are replaced by
+new constants.  Only pure nodes qualify (no side effect, no ``(a!)`` write, no blocks),
+and only results a constant can hold exactly: ints, floats, bools, strings, None and
+lists of those.  Tensors are not folded (a tensor literal would print rounded), nor are
+lists that are written later (a constant list is one shared object).  If the operator
+raises, the node is left alone: the error belongs to run time.
+
+Control flow folds too: a ``prim::If`` on a constant condition is replaced by the body
+of the branch taken, an If output that both branches return from outside the If is that
+value, and a ``prim::Loop`` that cannot run (trip count <= 0, or initial condition
+false) is replaced by its initial carried values.  Folding continues to a fixpoint, and
+dead code is then removed, since folded nodes leave their inputs unused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from compiler import types as T
+from compiler.analysis.effects import AliasClasses, has_side_effects, mutated_inputs
+from compiler.ir import Graph, Node, Value
+from compiler.passes import Target, apply_to_clone, note
+from compiler.passes.eliminate_dead_code import sweep_dead_code
+from compiler.resolve import CONTROL_KINDS, constant_value, resolve
+from vm.ops.registry import bind
+
+_NO_FOLD = frozenset({"prim::Uninitialized", "prim::GetAttr", "prim::unchecked_cast", "aten::format", "prim::device"})
+
+
+def propagate_constants(target: Target) -> Target:
+    """A copy of ``target`` where no foldable node has only constant inputs, no If has a
+    constant condition, and no Loop is known not to run."""
+    return apply_to_clone(target, _propagate)
+
+
+def _propagate(graph: Graph) -> None:
+    changed_any = False
+    while True:
+        classes = AliasClasses(graph)
+        written = {classes.find(n.inputs[i]) for n in graph.walk() for i in mutated_inputs(n)}
+        changed = False
+        for node in list(graph.walk()):
+            if node.owner is None:
+                continue  # inside a branch that folding removed
+            if node.kind == "prim::If":
+                changed |= _fold_if(node)
+            elif node.kind == "prim::Loop":
+                changed |= _fold_loop(node)
+            elif _foldable(node):
+                changed |= _fold_node(node, graph, lambda v: classes.find(v) in written)
+        changed_any |= changed
+        if not changed:
+            break
+    if changed_any:
+        sweep_dead_code(graph)
+
+
+def _is_constant(value: Value) -> bool:
+    return value.node is not None and value.node.kind == "prim::Constant"
+
+
+def _foldable(node: Node) -> bool:
+    return (
+        node.kind not in CONTROL_KINDS
+        and node.kind not in _NO_FOLD
+        and not node.blocks
+        and all(_is_constant(v) for v in node.inputs)
+        and not any(isinstance(v.type, T.TensorType) or v.type is None for v in node.inputs)
+        and not has_side_effects(node)
+        and not mutated_inputs(node)
+    )
+
+
+def _fold_node(node: Node, graph: Graph, is_written: Any) -> bool:
+    try:
+        fn = bind(resolve(node))
+        args = [constant_value(v.node) for v in node.inputs]  # type: ignore[arg-type]
+        result = fn(*args)
+    except Exception:
+        return False  # unknown operator, or it raises: leave it to run time
+    results = list(result) if len(node.outputs) > 1 else [result]
+    if len(results) != len(node.outputs):
+        return False
+    payloads = [_payload(r, out.type) for r, out in zip(results, node.outputs)]
+    if any(p is _UNREPRESENTABLE for p in payloads):
+        return False
+    if any(isinstance(out.type, T.ListType) and is_written(out) for out in node.outputs):
+        return False
+    for out, payload in zip(node.outputs, payloads):
+        const = make_constant(payload, out.type, graph.fresh_name(out.name), node)
+        node.owner.insert_before(node, const)  # type: ignore[union-attr]
+        out.replace_all_uses_with(const.output)
+    node.destroy()
+    note("nodes folded")
+    return True
+
+
+_UNREPRESENTABLE = object()
+
+
+def _payload(value: Any, type_: T.Type | None) -> Any:
+    """The ``value=`` attribute holding ``value`` as a constant of ``type_``, if any."""
+    if type_ == T.BOOL and isinstance(value, (bool, np.bool_)):
+        return int(bool(value))
+    if type_ == T.INT and isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if type_ == T.FLOAT and isinstance(value, (float, np.floating)):
+        return float(value)
+    if type_ in (T.STR, T.DEVICE) and isinstance(value, str):
+        return value
+    if type_ == T.NONE and value is None:
+        return None
+    if isinstance(type_, T.ListType) and isinstance(value, list) and type_.elem in (T.INT, T.FLOAT, T.BOOL, T.STR):
+        items = [_payload(v, type_.elem) for v in value]
+        return _UNREPRESENTABLE if any(i is _UNREPRESENTABLE for i in items) else items
+    return _UNREPRESENTABLE
+
+
+def make_constant(payload: Any, type_: T.Type | None, name: str, like: Node) -> Node:
+    """A ``prim::Constant`` node (not yet in a block) with the span of ``like``."""
+    const = Node("prim::Constant", attrs={} if payload is None else {"value": payload}, span=like.span)
+    const.add_output(name, type_)
+    return const
+
+
+def _bool_constant(value: Value) -> bool | None:
+    if not _is_constant(value):
+        return None
+    payload = constant_value(value.node)  # type: ignore[arg-type]
+    return bool(payload) if isinstance(payload, (bool, int)) else None
+
+
+def _fold_if(node: Node) -> bool:
+    cond = _bool_constant(node.inputs[0])
+    if cond is None:
+        return _fold_if_outputs(node)
+    taken = node.blocks[0 if cond else 1]
+    block = node.owner
+    assert block is not None
+    for inner in list(taken.nodes):
+        block.move_before(inner, node)
+    for out, ret in zip(node.outputs, taken.returns):
+        out.replace_all_uses_with(ret)
+    node.destroy()
+    note("Ifs folded")
+    return True
+
+
+def _fold_if_outputs(node: Node) -> bool:
+    """An output that both branches return as the same outside value is that value."""
+    changed = False
+    then, other = node.blocks
+    for i in reversed(range(len(node.outputs))):
+        a, b = then.returns[i], other.returns[i]
+        if a is b and a.defining_block not in (then, other) and not _defined_inside(a, node):
+            node.outputs[i].replace_all_uses_with(a)
+            then.remove_return(i)
+            other.remove_return(i)
+            node.remove_output(i)
+            note("If outputs folded")
+            changed = True
+    return changed
+
+
+def _defined_inside(value: Value, node: Node) -> bool:
+    block = value.defining_block
+    while block is not None:
+        if block.owner is node:
+            return True
+        block = block.owner.owner if block.owner is not None else None
+    return False
+
+
+def _fold_loop(node: Node) -> bool:
+    trip, cond = node.inputs[0], node.inputs[1]
+    never = _bool_constant(cond) is False
+    if _is_constant(trip) and isinstance(constant_value(trip.node), int):  # type: ignore[arg-type]
+        never |= constant_value(trip.node) <= 0  # type: ignore[arg-type]
+    if not never:
+        return False
+    for out, init in zip(node.outputs, node.inputs[2:]):
+        out.replace_all_uses_with(init)
+    node.destroy()
+    note("Loops removed")
+    return True
