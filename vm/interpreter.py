@@ -89,6 +89,12 @@ class Interpreter:
         result = reference.run(self, stack, values, debug=self.debug)
         return result, values
 
+    def run_reference(self, *args: Any) -> Any:
+        """Run on the reference loop without recording (the fast loop's oracle in tests)."""
+        from vm import reference
+
+        return reference.run(self, self._arguments(args), None, debug=self.debug)
+
     def _arguments(self, args: tuple[Any, ...]) -> list[Any]:
         values = check_inputs(self.program, args)
         return [self.self_object, *values] if self.program.takes_self else values

@@ -27,8 +27,9 @@ class _Frame:
         self.fid, self.pc, self.regs = fid, 0, regs
 
 
-def run(interp: "Interpreter", stack: list[Any], values: dict[str, Any], debug: bool = False) -> Any:
-    """Run the entry function on ``stack`` (its inputs); fill ``values`` with every store."""
+def run(interp: "Interpreter", stack: list[Any], values: dict[str, Any] | None, debug: bool = False) -> Any:
+    """Run the entry function on ``stack`` (its inputs); fill ``values`` (unless None) with
+    every value stored."""
     from vm.interpreter import _results, depth_error, failure_error
 
     program = interp.program
@@ -67,7 +68,7 @@ def _new_frame(interp: "Interpreter", fid: int) -> _Frame:
     return _Frame(fid, [None] * function.n_registers)
 
 
-def _step(interp: "Interpreter", frame: _Frame, ins: Any, stack: list[Any], values: dict[str, Any]) -> None:
+def _step(interp: "Interpreter", frame: _Frame, ins: Any, stack: list[Any], values: dict[str, Any] | None) -> None:
     op, x, n, regs = ins.op, ins.x, ins.n, frame.regs
     if op is Opcode.OP or op is Opcode.OPN:
         ref = interp.program.functions[frame.fid].operators[x]
@@ -89,7 +90,8 @@ def _step(interp: "Interpreter", frame: _Frame, ins: Any, stack: list[Any], valu
         count = 1 if op is Opcode.STORE else n
         for r in range(x + count - 1, x - 1, -1):
             regs[r] = stack.pop()
-            _record(interp, frame.fid, r, regs[r], values)
+            if values is not None:
+                _record(interp, frame.fid, r, regs[r], values)
     elif op is Opcode.DROP:
         stack.pop()
     elif op is Opcode.DROPR:
