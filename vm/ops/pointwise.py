@@ -324,11 +324,23 @@ kernel("aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", ele
 def _pow(self: Any, exponent: Any) -> np.ndarray:
     a, b, dt = _operands(self, exponent)
     if category(dt) <= INT_CAT:
-        if np.any(np.asarray(b) < 0):
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
         if dt == BOOL:  # bool ** bool is logical "a or not b"; numpy has no bool power
-            return wrap(np.power(a.astype(np.int64), b).astype(BOOL))  # type: ignore[union-attr]
+            return wrap(np.power(np.asarray(a).astype(np.int64), b).astype(BOOL))
+        if np.any(np.asarray(b) < 0):
+            if type(exponent) is not np.ndarray:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            return wrap(_int_pow_negative(np.asarray(a), np.asarray(b)))
     return wrap(np.power(a, b))
+
+
+def _int_pow_negative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer powers with some negative exponents, as torch computes them elementwise:
+    1 ** -n is 1, (-1) ** -n is +-1 by parity, any other base ** -n truncates to 0."""
+    neg = b < 0
+    pos = np.power(a, np.where(neg, 0, b))
+    odd = (b % 2) != 0
+    at_neg = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0)).astype(pos.dtype)
+    return np.where(neg, at_neg, pos)
 
 
 for _sig in ("Tensor_Tensor(Tensor self, Tensor exponent)", "Tensor_Scalar(Tensor self, Scalar exponent)",

@@ -150,7 +150,13 @@ _register("floor", _keep("floor", np.floor, int_identity=True))
 _register("ceil", _keep("ceil", np.ceil, int_identity=True))
 _register("trunc", _keep("trunc", np.trunc, int_identity=True))
 _register("round", _keep("round", np.rint, int_identity=True))
-_register("frac", lambda x: x - np.trunc(x))
+
+
+
+def _frac(x: np.ndarray) -> np.ndarray:
+    if category(x.dtype) < FLOAT_CAT:
+        raise NotImplementedError(f'"frac_cpu" not implemented for \'{x.dtype}\'')
+    return x - np.trunc(x)
 
 
 def _round_decimals(x: np.ndarray, decimals: int) -> np.ndarray:
@@ -163,6 +169,7 @@ def _round_decimals(x: np.ndarray, decimals: int) -> np.ndarray:
     return np.rint(x / scale) * scale
 
 
+_register("frac", _frac)
 kernel("aten::round.decimals(Tensor self, *, int decimals) -> Tensor", elementwise=True)(
     lambda self, decimals: wrap(_round_decimals(self, decimals))
 ).out(copy_out(lambda self, decimals: wrap(_round_decimals(self, decimals))))
@@ -222,6 +229,8 @@ def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
 
 
 def _silu(x: np.ndarray) -> np.ndarray:
+    if category(x.dtype) < FLOAT_CAT:
+        raise NotImplementedError(f'"silu_cpu" not implemented for \'{x.dtype}\'')
     return x * _sigmoid(x)
 
 
