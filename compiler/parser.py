@@ -1,0 +1,384 @@
+"""Text -> IR: the lark front end for the graph IR that PyTorch prints.
+
+Parsing is two steps, as in TorchScript's own ``irparser.cpp``:
+
+1. ``grammar/ir.lark`` (LALR(1), contextual lexer, loaded once per process) turns the text
+   into objects.  The grammar's callbacks (:class:`_Builder`, run inline by the LALR parser,
+   so no parse tree is ever materialized) build ``Node``/``Block``/``Value`` objects and
+   attribute payloads, but leave every ``%name`` *use* as the lexer token that spelled it.
+2. :func:`_resolve_graph` walks those objects in program order with an explicit stack
+   (blocks nested 500 deep cost no Python recursion), binds each use to the ``Value`` in
+   scope, and reports "undefined value %x" / "defined twice" / "not in scope" at the
+   token's span.  It also checks the block arity of ``prim::If`` and ``prim::Loop``.
+
+After the entry graph come ``with NAME = graph(...)`` sections.  A node printed as
+``prim::FusionGroup_0`` refers to a section of that name; PyTorch prints a graph's
+sections right after it, depth first, each sub-graph's own sections right after the
+sub-graph, so a stack of graphs still waiting for sections pairs them up.  The node
+becomes kind ``prim::FusionGroup`` with ``attrs["Subgraph"]``.  Any other section name is
+a function of the module (``Module.functions``).
+
+Every error is an ``IRSyntaxError`` or ``IRValidationError`` whose span carries the file,
+line, column and source line; lark's exceptions are converted at the boundary.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from importlib import resources
+
+import lark
+from lark import Lark, Token
+
+from compiler.diagnostics import IRSyntaxError, IRValidationError, Span
+from compiler.ir import Block, Graph, Module, Node, Value
+from compiler.parse_tree import Builder, RawBlock, RawGraph, RawNode
+
+__all__ = ["parse", "grammar"]
+
+_PARSER: Lark | None = None
+_LOCK = threading.Lock()
+_UNPRINTABLE = re.compile(r"[^\t\x20-\x7e\x80-\U0010ffff]|[\x7f-\x9f]")
+_GROUP = re.compile(r"^([A-Za-z_]\w*::\w+?)_(\d+)$")
+
+
+def grammar() -> Lark:
+    """The IR grammar, compiled once per process (LALR, contextual lexer)."""
+    global _PARSER
+    if _PARSER is None:
+        text = resources.files("grammar").joinpath("ir.lark").read_text()
+        _PARSER = Lark(
+            text,
+            parser="lalr",
+            lexer="contextual",
+            propagate_positions=True,
+            maybe_placeholders=True,
+            transformer=Builder(),
+        )
+    return _PARSER
+
+
+def parse(text: str, filename: str | None = None) -> Module:
+    """Parse graph IR text (as PyTorch prints it) into a ``Module``.
+
+    The first graph is ``Module.main``; ``with`` sections become fusion sub-graphs or
+    ``Module.functions``.  Raises ``IRSyntaxError`` / ``IRValidationError`` with a span.
+    """
+    file = filename or "<string>"
+    if not isinstance(text, str):
+        raise IRSyntaxError(f"expected IR text, got {type(text).__name__}", Span(file, 1, 1))
+    ctx = _Context(file, text)
+    if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in ctx.lines):
+        raise IRSyntaxError("empty file: expected a graph, `graph(%x : Tensor): ...`", ctx.span(1, 1))
+    tree = _run_lark(text, ctx)
+    main_raw, sections = tree
+    main = _resolve_graph(main_raw, ctx)
+    module = Module(main, {}, file)
+    _attach_sections(module, main_raw, sections, ctx)
+    return module
+
+
+class _Context:
+    """The file name and its lines, to make spans with the source line."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self.text = text
+        self.lines = text.split("\n")
+
+    def span(self, line: int, col: int) -> Span:
+        lines = self.lines
+        source = lines[line - 1] if 0 < line <= len(lines) else None
+        if source is not None and not source.isprintable():
+            source = _UNPRINTABLE.sub("?", source)  # binary garbage: keep one char per column
+        return Span(self.file, line, col, source)
+
+    def at(self, token: Token) -> Span:
+        return self.span(token.line or 0, token.column or 0)
+
+
+def _run_lark(text: str, ctx: _Context) -> tuple[RawGraph, list[tuple[Token, RawGraph]]]:
+    parser = grammar()
+    try:
+        with _LOCK:  # the callbacks read the file context from the shared Builder
+            Builder.context = ctx
+            return parser.parse(text)  # type: ignore[return-value]
+    except lark.exceptions.UnexpectedInput as err:
+        raise _syntax_error(err, text, ctx) from None
+    except lark.exceptions.VisitError as err:  # an error raised inside a callback
+        if isinstance(err.orig_exc, (IRSyntaxError, IRValidationError)):
+            raise err.orig_exc from None
+        raise
+    except RecursionError:  # pragma: no cover - the LALR parser keeps its own stack
+        raise IRSyntaxError("input nested too deeply", ctx.span(1, 1)) from None
+
+
+_FRIENDLY = {
+    "VALUE": "a value (%x)",
+    "KIND": "an operator (aten::add)",
+    "PYOP": "a Python op (^name)",
+    "QUALNAME": "a name",
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "STRING": "a string",
+    "BLOCK": "a block (block0(...):)",
+    "COMMENT": "a comment",
+    "SCOPE": "`, scope: ...`",
+    "TENSOR_TAG": "a tensor type tag",
+    "TENSOR_SCALAR": "a tensor literal",
+    "OPAQUE_TENSOR": "<Tensor>",
+    "OPAQUE_GRAPH": "<Graph>",
+    "PY_SCALARS": "Python op scalars `(...)`",
+    "SLICE_LABEL": "a tensor slice label",
+    "$END": "end of input",
+}
+
+
+def _describe_expected(names: set[str] | frozenset[str]) -> str:
+    parser = grammar()
+    shown: set[str] = set()
+    for name in names:
+        if name in _FRIENDLY:
+            shown.add(_FRIENDLY[name])
+            continue
+        try:
+            pattern = parser.get_terminal(name).pattern
+        except KeyError:
+            shown.add(name)
+            continue
+        shown.add(f"'{pattern.value}'" if pattern.type == "str" else name)
+    ordered = sorted(shown)
+    if len(ordered) > 8:
+        ordered = ordered[:8] + ["..."]
+    return ", ".join(ordered)
+
+
+def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str, ctx: _Context) -> IRSyntaxError:
+    line, col = getattr(err, "line", -1), getattr(err, "column", -1)
+    if isinstance(err, lark.exceptions.UnexpectedEOF) or line is None or line < 1:
+        lines = ctx.lines
+        line = len(lines)
+        col = len(lines[-1]) + 1
+        expected = _describe_expected(set(getattr(err, "expected", ())))
+        return IRSyntaxError(f"unexpected end of input; expected {expected}", ctx.span(line, col))
+    span = ctx.span(line, col)
+    if isinstance(err, lark.exceptions.UnexpectedCharacters):
+        ch = err.char
+        if ch == '"':
+            return IRSyntaxError("unterminated string literal", span)
+        shown = repr(ch) if ch.isprintable() and ch != "'" else f"{ch!r} (U+{ord(ch):04X})"
+        expected = _describe_expected(set(err.allowed or ()))
+        return IRSyntaxError(f"unexpected character {shown}; expected {expected}", span)
+    assert isinstance(err, lark.exceptions.UnexpectedToken)
+    tok = err.token
+    if tok.type == "$END":
+        expected = _describe_expected(set(err.expected))
+        return IRSyntaxError(f"unexpected end of input; expected {expected}", span)
+    shown = tok.value if len(tok.value) <= 40 else tok.value[:37] + "..."
+    expected = _describe_expected(set(err.expected))
+    return IRSyntaxError(f"unexpected '{shown}'; expected {expected}", span)
+
+
+# ----------------------------------------------------------------------------- resolving
+
+
+class _Scope:
+    """Names visible while walking one graph: a stack of blocks, each with its definitions."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+        self.env: dict[str, Value] = {}
+        self.where: dict[str, Token] = {}  # every name defined so far in this graph
+
+    def define(self, value: Value, token: Token, local: list[str]) -> None:
+        name = value.name
+        if name in self.where:
+            first = self.where[name]
+            raise IRValidationError(
+                f"value %{name} is defined twice (first at {first.line}:{first.column})", self.ctx.at(token)
+            )
+        self.where[name] = token
+        self.env[name] = value
+        local.append(name)
+
+    def lookup(self, token: Token) -> Value:
+        name = token.value[1:]
+        value = self.env.get(name)
+        if value is not None:
+            return value
+        first = self.where.get(name)
+        if first is not None:
+            msg = f"value %{name} is not in scope here (defined at {first.line}:{first.column} in another block)"
+        else:
+            msg = f"undefined value %{name}"
+        raise IRValidationError(msg, self.ctx.at(token))
+
+    def leave(self, local: list[str]) -> None:
+        env = self.env
+        for name in local:
+            del env[name]
+
+
+def _resolve_graph(raw: RawGraph, ctx: _Context) -> Graph:
+    """Bind every use in ``raw`` to its Value; returns the finished Graph."""
+    scope = _Scope(ctx)
+    graph = Graph(block=raw.block.block, span=raw.span)
+    # A frame is a block being filled, or a node whose outputs are defined once its
+    # blocks are done.  Blocks are pushed in reverse so block0 is walked first.
+    stack: list[_Frame | RawNode] = [_Frame(raw.block)]
+    while stack:
+        top = stack[-1]
+        if isinstance(top, RawNode):
+            stack.pop()
+            _finish_node(top, scope, _enclosing_locals(stack), ctx)
+            continue
+        if not top.started:
+            top.started = True
+            for value, token in top.raw.params:
+                scope.define(value, token, top.local)
+        if top.index == len(top.raw.nodes):
+            stack.pop()
+            block = top.raw.block
+            for token in top.raw.returns:
+                block.add_return(scope.lookup(token))
+            scope.leave(top.local)
+            continue
+        raw_node = top.raw.nodes[top.index]
+        top.index += 1
+        node = raw_node.node
+        for token in raw_node.inputs:
+            node.add_input(scope.lookup(token))
+        top.raw.block.append(node)
+        if raw_node.blocks:
+            stack.append(raw_node)
+            stack.extend(_Frame(b) for b in reversed(raw_node.blocks))
+        else:
+            _finish_node(raw_node, scope, top.local, ctx)
+    return graph
+
+
+class _Frame:
+    __slots__ = ("raw", "index", "local", "started")
+
+    def __init__(self, raw: RawBlock) -> None:
+        self.raw = raw
+        self.index = 0
+        self.local: list[str] = []
+        self.started = False
+
+
+def _enclosing_locals(stack: list[_Frame | RawNode]) -> list[str]:
+    for frame in reversed(stack):
+        if isinstance(frame, _Frame):
+            return frame.local
+    raise AssertionError("a node outside any block")
+
+
+def _finish_node(raw: RawNode, scope: _Scope, local: list[str], ctx: _Context) -> None:
+    node = raw.node
+    for value, token in zip(node.outputs, raw.output_tokens):
+        scope.define(value, token, local)
+    if node.blocks and node.kind in ("prim::If", "prim::Loop"):
+        _check_arity(node)
+
+
+def _check_arity(node: Node) -> None:
+    """prim::If: two blocks, no params, each returning one value per output.
+    prim::Loop: one block; params = carried + 1 (the iteration), returns = carried + 1
+    (the condition), with carried = len(inputs) - 2 = len(outputs)."""
+    n_out = len(node.outputs)
+    if node.kind == "prim::If":
+        if len(node.blocks) != 2:
+            raise IRValidationError(f"prim::If must have 2 blocks, found {len(node.blocks)}", node.span)
+        for i, block in enumerate(node.blocks):
+            if block.params:
+                raise IRValidationError(f"prim::If block{i} must take no parameters", block.span or node.span)
+            if len(block.returns) != n_out:
+                raise IRValidationError(
+                    f"prim::If has {n_out} output(s) but block{i} returns {len(block.returns)}",
+                    block.span or node.span,
+                )
+        return
+    carried = len(node.inputs) - 2
+    if len(node.blocks) != 1:
+        raise IRValidationError(f"prim::Loop must have 1 block, found {len(node.blocks)}", node.span)
+    body = node.blocks[0]
+    if carried < 0:
+        raise IRValidationError("prim::Loop needs a trip count and a condition", node.span)
+    if n_out != carried:
+        raise IRValidationError(
+            f"prim::Loop carries {carried} value(s) but has {n_out} output(s)", node.span
+        )
+    if len(body.params) != carried + 1:
+        raise IRValidationError(
+            f"prim::Loop body must take {carried + 1} parameter(s) (iteration + {carried} carried), "
+            f"takes {len(body.params)}",
+            body.span or node.span,
+        )
+    if len(body.returns) != carried + 1:
+        raise IRValidationError(
+            f"prim::Loop body must return {carried + 1} value(s) (condition + {carried} carried), "
+            f"returns {len(body.returns)}",
+            body.span or node.span,
+        )
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+def _group_refs(raw: RawGraph) -> Iterator[RawNode]:
+    """Nodes printed as ``kind_N`` in document order, N counting 0, 1, 2... as PyTorch numbers them."""
+    stack: list[Iterator[RawNode]] = [iter(raw.block.nodes)]
+    expected = 0
+    while stack:
+        raw_node = next(stack[-1], None)
+        if raw_node is None:
+            stack.pop()
+            continue
+        m = _GROUP.match(raw_node.node.kind)
+        if m is not None and int(m.group(2)) == expected:
+            expected += 1
+            yield raw_node
+        stack.extend(iter(b.nodes) for b in reversed(raw_node.blocks))
+
+
+def _attach_sections(
+    module: Module, main_raw: RawGraph, sections: list[tuple[Token, RawGraph]], ctx: _Context
+) -> None:
+    """Pair ``with`` sections with the group nodes waiting for them, depth first.
+
+    ``waiting`` holds, per graph still open, its ``kind_N`` nodes without a section yet.
+    A node whose section never comes keeps its printed kind (it was an ordinary op whose
+    name happens to end in ``_N``).
+    """
+    waiting: list[list[RawNode]] = [list(_group_refs(main_raw))]
+    for name_token, raw in sections:
+        name = name_token.value
+        while waiting and (not waiting[-1] or waiting[-1][0].node.kind != name):
+            if any(r.node.kind == name for r in waiting[-1]):
+                expected = waiting[-1][0].node.kind
+                raise IRValidationError(
+                    f"sub-graph {name} is out of order: expected the section of {expected} first",
+                    ctx.at(name_token),
+                )
+            waiting.pop()
+        if waiting:
+            node = waiting[-1].pop(0).node
+            node.kind = _GROUP.match(name).group(1)  # type: ignore[union-attr]
+            node.attrs["Subgraph"] = _section_graph(raw, name, ctx)
+        elif "::" in name:
+            raise IRValidationError(f"no node refers to sub-graph {name}", ctx.at(name_token))
+        else:
+            if name in module.functions:
+                raise IRValidationError(f"function {name} is defined twice", ctx.at(name_token))
+            module.functions[name] = _section_graph(raw, name, ctx)
+        waiting.append(list(_group_refs(raw)))
+
+
+def _section_graph(raw: RawGraph, name: str, ctx: _Context) -> Graph:
+    graph = _resolve_graph(raw, ctx)
+    graph.name = name
+    return graph
