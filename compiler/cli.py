@@ -173,7 +173,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if args.emit == "ir":
         print(print_module(optimized), end="")
         return 0
-    program = emit(optimized, source=source, filename=args.file)
+    program = emit(optimized, source=source)
     if args.emit == "bytecode":
         from vm.bytecode import disassemble
 
@@ -183,7 +183,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
     check_writable(out, inputs=[Path(args.file)], force=args.force, kind="irbc")
-    save(program, out)
+    save(program, out, options={"fusion": not args.no_fusion, "passes": passes})
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

@@ -1,0 +1,399 @@
+"""The ``.irbc`` file: a compiled program on disk, safe to load from anyone.
+
+A file is a zip archive (never pickle: loading cannot run code) whose first member,
+stored uncompressed, is named ``irvm-bytecode``, so every file starts with the same
+bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
+
+- ``irvm-bytecode``: JSON header: format version, producer, and the SHA-256 of the rest;
+- ``program.json``: functions (instructions as ``[opcode, x, n]``), operator tables
+  (``OpRef`` fields), constant tables, spans and names, the entry, input names/types;
+- ``arrays/K.npy``: tensor constants, read with ``allow_pickle=False``;
+- ``source.ir``: the IR text the program was compiled from, and the compile options, so
+  a newer irvm can recompile an old file instead of refusing it.
+
+Loading checks, in order: the magic, the format version (a newer format is refused in
+one line; an older one is recompiled from its IR), the hash, the JSON's shape, and then
+``verify``: opcodes known; register, constant, operator and function indices in range;
+jump targets inside the function; the stack depth the same on every path into an
+instruction, never negative, and equal to the outputs at RET; operator names resolvable
+with a consistent arity.  Every failure is a ``BytecodeError`` naming the file and what
+is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.diagnostics import BytecodeError, IRError, Span
+from vm.bytecode import Function, Instruction, Opcode, Operand, Program, loop_exit_effect, stack_effect
+from vm.ops import registry
+from vm.ops.registry import OpRef
+
+FORMAT_VERSION = 1
+MAGIC_MEMBER = "irvm-bytecode"
+PRODUCER = "irvm 0.1.0"
+_MAGIC_PREFIX = b"PK\x03\x04"
+
+
+def is_irbc(path: Path | str) -> bool:
+    """True when ``path`` starts like an irvm bytecode file (whatever its name)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(30 + len(MAGIC_MEMBER))
+    except OSError:
+        return False
+    return head.startswith(_MAGIC_PREFIX) and head[30:] == MAGIC_MEMBER.encode()
+
+
+# ---------------------------------------------------------------------------------------
+# Writing
+
+
+def save(program: Program, path: Path | str, options: dict[str, Any] | None = None) -> None:
+    """Write ``program`` to ``path`` (see the module docstring for the layout)."""
+    arrays: dict[str, np.ndarray] = {}
+    body = {
+        "entry": program.entry,
+        "input_names": list(program.input_names),
+        "input_types": list(program.input_types),
+        "n_outputs": program.n_outputs,
+        "functions": [_function_json(f, arrays) for f in program.functions],
+    }
+    members: list[tuple[str, bytes]] = [("program.json", json.dumps(body).encode())]
+    for name, array in arrays.items():
+        buf = io.BytesIO()
+        np.save(buf, array, allow_pickle=False)
+        members.append((name, buf.getvalue()))
+    source = json.dumps({"text": program.source, "options": options or {}}).encode()
+    members.append(("source.ir", source))
+    header = {"format": FORMAT_VERSION, "producer": PRODUCER, "sha256": _digest(members)}
+    tmp = Path(str(path) + ".tmp")
+    with zipfile.ZipFile(tmp, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(MAGIC_MEMBER), json.dumps(header), compress_type=zipfile.ZIP_STORED)
+        for name, data in members:
+            zf.writestr(zipfile.ZipInfo(name), data, compress_type=zipfile.ZIP_DEFLATED)
+    tmp.replace(path)  # never leave a half-written file under the real name
+
+
+def _digest(members: list[tuple[str, bytes]]) -> str:
+    h = hashlib.sha256()
+    for name, data in sorted(members):
+        h.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
+
+
+def _function_json(f: Function, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    return {
+        "name": f.name,
+        "n_inputs": f.n_inputs,
+        "n_outputs": f.n_outputs,
+        "n_registers": f.n_registers,
+        "code": [[int(i.op), i.x, i.n] for i in f.instructions],
+        "constants": [_encode(c, arrays) for c in f.constants],
+        "operators": [
+            {
+                "name": r.name,
+                "n_inputs": r.n_inputs,
+                "n_outputs": r.n_outputs,
+                "defaults": [_encode(d, arrays) for d in r.defaults],
+                "attrs": [[k, _encode(v, arrays)] for k, v in r.attrs],
+            }
+            for r in f.operators
+        ],
+        "spans": [None if s is None else [s.file, s.line, s.col, s.source_line] for s in f.spans],
+        "nodes": list(f.nodes),
+        "register_names": list(f.register_names),
+        "constant_names": list(f.constant_names),
+    }
+
+
+def _encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """Tagged JSON for a constant: scalars and strings as themselves, the rest in a dict."""
+    from compiler.resolve import UnboundTensor
+    from compiler.types import Type
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.ndarray, np.generic)):
+        name = f"arrays/{len(arrays)}.npy"
+        arrays[name] = np.asarray(value)
+        return {"npy": name}
+    if isinstance(value, (list, tuple)):
+        return {type(value).__name__: [_encode(v, arrays) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[_encode(k, arrays), _encode(v, arrays)] for k, v in value.items()]}
+    if isinstance(value, UnboundTensor):
+        return {"unbound": value.name}
+    if isinstance(value, Type):
+        return {"irtype": str(value)}
+    raise BytecodeError(f"cannot store a constant of type {type(value).__name__} in an .irbc file: {value!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# Reading
+
+
+def load(path: Path | str) -> Program:
+    """Read, check and verify an ``.irbc`` file; BytecodeError when anything is wrong."""
+    where = str(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise BytecodeError(f"{where}: cannot read: {err.strerror or err}") from None
+    try:
+        return _load_bytes(data, where)
+    except IRError as err:
+        if isinstance(err, BytecodeError):
+            raise
+        raise BytecodeError(f"{where}: the program in this file does not compile any more: {err}") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as err:
+        raise BytecodeError(f"{where}: not a readable irvm bytecode file (damaged archive: {err})") from None
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError, UnicodeDecodeError, RecursionError) as err:
+        # zlib.error and json.JSONDecodeError are ValueErrors (or subclasses of them)
+        raise BytecodeError(f"{where}: malformed irvm bytecode file ({type(err).__name__}: {err})") from None
+    except Exception as err:  # zlib.error and other codec failures on a damaged member
+        raise BytecodeError(f"{where}: malformed irvm bytecode file ({type(err).__name__}: {err})") from None
+
+
+def _load_bytes(data: bytes, where: str) -> Program:
+    if not (data.startswith(_MAGIC_PREFIX) and data[30 : 30 + len(MAGIC_MEMBER)] == MAGIC_MEMBER.encode()):
+        raise BytecodeError(f"{where}: not an irvm bytecode file (bad magic bytes)")
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        names = zf.namelist()
+        if not names or names[0] != MAGIC_MEMBER:
+            raise BytecodeError(f"{where}: not an irvm bytecode file (first member is not {MAGIC_MEMBER})")
+        header = json.loads(zf.read(MAGIC_MEMBER))
+        if not isinstance(header, dict) or not isinstance(header.get("format"), int):
+            raise BytecodeError(f"{where}: damaged header (no format version)")
+        members = [(n, zf.read(n)) for n in names[1:]]
+    version = header["format"]
+    if version > FORMAT_VERSION:
+        raise BytecodeError(
+            f"{where} was written by a newer irvm ({header.get('producer', '?')}, bytecode format {version}); "
+            f"this irvm reads format {FORMAT_VERSION}: upgrade irvm, or recompile the program's IR with this irc"
+        )
+    if _digest(members) != header.get("sha256"):
+        raise BytecodeError(f"{where}: the content does not match its hash (the file is corrupt or was edited)")
+    files = dict(members)
+    source = json.loads(files["source.ir"])
+    if version < FORMAT_VERSION:
+        return _recompile(source, where)
+    body = json.loads(files["program.json"])
+    program = _program_from_json(body, files, where, source)
+    verify(program, where)
+    return program
+
+
+def _recompile(source: dict[str, Any], where: str) -> Program:
+    import compiler
+
+    options = {k: v for k, v in source.get("options", {}).items() if k in ("fusion", "passes")}
+    return compiler.compile_source(source["text"], where, **options)
+
+
+def _optimized_module(source: dict[str, Any], where: str) -> Any:
+    """The optimized IR the static runtime builds from: the stored IR, re-optimized."""
+    from compiler.parser import parse
+    from compiler.pipeline import optimize
+
+    options = source.get("options", {})
+    module = parse(source["text"], where)
+    optimized, _ = optimize(module, options.get("passes"), fusion=options.get("fusion", True))
+    return optimized
+
+
+def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str, source: dict[str, Any]) -> Program:
+    functions = tuple(_function_from_json(f, files, where) for f in body["functions"])
+    return Program(
+        functions=functions,
+        entry=int(body["entry"]),
+        input_names=tuple(str(n) for n in body["input_names"]),
+        input_types=tuple(str(t) for t in body["input_types"]),
+        n_outputs=int(body["n_outputs"]),
+        source=str(source["text"]),
+        module=_optimized_module(source, where),
+    )
+
+
+def _function_from_json(f: dict[str, Any], files: dict[str, bytes], where: str) -> Function:
+    code = []
+    for k, (op, x, n) in enumerate(f["code"]):
+        try:
+            opcode = Opcode(int(op))
+        except ValueError:
+            raise BytecodeError(f"{where}: function {f.get('name')!r}, instruction {k}: unknown opcode {op}") from None
+        code.append(Instruction(opcode, int(x), int(n)))
+    decode = lambda v: _decode(v, files, where)  # noqa: E731
+    return Function(
+        name=str(f["name"]),
+        instructions=tuple(code),
+        n_inputs=int(f["n_inputs"]),
+        n_outputs=int(f["n_outputs"]),
+        n_registers=int(f["n_registers"]),
+        constants=tuple(decode(c) for c in f["constants"]),
+        operators=tuple(
+            OpRef(
+                str(r["name"]),
+                int(r["n_inputs"]),
+                int(r["n_outputs"]),
+                tuple(decode(d) for d in r["defaults"]),
+                tuple((str(k), decode(v)) for k, v in r["attrs"]),
+            )
+            for r in f["operators"]
+        ),
+        spans=tuple(None if s is None else Span(str(s[0]), int(s[1]), int(s[2]), s[3]) for s in f["spans"]),
+        nodes=tuple(str(n) for n in f["nodes"]),
+        register_names=tuple(str(n) for n in f["register_names"]),
+        constant_names=tuple(str(n) for n in f["constant_names"]),
+    )
+
+
+def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if not isinstance(value, dict) or len(value) != 1:
+        raise BytecodeError(f"{where}: malformed constant {value!r}")
+    (tag, payload), = value.items()
+    if tag == "npy":
+        return np.load(io.BytesIO(files[payload]), allow_pickle=False)
+    if tag == "list":
+        return [_decode(v, files, where) for v in payload]
+    if tag == "tuple":
+        return tuple(_decode(v, files, where) for v in payload)
+    if tag == "dict":
+        return {_decode(k, files, where): _decode(v, files, where) for k, v in payload}
+    if tag == "unbound":
+        from compiler.resolve import UnboundTensor
+
+        return UnboundTensor(str(payload))
+    if tag == "irtype":
+        return _parse_type(str(payload), where)
+    raise BytecodeError(f"{where}: unknown constant tag {tag!r}")
+
+
+def _parse_type(text: str, where: str) -> Any:
+    from compiler.parser import parse
+
+    try:
+        return parse(f"graph(%x : {text}):\n  return (%x)\n", where).main.inputs[0].type
+    except IRError:
+        raise BytecodeError(f"{where}: malformed type {text!r}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Verification
+
+
+def verify(program: Program, where: str = "<program>") -> None:
+    """Refuse a malformed program before anything runs (see the module docstring)."""
+    n_functions = len(program.functions)
+    if not 0 <= program.entry < n_functions:
+        raise BytecodeError(f"{where}: entry function {program.entry} does not exist ({n_functions} functions)")
+    main = program.functions[program.entry]
+    if len(program.input_names) != main.n_inputs or len(program.input_types) != main.n_inputs:
+        raise BytecodeError(f"{where}: {len(program.input_names)} input names for {main.n_inputs} inputs")
+    if program.n_outputs != main.n_outputs:
+        raise BytecodeError(f"{where}: the program declares {program.n_outputs} outputs, its entry {main.n_outputs}")
+    for function in program.functions:
+        _verify_tables(program, function, where)
+        _verify_operands(program, function, where)
+        _verify_stack(program, function, where)
+
+
+def _fail(where: str, function: Function, pc: int | None, message: str) -> BytecodeError:
+    at = f", instruction {pc}" if pc is not None else ""
+    return BytecodeError(f"{where}: function {function.name!r}{at}: {message}")
+
+
+def _verify_tables(program: Program, f: Function, where: str) -> None:
+    n = len(f.instructions)
+    if f.n_registers < 0 or f.n_inputs < 0 or f.n_outputs < 0:
+        raise _fail(where, f, None, "negative register, input or output count")
+    if len(f.spans) not in (0, n) or len(f.nodes) not in (0, n):
+        raise _fail(where, f, None, f"{len(f.spans)} spans / {len(f.nodes)} node texts for {n} instructions")
+    if len(f.constant_names) not in (0, len(f.constants)):
+        raise _fail(where, f, None, "constant names do not match the constant table")
+    for k, ref in enumerate(f.operators):
+        if ref.n_inputs < 0 or ref.n_outputs < 0:
+            raise _fail(where, f, None, f"operator {k} ({ref.name}) has a negative arity")
+        if registry.has_factory(ref.name):
+            continue
+        try:
+            info = registry.lookup(ref.name)
+        except KeyError:
+            raise _fail(where, f, None, f"operator {ref.name!r} is not known to this irvm") from None
+        n_args = len(info.schema.arguments)
+        if not info.schema.vararg and ref.n_inputs + len(ref.defaults) != n_args:
+            raise _fail(
+                where, f, None,
+                f"operator {ref.name} gets {ref.n_inputs} inputs + {len(ref.defaults)} defaults, its schema takes {n_args}",
+            )
+
+
+def _verify_operands(program: Program, f: Function, where: str) -> None:
+    limits = {
+        Operand.REG: f.n_registers,
+        Operand.CONST: len(f.constants),
+        Operand.OP: len(f.operators),
+        Operand.FUNC: len(program.functions),
+        Operand.TARGET: len(f.instructions) + 1,
+    }
+    for pc, ins in enumerate(f.instructions):
+        kind = ins.op.x
+        if kind in limits and not 0 <= ins.x < limits[kind]:
+            raise _fail(where, f, pc, f"{ins.op.name} operand {ins.x} is out of range (0..{limits[kind] - 1})")
+        if ins.n < 0 or (ins.op.n is Operand.NONE and ins.n != 0):
+            raise _fail(where, f, pc, f"{ins.op.name} has a bad count operand {ins.n}")
+        if ins.op is Opcode.STOREN and ins.x + ins.n > f.n_registers:
+            raise _fail(where, f, pc, f"STOREN {ins.x} {ins.n} runs past the {f.n_registers} registers")
+        if ins.op is Opcode.OPN and ins.n != f.operators[ins.x].n_inputs:
+            raise _fail(where, f, pc, f"OPN passes {ins.n} values to an operator taking {f.operators[ins.x].n_inputs}")
+        if ins.op is Opcode.LOOP and ins.n < 2:
+            raise _fail(where, f, pc, f"LOOP needs at least 2 header values, has {ins.n}")
+
+
+def _verify_stack(program: Program, f: Function, where: str) -> None:
+    """Abstract interpretation of stack depths over the control-flow graph."""
+    code = f.instructions
+    depth_at: dict[int, int] = {0: f.n_inputs}
+    work = [0]
+    while work:
+        pc = work.pop()
+        depth = depth_at[pc]
+        if pc >= len(code):
+            raise _fail(where, f, pc, "control falls off the end of the function (no RET)")
+        ins = code[pc]
+        pops, pushes = stack_effect(program, f, ins)
+        if pops > depth:
+            raise _fail(where, f, pc, f"{ins.op.name} pops {pops} values from a stack of {depth}")
+        after = depth - pops + pushes
+        if ins.op is Opcode.RET:
+            if depth != f.n_outputs:
+                raise _fail(where, f, pc, f"RET with {depth} values on the stack, the function returns {f.n_outputs}")
+            continue
+        successors: list[tuple[int, int]] = []
+        if ins.op is Opcode.JMP:
+            successors.append((ins.x, after))
+        elif ins.op is Opcode.JF:
+            successors += [(pc + 1, after), (ins.x, after)]
+        elif ins.op is Opcode.LOOP:
+            successors += [(pc + 1, after), (ins.x, depth + loop_exit_effect(ins))]
+        else:
+            successors.append((pc + 1, after))
+        for target, d in successors:
+            seen = depth_at.get(target)
+            if seen is None:
+                depth_at[target] = d
+                work.append(target)
+            elif seen != d:
+                raise _fail(where, f, target, f"the stack holds {seen} values on one path into it and {d} on another")
