@@ -120,8 +120,7 @@ class Node:
 
     def walk(self) -> Iterator["Node"]:
         """This node's nested nodes, depth first (not the node itself)."""
-        for block in self.blocks:
-            yield from block.walk()
+        return _walk_blocks(iter(self.blocks))
 
     def destroy(self) -> None:
         """Unlink the node from its block and from the values it uses.
@@ -198,9 +197,7 @@ class Block:
 
     def walk(self) -> Iterator[Node]:
         """Every node of this block and of its nested blocks, in program order."""
-        for node in list(self.nodes):
-            yield node
-            yield from node.walk()
+        return _walk_blocks(iter((self,)))
 
     def destroy_contents(self) -> None:
         while self.returns:
@@ -285,9 +282,36 @@ class Module:
         )
 
 
+def _walk_blocks(blocks: Iterator[Block]) -> Iterator[Node]:
+    """Nodes of ``blocks`` and of their nested blocks in program order, without recursion
+    (graphs nest blocks hundreds deep).  Each block's node list is copied when the walk
+    enters it, so the walk tolerates edits of the nodes already visited."""
+    stack: list[Iterator[Block] | Iterator[Node]] = [blocks]
+    kinds: list[bool] = [True]  # True: an iterator of blocks, False: of nodes
+    while stack:
+        item = next(stack[-1], None)  # type: ignore[call-overload]
+        if item is None:
+            stack.pop()
+            kinds.pop()
+        elif kinds[-1]:
+            stack.append(iter(list(item.nodes)))
+            kinds.append(False)
+        else:
+            yield item
+            if item.blocks:
+                stack.append(iter(item.blocks))
+                kinds.append(True)
+
+
 def clone_node(node: Node, mapping: dict[int, Value], value_of: "callable | None" = None) -> Node:
     """Copy ``node`` (and its blocks); inputs are looked up in ``mapping`` by id, falling back
     to the original value (a use of something defined outside the copied region)."""
+    new = _clone_shallow(node, mapping)
+    _clone_blocks([(b, new.add_block()) for b in node.blocks], mapping)
+    return new
+
+
+def _clone_shallow(node: Node, mapping: dict[int, Value]) -> Node:
     new = Node(node.kind, attrs=dict(node.attrs), span=node.span, source=node.source, scope=node.scope)
     for key, val in new.attrs.items():
         if isinstance(val, Graph):
@@ -296,19 +320,35 @@ def clone_node(node: Node, mapping: dict[int, Value], value_of: "callable | None
         new.add_input(mapping.get(id(v), v))
     for out in node.outputs:
         mapping[id(out)] = new.add_output(out.name, out.type)
-    for block in node.blocks:
-        _clone_block_into(block, new.add_block(), mapping)
     return new
 
 
 def _clone_block_into(src: Block, dst: Block, mapping: dict[int, Value]) -> None:
-    dst.span = src.span
-    for p in src.params:
-        mapping[id(p)] = dst.add_param(p.name, p.type)
-    for node in src.nodes:
-        dst.append(clone_node(node, mapping))
-    for r in src.returns:
-        dst.add_return(mapping.get(id(r), r))
+    _clone_blocks([(src, dst)], mapping)
+
+
+def _clone_blocks(pairs: list[tuple[Block, Block]], mapping: dict[int, Value]) -> None:
+    """Copy each source block into its destination, in program order, without recursion:
+    a frame is [src, dst, next node index]; a node's blocks are pushed so block0 runs first."""
+    stack: list[list] = [[src, dst, -1] for src, dst in reversed(pairs)]
+    while stack:
+        frame = stack[-1]
+        src, dst, i = frame
+        if i < 0:  # entering the block
+            dst.span = src.span
+            for p in src.params:
+                mapping[id(p)] = dst.add_param(p.name, p.type)
+            i = 0
+        if i == len(src.nodes):
+            stack.pop()
+            for r in src.returns:
+                dst.add_return(mapping.get(id(r), r))
+            continue
+        frame[2] = i + 1
+        node = src.nodes[i]
+        new = dst.append(_clone_shallow(node, mapping))
+        frames = [[b, new.add_block(), -1] for b in node.blocks]
+        stack.extend(reversed(frames))
 
 
 def _operands(user: Node | Block) -> list[Value]:
