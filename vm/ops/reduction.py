@@ -158,7 +158,8 @@ for _name, _fn, _arg in (("max", np.max, np.argmax), ("min", np.min, np.argmin))
 
 def _logical_reduce(fn: Any) -> Any:
     def red(self: Array, dims: Dims, keepdim: bool) -> Array:
-        r = wrap(fn(self, axis=_axes(self, dims), keepdims=keepdim))
+        axes = () if dims is not None and not dims else _axes(self, dims)  # [] reduces nothing here
+        r = wrap(fn(self, axis=axes, keepdims=keepdim)) if axes or dims is None else self.astype(bool)
         return r.astype(self.dtype) if self.dtype == np.uint8 else r
 
     return red
