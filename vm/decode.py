@@ -33,10 +33,11 @@ from vm.bytecode import Function, Instruction, Opcode, Program
 
 # Decoded handler codes, most frequent first (the fast loop tests them in this order).
 OP1, OP1M, OP2, OP2M, OPG, OPGM = 0, 1, 2, 3, 4, 5
-PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS = range(6, 19)
+PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS, LOOPE, LOOPB = range(6, 21)
 NAMES = (
-    "OP1 OP1M OP2 OP2M OPG OPGM PUSH PUSHM STORE STOREN JFR JF JMP LOOP CALL RET DROPR DROP OPS"
+    "OP1 OP1M OP2 OP2M OPG OPGM PUSH PUSHM STORE STOREN JFR JF JMP LOOP CALL RET DROPR DROP OPS LOOPE LOOPB"
 ).split()
+_JUMPS = {JFR: (2,), JF: (1,), JMP: (1,), LOOP: (1,), LOOPE: (1, 4), LOOPB: (5, 6)}
 
 _PUSHES = (Opcode.LOAD, Opcode.MOVE, Opcode.LOADC)
 
@@ -49,6 +50,9 @@ class Decoded:
     template: tuple[Any, ...]  # the initial register file: None * n_registers + constants
     origin: tuple[int, ...]  # decoded index -> bytecode index
     n_registers: int
+    n_inputs: int = 0
+    start: int = 0  # 1 when code[0] stores the inputs into registers 0..n_inputs-1: callers
+    #               put the arguments there themselves and start at 1
 
 
 def decode(program: Program, function: Function, kernels: list[Callable[..., Any]], constants: list[Any]) -> Decoded:
@@ -73,11 +77,16 @@ class _Decoder:
             i = self.step(i)
         self.new_index[len(self.code)] = len(self.out)
         for ins in self.out:  # renumber jump targets
-            if ins[0] in (JFR, JF, JMP, LOOP):
-                pos = 2 if ins[0] == JFR else 1
+            for pos in _JUMPS.get(ins[0], ()):
                 ins[pos] = self.new_index[ins[pos]]
         template = (None,) * self.nreg + tuple(constants)
-        return Decoded(tuple(tuple(x) for x in self.out), template, tuple(self.origin), self.nreg)
+        code = tuple(tuple(x) for x in self.out)
+        n_in = self.function.n_inputs
+        first = self.code[0] if self.code else None
+        stores_inputs = first is not None and first.x == 0 and 0 not in self.targets and (
+            (first.op is Opcode.STORE and n_in == 1) or (first.op is Opcode.STOREN and first.n == n_in)
+        )
+        return Decoded(code, template, tuple(self.origin), self.nreg, n_in, 1 if stores_inputs else 0)
 
     def emit(self, at: int, first: int, item: list[Any]) -> None:
         """Append ``item`` decoded from bytecode ``first``..; errors report bytecode ``at``."""
@@ -91,8 +100,31 @@ class _Decoder:
     def interior_target(self, start: int, end: int) -> bool:
         return any(t in self.targets for t in range(start + 1, end + 1))
 
+    def loop_params(self, header: int) -> int | None:
+        """The first parameter register when the LOOP at ``header`` is followed by the
+        STORE(N) of (index, carried...) that the emitter puts there, else None."""
+        code = self.code
+        if header + 1 >= len(code) or header + 1 in self.targets:
+            return None
+        n_params = code[header].n - 1
+        store = code[header + 1]
+        if (store.op is Opcode.STORE and n_params == 1) or (store.op is Opcode.STOREN and store.n == n_params):
+            return store.x
+        return None
+
+    def body_start(self, header: int, p: int) -> int:
+        """Where the body begins after the parameters are stored: past a ``DROPR p`` of an
+        unused iteration index (an int: keeping it in its register costs nothing)."""
+        after = self.code[header + 2] if header + 2 < len(self.code) else None
+        if after is not None and after.op is Opcode.DROPR and after.x == p and header + 2 not in self.targets:
+            return header + 3
+        return header + 2
+
     def step(self, i: int) -> int:
         code = self.code
+        if code[i].op is Opcode.LOOP and (p := self.loop_params(i)) is not None:
+            self.emit(i, i, [LOOPE, code[i].x, code[i].n, p, self.body_start(i, p)])
+            return i + 2
         j = i
         while j < len(code) and code[j].op in _PUSHES:
             j += 1
@@ -105,6 +137,10 @@ class _Decoder:
                 fused = self.fuse_op(i, j)
                 if fused is not None:
                     return fused
+        elif j < len(code) and code[j].op is Opcode.JMP and code[code[j].x].op is Opcode.LOOP:
+            fused = self.back_edge(i, j)
+            if fused is not None:
+                return fused
         elif j == i + 1 and j < len(code) and code[j].op is Opcode.JF and j not in self.targets:
             ins = code[i]
             self.emit(j, i, [JFR, self.reg(ins), code[j].x, ins.op is Opcode.MOVE])
@@ -147,6 +183,27 @@ class _Decoder:
         else:
             self.emit(j, i, [OPGM if moved else OPG, fn, args, out[0], out[1], moved])
         return end + 1
+
+    def back_edge(self, i: int, j: int) -> int | None:
+        """Pushes of (condition, carried...) and the JMP back to a LOOP whose parameters
+        the header stores (LOOPE): one LOOPB that tests and stores in register form."""
+        header = self.code[j].x
+        p = self.loop_params(header)
+        n = self.code[header].n - 1  # condition + carried
+        if p is None or j - i < n:
+            return None
+        start = j - n
+        if self.interior_target(start, j):
+            return None
+        if start > i:  # earlier pushes feed something else
+            self.push(i)
+            return i + 1
+        pushes = self.code[start:j]
+        sources = tuple(self.reg(q) for q in pushes)
+        moved = tuple(sorted({q.x for q in pushes if q.op is Opcode.MOVE}))
+        body = self.body_start(header, p)
+        self.emit(j, start, [LOOPB, sources[0], sources[1:], moved, p, body, self.code[header].x])
+        return j + 1
 
     def plain(self, i: int) -> None:
         ins = self.code[i]

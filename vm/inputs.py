@@ -47,6 +47,29 @@ def check_inputs(program: Program, args: Sequence[Any]) -> list[Any]:
     return [check_value(f"input %{name}", value, type_text) for name, value, type_text in zip(names, args, types)]
 
 
+class InputChecker:
+    """``check_inputs`` compiled once for a program: one checker per input, with a fast
+    path for the common case (an array for a ``Tensor``, an int for an ``int``)."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        types = program.input_types[1:] if program.takes_self else program.input_types
+        self.count = len(types)
+        self.fast = tuple(_FAST.get(t) for t in types)
+
+    def __call__(self, args: Sequence[Any]) -> list[Any]:
+        if len(args) == self.count:
+            for kind, value in zip(self.fast, args):
+                if kind is None or type(value) is not kind:
+                    break
+            else:
+                return list(args)
+        return check_inputs(self.program, args)
+
+
+_FAST: dict[str, type] = {"Tensor": np.ndarray, "int": int, "float": float, "bool": bool, "str": str}
+
+
 def check_value(what: str, value: Any, type_text: str) -> Any:
     """``value`` (converted when it is a numpy scalar for a scalar type) if it fits."""
     t = type_text.strip()
@@ -111,4 +134,4 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__} ({value!r:.40})"
 
 
-__all__ = ["check_inputs", "check_value"]
+__all__ = ["check_inputs", "check_value", "InputChecker"]

@@ -31,7 +31,7 @@ from typing import Any
 from compiler.diagnostics import IRError, RunError
 from vm import decode as D
 from vm.bytecode import Opcode, Program
-from vm.inputs import check_inputs
+from vm.inputs import InputChecker
 from vm.ops import registry
 from vm.weights import ModuleObject
 
@@ -70,6 +70,8 @@ class Interpreter:
         self.decoded = tuple(
             D.decode(program, f, self.kernels[i], self.constants[i]) for i, f in enumerate(program.functions)
         )
+        self.n_outputs = program.functions[program.entry].n_outputs
+        self.checker = InputChecker(program)
 
     def __call__(self, *args: Any) -> Any:
         if self.trace or self.debug:
@@ -96,16 +98,21 @@ class Interpreter:
         return reference.run(self, self._arguments(args), None, debug=self.debug)
 
     def _arguments(self, args: tuple[Any, ...]) -> list[Any]:
-        values = check_inputs(self.program, args)
-        return [self.self_object, *values] if self.program.takes_self else values
+        values = self.checker(args)
+        return [self.self_object, *values] if self.self_object is not None else values
 
     # -- the fast loop -------------------------------------------------------------------
 
-    def _run(self, stack: list[Any]) -> Any:
+    def _run(self, args: list[Any]) -> Any:
         functions = self.decoded
         fid = self.program.entry
         fn = functions[fid]
-        code, regs, pc = fn.code, list(fn.template), 0
+        code, regs, pc = fn.code, list(fn.template), fn.start
+        if pc:
+            regs[: fn.n_inputs] = args
+            stack: list[Any] = []
+        else:
+            stack = args
         frames: list[tuple[Any, ...]] = []
         max_depth = self.max_depth
         try:
@@ -113,7 +120,7 @@ class Interpreter:
                 ins = code[pc]
                 pc += 1
                 op = ins[0]
-                if op == 3:  # OP2M
+                if op == 3:  # OP2M: regs[o] = f(regs[a], regs[b]); clear the moved ones
                     regs[ins[4]] = ins[1](regs[ins[2]], regs[ins[3]])
                     for r in ins[5]:
                         regs[r] = None
@@ -132,6 +139,26 @@ class Interpreter:
                         regs[ins[3]] = result
                     elif ins[4]:
                         regs[ins[3] : ins[3] + ins[4]] = result
+                elif op == 20:  # LOOPB: back edge; the stack holds [trip, max]
+                    carried = [regs[r] for r in ins[2]]
+                    cond = regs[ins[1]]
+                    for r in ins[3]:
+                        regs[r] = None
+                    trip = stack[-2]
+                    if trip < stack[-1] and cond:
+                        stack[-2] = trip + 1
+                        regs[ins[4]] = trip
+                        regs[ins[4] + 1 : ins[4] + 1 + len(carried)] = carried
+                        pc = ins[5]
+                    else:
+                        del stack[-2:]
+                        stack += carried
+                        pc = ins[6]
+                elif op == 10:  # JFR
+                    if not regs[ins[1]]:
+                        pc = ins[2]
+                    if ins[3]:
+                        regs[ins[1]] = None
                 elif op == 6:  # PUSH
                     stack.append(regs[ins[1]])
                 elif op == 7:  # PUSHM
@@ -143,16 +170,41 @@ class Interpreter:
                     n = ins[2]
                     regs[ins[1] : ins[1] + n] = stack[-n:]
                     del stack[-n:]
-                elif op == 10:  # JFR
-                    if not regs[ins[1]]:
-                        pc = ins[2]
-                    if ins[3]:
-                        regs[ins[1]] = None
+                elif op == 16:  # DROPR
+                    regs[ins[1]] = None
+                elif op == 12:  # JMP
+                    pc = ins[1]
+                elif op == 14:  # CALL: a new frame; the arguments go straight to registers
+                    if len(frames) >= max_depth:
+                        raise _DepthExceeded
+                    frames.append((code, pc, regs, fid))
+                    fid = ins[1]
+                    fn = functions[fid]
+                    code, regs, pc = fn.code, list(fn.template), fn.start
+                    if pc:
+                        n = fn.n_inputs
+                        regs[:n] = stack[-n:]
+                        del stack[-n:]
+                elif op == 15:  # RET: results stay on the stack
+                    if not frames:
+                        break
+                    code, pc, regs, fid = frames.pop()
+                elif op == 19:  # LOOPE: [trip, max, cond, carried...] -> body or exit
+                    n = ins[2]
+                    base = len(stack) - n - 1
+                    trip = stack[base]
+                    if trip < stack[base + 1] and stack[base + 2]:
+                        regs[ins[3]] = trip
+                        regs[ins[3] + 1 : ins[3] + n - 1] = stack[base + 3 :]
+                        del stack[base + 2 :]
+                        stack[base] = trip + 1
+                        pc = ins[4]
+                    else:
+                        del stack[base : base + 3]
+                        pc = ins[1]
                 elif op == 11:  # JF
                     if not stack.pop():
                         pc = ins[1]
-                elif op == 12:  # JMP
-                    pc = ins[1]
                 elif op == 13:  # LOOP: [trip, max, cond, carried...]
                     base = len(stack) - ins[2] - 1
                     trip = stack[base]
@@ -162,19 +214,6 @@ class Interpreter:
                     else:
                         del stack[base : base + 3]
                         pc = ins[1]
-                elif op == 14:  # CALL
-                    if len(frames) >= max_depth:
-                        raise _DepthExceeded
-                    frames.append((code, pc, regs, fid))
-                    fid = ins[1]
-                    fn = functions[fid]
-                    code, regs, pc = fn.code, list(fn.template), 0
-                elif op == 15:  # RET
-                    if not frames:
-                        break
-                    code, pc, regs, fid = frames.pop()
-                elif op == 16:  # DROPR
-                    regs[ins[1]] = None
                 elif op == 17:  # DROP
                     stack.pop()
                 else:  # OPS: an operator taking its inputs from the stack
@@ -194,7 +233,7 @@ class Interpreter:
             raise self.failure(err, fid, self.decoded[fid].origin[pc - 1], frames) from err
         except Exception as err:
             raise self.failure(err, fid, self.decoded[fid].origin[pc - 1], frames) from err
-        return _results(self.program.functions[self.program.entry].n_outputs, stack)
+        return _results(self.n_outputs, stack)
 
     # -- errors ------------------------------------------------------------------------
 
