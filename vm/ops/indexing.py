@@ -169,6 +169,10 @@ kernel("aten::scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -
 def _masked_scatter_(self: Array, mask: Array, source: Array) -> Array:
     if mask.dtype != BOOL:
         raise RuntimeError("masked_scatter_ only supports boolean masks")
+    if source.dtype != self.dtype:
+        raise RuntimeError(
+            f"masked_scatter: expected self and source to have same dtypes but got {self.dtype} and {source.dtype}"
+        )
     full = np.broadcast_to(mask, self.shape)
     count = int(np.count_nonzero(full))
     if count > source.size:

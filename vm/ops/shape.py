@@ -289,7 +289,7 @@ def chunk(self: Array, chunks: int, dim: int) -> list[Array]:
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0")
     n = self.shape[norm_dim(dim, self.ndim)]
-    return split(self, -(-n // chunks), dim) if n else [self.view()]
+    return split(self, -(-n // chunks), dim) if n else [self.view() for _ in range(chunks)]
 
 
 @kernel("aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]")
