@@ -1,0 +1,164 @@
+"""Test support: run a TorchScript function both in torch and through irvm's resolver + kernels.
+
+``Scripted(src)`` compiles ``src`` (one ``def f``) with ``torch.jit.CompilationUnit``,
+converts its graph (straight-line code only) into ``compiler.ir`` nodes with the types
+TorchScript printed, resolves every node with ``compiler.resolve.resolve`` and runs it by
+walking the nodes in order, as JAX's ``eval_jaxpr`` does.  ``ours(*args)`` and
+``theirs(*args)`` then give the two results for comparison.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler import types as T
+from compiler.ir import Graph, Node, Value
+from compiler.resolve import constant_value, resolve
+from vm.ops.registry import bind
+
+
+def convert_type(t: Any) -> T.Type:
+    """A torch._C type as a compiler.types type."""
+    kind = t.kind()
+    simple = {
+        "IntType": T.INT, "FloatType": T.FLOAT, "BoolType": T.BOOL, "StringType": T.STR,
+        "NoneType": T.NONE, "NumberType": T.SCALAR, "DeviceObjType": T.DEVICE, "AnyType": T.ANY,
+        "TensorType": T.TENSOR,
+    }  # fmt: skip
+    if kind in simple:
+        return simple[kind]
+    if kind == "ListType":
+        return T.ListType(convert_type(t.getElementType()))
+    if kind == "OptionalType":
+        return T.OptionalType(convert_type(t.getElementType()))
+    if kind == "TupleType":
+        return T.TupleType(tuple(convert_type(e) for e in t.elements()))
+    if kind == "DictType":
+        return T.DictType(convert_type(t.getKeyType()), convert_type(t.getValueType()))
+    raise NotImplementedError(f"type {t} ({kind})")
+
+
+def from_torch_value(v: Any) -> Any:
+    """A value torch returned, in irvm's runtime representation (tensors as numpy)."""
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        return v.numpy()
+    if isinstance(v, torch.device):
+        return str(v)
+    if isinstance(v, list):
+        return [from_torch_value(x) for x in v]
+    if isinstance(v, tuple):
+        return tuple(from_torch_value(x) for x in v)
+    if isinstance(v, dict):
+        return {from_torch_value(k): from_torch_value(x) for k, x in v.items()}
+    return v
+
+
+_HEADER = "import math\nimport torch\nfrom typing import Any, Dict, List, Optional, Tuple\n\n"
+_CASES = Path(tempfile.mkdtemp(prefix="irvm_prim_cases_"))
+
+
+def script(src: str) -> Any:
+    """``torch.jit.script`` of the ``f`` defined by ``src`` (written to a real file, as
+    TorchScript reads the source back, with ``math`` and ``typing`` names in scope)."""
+    import torch
+
+    path = _CASES / f"case_{hashlib.sha1(src.encode()).hexdigest()[:16]}.py"
+    path.write_text(_HEADER + src.strip() + "\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return torch.jit.script(module.f)
+
+
+class Scripted:
+    def __init__(self, src: str):
+        self.fn = script(src)
+        self.graph = self._convert(self.fn.graph)
+        self.ops = {n: resolve(n) for n in self.graph.nodes if n.kind != "prim::Constant"}
+
+    def _convert(self, tg: Any) -> Graph:
+        g = Graph()
+        env: dict[str, Value] = {}
+        for inp in tg.inputs():
+            env[inp.debugName()] = g.block.add_param(inp.debugName(), convert_type(inp.type()))
+        for tn in tg.nodes():
+            if list(tn.blocks()):
+                raise NotImplementedError("control flow: only straight-line functions here")
+            node = Node(tn.kind())
+            for name in tn.attributeNames():
+                if name != "value":
+                    node.attrs[name] = getattr(tn, tn.kindOf(name))(name)
+            if tn.kind() == "prim::Constant" and tn.hasAttribute("value"):
+                node.attrs["value"] = tn.output().toIValue()
+            for i in tn.inputs():
+                node.add_input(env[i.debugName()])
+            for o in tn.outputs():
+                env[o.debugName()] = node.add_output(o.debugName(), convert_type(o.type()))
+            g.block.append(node)
+        for o in tg.outputs():
+            g.block.add_return(env[o.debugName()])
+        return g
+
+    def kinds(self) -> list[str]:
+        return [ref.name for ref in self.ops.values()]
+
+    def theirs(self, *args: Any) -> Any:
+        import torch
+
+        targs = [torch.from_numpy(a.copy()) if isinstance(a, np.ndarray) else _copy(a) for a in args]
+        return from_torch_value(self.fn(*targs))
+
+    def ours(self, *args: Any) -> Any:
+        env: dict[int, Any] = {id(p): _copy(a) for p, a in zip(self.graph.inputs, args)}
+        for node in self.graph.nodes:
+            if node.kind == "prim::Constant":
+                env[id(node.output)] = constant_value(node)
+                continue
+            result = bind(self.ops[node])(*(env[id(v)] for v in node.inputs))
+            if len(node.outputs) == 1:
+                env[id(node.outputs[0])] = result
+            elif node.outputs:
+                for out, value in zip(node.outputs, result):
+                    env[id(out)] = value
+        outs = [env[id(v)] for v in self.graph.outputs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _copy(a: Any) -> Any:
+    if isinstance(a, list):
+        return [_copy(x) for x in a]
+    if isinstance(a, dict):
+        return {k: _copy(v) for k, v in a.items()}
+    return a
+
+
+def outcome(fn: Any, *args: Any) -> tuple[str, Any]:
+    """("ok", value) or ("error", None): both engines must agree on failing too."""
+    try:
+        return "ok", fn(*args)
+    except Exception:  # noqa: BLE001 - any kernel error counts as "raised"
+        return "error", None
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values of equal Python types (nan equal to nan, -0.0 distinct from 0.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (a != a and b != b) or (a == b and np.signbit(a) == np.signbit(b))
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    return a == b
