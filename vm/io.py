@@ -210,14 +210,26 @@ def load_inputs(source: str | Path | Mapping[str, np.ndarray], program: Any) -> 
 
 
 def _graph_inputs(program: Any) -> list[Any]:
+    """The entry graph's input Values: from a Graph, a Module, or a Program (its IR module,
+    else, for a program read from .irbc, its recorded input names and type strings)."""
     target = program
     if getattr(target, "module", None) is not None:
         target = target.module
+    elif getattr(target, "input_names", None) is not None and hasattr(target, "input_types"):
+        return _signature(target.input_names, target.input_types)
     if hasattr(target, "main"):
         target = target.main
     if hasattr(target, "inputs"):
         return list(target.inputs)
     raise RunError(f"cannot find the graph inputs of {type(program).__name__}")
+
+
+def _signature(names: Sequence[str], type_texts: Sequence[str]) -> list[Any]:
+    # The type strings are as PyTorch prints them; the IR parser reads them for us.
+    from compiler.parser import parse
+
+    params = ",\n      ".join(f"%{n} : {t}" for n, t in zip(names, type_texts))
+    return list(parse(f"graph({params}):\n  return ()\n", "<signature>").main.inputs)
 
 
 def _load_one(flat: Mapping[str, np.ndarray], spec: dict[str, Kind], name: str, alias: str, type_: Any) -> Any:
