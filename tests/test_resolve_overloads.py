@@ -168,11 +168,10 @@ def test_resolve_all_reports_every_bad_node() -> None:
         n.add_output("r", T.INT)
         g.block.append(n)
     resolved, errors = resolve_all(g)
-    assert [e.message.split(" ")[0:3] for e in errors] == [
-        ["unknown", "operator", "test::nope(int)"],
-        ["no", "overload", "of"],
-        ["unknown", "operator", "test::neither(int)"],
-    ]
+    assert [e.message.startswith(prefix) for e, prefix in zip(errors, (
+        "unknown operator test::nope(int)", "no overload of test::add", "unknown operator test::neither(int)"
+    ))] == [True, True, True]
+    assert len(errors) == 3
     assert resolved == {}
 
 
