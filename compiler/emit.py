@@ -261,8 +261,9 @@ class _FunctionEmitter:
 
     def emit_operator(self, node: Node) -> None:
         ref = self.table.resolved.get(node)
-        if ref is None:
-            return  # resolve_all already reported why
+        if ref is None:  # resolve_all already reported why; carry on to find more errors
+            self.allocate(node.outputs)
+            return
         for value in node.inputs:
             self.use(value)
         k = self.operator(ref)
