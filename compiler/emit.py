@@ -57,6 +57,7 @@ def emit(module: Module, source: str | None = None) -> Program:
         input_names=tuple(v.name for v in main.inputs),
         input_types=tuple(_type_text(v) for v in main.inputs),
         n_outputs=len(main.outputs),
+        output_types=tuple(_type_text(v) for v in main.outputs),
         source=source if source is not None else _print(module),
         module=module,
     )

@@ -156,6 +156,7 @@ class Program:
     input_types: tuple[str, ...] = ()
     n_outputs: int = 1
     source: str = ""
+    output_types: tuple[str, ...] = ()  # the entry's output types, as input_types
     module: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
