@@ -113,18 +113,21 @@ def conv_nd(
 
 
 def _depthwise(xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints, oshape: Ints, result: np.ndarray) -> None:
-    """One input channel per group: accumulate ``w[:, tap] * shifted input`` over the taps."""
+    """One input channel per group: accumulate ``w[:, tap] * shifted input`` over the taps,
+    through one scratch buffer (two passes per tap, no temporaries)."""
     o, _, *kernel_ = weight.shape
     mult = o // xp.shape[1]
     src = np.repeat(xp, mult, axis=1) if mult > 1 else xp
-    result[...] = 0
     nsp = len(kernel_)
-    for tap in itertools.product(*(range(k) for k in kernel_)):
+    scratch = np.empty_like(result)
+    for i, tap in enumerate(itertools.product(*(range(k) for k in kernel_))):
         index = (slice(None), slice(None)) + tuple(
             slice(t * d, t * d + (n_out - 1) * s + 1, s) for t, d, s, n_out in zip(tap, dilation, stride, oshape)
         )
         w = weight[(slice(None), 0) + tap].reshape((o,) + (1,) * nsp)
-        result += src[index] * w
+        np.multiply(src[index], w, out=result if i == 0 else scratch)
+        if i:
+            result += scratch
 
 
 def _same_padding(x: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints) -> tuple[np.ndarray, int]:
