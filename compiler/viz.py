@@ -192,7 +192,7 @@ def render(
             f"(install it with 'apt-get install graphviz' or 'brew install graphviz', then run "
             f"'dot -T{fmt} {dot_path} -o {out}')"
         )
-    proc = subprocess.run(["dot", f"-T{fmt}", "-o", str(out)], input=dot.encode(), capture_output=True)
+    proc = subprocess.run(["dot", f"-T{fmt}", "-o", str(out)], input=dot.encode(), capture_output=True, check=False)
     if proc.returncode != 0:
         raise IRError(f"dot failed drawing {out}: {proc.stderr.decode(errors='replace').strip()}")
     return f"wrote {out}"

@@ -19,11 +19,11 @@ EXAMPLES = ROOT / "examples"
 
 
 def irc(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "compiler.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "compiler.cli", *args], capture_output=True, text=True, cwd=cwd, check=False)
 
 
 def irvm(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vm.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "vm.cli", *args], capture_output=True, text=True, cwd=cwd, check=False)
 
 
 def assert_one_paragraph(proc: subprocess.CompletedProcess[str], code: int) -> None:

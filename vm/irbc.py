@@ -32,7 +32,15 @@ from typing import Any
 import numpy as np
 
 from compiler.diagnostics import BytecodeError, IRError, Span
-from vm.bytecode import Function, Instruction, Opcode, Operand, Program, loop_exit_effect, stack_effect
+from vm.bytecode import (
+    Function,
+    Instruction,
+    Opcode,
+    Operand,
+    Program,
+    loop_exit_effect,
+    stack_effect,
+)
 from vm.ops import registry
 from vm.ops.registry import OpRef
 
@@ -161,7 +169,7 @@ def load(path: Path | str) -> Program:
     except (KeyError, ValueError, TypeError, IndexError, AttributeError, UnicodeDecodeError, RecursionError) as err:
         # zlib.error and json.JSONDecodeError are ValueErrors (or subclasses of them)
         raise BytecodeError(f"{where}: malformed irvm bytecode file ({type(err).__name__}: {err})") from None
-    except Exception as err:  # zlib.error and other codec failures on a damaged member
+    except Exception as err:  # noqa: BLE001  (zlib.error and other codec failures on a damaged member)
         raise BytecodeError(f"{where}: malformed irvm bytecode file ({type(err).__name__}: {err})") from None
 
 
@@ -233,7 +241,7 @@ def _function_from_json(f: dict[str, Any], files: dict[str, bytes], where: str) 
         except ValueError:
             raise BytecodeError(f"{where}: function {f.get('name')!r}, instruction {k}: unknown opcode {op}") from None
         code.append(Instruction(opcode, int(x), int(n)))
-    decode = lambda v: _decode(v, files, where)  # noqa: E731
+    decode = lambda v: _decode(v, files, where)
     return Function(
         name=str(f["name"]),
         instructions=tuple(code),
