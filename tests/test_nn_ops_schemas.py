@@ -27,3 +27,55 @@ def test_schema_is_pytorchs(info):
         torch_schemas[parsed.qualified] = parsed
     assert info.name in torch_schemas, f"PyTorch has no overload {info.name}"
     assert info.schema == torch_schemas[info.name], f"\n ours:  {info.schema.text}\n torch: {torch_schemas[info.name].text}"
+
+
+WITHOUT_OUT = {  # several results, or a result that may be the input itself (identity at inference)
+    "aten::max_pool2d_with_indices", "aten::adaptive_max_pool2d", "aten::adaptive_max_pool1d",
+    "aten::native_layer_norm", "aten::_native_batch_norm_legit_no_training", "aten::embedding_bag",
+    "aten::embedding_bag.padding_idx", "aten::lstm_cell", "aten::lstm.input", "aten::gru.input",
+    "aten::rnn_tanh.input", "aten::rnn_relu.input", "aten::_native_multi_head_attention",
+}
+
+
+@pytest.mark.parametrize("info", _nn_ops(), ids=lambda o: o.name)
+def test_fresh_single_result_ops_have_out_variants(info):
+    """The static runtime plans memory only for ops with out variants."""
+    if info.name in WITHOUT_OUT or info.schema.mutates:
+        assert info.out is None or not info.schema.mutates
+        return
+    assert info.out is not None, f"{info.name} returns a fresh tensor but has no out variant"
+
+
+def test_out_variants_write_the_kernels_result_into_the_buffer():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    cases = [
+        ("aten::max_pool2d", (x, [2, 2], [], [1, 0], [1, 1], True)),
+        ("aten::avg_pool2d", (x, [3, 2], [2, 1], [1, 1], False, False, None)),
+        ("aten::adaptive_avg_pool2d", (x, [4, 3])),
+        ("aten::pad", (x, [1, 2, 0, 1], "reflect", None)),
+        ("aten::upsample_bilinear2d.vec", (x, None, False, [1.5, 2.0])),
+        ("aten::pixel_shuffle", (x[:, :, :2, :2].repeat(4, axis=1), 2)),
+        ("aten::conv_transpose2d.input", (x, rng.standard_normal((3, 2, 3, 3)).astype(np.float32), None, [2, 2], [1, 1], [0, 0], 1, [1, 1])),
+        ("aten::instance_norm", (x, None, None, None, None, True, 0.1, 1e-5, True)),
+    ]
+    for name, args in cases:
+        info = registry.lookup(name)
+        want = info.kernel(*args)
+        buf = np.full(want.shape, np.nan, want.dtype)
+        assert info.out(buf, *args) is buf, name
+        np.testing.assert_array_equal(buf, want, err_msg=name)
+
+
+def test_conv_out_variant_writes_through_a_strided_buffer():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((1, 2, 5, 5)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    want = registry.lookup("aten::conv2d").kernel(x, w, None, [1, 1], [1, 1], [1, 1], 1)
+    backing = np.zeros((1, 3, 5, 10), np.float32)
+    view = backing[..., ::2]
+    registry.lookup("aten::conv2d").out(view, x, w, None, [1, 1], [1, 1], [1, 1], 1)
+    np.testing.assert_allclose(view, want, rtol=1e-6)

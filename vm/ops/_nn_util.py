@@ -9,6 +9,7 @@ the buffer it was given.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,21 @@ def write_out(out: np.ndarray, result: np.ndarray) -> np.ndarray:
     check_out(out, result.shape, result.dtype)
     np.copyto(out, result)
     return out
+
+
+def copying_out(registered: Any) -> Any:
+    """Give a ``@kernel`` an out variant that computes as usual and copies into the buffer.
+
+    For kernels whose result is fresh memory anyway: the copy lets the static runtime's
+    planner own the result's storage (and reuse it across runs).
+    """
+
+    def out_variant(out: np.ndarray, *args: Any) -> np.ndarray:
+        return write_out(out, registered(*args))
+
+    out_variant.__name__ = f"{getattr(registered, '__name__', 'kernel')}_out"
+    registered.out(out_variant)
+    return registered
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.ops._nn_util import sigmoid, write_out
+from vm.ops._nn_util import copying_out, sigmoid, write_out
 from vm.ops.registry import kernel
 
 Fn = Callable[..., np.ndarray]
@@ -101,6 +101,7 @@ _register(
 )
 
 
+@copying_out
 @kernel("aten::prelu(Tensor self, Tensor weight) -> Tensor")
 def prelu(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Per-channel (axis 1) or shared negative slope."""
@@ -112,6 +113,7 @@ def prelu(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return np.where(x > 0, x, x * w).astype(x.dtype, copy=False)
 
 
+@copying_out
 @kernel("aten::glu(Tensor self, int dim=-1) -> Tensor")
 def glu(x: np.ndarray, dim: int) -> np.ndarray:
     if x.shape[dim] % 2:

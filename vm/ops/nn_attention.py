@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from vm.ops._nn_util import copying_out
 from vm.ops.registry import kernel, lookup
 
 Array = np.ndarray
@@ -42,6 +43,7 @@ def _repeat_heads(t: Array, heads: int) -> Array:
     return np.repeat(t, heads // kv_heads, axis=-3)
 
 
+@copying_out
 @kernel(
     "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
     "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"
@@ -139,6 +141,7 @@ def _activation(x: Array, use_gelu: bool) -> Array:
     return np.maximum(x, 0)
 
 
+@copying_out
 @kernel(
     "aten::_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, "
     "Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, "

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from vm.ops._nn_util import check_out, expand
+from vm.ops._nn_util import check_out, copying_out, expand, write_out
 from vm.ops.registry import kernel
 
 Ints = Sequence[int]
@@ -93,6 +93,8 @@ def conv_nd(
     dtype = np.result_type(x, weight)
     oshape = _out_shape(x.shape[2:], kernel_, stride, padding, dilation)
     full = (n, o, *oshape)
+    if out is not None and not out.flags.c_contiguous:  # matmul could not write through a copy
+        return write_out(out, conv_nd(x[0] if unbatched else x, weight, bias, stride, padding, dilation, groups))
     if out is not None:
         check_out(out, full[1:] if unbatched else full, dtype)
         result = out.reshape(full)
@@ -231,6 +233,7 @@ def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_
     return conv_nd(x, weight, bias, stride, padding, dilation, groups)
 
 
+@copying_out
 @kernel(
     "aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
     "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, "
@@ -241,6 +244,7 @@ def underscore_convolution(x, weight, bias, stride, padding, dilation, transpose
     return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
+@copying_out
 @kernel(
     "aten::_convolution.deprecated(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, "
     "SymInt[] padding, SymInt[] dilation, bool transposed, int[] output_padding, SymInt groups, "
@@ -250,6 +254,7 @@ def underscore_convolution_deprecated(x, weight, bias, stride, padding, dilation
     return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
+@copying_out
 @kernel(
     "aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
     "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"
@@ -269,6 +274,8 @@ def _register_conv_transpose(dims: int) -> None:
     )
     def conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation):
         return conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation)
+
+    copying_out(conv_transpose)
 
 
 for _dims in (1, 2):

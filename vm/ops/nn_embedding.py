@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vm.ops._nn_util import check_out
+from vm.ops._nn_util import check_out, copying_out
 from vm.ops.registry import kernel
 
 
@@ -114,6 +114,7 @@ def embedding_bag_padding_idx(
     return embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
 
 
+@copying_out
 @kernel("aten::one_hot(Tensor self, int num_classes=-1) -> Tensor")
 def one_hot(x: np.ndarray, num_classes: int) -> np.ndarray:
     if x.dtype.kind not in "iu":

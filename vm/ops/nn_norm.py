@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vm.ops._nn_util import write_out
+from vm.ops._nn_util import copying_out, write_out
 from vm.ops.registry import kernel
 
 
@@ -163,6 +163,7 @@ def instance_norm_impl(x, weight, bias, running_mean, running_var, use_input_sta
     return _affine(y, weight, bias, _channel_shape(x)).astype(x.dtype, copy=False)
 
 
+@copying_out
 @kernel(
     "aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
     "Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor"

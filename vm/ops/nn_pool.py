@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vm.ops._nn_util import expand
+from vm.ops._nn_util import copying_out, expand
 from vm.ops.registry import kernel
 
 Ints = Sequence[int]
@@ -92,6 +92,7 @@ def max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode
     return best, best_idx
 
 
+@copying_out
 @kernel(
     "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
     "int[2] dilation=1, bool ceil_mode=False) -> Tensor"
@@ -109,6 +110,7 @@ def max_pool2d_with_indices_kernel(x, kernel_size, stride, padding, dilation, ce
     return out, idx.astype(np.int64)
 
 
+@copying_out
 @kernel(
     "aten::max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
     "int[1] dilation=[1], bool ceil_mode=False) -> Tensor"
@@ -151,6 +153,7 @@ def _window_counts(size: int, n_out: int, k: int, s: int, p: int, include_pad: b
     return np.minimum(end, size) - np.maximum(start, 0)
 
 
+@copying_out
 @kernel(
     "aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
     "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"
@@ -159,6 +162,7 @@ def avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, di
     return avg_pool2d_impl(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
+@copying_out
 @kernel(
     "aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
     "bool ceil_mode=False, bool count_include_pad=True) -> Tensor"
@@ -204,12 +208,14 @@ def _output_size(x: np.ndarray, output_size, n: int) -> tuple[int, ...]:
     return tuple(x.shape[-n + i] if v is None else int(v) for i, v in enumerate(sizes))
 
 
+@copying_out
 @kernel("aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor")
 def adaptive_avg_pool2d(x, output_size):
     oh, ow = _output_size(x, output_size, 2)
     return _adaptive_avg_axis(_adaptive_avg_axis(x, x.ndim - 2, oh), x.ndim - 1, ow)
 
 
+@copying_out
 @kernel("aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor")
 def adaptive_avg_pool1d(x, output_size):
     return _adaptive_avg_axis(x, x.ndim - 1, _output_size(x, output_size, 1)[0])

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vm.ops._nn_util import write_out
+from vm.ops._nn_util import copying_out, write_out
 from vm.ops.registry import kernel
 
 
@@ -56,6 +56,7 @@ def mode_pad(x: np.ndarray, pad: Sequence[int], mode: str) -> np.ndarray:
     return np.pad(x, widths, mode=_NP_MODES[mode])
 
 
+@copying_out
 @kernel('aten::pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor')
 def pad(x, pad_, mode, value):
     if mode == "constant":
@@ -82,8 +83,8 @@ def _register_mode_pads() -> None:
             def fn(x, padding, _mode=mode):
                 return mode_pad(x, padding, _mode)
 
-            kernel(f"aten::{prefix}_pad{dims}d(Tensor self, SymInt[{2 * dims}] padding) -> Tensor")(fn)
-    kernel("aten::_pad_circular(Tensor self, SymInt[] pad) -> Tensor")(lambda x, p: mode_pad(x, p, "circular"))
+            copying_out(kernel(f"aten::{prefix}_pad{dims}d(Tensor self, SymInt[{2 * dims}] padding) -> Tensor")(fn))
+    copying_out(kernel("aten::_pad_circular(Tensor self, SymInt[] pad) -> Tensor")(lambda x, p: mode_pad(x, p, "circular")))
 
 
 _register_mode_pads()
@@ -127,26 +128,31 @@ def upsample_nearest(x: np.ndarray, sizes: Sequence[int], scales: Sequence[float
     return x
 
 
+@copying_out
 @kernel("aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor")
 def upsample_nearest2d(x, output_size, scales_h, scales_w):
     return upsample_nearest(x, output_size, [scales_h, scales_w])
 
 
+@copying_out
 @kernel("aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor")
 def upsample_nearest2d_vec(x, output_size, scale_factors):
     return upsample_nearest(x, *_vec_sizes(x, output_size, scale_factors, 2))
 
 
+@copying_out
 @kernel("aten::upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor")
 def upsample_nearest1d(x, output_size, scales):
     return upsample_nearest(x, output_size, [scales])
 
 
+@copying_out
 @kernel("aten::upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor")
 def upsample_nearest1d_vec(x, output_size, scale_factors):
     return upsample_nearest(x, *_vec_sizes(x, output_size, scale_factors, 1))
 
 
+@copying_out
 @kernel(
     "aten::_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, "
     "float? scales_w=None) -> Tensor"
@@ -155,6 +161,7 @@ def upsample_nearest_exact2d(x, output_size, scales_h, scales_w):
     return upsample_nearest(x, output_size, [scales_h, scales_w], exact=True)
 
 
+@copying_out
 @kernel("aten::_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor")
 def upsample_nearest_exact2d_vec(x, output_size, scale_factors):
     return upsample_nearest(x, *_vec_sizes(x, output_size, scale_factors, 2), exact=True)
@@ -182,6 +189,7 @@ def upsample_bilinear(x, sizes, align_corners, scales) -> np.ndarray:
     return _linear_axis(y, x.ndim - 1, int(sizes[1]), align_corners, scales[1]).astype(x.dtype, copy=False)
 
 
+@copying_out
 @kernel(
     "aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, "
     "float? scales_h=None, float? scales_w=None) -> Tensor"
@@ -190,6 +198,7 @@ def upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w):
     return upsample_bilinear(x, output_size, align_corners, [scales_h, scales_w])
 
 
+@copying_out
 @kernel(
     "aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
     "float[]? scale_factors) -> Tensor"
@@ -203,6 +212,7 @@ def upsample_bilinear2d_vec(x, output_size, align_corners, scale_factors):
 # Pixel shuffles
 
 
+@copying_out
 @kernel("aten::pixel_shuffle(Tensor self, int upscale_factor) -> Tensor")
 def pixel_shuffle(x: np.ndarray, r: int) -> np.ndarray:
     *lead, c, h, w = x.shape
@@ -211,9 +221,10 @@ def pixel_shuffle(x: np.ndarray, r: int) -> np.ndarray:
     y = x.reshape(*lead, c // (r * r), r, r, h, w)
     k = len(lead)
     y = y.transpose(*range(k), k, k + 3, k + 1, k + 4, k + 2)
-    return np.ascontiguousarray(y).reshape(*lead, c // (r * r), h * r, w * r)
+    return y.copy().reshape(*lead, c // (r * r), h * r, w * r)  # a fresh tensor, even when r == 1
 
 
+@copying_out
 @kernel("aten::pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor")
 def pixel_unshuffle(x: np.ndarray, r: int) -> np.ndarray:
     *lead, c, h, w = x.shape
@@ -222,4 +233,4 @@ def pixel_unshuffle(x: np.ndarray, r: int) -> np.ndarray:
     y = x.reshape(*lead, c, h // r, r, w // r, r)
     k = len(lead)
     y = y.transpose(*range(k), k, k + 2, k + 4, k + 1, k + 3)
-    return np.ascontiguousarray(y).reshape(*lead, c * r * r, h // r, w // r)
+    return y.copy().reshape(*lead, c * r * r, h // r, w // r)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vm.ops._nn_util import sigmoid
+from vm.ops._nn_util import copying_out, sigmoid
 from vm.ops.registry import kernel
 
 Array = np.ndarray
@@ -61,6 +61,7 @@ def lstm_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
     return lstm_step(_proj(x, w_ih, b_ih) + _proj(h, w_hh, b_hh), c)
 
 
+@copying_out
 @kernel(
     "aten::gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
     "Tensor? b_hh=None) -> Tensor"
@@ -73,6 +74,7 @@ def _relu(x: Array) -> Array:
     return np.maximum(x, 0)
 
 
+@copying_out
 @kernel(
     "aten::rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
     "Tensor? b_hh=None) -> Tensor"
@@ -81,6 +83,7 @@ def rnn_tanh_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
     return np.tanh(_proj(x, w_ih, b_ih) + _proj(hx, w_hh, b_hh))
 
 
+@copying_out
 @kernel(
     "aten::rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
     "Tensor? b_hh=None) -> Tensor"
