@@ -125,6 +125,10 @@ class Builder:
 
     # -- picking ------------------------------------------------------------------------
     def pick(self, values: Sequence[Value]) -> Value:
+        """Any of ``values``, the latest one half of the time (so that chains form and
+        less of the program is dead)."""
+        if self.draw(st.booleans()):
+            return values[-1]
         return values[self.draw(st.integers(0, len(values) - 1))]
 
     def pick_compatible(self, values: Sequence[Value], shape: tuple[int, ...], into: bool = False) -> Value | None:
@@ -142,7 +146,7 @@ class Builder:
             self.statement(block, scope, depth)
 
     def statement(self, block: Block, scope: Scope, depth: int) -> None:
-        choices = ["unary", "binary", "scalar_arg", "where", "reduce", "transpose", "int", "inplace", "const"]
+        choices = ["unary", "binary", "scalar_arg", "where", "reduce", "transpose", "int", "inplace", "const", "repeat"]
         if depth < self.max_depth:
             choices += ["if", "loop", "raise"]
         if self.functions:
@@ -154,6 +158,17 @@ class Builder:
         out = self.tensor(block, self.draw(st.sampled_from(UNARY)), [x], self.meta[x])
         scope.tensors.append(out)
         scope.fresh.append(out)
+
+    def stmt_repeat(self, block: Block, scope: Scope, depth: int) -> None:
+        """A copy of an earlier pure tensor op of this block, on the same inputs."""
+        earlier = [n for n in block.nodes if n.kind in UNARY + BINARY and len(n.outputs) == 1 and n.output in self.meta]
+        if not earlier:
+            return self.stmt_unary(block, scope, depth)
+        node = self.pick(earlier)
+        out = self.tensor(block, node.kind, node.inputs, self.meta[node.output])
+        scope.tensors.append(out)
+        scope.fresh.append(out)
+        return None
 
     def stmt_binary(self, block: Block, scope: Scope, depth: int) -> None:
         a = self.pick(scope.tensors)
@@ -349,7 +364,7 @@ def modules(draw: Callable[..., Any], max_statements: int = 8, max_depth: int = 
         metas = tuple(TensorMeta(s) for s in draw(st.lists(st.sampled_from(SHAPES), min_size=1, max_size=2)))
         _tensor_params(builder, graph, scope, metas)
         builder.block_body(graph.block, scope, draw(st.integers(1, 4)), depth=1)
-        result = builder.pick(scope.tensors)
+        result = scope.tensors[-1]
         graph.block.add_return(result)
         functions[graph.name] = graph
         sigs[graph.name] = FunctionSig(metas, builder.meta[result])
@@ -361,7 +376,7 @@ def modules(draw: Callable[..., Any], max_statements: int = 8, max_depth: int = 
     scope.ints.append(builder.n)
     scope.bools.append(main.block.add_param("flag", T.BOOL))
     builder.block_body(main.block, scope, draw(st.integers(1, max_statements)), depth=0)
-    results = draw(st.lists(st.sampled_from(scope.tensors + scope.ints[:1]), min_size=1, max_size=3))
+    results = [scope.tensors[-1], *draw(st.lists(st.sampled_from(scope.tensors + scope.ints[:1]), max_size=2))]
     for v in results:
         main.block.add_return(v)
     return Module(main, functions)

@@ -14,8 +14,9 @@ From TorchScript's ``peephole.cpp`` we keep the rewrites that are safe on our ty
 
 A rewrite that replaces a fresh result by its input would make a later in-place write to
 the result visible through the input, so the arithmetic identities are skipped when the
-result may be written.  The rewritten node is removed when it has no use left; the
-constants a rewrite creates are left for pooling.
+result may be written.  As in PyTorch, dead code is eliminated after the rewrites (they
+leave the producers of their operands unused); the constants a rewrite creates are left
+for pooling.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from compiler import types as T
 from compiler.analysis.effects import AliasClasses, mutated_inputs
 from compiler.ir import Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, note
+from compiler.passes.eliminate_dead_code import sweep_dead_code
 
 _FLOAT_DTYPES = frozenset({"Float", "Double", "Half", "BFloat16"})
 _IDENTITY_SCALAR = {"aten::mul": 1, "aten::div": 1, "aten::add": 0, "aten::sub": 0}
@@ -35,6 +37,12 @@ def peephole(target: Target) -> Target:
 
 
 def _peephole_graph(graph: Graph) -> None:
+    if _rewrite_all(graph):
+        sweep_dead_code(graph)  # a rewrite leaves its operands' producers unused
+
+
+def _rewrite_all(graph: Graph) -> bool:
+    changed = False
     classes = AliasClasses(graph)
     written = {classes.find(n.inputs[i]) for n in graph.walk() for i in mutated_inputs(n)}
     for node in list(graph.walk()):
@@ -46,6 +54,8 @@ def _peephole_graph(graph: Graph) -> None:
         node.output.replace_all_uses_with(replacement)
         note(f"{node.kind.split('::')[-1]} rewritten")
         node.destroy()
+        changed = True
+    return changed
 
 
 def _rewrite(node: Node, is_written: object, graph: Graph) -> Value | None:
