@@ -13,6 +13,9 @@ superinstruction-forming loader would:
   ``regs[o] = f(regs[a], regs[b])``, specialised for 1, 2 and any number of inputs, and
   for whether some input is MOVEd (its register is cleared after the call);
 - a push followed by JF becomes a test of the register;
+- the pushes of a CALL's arguments, the CALL and the store of its results become one
+  CALLR that copies the arguments into the callee's registers and names the caller's
+  registers that RET fills; ``push r; RET`` of a one-result function becomes RET1;
 - everything else (block outputs on the stack, LOOP headers, CALL/RET) keeps its stack
   form.
 
@@ -33,9 +36,10 @@ from vm.bytecode import Function, Instruction, Opcode, Program
 
 # Decoded handler codes, most frequent first (the fast loop tests them in this order).
 OP1, OP1M, OP2, OP2M, OPG, OPGM = 0, 1, 2, 3, 4, 5
-PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS, LOOPE, LOOPB = range(6, 21)
+PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS, LOOPE, LOOPB, CALLR, RET1 = range(6, 23)
 NAMES = (
     "OP1 OP1M OP2 OP2M OPG OPGM PUSH PUSHM STORE STOREN JFR JF JMP LOOP CALL RET DROPR DROP OPS LOOPE LOOPB"
+    " CALLR RET1"
 ).split()
 _JUMPS = {JFR: (2,), JF: (1,), JMP: (1,), LOOP: (1,), LOOPE: (1, 4), LOOPB: (5, 6)}
 
@@ -81,12 +85,8 @@ class _Decoder:
                 ins[pos] = self.new_index[ins[pos]]
         template = (None,) * self.nreg + tuple(constants)
         code = tuple(tuple(x) for x in self.out)
-        n_in = self.function.n_inputs
-        first = self.code[0] if self.code else None
-        stores_inputs = first is not None and first.x == 0 and 0 not in self.targets and (
-            (first.op is Opcode.STORE and n_in == 1) or (first.op is Opcode.STOREN and first.n == n_in)
-        )
-        return Decoded(code, template, tuple(self.origin), self.nreg, n_in, 1 if stores_inputs else 0)
+        start = 1 if stores_inputs(self.function) else 0
+        return Decoded(code, template, tuple(self.origin), self.nreg, self.function.n_inputs, start)
 
     def emit(self, at: int, first: int, item: list[Any]) -> None:
         """Append ``item`` decoded from bytecode ``first``..; errors report bytecode ``at``."""
@@ -137,6 +137,14 @@ class _Decoder:
                 fused = self.fuse_op(i, j)
                 if fused is not None:
                     return fused
+        elif j < len(code) and code[j].op is Opcode.CALL:
+            fused = self.call(i, j)
+            if fused is not None:
+                return fused
+        elif j == i + 1 and j < len(code) and code[j].op is Opcode.RET and self.function.n_outputs == 1:
+            if j not in self.targets:
+                self.emit(j, i, [RET1, self.reg(code[i])])
+                return j + 1
         elif j < len(code) and code[j].op is Opcode.JMP and code[code[j].x].op is Opcode.LOOP:
             fused = self.back_edge(i, j)
             if fused is not None:
@@ -182,6 +190,33 @@ class _Decoder:
             self.emit(j, i, [code, fn, *args, out[0], *([moved] if moved else [])])
         else:
             self.emit(j, i, [OPGM if moved else OPG, fn, args, out[0], out[1], moved])
+        return end + 1
+
+    def call(self, i: int, j: int) -> int | None:
+        """Argument pushes i..j-1, CALL at j and the store of the results: one CALLR."""
+        callee = self.program.functions[self.code[j].x]
+        k = callee.n_inputs
+        if j - i > k:
+            self.push(i)
+            return i + 1
+        if j - i < k or not (k == 0 or stores_inputs(callee)):
+            return None
+        end, out, n_out = j, -1, 0
+        if callee.n_outputs:
+            store = self.code[j + 1] if j + 1 < len(self.code) else None
+            if store is not None and store.op is Opcode.STORE and callee.n_outputs == 1:
+                out, n_out = store.x, 1
+            elif store is not None and store.op is Opcode.STOREN and store.n == callee.n_outputs:
+                out, n_out = store.x, store.n
+            else:
+                return None
+            end = j + 1
+        if self.interior_target(i, end):
+            return None
+        pushes = self.code[i:j]
+        args = tuple(self.reg(p) for p in pushes)
+        moved = tuple(sorted({p.x for p in pushes if p.op is Opcode.MOVE}))
+        self.emit(j, i, [CALLR, self.code[j].x, args, moved, out, n_out])
         return end + 1
 
     def back_edge(self, i: int, j: int) -> int | None:
@@ -231,6 +266,17 @@ class _Decoder:
             self.emit(i, i, [RET])
         else:  # pragma: no cover - every opcode is handled above
             raise AssertionError(f"cannot decode {ins}")
+
+
+def stores_inputs(function: Function) -> bool:
+    """True when ``function`` starts by storing its inputs into registers 0..n_inputs-1
+    (callers may then put the arguments there themselves and start at instruction 1)."""
+    code, n = function.instructions, function.n_inputs
+    if not code or n == 0 or code[0].x != 0:
+        return False
+    if any(ins.x == 0 for ins in code if ins.op in (Opcode.JF, Opcode.JMP, Opcode.LOOP)):
+        return False
+    return (code[0].op is Opcode.STORE and n == 1) or (code[0].op is Opcode.STOREN and code[0].n == n)
 
 
 def listing(decoded: Decoded) -> str:

@@ -72,14 +72,18 @@ class Interpreter:
         )
         self.n_outputs = program.functions[program.entry].n_outputs
         self.checker = InputChecker(program)
+        self._takes_self = program.takes_self
+        # the argument types that need no checking (arrays for Tensors, ints for ints...)
+        self._fast_kinds = None if trace or debug or None in self.checker.fast else self.checker.fast
 
     def __call__(self, *args: Any) -> Any:
+        if self._fast_kinds is not None and tuple(map(type, args)) == self._fast_kinds:
+            return self._run([self.self_object, *args] if self._takes_self else list(args))
         if self.trace or self.debug:
             result, values = self.run_traced(*args)
             self.last_trace = values
             return result
-        stack = self._arguments(args)
-        return self._run(stack)
+        return self._run(self._arguments(args))
 
     def run_traced(self, *args: Any) -> tuple[Any, dict[str, Any]]:
         """Run on the reference loop; returns the result and every value stored, keyed by
@@ -174,10 +178,39 @@ class Interpreter:
                     regs[ins[1]] = None
                 elif op == 12:  # JMP
                     pc = ins[1]
-                elif op == 14:  # CALL: a new frame; the arguments go straight to registers
+                elif op == 21:  # CALLR: arguments from registers, results into registers
                     if len(frames) >= max_depth:
                         raise _DepthExceeded
-                    frames.append((code, pc, regs, fid))
+                    frames.append((code, pc, regs, fid, ins[4], ins[5]))
+                    args = [regs[r] for r in ins[2]]
+                    for r in ins[3]:
+                        regs[r] = None
+                    fid = ins[1]
+                    fn = functions[fid]
+                    code, regs, pc = fn.code, list(fn.template), fn.start
+                    regs[: len(args)] = args
+                elif op == 22:  # RET1: return one register's value
+                    value = regs[ins[1]]
+                    if not frames:
+                        return value
+                    code, pc, regs, fid, out, n = frames.pop()
+                    if out >= 0:
+                        regs[out] = value
+                    else:
+                        stack.append(value)
+                elif op == 15:  # RET: results on the stack, or into the CALLR's registers
+                    if not frames:
+                        break
+                    code, pc, regs, fid, out, n = frames.pop()
+                    if n == 1:
+                        regs[out] = stack.pop()
+                    elif n:
+                        regs[out : out + n] = stack[-n:]
+                        del stack[-n:]
+                elif op == 14:  # CALL: a new frame, the arguments on the stack
+                    if len(frames) >= max_depth:
+                        raise _DepthExceeded
+                    frames.append((code, pc, regs, fid, -1, 0))
                     fid = ins[1]
                     fn = functions[fid]
                     code, regs, pc = fn.code, list(fn.template), fn.start
@@ -185,10 +218,6 @@ class Interpreter:
                         n = fn.n_inputs
                         regs[:n] = stack[-n:]
                         del stack[-n:]
-                elif op == 15:  # RET: results stay on the stack
-                    if not frames:
-                        break
-                    code, pc, regs, fid = frames.pop()
                 elif op == 19:  # LOOPE: [trip, max, cond, carried...] -> body or exit
                     n = ins[2]
                     base = len(stack) - n - 1
