@@ -104,3 +104,16 @@ def test_compare_flat_catches_kind_dtype_shape_and_values() -> None:
     assert "values differ" in compare_flat(base, flatten_outputs([np.zeros(3, np.float32)]))[0]
     assert "kinds differ" in compare_flat(flatten_outputs([3]), flatten_outputs([np.array(3)]))[0]
     assert compare_flat(flatten_outputs([np.array([np.nan])]), flatten_outputs([np.array([np.nan])])) == []
+
+
+def test_inputs_of_a_program_read_without_its_ir_module() -> None:
+    """A program loaded from .irbc has no IR module: its recorded signature is used."""
+    import attrs
+
+    import compiler
+
+    corpus = Path(__file__).parent / "corpus"
+    program = compiler.compile_source((corpus / "lstm_cell_module.ir").read_text())
+    bare = attrs.evolve(program, module=None)
+    x, (h, c) = load_inputs(corpus / "lstm_cell_module.inputs.npz", bare)
+    assert x.shape == (3, 4) and h.shape == c.shape == (3, 5)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ def check(name: str, backend: str, expected_error: str | None) -> str | None:
         return f"backend unavailable: {err}"
     try:
         path = CORPUS / f"{name}.ir"
-        program = compiler.compile_source(path.read_text(), str(path))
+        program = compiler.compile_source(path.read_text(), str(path.relative_to(ROOT)))
         weights_path = CORPUS / f"{name}.weights.npz"
         weights = read_npz(weights_path) if weights_path.exists() else None
         inputs = load_inputs(CORPUS / f"{name}.inputs.npz", program)
@@ -63,8 +64,11 @@ def check(name: str, backend: str, expected_error: str | None) -> str | None:
 
 
 def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return (text[0] if text else "")[:160]
+    """The error's message lines (``file:line:col: ...``), or its first line, shortened."""
+    lines = str(err).strip().splitlines()
+    located = [ln.strip() for ln in lines if re.match(r"^\S+:\d+:\d+: ", ln.strip())]
+    text = "; ".join(located) if located else (lines[0] if lines else "")
+    return text[:300]
 
 
 def measure(manifest: list[dict[str, Any]]) -> dict[str, dict[str, str | None]]:
