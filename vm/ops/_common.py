@@ -40,6 +40,14 @@ def fits(buf: Any, result: np.ndarray) -> bool:
     return type(buf) is np.ndarray and buf.shape == result.shape and buf.dtype == result.dtype
 
 
+def into(buf: Any, result: np.ndarray) -> np.ndarray:
+    """``result`` copied into ``buf`` when it fits (then ``buf`` is returned), else ``result``."""
+    if fits(buf, result):
+        np.copyto(buf, result)
+        return buf
+    return result
+
+
 def copy_out(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """The out variant ``out(buf, *args)`` of ``kernel``, by computing then copying."""
 

@@ -72,12 +72,16 @@ kernel("aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool
 )
 kernel("aten::index_put_.hacked_twin(Tensor(a!) self, Tensor[] indices, Tensor values, bool accumulate=False) "
        "-> Tensor(a!)")(_index_put)
-kernel("aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor")(
-    lambda self, indices, values, accumulate: _index_put(self.copy(), indices, values, accumulate)
-)
-kernel("aten::index_put.hacked_twin(Tensor self, Tensor[] indices, Tensor values, bool accumulate=False) -> Tensor")(
-    lambda self, indices, values, accumulate: _index_put(self.copy(), indices, values, accumulate)
-)
+
+
+def _index_put_fresh(self: Array, indices: Sequence[Array | None], values: Array, accumulate: bool) -> Array:
+    return _index_put(self.copy(), indices, values, accumulate)
+
+
+for _sig in ("(Tensor self, Tensor?[] indices", ".hacked_twin(Tensor self, Tensor[] indices"):
+    kernel(f"aten::index_put{_sig}, Tensor values, bool accumulate=False) -> Tensor")(_index_put_fresh).out(
+        copy_out(_index_put_fresh)
+    )
 
 
 @kernel("aten::index_select(Tensor self, int dim, Tensor index) -> Tensor")
@@ -146,6 +150,10 @@ def _scatter_(self: Array, dim: int, index: Array, src: Any, reduce: str | None 
     return self
 
 
+def _scatter_fresh(self: Array, dim: int, index: Array, src: Any, reduce: str | None = None) -> Array:
+    return _scatter_(self.copy(), dim, index, src, reduce)
+
+
 for _kind, _arg in (("src", "Tensor src"), ("value", "Scalar value")):
     kernel(f"aten::scatter.{_kind}(Tensor self, int dim, Tensor index, {_arg}) -> Tensor")(
         lambda self, dim, index, src: _scatter_(self.copy(), dim, index, src)
@@ -153,14 +161,14 @@ for _kind, _arg in (("src", "Tensor src"), ("value", "Scalar value")):
     kernel(f"aten::scatter_.{_kind}(Tensor(a!) self, int dim, Tensor index, {_arg}) -> Tensor(a!)")(_scatter_)
     _r = "reduce" if _kind == "src" else "value_reduce"
     kernel(f"aten::scatter.{_r}(Tensor self, int dim, Tensor index, {_arg}, *, str reduce) -> Tensor")(
-        lambda self, dim, index, src, reduce: _scatter_(self.copy(), dim, index, src, reduce)
-    )
+        _scatter_fresh
+    ).out(copy_out(_scatter_fresh))
     kernel(f"aten::scatter_.{_r}(Tensor(a!) self, int dim, Tensor index, {_arg}, *, str reduce) -> Tensor(a!)")(
         _scatter_
     )
 kernel("aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor")(
-    lambda self, dim, index, src: _scatter_(self.copy(), dim, index, src, "add")
-)
+    _scatter_add := lambda self, dim, index, src: _scatter_(self.copy(), dim, index, src, "add")
+).out(copy_out(_scatter_add))
 kernel("aten::scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")(
     lambda self, dim, index, src: _scatter_(self, dim, index, src, "add")
 )
@@ -187,6 +195,7 @@ def masked_scatter(self: Array, mask: Array, source: Array) -> Array:
     return _masked_scatter_(np.array(np.broadcast_to(self, shape)), mask, source)
 
 
+masked_scatter.out(copy_out(masked_scatter))
 kernel("aten::masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)")(_masked_scatter_)
 
 
@@ -198,11 +207,17 @@ def masked_select(self: Array, mask: Array) -> Array:
     return np.broadcast_to(self, shape)[np.broadcast_to(mask, shape)]
 
 
+masked_select.out(copy_out(masked_select))
+
+
 @kernel("aten::nonzero(Tensor self) -> Tensor")
 def nonzero(self: Array) -> Array:
     if self.ndim == 0:
         return np.zeros((1 if self.item() else 0, 0), INT64)
     return np.stack(np.nonzero(self), axis=1).astype(INT64, copy=False)
+
+
+nonzero.out(copy_out(nonzero))
 
 
 @kernel("aten::where(Tensor condition) -> Tensor[]")

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.ops._common import copy_out
+from vm.ops._common import copy_out, into
 from vm.ops._dtypes import dtype_name, result_type, scalar_for, to_code, wrap
 from vm.ops.registry import kernel
 
@@ -52,7 +52,7 @@ def mm_out(buf: Array, self: Array, mat2: Array) -> Array:
     r_shape = (self.shape[0], mat2.shape[1]) if self.ndim == 2 and mat2.ndim == 2 else None
     if r_shape == buf.shape and buf.dtype == self.dtype == mat2.dtype:
         return np.matmul(self, mat2, out=buf)
-    return mm(self, mat2)
+    return into(buf, mm(self, mat2))
 
 
 @kernel("aten::bmm(Tensor self, Tensor mat2) -> Tensor")
@@ -81,7 +81,7 @@ def matmul_out(buf: Array, self: Array, other: Array) -> Array:
         shape = np.broadcast_shapes(self.shape[:-2], other.shape[:-2]) + (self.shape[-2], other.shape[-1])
         if shape == buf.shape:
             return np.matmul(self, other, out=buf)
-    return matmul(self, other)
+    return into(buf, matmul(self, other))
 
 
 def _add_scaled(prod: Array, bias: Array | None, beta: Any, alpha: Any) -> Array:
@@ -109,7 +109,7 @@ def addmm_out(buf: Array, self: Array, mat1: Array, mat2: Array, beta: Any, alph
         buf.dtype == mat1.dtype == mat2.dtype == self.dtype
     ):
         return _add_scaled(np.matmul(mat1, mat2, out=buf), self, beta, alpha)
-    return addmm(self, mat1, mat2, beta, alpha)
+    return into(buf, addmm(self, mat1, mat2, beta, alpha))
 
 
 @kernel("aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")
@@ -127,7 +127,7 @@ def linear_out(buf: Array, input: Array, weight: Array, bias: Array | None) -> A
         buf.shape == input.shape[:-1] + (weight.shape[0],)
     ):
         return _add_scaled(np.matmul(input, weight.T, out=buf), bias, 1, 1)
-    return linear(input, weight, bias)
+    return into(buf, linear(input, weight, bias))
 
 
 @kernel("aten::dot(Tensor self, Tensor tensor) -> Tensor")

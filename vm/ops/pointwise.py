@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.ops._common import copy_out, write_inplace
+from vm.ops._common import copy_out, into, write_inplace
 from vm.ops._dtypes import (
     BOOL,
     INT_CAT,
@@ -86,7 +86,7 @@ def _add_out(buf: np.ndarray, self: Any, other: Any, alpha: Any) -> np.ndarray:
     a, b, dt = _operands(self, other)
     if buf.dtype == dt and buf.shape == _shape_of(a, b):
         return np.add(a, _scale(b, alpha, dt), out=buf)
-    return _add(self, other, alpha)
+    return into(buf, _add(self, other, alpha))
 
 
 def _sub(self: Any, other: Any, alpha: Any) -> np.ndarray:
@@ -100,7 +100,7 @@ def _sub_out(buf: np.ndarray, self: Any, other: Any, alpha: Any) -> np.ndarray:
     a, b, dt = _operands(self, other)
     if buf.dtype == dt and buf.shape == _shape_of(a, b) and dt != BOOL:
         return np.subtract(a, _scale(b, alpha, dt), out=buf)
-    return _sub(self, other, alpha)
+    return into(buf, _sub(self, other, alpha))
 
 
 def _rsub_impl(self: Any, other: Any, alpha: Any) -> np.ndarray:
@@ -135,7 +135,7 @@ def _binary(ufunc: Ufunc) -> tuple[Callable[..., np.ndarray], Callable[..., np.n
         a, b, dt = _operands(self, other)
         if buf.dtype == dt and buf.shape == _shape_of(a, b):
             return ufunc(a, b, out=buf)
-        return wrap(ufunc(a, b))
+        return into(buf, wrap(ufunc(a, b)))
 
     return fn, out
 
@@ -149,7 +149,7 @@ def _compare(ufunc: Ufunc) -> tuple[Callable[..., np.ndarray], Callable[..., np.
         a, b, _ = _operands(self, other)
         if buf.dtype == BOOL and buf.shape == _shape_of(a, b):
             return ufunc(a, b, out=buf)
-        return wrap(ufunc(a, b))
+        return into(buf, wrap(ufunc(a, b)))
 
     return fn, out
 
@@ -237,7 +237,7 @@ def _div_out(buf: np.ndarray, self: Any, other: Any) -> np.ndarray:
     a, b = _conv(self, dt), _conv(other, dt)
     if buf.dtype == dt and buf.shape == _shape_of(a, b):
         return np.true_divide(a, b, out=buf)
-    return wrap(np.true_divide(a, b))
+    return into(buf, wrap(np.true_divide(a, b)))
 
 
 @np.errstate(all="ignore")
@@ -353,8 +353,8 @@ kernel("aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)")(
     lambda self, e: write_inplace(self, _pow(self, e))
 )
 kernel("aten::float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", elementwise=True)(
-    lambda self, e: _pow(self.astype(np.float64), e.astype(np.float64))
-)
+    _float_power := lambda self, e: _pow(self.astype(np.float64), e.astype(np.float64))
+).out(copy_out(_float_power))
 
 
 # ---------------------------------------------------------------------------------------

@@ -339,9 +339,8 @@ kernel("aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor va
 kernel("aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)")(
     lambda self, stable, dim, descending: _sort(self, dim, descending)
 )
-kernel("aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor")(
-    lambda self, dim, descending: _sort(self, dim, descending)[1]
-)
+_reg("aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
+     lambda self, dim, descending: _sort(self, dim, descending)[1])
 
 
 @kernel("aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)")

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.ops._common import copy_out, norm_dim, norm_dims
+from vm.ops._common import copy_out, into, norm_dim, norm_dims
 from vm.ops._dtypes import result_type, to_dtype
 from vm.ops.registry import kernel
 
@@ -328,14 +328,16 @@ def cat(tensors: Sequence[Array], dim: int) -> Array:
 @cat.out
 def cat_out(buf: Array, tensors: Sequence[Array], dim: int) -> Array:
     parts = [x for x in tensors if not (x.ndim == 1 and x.shape[0] == 0)]
-    dt = _join_dtype(tensors) if tensors else None
-    if parts and buf.dtype == dt and buf.ndim == parts[0].ndim and parts[0].ndim:
-        d = norm_dim(dim, buf.ndim)
-        shape = list(parts[0].shape)
-        shape[d] = sum(x.shape[d] for x in parts)
-        if tuple(shape) == buf.shape:
-            return np.concatenate(parts, axis=d, out=buf, dtype=dt)
-    return cat(tensors, dim)
+    if tensors and buf.dtype == _join_dtype(tensors):
+        if not parts:
+            return buf if buf.shape == (0,) else cat(tensors, dim)
+        if buf.ndim == parts[0].ndim and buf.ndim:
+            d = norm_dim(dim, buf.ndim)
+            shape = list(parts[0].shape)
+            shape[d] = sum(x.shape[d] for x in parts)
+            if tuple(shape) == buf.shape:
+                return np.concatenate(parts, axis=d, out=buf)
+    return into(buf, cat(tensors, dim))
 
 
 @kernel("aten::stack(Tensor[] tensors, int dim=0) -> Tensor")
@@ -366,11 +368,17 @@ def flip(self: Array, dims: Sequence[int]) -> Array:
     return np.flip(self, norm_dims(dims, self.ndim) if dims else ()).copy()
 
 
+flip.out(copy_out(flip))
+
+
 @kernel("aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor")
 def roll(self: Array, shifts: Sequence[int], dims: Sequence[int]) -> Array:
     if not dims:
         return np.roll(self.reshape(-1), shifts[0]).reshape(self.shape)
     return np.roll(self, tuple(shifts), tuple(norm_dim(d, self.ndim) for d in dims))
+
+
+roll.out(copy_out(roll))
 
 
 @kernel("aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor")
@@ -459,8 +467,8 @@ kernel("aten::to.prim_other(Tensor(a) self, bool non_blocking=False, bool copy=F
     lambda self, nb, copy: self.copy() if copy else self
 )
 kernel("aten::type_as(Tensor self, Tensor other) -> Tensor")(
-    lambda self, other: self if self.dtype == other.dtype else self.astype(other.dtype)
-)
+    _type_as := lambda self, other: self if self.dtype == other.dtype else self.astype(other.dtype)
+).out(copy_out(_type_as))
 kernel("aten::view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)")(
     lambda self, dtype: self.view(to_dtype(dtype))
 )

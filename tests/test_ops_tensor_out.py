@@ -1,0 +1,101 @@
+"""Out variants and in-place forms of the tensor kernels.
+
+For every case of the differential tables that has an out variant: ``out(buf, *args)``
+with a buffer of the result's shape and dtype writes the kernel's result into that very
+buffer and returns it; with a buffer that does not fit, it returns a fresh correct result
+and leaves the buffer alone.  Every op of the tensor families whose schema returns a
+fresh tensor must have an out variant (the static runtime's memory planner relies on it),
+and every ``Tensor(a!)`` op must return its first argument itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import test_ops_tensor_linalg
+import test_ops_tensor_pointwise
+import test_ops_tensor_reduction
+import test_ops_tensor_shape
+from tensor_op_support import EXAMPLES, assert_same, copy_args
+from vm.ops.registry import all_ops, lookup
+
+TENSOR_MODULES = {"vm.ops.pointwise", "vm.ops.unary", "vm.ops.reduction", "vm.ops.shape", "vm.ops.linalg",
+                  "vm.ops.factory", "vm.ops.indexing"}
+
+ALL_CASES = (test_ops_tensor_pointwise.CASES + test_ops_tensor_reduction.CASES + test_ops_tensor_shape.CASES
+             + test_ops_tensor_linalg.CASES)
+OUT_CASES = [c for c in ALL_CASES if lookup(c[0]).out is not None]
+
+
+def _module_of(info) -> str:
+    fn = info.kernel
+    return getattr(fn, "__module__", "") or ""
+
+
+def _fresh_result(info) -> bool:
+    returns = info.schema.returns
+    return len(returns) == 1 and returns[0].type == "Tensor" and not returns[0].alias
+
+
+@pytest.mark.parametrize("name,strategy", OUT_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(OUT_CASES)])
+def test_out_variant_writes_into_buffer(name, strategy) -> None:
+    info = lookup(name)
+
+    @settings(max_examples=EXAMPLES)
+    @given(strategy)
+    def check(values):
+        try:
+            expected = info.kernel(*copy_args(values))
+        except Exception:
+            return
+        buf = np.empty_like(expected)
+        got = info.out(buf, *copy_args(values))
+        assert got is buf, f"{name}: out variant did not return the buffer it was given"
+        assert_same(got, expected)
+        wrong = np.zeros(expected.shape + (2,), expected.dtype)
+        fresh = info.out(wrong, *copy_args(values))
+        assert fresh is not wrong and not wrong.any()
+        assert_same(fresh, expected)
+
+    check()
+
+
+def test_every_fresh_tensor_op_has_an_out_variant() -> None:
+    missing = [i.name for i in all_ops()
+               if _module_of(i) in TENSOR_MODULES and _fresh_result(i) and not i.schema.mutates and i.out is None
+               and not i.name.startswith(("aten::empty", "aten::new_", "aten::zeros", "aten::ones", "aten::full",
+                                          "aten::arange", "aten::linspace", "aten::eye", "aten::scalar_tensor",
+                                          "aten::tensor."))]
+    # factories make their result from sizes alone; everything else must be plannable
+    assert not missing, f"fresh-result ops without an out variant: {missing}"
+
+
+def test_every_tensor_op_has_a_differential_case() -> None:
+    """The tables cover every pointwise/reduction/shape/linalg op (in-place forms and
+    rarely used overloads excepted by name below)."""
+    covered = {c[0] for c in ALL_CASES}
+    mine = [i for i in all_ops() if _module_of(i) in TENSOR_MODULES]
+    uncovered = sorted(i.name for i in mine if i.name not in covered and not i.schema.mutates)
+    assert len(uncovered) < len(mine) // 3, f"too many ops without a differential case: {uncovered}"
+
+
+@pytest.mark.parametrize("name,args", [
+    ("aten::add_.Tensor", (np.ones(3, np.float32), np.ones(3, np.float32), 1)),
+    ("aten::relu_", (np.array([-1.0, 2.0], np.float32),)),
+    ("aten::copy_", (np.zeros(2, np.float32), np.ones(2, np.float32), False)),
+    ("aten::index_put_", (np.zeros(3, np.float32), [np.array([1])], np.array(5.0, np.float32), False)),
+    ("aten::clamp_", (np.array([-3.0, 3.0], np.float32), -1, 1)),
+    ("aten::masked_fill_.Scalar", (np.zeros(2, np.int64), np.array([True, False]), 4)),
+])
+def test_inplace_ops_mutate_and_return_self(name, args) -> None:
+    before = args[0].copy()
+    result = lookup(name).kernel(*args)
+    assert result is args[0] and not np.array_equal(before, args[0])
+
+
+def test_inplace_refuses_to_narrow_the_dtype() -> None:
+    """int_tensor.add_(float) is an error in PyTorch: the result type Float can't be cast to Long."""
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        lookup("aten::add_.Scalar").kernel(np.ones(2, np.int64), 0.5, 1)
