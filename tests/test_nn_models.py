@@ -25,7 +25,7 @@ DUMPS = sorted(p.stem for p in MODELS.glob("*.ir"))
 
 
 def test_every_model_of_the_issue_is_dumped():
-    wanted = ["mlp", "cnn", "lstm_cell", "gru_cell", "lstm", "gru", "embedding", "encoder_layer", "mha"]
+    wanted = ["mlp", "cnn", "lstm_cell", "gru_cell", "lstm", "gru", "embedding", "embedding_bag", "encoder_layer", "mha"]
     for name in wanted:
         assert f"{name}_script" in DUMPS and f"{name}_trace" in DUMPS, name
     assert {"encoder_layer_trace_fast", "mha_trace_fast", "mlp_freeze", "cnn_freeze"} <= set(DUMPS)
@@ -45,10 +45,16 @@ def _program(name: str):
 # defined" on them (an emitter bug, the IR is well formed); the kernels they use are
 # covered by tests/test_nn_ops_*.py and by the other variants of the same module.
 EMITTER_BUG = {"encoder_layer_script", "mha_script", "lstm_cell_trace", "gru_cell_trace"}
+# Graphs that call an operator outside the nn family that nobody registers yet.
+MISSING_OP = {"embedding_bag_script": "aten::is_floating_point"}
 
 
 def _case(name: str):
-    marks = [pytest.mark.xfail(reason="compiler/emit.py: used before it is defined", strict=False)] if name in EMITTER_BUG else []
+    marks = []
+    if name in EMITTER_BUG:
+        marks.append(pytest.mark.xfail(reason="compiler/emit.py: used before it is defined", strict=False))
+    if name in MISSING_OP:
+        marks.append(pytest.mark.xfail(reason=f"{MISSING_OP[name]} is not registered", strict=False))
     return pytest.param(name, marks=marks, id=name)
 
 

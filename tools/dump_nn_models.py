@@ -112,6 +112,18 @@ class EmbeddingClassifier(nn.Module):
         return self.fc(self.norm(self.embed(tokens).mean(dim=1)))
 
 
+class BagClassifier(nn.Module):
+    """nn.EmbeddingBag (mean, padding_idx) over flat tokens with offsets, then a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bag = nn.EmbeddingBag(50, 16, mode="mean", padding_idx=0)
+        self.fc = nn.Linear(16, 3)
+
+    def forward(self, tokens: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.bag(tokens, offsets))
+
+
 class SelfAttention(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -138,6 +150,8 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[Any, ...]], 
     "lstm": (LSTMNet, lambda: (torch.randn(2, 5, 8),), ("script", "trace")),
     "gru": (GRUNet, lambda: (torch.randn(6, 2, 8),), ("script", "trace")),
     "embedding": (EmbeddingClassifier, _tokens, ("script", "trace")),
+    "embedding_bag": (BagClassifier, lambda: (torch.tensor([3, 0, 7, 9, 1, 0, 4, 4]), torch.tensor([0, 3, 3, 5])),
+                      ("script", "trace")),
     "encoder_layer": (_encoder_layer, lambda: (torch.randn(2, 5, 16),), ("script", "trace", "trace_fast")),
     "mha": (SelfAttention, lambda: (torch.randn(2, 5, 16),), ("script", "trace", "trace_fast")),
 }
