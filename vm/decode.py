@@ -13,6 +13,8 @@ superinstruction-forming loader would:
   ``regs[o] = f(regs[a], regs[b])``, specialised for 1, 2 and any number of inputs, and
   for whether some input is MOVEd (its register is cleared after the call);
 - a push followed by JF becomes a test of the register;
+- the pushes of an If branch's outputs, with the JMP to the join (or the fall through
+  into it) and the join's STORE, become one COPY from register to register;
 - the pushes of a CALL's arguments, the CALL and the store of its results become one
   CALLR that copies the arguments into the callee's registers and names the caller's
   registers that RET fills; ``push r; RET`` of a one-result function becomes RET1;
@@ -37,11 +39,12 @@ from vm.bytecode import Function, Instruction, Opcode, Program
 # Decoded handler codes, most frequent first (the fast loop tests them in this order).
 OP1, OP1M, OP2, OP2M, OPG, OPGM = 0, 1, 2, 3, 4, 5
 PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS, LOOPE, LOOPB, CALLR, RET1 = range(6, 23)
+COPY = 23
 NAMES = (
     "OP1 OP1M OP2 OP2M OPG OPGM PUSH PUSHM STORE STOREN JFR JF JMP LOOP CALL RET DROPR DROP OPS LOOPE LOOPB"
-    " CALLR RET1"
+    " CALLR RET1 COPY"
 ).split()
-_JUMPS = {JFR: (2,), JF: (1,), JMP: (1,), LOOP: (1,), LOOPE: (1, 4), LOOPB: (5, 6)}
+_JUMPS = {JFR: (2,), JF: (1,), JMP: (1,), LOOP: (1,), LOOPE: (1, 4), LOOPB: (5, 6), COPY: (4,)}
 
 _PUSHES = (Opcode.LOAD, Opcode.MOVE, Opcode.LOADC)
 
@@ -149,6 +152,10 @@ class _Decoder:
             fused = self.back_edge(i, j)
             if fused is not None:
                 return fused
+        elif j > i and j < len(code) and code[j].op in (Opcode.STORE, Opcode.STOREN, Opcode.JMP):
+            fused = self.copy(i, j)
+            if fused is not None:
+                return fused
         elif j == i + 1 and j < len(code) and code[j].op is Opcode.JF and j not in self.targets:
             ins = code[i]
             self.emit(j, i, [JFR, self.reg(ins), code[j].x, ins.op is Opcode.MOVE])
@@ -191,6 +198,29 @@ class _Decoder:
         else:
             self.emit(j, i, [OPGM if moved else OPG, fn, args, out[0], out[1], moved])
         return end + 1
+
+    def copy(self, i: int, j: int) -> int | None:
+        """Pushes i..j-1 stored by the STORE(N) at j, or at the target of the JMP at j:
+        a COPY into the stored registers that continues after that STORE(N)."""
+        ins = self.code[j]
+        join = ins.x if ins.op is Opcode.JMP else j
+        store = self.code[join] if join < len(self.code) else None
+        if store is None or store.op not in (Opcode.STORE, Opcode.STOREN):
+            return None
+        count = 1 if store.op is Opcode.STORE else store.n
+        if j - i < count:
+            return None
+        start = j - count
+        if start > i:
+            self.push(i)
+            return i + 1
+        if self.interior_target(i, j - 1) or (ins.op is Opcode.JMP and j in self.targets):
+            return None
+        pushes = self.code[i:j]
+        sources = tuple(self.reg(p) for p in pushes)
+        moved = tuple(sorted({p.x for p in pushes if p.op is Opcode.MOVE}))
+        self.emit(j, i, [COPY, sources, moved, store.x, join + 1])
+        return j + 1 if ins.op is Opcode.JMP else j  # the STORE(N) at j stays for other jumps
 
     def call(self, i: int, j: int) -> int | None:
         """Argument pushes i..j-1, CALL at j and the store of the results: one CALLR."""

@@ -163,6 +163,12 @@ class Interpreter:
                         pc = ins[2]
                     if ins[3]:
                         regs[ins[1]] = None
+                elif op == 23:  # COPY: an If branch's outputs into the If's registers
+                    values = [regs[r] for r in ins[1]]
+                    for r in ins[2]:
+                        regs[r] = None
+                    regs[ins[3] : ins[3] + len(values)] = values
+                    pc = ins[4]
                 elif op == 6:  # PUSH
                     stack.append(regs[ins[1]])
                 elif op == 7:  # PUSHM
