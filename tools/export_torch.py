@@ -190,10 +190,12 @@ def graph_text(compiled: Any, source_dir: Path | None, base: Path | None = None)
 
 
 def normalize_paths(text: str, source_dir: Path | None, base: Path | None = None) -> str:
-    """``source_dir/`` becomes its path relative to ``base`` (default: the working directory);
-    ``.../site-packages/`` is dropped."""
+    """``source_dir/`` becomes its path relative to ``base`` (default: the working directory),
+    or nothing when it lies outside ``base``; ``.../site-packages/`` is dropped."""
     if source_dir is not None:
         rel = os.path.relpath(source_dir, base or Path.cwd())
+        if rel.startswith(".."):  # outside the working tree: the bare file name
+            rel = "."
         text = text.replace(str(source_dir) + os.sep, "" if rel == "." else rel + "/")
     return re.sub(r"(# )\S*?/site-packages/", r"\1", text)
 
