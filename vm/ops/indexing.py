@@ -50,7 +50,9 @@ def index(self: Array, indices: Sequence[Array | None]) -> Array:
 
 
 index.out(copy_out(index))
-kernel("aten::index.Tensor_hacked_twin(Tensor self, Tensor[] indices) -> Tensor")(index)
+kernel("aten::index.Tensor_hacked_twin(Tensor self, Tensor[] indices) -> Tensor")(index.__wrapped__).out(
+    copy_out(index.__wrapped__)
+)
 
 
 def _index_put(self: Array, indices: Sequence[Array | None], values: Array, accumulate: bool) -> Array:

@@ -144,7 +144,7 @@ def dot(self: Array, tensor: Array) -> Array:
 
 
 dot.out(copy_out(dot))
-kernel("aten::vdot(Tensor self, Tensor other) -> Tensor")(dot)
+kernel("aten::vdot(Tensor self, Tensor other) -> Tensor")(dot.__wrapped__).out(copy_out(dot.__wrapped__))
 
 
 @kernel("aten::mv(Tensor self, Tensor vec) -> Tensor")

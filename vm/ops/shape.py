@@ -251,7 +251,7 @@ def narrow(self: Array, dim: int, start: Any, length: int) -> Array:
     return self[(slice(None),) * d + (slice(start, start + length),)]
 
 
-kernel("aten::narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)")(narrow)
+kernel("aten::narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)")(narrow.__wrapped__)
 
 
 def _pieces(self: Array, dim: int, sizes: Sequence[int]) -> list[Array]:
