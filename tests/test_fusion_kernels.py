@@ -103,7 +103,7 @@ def test_shapes_that_do_not_match_fall_back_and_say_so() -> None:
 def test_small_inputs_run_unfused() -> None:
     kernel = _chain_kernel(min_block=1 << 16)
     kernel(np.ones(10, np.float32), np.ones(10, np.float32), np.ones(10, np.float32))
-    assert kernel.stats == {"fused": 0, "unfused": 1}
+    assert kernel.stats == {"fused": 0, "unfused": 1, "numba": 0}
     assert "smaller than two blocks" in kernel.fallback_reasons
 
 
@@ -135,3 +135,44 @@ def test_fused_opref_rebinds_to_an_equal_kernel() -> None:
     rebound = bind(fused_opref(node))
     x = np.linspace(-3, 3, 500, dtype=np.float32)
     _same(rebound(x, x, x), _chain_kernel()(x, x, x))
+
+
+# --- the numba fuser (skipped, with its reason, where numba is not installed) -----------
+
+def _numba_or_skip() -> None:
+    pytest.importorskip("numba", reason="numba is not installed (pip install irvm[fast])")
+
+
+def test_numba_kernel_matches_unfused_within_float32_rounding(tmp_path: Path, monkeypatch) -> None:
+    _numba_or_skip()
+    import vm.fusion_numba as fn
+
+    monkeypatch.setenv("IRVM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(fn, "THRESHOLD", 64)
+    kernel = _chain_kernel(min_block=16)
+    assert kernel.enable_numba() == []
+    rng = np.random.default_rng(1)
+    x, w, b = (rng.standard_normal(5000).astype(np.float32) for _ in range(3))
+    x[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    fused = kernel(x, w, b)
+    assert kernel.stats["numba"] == 1
+    unfused = kernel._result(kernel._run_whole([x, w, b]))
+    for got, want in zip(fused, unfused):
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=2e-7, atol=0, equal_nan=True)
+    assert list(tmp_path.glob("numba/fused_*.py")), "kernels are real files, so numba can cache them"
+
+
+def test_numba_never_compiles_on_a_run(tmp_path: Path, monkeypatch) -> None:
+    """Dtypes not compiled ahead run blocked (and say so) instead of compiling lazily."""
+    _numba_or_skip()
+    import vm.fusion_numba as fn
+
+    monkeypatch.setenv("IRVM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(fn, "THRESHOLD", 64)
+    kernel = _chain_kernel(min_block=16)
+    assert kernel.enable_numba() == []  # float32, as the sub-graph declares plain Tensors
+    x = np.ones(4000, np.float64)
+    kernel(x, x, x)
+    assert kernel.stats["numba"] == 0 and kernel.stats["fused"] == 1
+    assert "numba: dtypes not compiled ahead" in kernel.fallback_reasons

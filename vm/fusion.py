@@ -32,11 +32,12 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from compiler.diagnostics import RunError, Span
+from vm import fusion_numba
 from vm.ops.registry import OpRef, bind, bind_out, prim_factory
 
 MIN_BLOCK = 1 << 16  # 64K elements: below this, per-call overhead eats the cache win
@@ -59,11 +60,16 @@ def _thread_pool() -> ThreadPoolExecutor:
 class _Step:
     """One operator of the group: its kernels, where its inputs are, where it writes."""
 
-    __slots__ = ("inputs", "kernel", "out", "output", "span", "text")
+    __slots__ = ("inputs", "kernel", "out", "output", "ref", "span", "text")
 
-    def __init__(self, kernel: Callable[..., Any], out: Callable[..., Any] | None, inputs: tuple[int, ...],
-                 output: int, span: Span | None, text: str):
-        self.kernel, self.out, self.inputs, self.output, self.span, self.text = kernel, out, inputs, output, span, text
+    def __init__(self, ref: OpRef, inputs: tuple[int, ...], output: int, span: Span | None, text: str):
+        self.kernel, self.out, self.ref = bind(ref), bind_out(ref), ref
+        self.inputs, self.output, self.span, self.text = inputs, output, span, text
+
+
+class _NumbaKernel(NamedTuple):
+    kernel: Callable[..., Any]
+    out_dtypes: tuple[np.dtype, ...]
 
 
 class FusedKernel:
@@ -94,13 +100,14 @@ class FusedKernel:
                 continue
             ref = resolve(node)
             index[id(node.output)] = n_slots
-            steps.append(_Step(bind(ref), bind_out(ref), tuple(index[id(v)] for v in node.inputs), n_slots,
-                               node.span, repr(node)))
+            steps.append(_Step(ref, tuple(index[id(v)] for v in node.inputs), n_slots, node.span, repr(node)))
             n_slots += 1
         self.steps = tuple(steps)
         self.n_slots = n_slots
         self.outputs = tuple(index[id(v)] for v in subgraph.outputs)
-        self.stats = {"fused": 0, "unfused": 0}
+        self.input_types = tuple(v.type for v in subgraph.inputs)
+        self.numba_kernels: dict[tuple[Any, ...], _NumbaKernel] = {}
+        self.stats = {"fused": 0, "unfused": 0, "numba": 0}
         self.fallback_reasons: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -113,6 +120,11 @@ class FusedKernel:
             reason = "inputs of different shapes" if shape is None else "smaller than two blocks"
             self._count("unfused", reason)
             return self._result(self._run_whole(args))
+        if self.numba_kernels and n >= fusion_numba.THRESHOLD:
+            values = self._run_numba(args, shape, n)
+            if values is not None:
+                self._count("numba", None)
+                return self._result(values)
         self._count("fused", None)
         return self._result(self._run_blocked(args, shape, n))
 
@@ -202,6 +214,63 @@ class FusedKernel:
             values[slot] = value.reshape(shape) if full[slot] else value
         return values
 
+    # -- the numba fuser ----------------------------------------------------------------
+
+    def enable_numba(self, samples: Sequence[Sequence[Any]] | None = None) -> list[str]:
+        """Compile numba kernels now, for the dtypes of ``samples`` (argument lists), or for
+        the dtypes the sub-graph declares (float32 for a plain ``Tensor``).  Calls whose
+        dtypes were not compiled run blocked: nothing is compiled on a run.  Returns the
+        reasons a signature could not be compiled (empty when all were)."""
+        if not fusion_numba.AVAILABLE:
+            return ["numba is not installed (pip install irvm[fast])"]
+        if not fusion_numba.supports([s.ref.name for s in self.steps]):
+            missing = sorted({s.ref.name for s in self.steps} - set(fusion_numba.EXPRESSIONS) - set(fusion_numba.WHERE))
+            return [f"no numba expression for {', '.join(missing)}"]
+        problems = []
+        for args in samples or [_declared_sample(self.input_types)]:
+            try:
+                key, compiled = self._numba_signature(args)
+                tiny = [a.reshape(-1)[:1] if _is_full(a) else a for a in args]
+                self._call_numba(compiled, tiny, 1)  # compiles (or loads from the disk cache) now
+                self.numba_kernels[key] = compiled
+            except Exception as exc:  # noqa: BLE001 - a signature numba cannot compile runs blocked
+                problems.append(f"{type(exc).__name__}: {exc}")
+        return problems
+
+    def _numba_signature(self, args: Sequence[Any]) -> tuple[tuple[Any, ...], _NumbaKernel]:
+        full = [_is_full(a) for a in args] + [False] * (self.n_slots - self.n_inputs)
+        for step in self.steps:
+            full[step.output] = any(full[i] for i in step.inputs)
+        if not all(full[o] for o in self.outputs):
+            raise ValueError("an output does not depend on a full-size input")
+        probe = self._slots([a.reshape(-1)[:1] if f else a for a, f in zip(args, full)])
+        for step in self.steps:  # the unfused kernels tell every value's dtype
+            self._apply(step, probe)
+        dtypes = {s.output: np.asarray(probe[s.output]).dtype for s in self.steps}
+        dtypes.update({i: a.dtype for i, a in enumerate(args) if isinstance(a, np.ndarray)})
+        steps = [(s.ref.name, s.inputs, s.output, s.ref.defaults) for s in self.steps]
+        source = fusion_numba.generate(steps, dtypes, full, self.constants, self.n_inputs, self.outputs)
+        out_dtypes = tuple(dtypes[slot] for slot in dict.fromkeys(self.outputs))
+        return _numba_key(args), _NumbaKernel(fusion_numba.load_kernel(source), out_dtypes)
+
+    def _call_numba(self, compiled: _NumbaKernel, args: Sequence[Any], n: int) -> list[np.ndarray]:
+        outs = [np.empty(n, dtype=dtype) for dtype in compiled.out_dtypes]
+        flat = [a.reshape(-1) if _is_full(a) else (a[()] if isinstance(a, np.ndarray) else a) for a in args]
+        fusion_numba.call(compiled.kernel, [*flat, *outs])
+        return outs
+
+    def _run_numba(self, args: Sequence[Any], shape: tuple[int, ...], n: int) -> list[Any] | None:
+        compiled = self.numba_kernels.get(_numba_key(args))
+        if compiled is None:
+            with self._lock:
+                reason = "numba: dtypes not compiled ahead"
+                self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
+            return None
+        values: list[Any] = [None] * self.n_slots
+        for slot, out in zip(dict.fromkeys(self.outputs), self._call_numba(compiled, args, n)):
+            values[slot] = out.reshape(shape)
+        return values
+
     def _run_blocks(self, flat: list[Any], full: list[bool], results: dict[int, Any], dtypes: dict[int, np.dtype],
                     starts: list[int], block: int, n: int) -> None:
         scratch = _thread_scratch(dtypes, block)
@@ -216,6 +285,36 @@ class FusedKernel:
                     self._apply(step, values, results[slot][lo:hi])
                 else:
                     self._apply(step, values, scratch[slot][: hi - lo])
+
+
+def _is_full(a: Any) -> bool:
+    return isinstance(a, np.ndarray) and a.ndim > 0
+
+
+def _numba_key(args: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple((a.dtype.str, a.ndim > 0) if isinstance(a, np.ndarray) else type(a).__name__ for a in args)
+
+
+_DECLARED = {"Float": np.float32, "Double": np.float64, "Long": np.int64, "Int": np.int32, "Bool": np.bool_,
+             "Half": np.float16}
+
+
+def _declared_sample(types: Sequence[Any]) -> list[Any]:
+    """One-element arguments with the dtypes a sub-graph declares (float32 for ``Tensor``)."""
+    from compiler import types as T
+
+    sample: list[Any] = []
+    for t in types:
+        if t is None or isinstance(t, T.TensorType):
+            dtype = _DECLARED.get(getattr(t, "dtype", None) or "Float", np.float32)
+            sample.append(np.ones(1, dtype=dtype))
+        elif t == T.INT:
+            sample.append(1)
+        elif t == T.BOOL:
+            sample.append(True)
+        else:
+            sample.append(1.0)
+    return sample
 
 
 def _thread_scratch(dtypes: dict[int, np.dtype], block: int) -> dict[int, np.ndarray]:
