@@ -222,12 +222,30 @@ class AliasClasses:
                 for v in (param, ret, out):
                     self.union(init, v)
         else:
-            mutable_inputs = [v for v in node.inputs if is_mutable_type(v.type)]
-            written = mutated_inputs(node)
-            if returns_alias(node):
-                for out in node.outputs:
-                    for v in mutable_inputs:
-                        self.union(out, v)
-            if written:  # a write may store one argument into another (aten::append)
-                for v in mutable_inputs[1:]:
-                    self.union(mutable_inputs[0], v)
+            info = op_info(node)
+            if info is not None:
+                self._add_from_schema(node, info)
+            else:
+                self._add_unknown(node)
+
+    def _add_from_schema(self, node: Node, info: OpInfo) -> None:
+        """Only annotated arguments alias: ``t(Tensor(a) self) -> Tensor(a)`` ties the view
+        to its base, ``append(t[](a!) self, t(c -> *) el)`` puts ``el`` into the list."""
+        annotated = [v for arg, v in zip(info.schema.arguments, node.inputs) if arg.alias]
+        if info.schema.returns_alias or info.schema.mutates:
+            for out in node.outputs:
+                for v in annotated:
+                    self.union(out, v)
+        if info.schema.mutates:
+            for v in annotated[1:]:
+                self.union(annotated[0], v)
+
+    def _add_unknown(self, node: Node) -> None:
+        mutable_inputs = [v for v in node.inputs if is_mutable_type(v.type)]
+        if returns_alias(node):
+            for out in node.outputs:
+                for v in mutable_inputs:
+                    self.union(out, v)
+        if mutated_inputs(node):  # a write may store one argument into another
+            for v in mutable_inputs[1:]:
+                self.union(mutable_inputs[0], v)
