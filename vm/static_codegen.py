@@ -156,7 +156,7 @@ class _Generator:
         prologue = [f"    {name} = {self._source_of(name)}" for name in sorted(self.used)]
         header = "def __make(K, O, C, B, OB, F, R, T, _pc, _deep):"
         lines = [header, *prologue, *body, "    return run"]
-        shift = 1 + len(prologue) - body_start
+        shift = 2 + len(prologue) - body_start  # the header line, and lines count from 1
         filename = f"<static:{code.label}:{next(_counter)}>"
         LINEMAPS[filename] = {line + shift: node for line, node in self.linemap.items()}
         namespace: dict[str, Any] = {}

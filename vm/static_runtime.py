@@ -72,7 +72,8 @@ class StaticModule:
         names = list(module.functions)
         self.functions = {name: i for i, name in enumerate(names)}
         common = dict(refs=refs, bind=registry.bind, functions=self.functions, max_depth=options.max_call_depth)
-        common["constant"] = lambda node: _constant(node, flat)
+        tensors = _bound_constants(module, flat)
+        common["constant"] = lambda node: tensors.get(node.outputs[0].name) if node.outputs[0].name in tensors else _constant(node, flat)
         common["bind_out"] = registry.bind_out if options.enable_out_variant else (lambda ref: None)
         main = module.main
         bound = _bind_self(main, weights)
@@ -145,24 +146,30 @@ class StaticModule:
         return self.runtime()(*args)
 
     def wrap_error(self, exc: BaseException) -> BaseException:
-        """A kernel failure as a RunError naming the node, its span and the IR call stack."""
+        """A kernel failure as a RunError naming the op, the node, its span and the IR
+        call stack (read back from the traceback's generated-code lines)."""
         if getattr(exc, "static_node", None) is not None:
             return exc
-        nodes = []
+        frames = []
         tb = exc.__traceback__
         while tb is not None:
-            node = LINEMAPS.get(tb.tb_frame.f_code.co_filename, {}).get(tb.tb_lineno)
+            filename = tb.tb_frame.f_code.co_filename
+            node = LINEMAPS.get(filename, {}).get(tb.tb_lineno)
             if node is not None:
-                nodes.append(node)
+                frames.append((filename.split(":")[1], node))
             tb = tb.tb_next
-        if not nodes:
+        if not frames:
             return exc
-        node = nodes[-1]
+        node = frames[-1][1]
+        pn = next((c.by_node[node] for c in (self.entry, *self.callees) if node in c.by_node), None)
+        op = pn.ref.name if pn is not None and pn.ref is not None else node.kind
         what = str(exc) if isinstance(exc, RunError) else f"{type(exc).__name__}: {exc}"
-        if type(exc).__name__ == "ScriptException":
-            what = f"Exception: {exc}"
-        callers = "".join(f"\n  called from {n!r} at {n.span}" for n in reversed(nodes[-8:-1]))
-        err = RunError(f"{node.kind} failed: {what}\n  while executing {node!r}{callers}", node.span)
+        stack = "".join(f"\n  {label} at {n.span}: {n!r}" for label, n in frames[-8:])
+        err = RunError(
+            f"the following operation failed in the irvm static runtime: {op}\n  while executing {node!r}"
+            f"\n  {what}\nIR call stack (most recent call last):{stack}",
+            node.span,
+        )
         err.static_node = node  # type: ignore[attr-defined]
         err.__cause__ = exc
         return err
@@ -210,8 +217,6 @@ class StaticRuntime:
             return fn(*args)
         except Exception as exc:  # noqa: BLE001  (every kernel failure becomes a RunError)
             raise self.module.wrap_error(exc) from None
-        except RecursionError as exc:
-            raise self.module.wrap_error(exc) from None
 
     def release_outputs(self) -> None:
         """The caller is done with the managed outputs of the last run: reuse their arena."""
@@ -252,7 +257,7 @@ class StaticRuntime:
         mode = Mode(managed=frozenset(views), out_managed=out_slots)
         outputs: list[np.ndarray] = []
         fn = sm.bind(sm.entry, mode, views, sm.callee_functions(False), None, None, outputs)
-        return _Plan(memory, slab, views, fn, out_specs, mp.arena(out_specs) if out_specs else [], outputs)
+        return _Plan(memory, mode, slab, views, fn, out_specs, mp.arena(out_specs) if out_specs else [], outputs)
 
     @property
     def plans(self) -> list[mp.MemoryPlan]:
@@ -262,6 +267,7 @@ class StaticRuntime:
 @attrs.define
 class _Plan:
     memory: mp.MemoryPlan
+    mode: Mode
     slab: np.ndarray
     views: dict[int, np.ndarray]
     run: Any
@@ -360,6 +366,16 @@ def _bind_self(graph: Graph, weights: Any) -> dict[Value, Any]:
     if binder is not None:
         return {params[0]: binder(graph, weights or {})}
     return {params[0]: W.ModuleObject.from_state_dict(weights or {})}
+
+
+def _bound_constants(module: Module, weights: Mapping[str, Any]) -> dict[str, Any]:
+    """Tensor constants bound from the weights by name (``vm.weights.bind_constants``)."""
+    from vm.weights import bind_constants
+
+    bound: dict[str, Any] = {}
+    for graph in (module.main, *module.functions.values()):
+        bound.update(bind_constants(graph, weights))
+    return bound
 
 
 def _constant(node: Any, weights: Mapping[str, Any]) -> Any:

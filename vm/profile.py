@@ -1,0 +1,176 @@
+"""``irvm profile``: where a static-runtime run spends its time, and what the planner saved.
+
+Modelled on PyTorch Static Runtime's ``benchmark_individual_ops`` (``IndividualMetrics``):
+the program is prepared once (setup time), run once to make the memory plan (first-run
+time), then run ``runs`` times twice over: with the normal generated code (the total
+time per run, what a user gets) and with code that times each node (time per node,
+summed per operator kind, with its share of the summed time and its instance count).
+
+The memory section reads the plan of the profiled input shapes: managed bytes (what the
+managed intermediates would take if each were allocated), slab bytes, the number of
+storage groups, and the bytes saved.  It also counts out-variant fallbacks (a managed
+node whose out variant returned a fresh array instead of writing its slab view) and the
+fusion groups that ran as their subgraph because no fused kernel exists.
+
+    report = profile(program, inputs, weights=None, runs=20)
+    print(report)            # a table; report.per_kind etc. hold the numbers
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from vm.static_codegen import Mode
+from vm.static_runtime import StaticModule, StaticOptions, StaticRuntime
+
+
+@attrs.frozen
+class KindMetrics:
+    kind: str
+    seconds_per_run: float
+    share: float  # of the summed node time
+    instances: int
+    managed: int  # instances writing into the slab
+
+
+@attrs.frozen
+class ProfileReport:
+    setup_seconds: float
+    first_run_seconds: float
+    seconds_per_run: float  # median of the untimed runs
+    node_seconds_per_run: float  # sum of the per-node times
+    runs: int
+    total_nodes: int
+    out_nodes: int  # nodes with an out variant
+    per_kind: tuple[KindMetrics, ...]
+    per_node: tuple[tuple[str, float], ...]  # the slowest nodes, "repr @ span", seconds/run
+    managed_bytes: int
+    slab_bytes: int
+    storage_groups: int
+    managed_tensors: int
+    out_variant_fallbacks: tuple[str, ...]
+    fusion_fallbacks: tuple[str, ...]
+    planner: str
+
+    @property
+    def bytes_saved(self) -> int:
+        return self.managed_bytes - self.slab_bytes
+
+    def __str__(self) -> str:
+        us = lambda s: f"{s * 1e6:10.2f} us"  # noqa: E731
+        lines = [
+            f"static runtime profile: {self.runs} runs after one warm-up",
+            f"  setup {us(self.setup_seconds)}   first run {us(self.first_run_seconds)}",
+            f"  per run {us(self.seconds_per_run)} (median)   sum of node times {us(self.node_seconds_per_run)}",
+            f"  nodes {self.total_nodes}, with an out variant {self.out_nodes}",
+            "",
+            f"  {'operator':<34}{'time/run':>14}{'share':>8}{'count':>7}{'slab':>6}",
+        ]
+        for k in self.per_kind:
+            lines.append(f"  {k.kind:<34}{us(k.seconds_per_run):>14}{k.share:>7.1%}{k.instances:>7}{k.managed:>6}")
+        if self.per_node:
+            lines += ["", "  slowest nodes:"]
+            lines += [f"  {us(t)}  {name}" for name, t in self.per_node]
+        lines += [
+            "",
+            f"  memory plan ({self.planner}): {self.managed_tensors} managed tensors, {self.managed_bytes} bytes;"
+            f" slab {self.slab_bytes} bytes in {self.storage_groups} storage groups;"
+            f" saved {self.bytes_saved} bytes",
+        ]
+        if self.out_variant_fallbacks:
+            lines.append(f"  out variants that allocated anyway: {', '.join(self.out_variant_fallbacks)}")
+        if self.fusion_fallbacks:
+            lines.append(f"  fusion groups run as their subgraph (no fused kernel): {', '.join(self.fusion_fallbacks)}")
+        return "\n".join(lines)
+
+
+def profile(
+    program_or_module: Any,
+    inputs: Sequence[Any],
+    weights: Any = None,
+    runs: int = 20,
+    options: StaticOptions | None = None,
+) -> ProfileReport:
+    """Profile ``program_or_module`` (anything ``StaticModule`` accepts) on ``inputs``."""
+    runs = max(1, runs)
+    t0 = time.perf_counter()
+    sm = program_or_module if isinstance(program_or_module, StaticModule) else StaticModule(
+        program_or_module, weights, options
+    )
+    setup = time.perf_counter() - t0
+    rt = StaticRuntime(sm)
+    t0 = time.perf_counter()
+    rt(*inputs)
+    first = time.perf_counter() - t0
+    totals = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        rt(*inputs)
+        totals.append(time.perf_counter() - t0)
+        rt.release_outputs()
+    plan = next(reversed(rt._plans.values()), None) if rt._plans else None
+    views = plan.views if plan is not None else {}
+    mode = attrs.evolve(plan.mode, timed=True) if plan is not None else Mode(timed=True)
+    times = [0.0] * len(sm.processed_nodes)
+    timed = sm.bind(sm.entry, mode, views, sm.callee_functions(True), None, times, list(plan.arena) if plan else [])
+    for _ in range(runs):
+        rt._run(timed, tuple(inputs))
+    return _report(sm, plan, times, runs, setup, first, statistics.median(totals), _fallbacks(sm, plan, inputs))
+
+
+def _fallbacks(sm: StaticModule, plan: Any, inputs: Sequence[Any]) -> list[str]:
+    """Managed nodes whose out variant did not return its slab view."""
+    if plan is None or not plan.views:
+        return []
+    seen: dict[int, Any] = {}
+    mode = attrs.evolve(plan.mode, record=True, candidates=frozenset(plan.views))
+    fn = sm.bind(sm.entry, mode, plan.views, sm.callee_functions(False), seen, None, list(plan.arena))
+    fn(*inputs)
+    producers = {pn.outputs[0]: pn for pn in sm.entry.pnodes if len(pn.outputs) == 1}
+    return [producers[s].node.kind for s, v in seen.items() if v is not plan.views[s]]
+
+
+def _report(sm, plan, times, runs, setup, first, per_run, fallbacks) -> ProfileReport:
+    nodes = sm.processed_nodes
+    managed = set(plan.views) if plan is not None else set()
+    kinds: dict[str, list[float]] = {}
+    for pn in nodes:
+        if pn.kernel is None:
+            continue
+        entry = kinds.setdefault(pn.kind, [0.0, 0, 0])
+        entry[0] += times[pn.index] / runs
+        entry[1] += 1
+        entry[2] += bool(pn.outputs and pn.outputs[0] in managed and pn in sm.entry.pnodes)
+    node_total = sum(v[0] for v in kinds.values()) or 1e-12
+    per_kind = tuple(
+        sorted(
+            (KindMetrics(k, v[0], v[0] / node_total, int(v[1]), int(v[2])) for k, v in kinds.items()),
+            key=lambda m: -m.seconds_per_run,
+        )
+    )
+    slow = sorted((pn for pn in nodes if pn.kernel is not None), key=lambda pn: -times[pn.index])[:8]
+    per_node = tuple((f"{pn.node!r} @ {pn.node.span}", times[pn.index] / runs) for pn in slow)
+    memory = plan.memory if plan is not None else None
+    return ProfileReport(
+        setup_seconds=setup,
+        first_run_seconds=first,
+        seconds_per_run=per_run,
+        node_seconds_per_run=sum(times) / runs,
+        runs=runs,
+        total_nodes=sum(1 for pn in nodes if pn.kernel is not None),
+        out_nodes=sum(1 for pn in nodes if pn.out is not None),
+        per_kind=per_kind,
+        per_node=per_node,
+        managed_bytes=memory.managed_bytes if memory else 0,
+        slab_bytes=memory.slab_bytes if memory else 0,
+        storage_groups=len(memory.groups) if memory else 0,
+        managed_tensors=len(memory.offsets) if memory else 0,
+        out_variant_fallbacks=tuple(fallbacks),
+        fusion_fallbacks=tuple(f"{span} ({n} nodes)" for span, n in sm.fusion_fallbacks),
+        planner=sm.options.planner,
+    )
