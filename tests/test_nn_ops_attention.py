@@ -4,7 +4,6 @@ and nn.TransformerEncoderLayer with their masks."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -76,7 +75,7 @@ def test_native_multi_head_attention_matches_the_module(mask, average):
         want = m(x, x, x, average_attn_weights=average, **kwargs)
     got = op("aten::_native_multi_head_attention")(t2n(x), t2n(x), t2n(x), 16, 4, *_mha_params(m), ours[0], True, average, ours[1])
     close(got, want, atol=1e-5)
-    out, weights = op("aten::_native_multi_head_attention")(t2n(x), t2n(x), t2n(x), 16, 4, *_mha_params(m), None, False, True, None)
+    _, weights = op("aten::_native_multi_head_attention")(t2n(x), t2n(x), t2n(x), 16, 4, *_mha_params(m), None, False, True, None)
     assert weights.shape == (0,)
 
 

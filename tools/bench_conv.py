@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-3)
         with torch.no_grad():
             t_irvm, t_torch = median_ms(
-                [lambda: conv2d(x, w, b, st, pd, [1, 1], groups), lambda: torch.conv2d(tx, tw, tb, stride, pad, 1, groups)],
+                [partial(conv2d, x, w, b, st, pd, [1, 1], groups), partial(torch.conv2d, tx, tw, tb, stride, pad, 1, groups)],
                 args.repeat,
             )
         ratios.append(t_irvm / t_torch)

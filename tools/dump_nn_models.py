@@ -33,9 +33,9 @@ from torch import nn
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
-from export_torch import export, write  # noqa: E402
+from export_torch import export, write
 
-from vm.io import save_outputs  # noqa: E402
+from vm.io import save_outputs
 
 
 class MLP(nn.Module):
@@ -129,7 +129,7 @@ class SelfAttention(nn.Module):
         super().__init__()
         self.attn = nn.MultiheadAttention(16, 4, batch_first=True)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:  # noqa: UP045 (TorchScript)
         return self.attn(x, x, x)
 
 

@@ -255,15 +255,14 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any]) -> dict[str, np.nda
 def constant_keys(name: str) -> list[str]:
     """Where a tensor constant named ``name`` may sit in a weights mapping, in order (the
     same rule as ``compiler.resolve.UnboundTensor.keys``)."""
-    from compiler.resolve import UnboundTensor  # lazy: resolve imports the operator library
+    # lazy: compiler.resolve imports the operator library, which imports this module
+    from compiler.resolve import UnboundTensor
 
     return UnboundTensor(name).keys()
 
 
 def _check_shape(out: Value, array: np.ndarray, node: Node) -> None:
     t = out.type
-    if isinstance(t, T.TensorType) and t.sizes is not None and None not in t.sizes:
-        if tuple(array.shape) != tuple(t.sizes):
-            raise RunError(
-                f"weight for %{out.name} has shape {list(array.shape)}, the graph declares {t}", node.span
-            )
+    known = isinstance(t, T.TensorType) and t.sizes is not None and None not in t.sizes
+    if known and tuple(array.shape) != tuple(t.sizes):  # type: ignore[union-attr, arg-type]
+        raise RunError(f"weight for %{out.name} has shape {list(array.shape)}, the graph declares {t}", node.span)

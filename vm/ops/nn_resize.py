@@ -31,7 +31,7 @@ def _pairs(x: np.ndarray, pad: Sequence[int]) -> list[tuple[int, int]]:
     return widths
 
 
-def constant_pad(x: np.ndarray, pad: Sequence[int], value: float | int) -> np.ndarray:
+def constant_pad(x: np.ndarray, pad: Sequence[int], value: float) -> np.ndarray:
     widths = _pairs(x, pad)
     for d, (a, b) in enumerate(widths):
         if x.shape[d] + a + b < 0:
