@@ -50,20 +50,20 @@ def _register(name: str, params: str, fn: Fn, *, inplace: bool = True) -> None:
         kernel(f"aten::{name}_(Tensor(a!) self{sep}{params}) -> Tensor(a!)")(in_place)
 
 
-def _elu(x, alpha, scale, input_scale):
+def _elu(x: np.ndarray, alpha: float, scale: float | None, input_scale: float) -> np.ndarray:
     return np.where(x > 0, x * scale, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale))
 
 
-def _softplus(x, beta, threshold):
+def _softplus(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
     bx = x * beta
     return np.where(bx > threshold, x, np.log1p(np.exp(np.minimum(bx, threshold))) / beta)
 
 
-def _celu(x, alpha):
+def _celu(x: np.ndarray, alpha: float) -> np.ndarray:
     return np.maximum(x, 0) + np.minimum(0, np.expm1(np.minimum(x, 0) / alpha) * alpha)
 
 
-def _hardsigmoid(x):
+def _hardsigmoid(x: np.ndarray) -> np.ndarray:
     return np.clip(x + 3, 0, 6) / 6
 
 
@@ -88,7 +88,7 @@ _register(
 _register("log_sigmoid", "", lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), inplace=False)
 
 
-def _rrelu(x, lower, upper, training, generator):
+def _rrelu(x: np.ndarray, lower: float, upper: float, training: bool, generator: object) -> np.ndarray:
     if training:
         raise NotImplementedError("aten::rrelu with training=True is random; irvm runs inference only")
     return np.where(x >= 0, x, x * ((lower + upper) / 2))

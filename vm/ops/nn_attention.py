@@ -48,7 +48,16 @@ def _repeat_heads(t: Array, heads: int) -> Array:
     "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
     "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"
 )
-def scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+def scaled_dot_product_attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    attn_mask: np.ndarray | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float | None,
+    enable_gqa: bool,
+) -> np.ndarray:
     if dropout_p > 0:
         raise NotImplementedError(
             f"scaled_dot_product_attention with dropout_p={dropout_p} is random; irvm runs inference only"
@@ -97,8 +106,19 @@ def _masked_scores(scores: Array, mask: Array | None, mask_type: int | None) -> 
     return np.where(blocked, -np.inf, scores).astype(scores.dtype)
 
 
-def multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias,
-                         mask, mask_type) -> tuple[Array, Array]:
+def multi_head_attention(
+    query: np.ndarray,
+    key: np.ndarray,
+    value: np.ndarray,
+    embed_dim: int,
+    num_head: int,
+    qkv_weight: np.ndarray,
+    qkv_bias: np.ndarray | None,
+    proj_weight: np.ndarray,
+    proj_bias: np.ndarray | None,
+    mask: np.ndarray | None,
+    mask_type: int | None,
+) -> tuple[Array, Array]:
     """Batch-first attention; returns (output (B, L, E), per-head weights (B, heads, L, S))."""
     unbatched = query.ndim == 2
     if unbatched:
@@ -121,8 +141,21 @@ def multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv
     "Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, "
     "bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)"
 )
-def native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight,
-                                proj_bias, mask, need_weights, average_attn_weights, mask_type):
+def native_multi_head_attention(
+    query: np.ndarray,
+    key: np.ndarray,
+    value: np.ndarray,
+    embed_dim: int,
+    num_head: int,
+    qkv_weight: np.ndarray,
+    qkv_bias: np.ndarray | None,
+    proj_weight: np.ndarray,
+    proj_bias: np.ndarray | None,
+    mask: np.ndarray | None,
+    need_weights: bool,
+    average_attn_weights: bool,
+    mask_type: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
     out, weights = multi_head_attention(
         query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type
     )
@@ -148,9 +181,28 @@ def _activation(x: Array, use_gelu: bool) -> Array:
     "Tensor norm_weight_1, Tensor norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, "
     "Tensor ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor"
 )
-def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
-                                  use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2,
-                                  ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask, mask_type):
+def transformer_encoder_layer_fwd(
+    src: np.ndarray,
+    embed_dim: int,
+    num_heads: int,
+    qkv_weight: np.ndarray,
+    qkv_bias: np.ndarray | None,
+    proj_weight: np.ndarray,
+    proj_bias: np.ndarray | None,
+    use_gelu: bool,
+    norm_first: bool,
+    eps: float,
+    norm_weight_1: np.ndarray,
+    norm_bias_1: np.ndarray,
+    norm_weight_2: np.ndarray,
+    norm_bias_2: np.ndarray,
+    ffn_weight_1: np.ndarray,
+    ffn_bias_1: np.ndarray,
+    ffn_weight_2: np.ndarray,
+    ffn_bias_2: np.ndarray,
+    mask: np.ndarray | None,
+    mask_type: int | None,
+) -> np.ndarray:
     """One post-norm (or pre-norm with ``norm_first``) encoder layer: attention + feed-forward."""
 
     def attention(x: Array) -> Array:

@@ -145,7 +145,16 @@ def _same_padding(x: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Int
     return (padded[0] if unbatched else padded), 0
 
 
-def conv_padding_str(x, weight, bias, stride, padding: str, dilation, groups, out=None) -> np.ndarray:
+def conv_padding_str(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: str,
+    dilation: Ints,
+    groups: int,
+    out: np.ndarray = None,
+) -> np.ndarray:
     if padding == "valid":
         return conv_nd(x, weight, bias, stride, 0, dilation, groups, out)
     if padding == "same":
@@ -207,19 +216,53 @@ def _register_conv(dims: int) -> None:
     name = f"aten::conv{dims}d"
 
     @kernel(f"{name}({base}, SymInt[{dims}] padding={zeros}, {tail}")
-    def conv(x, weight, bias, stride, padding, dilation, groups):
+    def conv(
+        x: np.ndarray,
+        weight: np.ndarray,
+        bias: np.ndarray | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> np.ndarray:
         return conv_nd(x, weight, bias, stride, padding, dilation, groups)
 
     @conv.out
-    def conv_out(out, x, weight, bias, stride, padding, dilation, groups):
+    def conv_out(
+        out: np.ndarray,
+        x: np.ndarray,
+        weight: np.ndarray,
+        bias: np.ndarray | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> np.ndarray:
         return conv_nd(x, weight, bias, stride, padding, dilation, groups, out)
 
     @kernel(f'{name}.padding({base}, str padding="valid", {tail}')
-    def conv_str(x, weight, bias, stride, padding, dilation, groups):
+    def conv_str(
+        x: np.ndarray,
+        weight: np.ndarray,
+        bias: np.ndarray | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> np.ndarray:
         return conv_padding_str(x, weight, bias, stride, padding, dilation, groups)
 
     @conv_str.out
-    def conv_str_out(out, x, weight, bias, stride, padding, dilation, groups):
+    def conv_str_out(
+        out: np.ndarray,
+        x: np.ndarray,
+        weight: np.ndarray,
+        bias: np.ndarray | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> np.ndarray:
         return conv_padding_str(x, weight, bias, stride, padding, dilation, groups, out)
 
 
@@ -227,7 +270,17 @@ for _dims in (1, 2, 3):
     _register_conv(_dims)
 
 
-def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+def _convolution(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    transposed: bool,
+    output_padding: Ints,
+    groups: int,
+) -> np.ndarray:
     if transposed:
         return conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation)
     return conv_nd(x, weight, bias, stride, padding, dilation, groups)
@@ -239,7 +292,18 @@ def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_
     "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, "
     "bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor"
 )
-def underscore_convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *_flags):
+def underscore_convolution(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    transposed: bool,
+    output_padding: Ints,
+    groups: int,
+    *_flags: bool,
+) -> np.ndarray:
     """What traced graphs emit for every nn.ConvNd; the trailing backend flags are ignored."""
     return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
@@ -250,7 +314,18 @@ def underscore_convolution(x, weight, bias, stride, padding, dilation, transpose
     "SymInt[] padding, SymInt[] dilation, bool transposed, int[] output_padding, SymInt groups, "
     "bool benchmark, bool deterministic, bool cudnn_enabled) -> Tensor"
 )
-def underscore_convolution_deprecated(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *_flags):
+def underscore_convolution_deprecated(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    transposed: bool,
+    output_padding: Ints,
+    groups: int,
+    *_flags: bool,
+) -> np.ndarray:
     return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
@@ -259,7 +334,17 @@ def underscore_convolution_deprecated(x, weight, bias, stride, padding, dilation
     "aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
     "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"
 )
-def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+def convolution(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    transposed: bool,
+    output_padding: Ints,
+    groups: int,
+) -> np.ndarray:
     return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
@@ -272,7 +357,16 @@ def _register_conv_transpose(dims: int) -> None:
         f"SymInt[{dims}] stride={ones}, SymInt[{dims}] padding={zeros}, SymInt[{dims}] output_padding={zeros}, "
         f"SymInt groups=1, SymInt[{dims}] dilation={ones}) -> Tensor"
     )
-    def conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation):
+    def conv_transpose(
+        x: np.ndarray,
+        weight: np.ndarray,
+        bias: np.ndarray | None,
+        stride: Ints,
+        padding: Ints,
+        output_padding: Ints,
+        groups: int,
+        dilation: Ints,
+    ) -> np.ndarray:
         return conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation)
 
     copying_out(conv_transpose)

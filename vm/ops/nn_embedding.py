@@ -35,17 +35,38 @@ def _check_indices(indices: np.ndarray, rows: int) -> np.ndarray:
     "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
     "bool sparse=False) -> Tensor"
 )
-def embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse):
+def embedding(
+    weight: np.ndarray,
+    indices: np.ndarray,
+    padding_idx: int | None,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> np.ndarray:
     return np.take(weight, _check_indices(indices, weight.shape[0]), axis=0)
 
 
 @embedding.out
-def embedding_out(out, weight, indices, padding_idx, scale_grad_by_freq, sparse):
+def embedding_out(
+    out: np.ndarray,
+    weight: np.ndarray,
+    indices: np.ndarray,
+    padding_idx: int | None,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> np.ndarray:
     check_out(out, indices.shape + weight.shape[1:], weight.dtype)
     return np.take(weight, _check_indices(indices, weight.shape[0]), axis=0, out=out)
 
 
-def embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx):
+def embedding_bag_impl(
+    weight: np.ndarray,
+    indices: np.ndarray,
+    offsets: np.ndarray,
+    mode: str,
+    per_sample_weights: np.ndarray | None,
+    include_last_offset: bool,
+    padding_idx: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if indices.ndim == 2:  # (B, L): fixed-size bags, offsets ignored
         bags, length = indices.shape
         offsets = np.arange(0, bags * length, length, dtype=np.int64)
@@ -84,7 +105,13 @@ def embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, inclu
     return out, offset2bag, bag_size, max_indices
 
 
-def _argmax_rows(out, bag, rows, kept_indices, n_bags) -> np.ndarray:
+def _argmax_rows(
+    out: np.ndarray,
+    bag: np.ndarray,
+    rows: np.ndarray,
+    kept_indices: np.ndarray,
+    n_bags: int,
+) -> np.ndarray:
     """Per (bag, feature), the table row that first reached the maximum."""
     never = len(kept_indices)
     position = np.where(rows == out[bag], np.arange(never)[:, None], never)
@@ -99,7 +126,16 @@ def _argmax_rows(out, bag, rows, kept_indices, n_bags) -> np.ndarray:
     "int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) "
     "-> (Tensor, Tensor, Tensor, Tensor)"
 )
-def embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset):
+def embedding_bag(
+    weight: np.ndarray,
+    indices: np.ndarray,
+    offsets: np.ndarray,
+    scale_grad_by_freq: bool,
+    mode: str,
+    sparse: bool,
+    per_sample_weights: np.ndarray | None,
+    include_last_offset: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, None)
 
 
@@ -109,8 +145,16 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, pe
     "-> (Tensor, Tensor, Tensor, Tensor)"
 )
 def embedding_bag_padding_idx(
-    weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx
-):
+    weight: np.ndarray,
+    indices: np.ndarray,
+    offsets: np.ndarray,
+    scale_grad_by_freq: bool,
+    mode: str,
+    sparse: bool,
+    per_sample_weights: np.ndarray | None,
+    include_last_offset: bool,
+    padding_idx: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
 
 

@@ -17,6 +17,8 @@ tensor too); the out variant copies it, so a planned buffer never aliases the in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from vm.ops._nn_util import copying_out, write_out
@@ -28,7 +30,7 @@ def _channel_shape(x: np.ndarray) -> tuple[int, ...]:
     return (1, x.shape[1]) + (1,) * (x.ndim - 2) if x.ndim > 1 else (x.shape[0],)
 
 
-def _affine(y: np.ndarray, weight, bias, shape: tuple[int, ...]) -> np.ndarray:
+def _affine(y: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
     if weight is not None:
         y = y * weight.reshape(shape)
     if bias is not None:
@@ -41,7 +43,14 @@ def _normalize(x: np.ndarray, mean: np.ndarray, var: np.ndarray, eps: float) -> 
     return ((x - mean) * invstd).astype(x.dtype, copy=False)
 
 
-def _update_running(running_mean, running_var, mean, var_biased, count: int, momentum: float) -> None:
+def _update_running(
+    running_mean: np.ndarray | None,
+    running_var: np.ndarray | None,
+    mean: np.ndarray,
+    var_biased: np.ndarray,
+    count: int,
+    momentum: float,
+) -> None:
     if running_mean is not None:
         running_mean *= 1 - momentum
         running_mean += (momentum * mean).astype(running_mean.dtype)
@@ -51,7 +60,16 @@ def _update_running(running_mean, running_var, mean, var_biased, count: int, mom
         running_var += (momentum * unbiased).astype(running_var.dtype)
 
 
-def batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps) -> np.ndarray:
+def batch_norm_impl(
+    x: np.ndarray,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    running_mean: np.ndarray | None,
+    running_var: np.ndarray | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> np.ndarray:
     shape = _channel_shape(x)
     if training or running_mean is None or running_var is None:
         axes = tuple(i for i in range(x.ndim) if i != (1 if x.ndim > 1 else 0))
@@ -71,12 +89,33 @@ def batch_norm_impl(x, weight, bias, running_mean, running_var, training, moment
     "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
     "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"
 )
-def batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+def batch_norm(
+    x: np.ndarray,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    running_mean: np.ndarray | None,
+    running_var: np.ndarray | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> np.ndarray:
     return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
 @batch_norm.out
-def batch_norm_out(out, x, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+def batch_norm_out(
+    out: np.ndarray,
+    x: np.ndarray,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    running_mean: np.ndarray | None,
+    running_var: np.ndarray | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> np.ndarray:
     return write_out(out, batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps))
 
 
@@ -84,7 +123,15 @@ def batch_norm_out(out, x, weight, bias, running_mean, running_var, training, mo
     "aten::_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, "
     "Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)"
 )
-def native_batch_norm_no_training(x, weight, bias, running_mean, running_var, momentum, eps):
+def native_batch_norm_no_training(
+    x: np.ndarray,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    running_mean: np.ndarray | None,
+    running_var: np.ndarray | None,
+    momentum: float,
+    eps: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     empty = np.empty((0,), x.dtype)
     return batch_norm_impl(x, weight, bias, running_mean, running_var, False, momentum, eps), empty, empty.copy()
 
@@ -95,7 +142,13 @@ def _layer_stats(x: np.ndarray, n_axes: int) -> tuple[np.ndarray, np.ndarray]:
     return x64.mean(axis=axes, keepdims=True), x64.var(axis=axes, keepdims=True)
 
 
-def layer_norm_impl(x, normalized_shape, weight, bias, eps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def layer_norm_impl(
+    x: np.ndarray,
+    normalized_shape: Sequence[int],
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    eps: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     shape = tuple(int(s) for s in normalized_shape)
     if x.shape[x.ndim - len(shape) :] != shape:
         raise ValueError(f"layer_norm: normalized_shape {list(shape)} does not end the input shape {list(x.shape)}")
@@ -109,12 +162,27 @@ def layer_norm_impl(x, normalized_shape, weight, bias, eps) -> tuple[np.ndarray,
     "aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
     "float eps=1.0000000000000001e-05, bool cudnn_enable=True) -> Tensor"
 )
-def layer_norm(x, normalized_shape, weight, bias, eps, cudnn_enable):
+def layer_norm(
+    x: np.ndarray,
+    normalized_shape: Sequence[int],
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    eps: float,
+    cudnn_enable: bool,
+) -> np.ndarray:
     return layer_norm_impl(x, normalized_shape, weight, bias, eps)[0]
 
 
 @layer_norm.out
-def layer_norm_out(out, x, normalized_shape, weight, bias, eps, cudnn_enable):
+def layer_norm_out(
+    out: np.ndarray,
+    x: np.ndarray,
+    normalized_shape: Sequence[int],
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    eps: float,
+    cudnn_enable: bool,
+) -> np.ndarray:
     return write_out(out, layer_norm_impl(x, normalized_shape, weight, bias, eps)[0])
 
 
@@ -122,11 +190,23 @@ def layer_norm_out(out, x, normalized_shape, weight, bias, eps, cudnn_enable):
     "aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
     "float eps) -> (Tensor, Tensor, Tensor)"
 )
-def native_layer_norm(x, normalized_shape, weight, bias, eps):
+def native_layer_norm(
+    x: np.ndarray,
+    normalized_shape: Sequence[int],
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    eps: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return layer_norm_impl(x, normalized_shape, weight, bias, eps)
 
 
-def group_norm_impl(x, num_groups: int, weight, bias, eps) -> np.ndarray:
+def group_norm_impl(
+    x: np.ndarray,
+    num_groups: int,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    eps: float,
+) -> np.ndarray:
     n, c = x.shape[:2]
     if c % num_groups:
         raise ValueError(f"group_norm: {c} channels are not divisible into {num_groups} groups")
@@ -140,16 +220,40 @@ def group_norm_impl(x, num_groups: int, weight, bias, eps) -> np.ndarray:
     "aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
     "float eps=1.0000000000000001e-05, bool cudnn_enabled=True) -> Tensor"
 )
-def group_norm(x, num_groups, weight, bias, eps, cudnn_enabled):
+def group_norm(
+    x: np.ndarray,
+    num_groups: int,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    eps: float,
+    cudnn_enabled: bool,
+) -> np.ndarray:
     return group_norm_impl(x, num_groups, weight, bias, eps)
 
 
 @group_norm.out
-def group_norm_out(out, x, num_groups, weight, bias, eps, cudnn_enabled):
+def group_norm_out(
+    out: np.ndarray,
+    x: np.ndarray,
+    num_groups: int,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    eps: float,
+    cudnn_enabled: bool,
+) -> np.ndarray:
     return write_out(out, group_norm_impl(x, num_groups, weight, bias, eps))
 
 
-def instance_norm_impl(x, weight, bias, running_mean, running_var, use_input_stats, momentum, eps):
+def instance_norm_impl(
+    x: np.ndarray,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    running_mean: np.ndarray | None,
+    running_var: np.ndarray | None,
+    use_input_stats: bool,
+    momentum: float,
+    eps: float,
+) -> np.ndarray:
     if not use_input_stats:
         if running_mean is None or running_var is None:
             raise ValueError("instance_norm: running_mean and running_var are needed when use_input_stats is False")
@@ -168,7 +272,17 @@ def instance_norm_impl(x, weight, bias, running_mean, running_var, use_input_sta
     "aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
     "Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor"
 )
-def instance_norm(x, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+def instance_norm(
+    x: np.ndarray,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    running_mean: np.ndarray | None,
+    running_var: np.ndarray | None,
+    use_input_stats: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> np.ndarray:
     return instance_norm_impl(x, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
 
 
@@ -178,7 +292,7 @@ def instance_norm(x, weight, bias, running_mean, running_var, use_input_stats, m
 
 def _register_dropout(name: str) -> None:
     @kernel(f"aten::{name}(Tensor input, float p, bool train) -> Tensor")
-    def dropout(x, p, train):
+    def dropout(x: np.ndarray, p: float, train: bool) -> np.ndarray:
         if train and p > 0:
             raise NotImplementedError(
                 f"aten::{name} with train=True and p={p} is random; irvm runs inference only "
@@ -187,7 +301,7 @@ def _register_dropout(name: str) -> None:
         return x
 
     @dropout.out
-    def dropout_out(out, x, p, train):
+    def dropout_out(out: np.ndarray, x: np.ndarray, p: float, train: bool) -> np.ndarray:
         return write_out(out, dropout(x, p, train))
 
 

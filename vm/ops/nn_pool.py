@@ -42,7 +42,15 @@ def _pool_out_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -
     return out
 
 
-def _geometry(x: np.ndarray, kernel_size, stride, padding, dilation, ceil_mode: bool, n: int = 2):
+def _geometry(
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    ceil_mode: bool,
+    n: int = 2,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     k = expand(kernel_size, n, "kernel_size")
     s = expand(stride, n, "stride") if stride not in ([], None) else k
     p = expand(padding, n, "padding")
@@ -68,7 +76,15 @@ def _tap_slices(tap: Ints, d: Ints, s: Ints, outs: Ints) -> tuple[slice, ...]:
     return (Ellipsis,) + tuple(slice(t * di, t * di + (o - 1) * si + 1, si) for t, di, si, o in zip(tap, d, s, outs))
 
 
-def max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode, want_indices=True):
+def max_pool2d_with_indices(
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    ceil_mode: bool,
+    want_indices: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None]:
     k, s, p, d, outs = _geometry(x, kernel_size, stride, padding, dilation, ceil_mode)
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = _padded(x, p, outs, k, s, d, fill)
@@ -97,7 +113,14 @@ def max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode
     "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
     "int[2] dilation=1, bool ceil_mode=False) -> Tensor"
 )
-def max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
+def max_pool2d(
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    ceil_mode: bool,
+) -> np.ndarray:
     return max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode, False)[0]
 
 
@@ -105,7 +128,14 @@ def max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
     "aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
     "int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"
 )
-def max_pool2d_with_indices_kernel(x, kernel_size, stride, padding, dilation, ceil_mode):
+def max_pool2d_with_indices_kernel(
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    ceil_mode: bool,
+) -> tuple[np.ndarray, np.ndarray]:
     out, idx = max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)
     return out, idx.astype(np.int64)
 
@@ -115,7 +145,14 @@ def max_pool2d_with_indices_kernel(x, kernel_size, stride, padding, dilation, ce
     "aten::max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
     "int[1] dilation=[1], bool ceil_mode=False) -> Tensor"
 )
-def max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode):
+def max_pool1d(
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    ceil_mode: bool,
+) -> np.ndarray:
     stride2 = [] if stride in ([], None) else [1, expand(stride, 1)[0]]
     out, _ = max_pool2d_with_indices(
         x[..., None, :], [1, expand(kernel_size, 1)[0]], stride2, [0, expand(padding, 1)[0]],
@@ -124,7 +161,15 @@ def max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode):
     return out[..., 0, :]
 
 
-def avg_pool2d_impl(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+def avg_pool2d_impl(
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+) -> np.ndarray:
     k, s, p, d, outs = _geometry(x, kernel_size, stride, padding, 1, ceil_mode)
     acc_dtype = x.dtype if x.dtype.kind == "f" else np.int64
     xp = _padded(x, p, outs, k, s, d, 0)
@@ -158,7 +203,15 @@ def _window_counts(size: int, n_out: int, k: int, s: int, p: int, include_pad: b
     "aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
     "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"
 )
-def avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+def avg_pool2d(
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+) -> np.ndarray:
     return avg_pool2d_impl(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
@@ -167,7 +220,14 @@ def avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, di
     "aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
     "bool ceil_mode=False, bool count_include_pad=True) -> Tensor"
 )
-def avg_pool1d(x, kernel_size, stride, padding, ceil_mode, count_include_pad):
+def avg_pool1d(
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> np.ndarray:
     stride2 = [] if stride in ([], None) else [1, expand(stride, 1)[0]]
     out = avg_pool2d_impl(
         x[..., None, :], [1, expand(kernel_size, 1)[0]], stride2, [0, expand(padding, 1)[0]],
@@ -201,7 +261,7 @@ def _adaptive_avg_axis(x: np.ndarray, axis: int, n_out: int) -> np.ndarray:
     return (sums / (end - start).reshape(shape)).astype(x.dtype)
 
 
-def _output_size(x: np.ndarray, output_size, n: int) -> tuple[int, ...]:
+def _output_size(x: np.ndarray, output_size: Sequence[int | None], n: int) -> tuple[int, ...]:
     sizes = list(output_size) if not isinstance(output_size, int) else [output_size] * n
     if len(sizes) == 1:
         sizes = sizes * n
@@ -210,19 +270,19 @@ def _output_size(x: np.ndarray, output_size, n: int) -> tuple[int, ...]:
 
 @copying_out
 @kernel("aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor")
-def adaptive_avg_pool2d(x, output_size):
+def adaptive_avg_pool2d(x: np.ndarray, output_size: Sequence[int | None]) -> np.ndarray:
     oh, ow = _output_size(x, output_size, 2)
     return _adaptive_avg_axis(_adaptive_avg_axis(x, x.ndim - 2, oh), x.ndim - 1, ow)
 
 
 @copying_out
 @kernel("aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor")
-def adaptive_avg_pool1d(x, output_size):
+def adaptive_avg_pool1d(x: np.ndarray, output_size: Sequence[int | None]) -> np.ndarray:
     return _adaptive_avg_axis(x, x.ndim - 1, _output_size(x, output_size, 1)[0])
 
 
 @kernel("aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)")
-def adaptive_max_pool2d(x, output_size):
+def adaptive_max_pool2d(x: np.ndarray, output_size: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray]:
     """Returns (values, flat indices into each H*W plane), first maximum winning."""
     oh, ow = _output_size(x, output_size, 2)
     h, w = x.shape[-2:]
@@ -245,6 +305,6 @@ def adaptive_max_pool2d(x, output_size):
 
 
 @kernel("aten::adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)")
-def adaptive_max_pool1d(x, output_size):
+def adaptive_max_pool1d(x: np.ndarray, output_size: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray]:
     out, idx = adaptive_max_pool2d(x[..., None, :], [1, _output_size(x, output_size, 1)[0]])
     return out[..., 0, :], idx[..., 0, :]

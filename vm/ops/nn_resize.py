@@ -21,6 +21,8 @@ import numpy as np
 from vm.ops._nn_util import copying_out, write_out
 from vm.ops.registry import kernel
 
+Ints = Sequence[int]
+
 
 def _pairs(x: np.ndarray, pad: Sequence[int]) -> list[tuple[int, int]]:
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
@@ -58,7 +60,7 @@ def mode_pad(x: np.ndarray, pad: Sequence[int], mode: str) -> np.ndarray:
 
 @copying_out
 @kernel('aten::pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor')
-def pad(x, pad_, mode, value):
+def pad(x: np.ndarray, pad_: Sequence[int], mode: str, value: float) -> np.ndarray:
     if mode == "constant":
         return constant_pad(x, pad_, 0 if value is None else value)
     if mode not in _NP_MODES:
@@ -67,12 +69,12 @@ def pad(x, pad_, mode, value):
 
 
 @kernel("aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor")
-def constant_pad_nd(x, pad_, value):
+def constant_pad_nd(x: np.ndarray, pad_: Sequence[int], value: float) -> np.ndarray:
     return constant_pad(x, pad_, value)
 
 
 @constant_pad_nd.out
-def constant_pad_nd_out(out, x, pad_, value):
+def constant_pad_nd_out(out: np.ndarray, x: np.ndarray, pad_: Sequence[int], value: float) -> np.ndarray:
     return write_out(out, constant_pad(x, pad_, value))
 
 
@@ -80,7 +82,7 @@ def _register_mode_pads() -> None:
     for mode, prefix in (("reflect", "reflection"), ("replicate", "replication")):
         for dims in (1, 2, 3):
 
-            def fn(x, padding, _mode=mode):
+            def fn(x: np.ndarray, padding: Ints, _mode: str = mode) -> np.ndarray:
                 return mode_pad(x, padding, _mode)
 
             copying_out(kernel(f"aten::{prefix}_pad{dims}d(Tensor self, SymInt[{2 * dims}] padding) -> Tensor")(fn))
@@ -111,7 +113,12 @@ def _nearest_index(in_size: int, out_size: int, scale: float | None, exact: bool
     return np.minimum(np.floor(pos).astype(np.int64), in_size - 1)
 
 
-def _vec_sizes(x: np.ndarray, output_size, scale_factors, n: int) -> tuple[list[int], list[float | None]]:
+def _vec_sizes(
+    x: np.ndarray,
+    output_size: Sequence[int | None],
+    scale_factors: Sequence[float] | None,
+    n: int,
+) -> tuple[list[int], list[float | None]]:
     if output_size is not None:
         return [int(v) for v in output_size], [None] * n
     if scale_factors is None:
@@ -130,25 +137,38 @@ def upsample_nearest(x: np.ndarray, sizes: Sequence[int], scales: Sequence[float
 
 @copying_out
 @kernel("aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor")
-def upsample_nearest2d(x, output_size, scales_h, scales_w):
+def upsample_nearest2d(
+    x: np.ndarray,
+    output_size: Sequence[int | None],
+    scales_h: float | None,
+    scales_w: float | None,
+) -> np.ndarray:
     return upsample_nearest(x, output_size, [scales_h, scales_w])
 
 
 @copying_out
 @kernel("aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor")
-def upsample_nearest2d_vec(x, output_size, scale_factors):
+def upsample_nearest2d_vec(
+    x: np.ndarray,
+    output_size: Sequence[int | None],
+    scale_factors: Sequence[float] | None,
+) -> np.ndarray:
     return upsample_nearest(x, *_vec_sizes(x, output_size, scale_factors, 2))
 
 
 @copying_out
 @kernel("aten::upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor")
-def upsample_nearest1d(x, output_size, scales):
+def upsample_nearest1d(x: np.ndarray, output_size: Sequence[int | None], scales: float | None) -> np.ndarray:
     return upsample_nearest(x, output_size, [scales])
 
 
 @copying_out
 @kernel("aten::upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor")
-def upsample_nearest1d_vec(x, output_size, scale_factors):
+def upsample_nearest1d_vec(
+    x: np.ndarray,
+    output_size: Sequence[int | None],
+    scale_factors: Sequence[float] | None,
+) -> np.ndarray:
     return upsample_nearest(x, *_vec_sizes(x, output_size, scale_factors, 1))
 
 
@@ -157,13 +177,22 @@ def upsample_nearest1d_vec(x, output_size, scale_factors):
     "aten::_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, "
     "float? scales_w=None) -> Tensor"
 )
-def upsample_nearest_exact2d(x, output_size, scales_h, scales_w):
+def upsample_nearest_exact2d(
+    x: np.ndarray,
+    output_size: Sequence[int | None],
+    scales_h: float | None,
+    scales_w: float | None,
+) -> np.ndarray:
     return upsample_nearest(x, output_size, [scales_h, scales_w], exact=True)
 
 
 @copying_out
 @kernel("aten::_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor")
-def upsample_nearest_exact2d_vec(x, output_size, scale_factors):
+def upsample_nearest_exact2d_vec(
+    x: np.ndarray,
+    output_size: Sequence[int | None],
+    scale_factors: Sequence[float] | None,
+) -> np.ndarray:
     return upsample_nearest(x, *_vec_sizes(x, output_size, scale_factors, 2), exact=True)
 
 
@@ -184,7 +213,7 @@ def _linear_axis(x: np.ndarray, axis: int, out_size: int, align_corners: bool, s
     return np.take(x, i0, axis=axis) * (1 - lam1) + np.take(x, i1, axis=axis) * lam1
 
 
-def upsample_bilinear(x, sizes, align_corners, scales) -> np.ndarray:
+def upsample_bilinear(x: np.ndarray, sizes: Sequence[int], align_corners: bool, scales: float | None) -> np.ndarray:
     y = _linear_axis(x, x.ndim - 2, int(sizes[0]), align_corners, scales[0])
     return _linear_axis(y, x.ndim - 1, int(sizes[1]), align_corners, scales[1]).astype(x.dtype, copy=False)
 
@@ -194,7 +223,13 @@ def upsample_bilinear(x, sizes, align_corners, scales) -> np.ndarray:
     "aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, "
     "float? scales_h=None, float? scales_w=None) -> Tensor"
 )
-def upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w):
+def upsample_bilinear2d(
+    x: np.ndarray,
+    output_size: Sequence[int | None],
+    align_corners: bool,
+    scales_h: float | None,
+    scales_w: float | None,
+) -> np.ndarray:
     return upsample_bilinear(x, output_size, align_corners, [scales_h, scales_w])
 
 
@@ -203,7 +238,12 @@ def upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w):
     "aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
     "float[]? scale_factors) -> Tensor"
 )
-def upsample_bilinear2d_vec(x, output_size, align_corners, scale_factors):
+def upsample_bilinear2d_vec(
+    x: np.ndarray,
+    output_size: Sequence[int | None],
+    align_corners: bool,
+    scale_factors: Sequence[float] | None,
+) -> np.ndarray:
     sizes, scales = _vec_sizes(x, output_size, scale_factors, 2)
     return upsample_bilinear(x, sizes, align_corners, scales)
 

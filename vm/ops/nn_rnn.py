@@ -56,7 +56,14 @@ def gru_step(gi: Array, gh: Array, h: Array) -> Array:
     "aten::lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
     "Tensor? b_hh=None) -> (Tensor, Tensor)"
 )
-def lstm_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
+def lstm_cell(
+    x: np.ndarray,
+    hx: Sequence[np.ndarray],
+    w_ih: np.ndarray,
+    w_hh: np.ndarray,
+    b_ih: np.ndarray | None,
+    b_hh: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
     h, c = hx
     return lstm_step(_proj(x, w_ih, b_ih) + _proj(h, w_hh, b_hh), c)
 
@@ -66,7 +73,14 @@ def lstm_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
     "aten::gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
     "Tensor? b_hh=None) -> Tensor"
 )
-def gru_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
+def gru_cell(
+    x: np.ndarray,
+    hx: Sequence[np.ndarray],
+    w_ih: np.ndarray,
+    w_hh: np.ndarray,
+    b_ih: np.ndarray | None,
+    b_hh: np.ndarray | None,
+) -> np.ndarray:
     return gru_step(_proj(x, w_ih, b_ih), _proj(hx, w_hh, b_hh), hx)
 
 
@@ -79,7 +93,14 @@ def _relu(x: Array) -> Array:
     "aten::rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
     "Tensor? b_hh=None) -> Tensor"
 )
-def rnn_tanh_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
+def rnn_tanh_cell(
+    x: np.ndarray,
+    hx: Sequence[np.ndarray],
+    w_ih: np.ndarray,
+    w_hh: np.ndarray,
+    b_ih: np.ndarray | None,
+    b_hh: np.ndarray | None,
+) -> np.ndarray:
     return np.tanh(_proj(x, w_ih, b_ih) + _proj(hx, w_hh, b_hh))
 
 
@@ -88,7 +109,14 @@ def rnn_tanh_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
     "aten::rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
     "Tensor? b_hh=None) -> Tensor"
 )
-def rnn_relu_cell(x, hx, w_ih, w_hh, b_ih, b_hh):
+def rnn_relu_cell(
+    x: np.ndarray,
+    hx: Sequence[np.ndarray],
+    w_ih: np.ndarray,
+    w_hh: np.ndarray,
+    b_ih: np.ndarray | None,
+    b_hh: np.ndarray | None,
+) -> np.ndarray:
     return _relu(_proj(x, w_ih, b_ih) + _proj(hx, w_hh, b_hh))
 
 
@@ -115,7 +143,13 @@ def _split_params(params: Sequence[Array], has_biases: bool, num_layers: int, di
     return out
 
 
-def _run_direction(xs: Array, state: tuple[Array, ...], weights: list[Array | None], reverse: bool, kind: str):
+def _run_direction(
+    xs: Array,
+    state: tuple[Array, ...],
+    weights: list[Array | None],
+    reverse: bool,
+    kind: str,
+) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     """One layer, one direction over time-major ``xs (T, B, I)``: (outputs (T, B, H), final state)."""
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
     gi_all = _proj(xs, w_ih, b_ih)  # (T, B, G): every time step in one matmul
@@ -140,7 +174,18 @@ def _run_direction(xs: Array, state: tuple[Array, ...], weights: list[Array | No
     return np.stack(outs), final
 
 
-def run_rnn(kind, x, hx: Sequence[Array], params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+def run_rnn(
+    kind: str,
+    x: np.ndarray,
+    hx: Sequence[Array],
+    params: Sequence[np.ndarray],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> tuple[np.ndarray, ...]:
     """The shared body of the fused ops; returns (output, *final states)."""
     if train and dropout > 0 and num_layers > 1:
         raise NotImplementedError(f"aten::{kind} with train=True and dropout={dropout} is random; irvm runs inference only")
@@ -177,13 +222,33 @@ _TAIL = "bool has_biases, int num_layers, float dropout, bool train, bool bidire
 
 
 @kernel(f"aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor, Tensor)")
-def lstm(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+def lstm(
+    x: np.ndarray,
+    hx: Sequence[np.ndarray],
+    params: Sequence[np.ndarray],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> tuple[np.ndarray, ...]:
     return run_rnn("lstm", x, list(hx), params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 
 
 def _register_single_state(kind: str) -> None:
     @kernel(f"aten::{kind}.input(Tensor input, Tensor hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor)")
-    def fused(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    def fused(
+        x: np.ndarray,
+        hx: Sequence[np.ndarray],
+        params: Sequence[np.ndarray],
+        has_biases: bool,
+        num_layers: int,
+        dropout: float,
+        train: bool,
+        bidirectional: bool,
+        batch_first: bool,
+    ) -> tuple[np.ndarray, ...]:
         return run_rnn(kind, x, [hx], params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 
 
