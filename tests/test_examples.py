@@ -65,19 +65,35 @@ def test_example_runs_through_the_python_api(name: str, backend: str) -> None:
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_example_runs_through_irvm_run(name: str, tmp_path: Path) -> None:
-    """The README's command (plus --output) exits 0 and writes the saved outputs."""
-    runtime_class("interp")
-    out = tmp_path / "out.npz"
-    cmd = [sys.executable, "-m", "vm.cli", "run", f"examples/{name}.ir",
-           "--inputs", f"examples/{name}.inputs.npz", "--output", str(out)]
+def readme_argv(name: str, out: Path) -> list[str]:
+    """The README's command for ``name`` (without the leading ``irvm``), plus --output."""
+    argv = ["run", f"examples/{name}.ir", "--inputs", f"examples/{name}.inputs.npz"]
     if (EXAMPLES / f"{name}.weights.npz").exists():
-        cmd += ["--weights", f"examples/{name}.weights.npz"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
+        argv += ["--weights", f"examples/{name}.weights.npz"]
+    return argv + ["--output", str(out)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_example_runs_through_irvm_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's command (plus --output) exits 0 and writes the saved outputs (in-process)."""
+    runtime_class("interp")
+    from vm.cli import main
+
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "out.npz"
+    assert main(readme_argv(name, out)) == 0
     problems = compare_flat(read_npz(EXAMPLES / f"{name}.expected.npz"), read_npz(out), RTOL, ATOL)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", ["x2", "mlp"])
+def test_example_runs_as_a_process(name: str, tmp_path: Path) -> None:
+    """The same commands from a shell: `python -m vm.cli` is what the `irvm` script runs."""
+    runtime_class("interp")
+    out = tmp_path / "out.npz"
+    proc = subprocess.run([sys.executable, "-m", "vm.cli", *readme_argv(name, out)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert not compare_flat(read_npz(EXAMPLES / f"{name}.expected.npz"), read_npz(out), RTOL, ATOL)
 
 
 @pytest.mark.parametrize("name", NAMES)
