@@ -230,8 +230,6 @@ class FusedKernel:
         for args in samples or [_declared_sample(self.input_types)]:
             try:
                 key, compiled = self._numba_signature(args)
-                tiny = [a.reshape(-1)[:1] if _is_full(a) else a for a in args]
-                self._call_numba(compiled, tiny, 1)  # compiles (or loads from the disk cache) now
                 self.numba_kernels[key] = compiled
             except Exception as exc:  # noqa: BLE001 - a signature numba cannot compile runs blocked
                 problems.append(f"{type(exc).__name__}: {exc}")
@@ -251,7 +249,14 @@ class FusedKernel:
         steps = [(s.ref.name, s.inputs, s.output, s.ref.defaults) for s in self.steps]
         source = fusion_numba.generate(steps, dtypes, full, self.constants, self.n_inputs, self.outputs)
         out_dtypes = tuple(dtypes[slot] for slot in dict.fromkeys(self.outputs))
-        return _numba_key(args), _NumbaKernel(fusion_numba.load_kernel(source), out_dtypes)
+        tiny = [a.reshape(-1)[:1] if _is_full(a) else a for a in args]
+        compiled = _NumbaKernel(fusion_numba.load_kernel(source), out_dtypes)
+        try:
+            self._call_numba(compiled, tiny, 1)  # compiles, or loads the machine code cached on disk
+        except Exception:  # noqa: BLE001 - a stale disk cache: compile afresh, once
+            compiled = _NumbaKernel(fusion_numba.load_kernel(source, fresh=True), out_dtypes)
+            self._call_numba(compiled, tiny, 1)
+        return _numba_key(args), compiled
 
     def _call_numba(self, compiled: _NumbaKernel, args: Sequence[Any], n: int) -> list[np.ndarray]:
         outs = [np.empty(n, dtype=dtype) for dtype in compiled.out_dtypes]

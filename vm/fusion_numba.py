@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -213,10 +214,17 @@ def _compute_dtype(op: str, operands: list[Any]) -> np.dtype:
     return np.dtype(_dtypes.float_type(dtype)) if op.startswith(FLOATING) else dtype
 
 
-def load_kernel(source: str) -> Callable[..., Any]:
-    """Write ``source`` to the cache directory (once) and import its ``kernel``."""
+def load_kernel(source: str, fresh: bool = False) -> Callable[..., Any]:
+    """Write ``source`` to the cache directory (once) and import its ``kernel``.
+
+    ``fresh`` drops numba's cached machine code for it first (after a cache that would
+    not load, e.g. one written by another numba version)."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:24]
     with _load_lock:
+        if fresh:
+            _loaded.pop(digest, None)
+            for stale in (cache_dir() / "__pycache__").glob(f"fused_{digest}.*"):
+                stale.unlink(missing_ok=True)
         if digest in _loaded:
             return _loaded[digest]
         path = cache_dir() / f"fused_{digest}.py"
@@ -227,6 +235,7 @@ def load_kernel(source: str) -> Callable[..., Any]:
         spec = importlib.util.spec_from_file_location(f"irvm_fused_{digest}", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # numba's cache loader looks the module up by name
         spec.loader.exec_module(module)
         _loaded[digest] = module.kernel
         return module.kernel
