@@ -206,7 +206,10 @@ class _FunctionEmitter:
             return
         count = self.emitted_uses.get(value, 0) + 1
         self.emitted_uses[value] = count
-        self.put(Opcode.MOVE if count == len(value.uses) else Opcode.LOAD, self.register(value))
+        self.put(
+            Opcode.MOVE if count == len(value.uses) else Opcode.LOAD,
+            self.register(value),
+        )
 
     def register(self, value: Value) -> int:
         if value not in self.registers:
@@ -256,7 +259,10 @@ class _FunctionEmitter:
         elif kind == "prim::FusionGroup":
             self.emit_fusion_group(node)
         elif kind == "prim::CallMethod":
-            raise CompileError("prim::CallMethod is not supported: inline the method or freeze the module", node.span)
+            raise CompileError(
+                "prim::CallMethod is not supported: inline the method or freeze the module",
+                node.span,
+            )
         else:
             self.emit_operator(node)
 
@@ -329,7 +335,10 @@ class _FunctionEmitter:
         name = str(producer.attrs["name"])
         if name not in self.table.index:
             known = ", ".join(sorted(self.table.index)) or "none"
-            raise CompileError(f"call of unknown function {name!r} (module functions: {known})", node.span)
+            raise CompileError(
+                f"call of unknown function {name!r} (module functions: {known})",
+                node.span,
+            )
         callee = self.table.graphs[self.table.index[name]]
         args = node.inputs[1:]
         if len(args) != len(callee.inputs) or len(node.outputs) != len(callee.outputs):
@@ -361,4 +370,4 @@ def _is_vararg(ref: OpRef) -> bool:
         return False
 
 
-__all__ = ["emit", "compile_source", "compile_file"]
+__all__ = ["compile_file", "compile_source", "emit"]

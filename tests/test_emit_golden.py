@@ -137,4 +137,7 @@ def test_all_unresolvable_ops_reported_at_once() -> None:
         raise AssertionError("expected a CompileError")
     assert "3 nodes cannot be compiled" in message
     for line, what in ((2, "aten::frobnicate"), (4, "aten::relu"), (5, "foo::bar")):
-        assert re.search(rf"bad\.ir:{line}:\d+: .*{re.escape(what)}", message), (line, message)
+        assert re.search(rf"bad\.ir:{line}:\d+: .*{re.escape(what)}", message), (
+            line,
+            message,
+        )

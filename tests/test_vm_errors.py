@@ -116,7 +116,10 @@ def test_deep_recursion_within_limit_needs_no_python_stack() -> None:
         ((np.ones(3, np.float32),), "takes 2 input"),
         ((np.ones(3, np.float32), 2.5), "input %n is declared int but got a float"),
         ((3, 2), "input %x is declared Float(3) but got a int"),
-        ((np.ones(3, np.float64), 2), "input %x is declared Float(3) (float32) but is a float64 tensor"),
+        (
+            (np.ones(3, np.float64), 2),
+            "input %x is declared Float(3) (float32) but is a float64 tensor",
+        ),
     ],
 )
 def test_inputs_checked_against_declared_types(args: tuple, message: str) -> None:

@@ -28,7 +28,9 @@ def _results(interp: Interpreter, inputs: list[Any]) -> tuple[Any, Any]:
 
 @settings(deadline=None)
 @given(graphs())
-def test_fast_and_reference_loops_agree_with_ir_walk(drawn: tuple[Any, list[Any]]) -> None:
+def test_fast_and_reference_loops_agree_with_ir_walk(
+    drawn: tuple[Any, list[Any]],
+) -> None:
     module, inputs = drawn
     expected = run_reference(module, inputs)
     for target in (module, optimize(module)[0]):

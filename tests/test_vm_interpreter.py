@@ -3,6 +3,7 @@ register-form decoding agreeing with the bytecode on every corpus program."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -77,7 +78,9 @@ def test_trace_records_every_stored_value_by_ir_name() -> None:
     assert traced.last_trace is not None and "%acc.2" in traced.last_trace
 
 
-def test_debug_prints_each_instruction_with_stack_and_registers(capsys: pytest.CaptureFixture[str]) -> None:
+def test_debug_prints_each_instruction_with_stack_and_registers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     interp = Interpreter(compile_source(LOOP, "loop.ir", passes=[]), debug=True)
     interp(np.ones(2, np.float32), 1)
     err = capsys.readouterr().err
@@ -96,8 +99,8 @@ def _same(a: Any, b: Any) -> bool:
         return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
-    if isinstance(a, float) and a != a:
-        return isinstance(b, float) and b != b
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
     return type(a) is type(b) and a == b
 
 

@@ -85,7 +85,6 @@ def test_recursive_fib_module() -> None:
 # Scripted with torch
 
 torch = pytest.importorskip("torch")
-from typing import List, Optional, Tuple  # noqa: E402
 
 Tensor = torch.Tensor
 
@@ -111,7 +110,7 @@ def while_break_continue(n: int) -> int:
     return total
 
 
-def nested_loops_tuple(x: Tensor, n: int) -> Tuple[Tensor, int]:
+def nested_loops_tuple(x: Tensor, n: int) -> tuple[Tensor, int]:
     acc = (x, 0)
     for i in range(n):
         for j in range(i):
@@ -120,14 +119,14 @@ def nested_loops_tuple(x: Tensor, n: int) -> Tuple[Tensor, int]:
     return acc
 
 
-def list_in_loop(x: Tensor, n: int) -> List[Tensor]:
-    out: List[Tensor] = []
+def list_in_loop(x: Tensor, n: int) -> list[Tensor]:
+    out: list[Tensor] = []
     for i in range(n):
         out.append(x * i)
     return out
 
 
-def optional_scale(x: Tensor, scale: Optional[float]) -> Tensor:
+def optional_scale(x: Tensor, scale: float | None) -> Tensor:
     if scale is None:
         return x
     return x * scale

@@ -23,8 +23,9 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -32,11 +33,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compiler import compile_source  # noqa: E402
-from vm import decode as D  # noqa: E402
-from vm.bytecode import Opcode, Program  # noqa: E402
-from vm.interpreter import Interpreter  # noqa: E402
-from vm.io import load_inputs  # noqa: E402
+from compiler import compile_source
+from vm import decode as D
+from vm.bytecode import Program
+from vm.interpreter import Interpreter
+from vm.io import load_inputs
 
 CORPUS = ROOT / "tests" / "corpus"
 SEEDS = ["x2", "dim_loop", "ratio_iou", "lunif2", "lstm_cell"]
@@ -172,7 +173,6 @@ def noop_dispatch(interp: Interpreter, args: tuple[Any, ...], repeat: int) -> tu
     so control flow is the same; the cost of calling the no-op itself is measured apart
     and subtracted, leaving the dispatch loop alone.
     """
-    results: list[list[Any]] = []
     program = interp.program
     originals = interp.decoded
 
@@ -188,7 +188,9 @@ def noop_dispatch(interp: Interpreter, args: tuple[Any, ...], repeat: int) -> tu
         return tuple(D.decode(program, f, kernels[i], interp.constants[i]) for i, f in enumerate(program.functions))
 
     sinks = [[[] for _ in ks] for ks in interp.kernels]
-    interp.decoded = decode_with([[recording(k, sinks[i][j]) for j, k in enumerate(ks)] for i, ks in enumerate(interp.kernels)])
+    interp.decoded = decode_with(
+        [[recording(k, sinks[i][j]) for j, k in enumerate(ks)] for i, ks in enumerate(interp.kernels)]
+    )
     interp(*args)
     n_calls = sum(len(s) for ss in sinks for s in ss)
     total = 0.0
@@ -299,14 +301,23 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     rows = []
     text, scripted, args = loop_program()
-    rows.append(bench("loop100 (16 elems)", compile_source(text, "loop100.ir"), scripted, args, max(options.repeat // 10, 5)))
+    rows.append(
+        bench(
+            "loop100 (16 elems)",
+            compile_source(text, "loop100.ir"),
+            scripted,
+            args,
+            max(options.repeat // 10, 5),
+        )
+    )
     if not options.quick:
         for name in SEEDS:
             program, scripted, args = seed(name)
             rows.append(bench(name, program, scripted, args, options.repeat))
     head = (
         f"{'program':<20} {'irvm us':>9} {'torch us':>9} {'torch/irvm':>10} {'bytecode':>8} {'decoded':>8}"
-        f" {'ns/bc':>6} {'ns/dec':>6} {'noop/bc':>7} {'noop/dec':>8} {'kern us':>8} {'1st us':>8} {'next us':>8}"
+        f" {'ns/bc':>6} {'ns/dec':>6} {'noop/bc':>7} {'noop/dec':>8} {'kern us':>8} {'calls':>6} {'us/kern':>7}"
+        f" {'1st us':>8} {'next us':>8}"
     )
     print(head)
     for r in rows:
@@ -314,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['name']:<20} {r['irvm_us']:9.1f} {r['torch_us']:9.1f} {r['ratio']:10.2f} {r['bytecode']:8d}"
             f" {r['decoded']:8d} {r['ns_per_bytecode']:6.0f} {r['ns_per_decoded']:6.0f}"
             f" {r['noop_ns_per_bytecode']:7.0f} {r['noop_ns_per_decoded']:8.0f} {r['kernels_us']:8.1f}"
+            f" {r['kernel_calls']:6d} {r['kernels_us'] / max(r['kernel_calls'], 1):7.2f}"
             f" {r['first_us']:8.1f} {r['later_us']:8.1f}"
         )
     print(

@@ -18,14 +18,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compiler.diagnostics import IRError  # noqa: E402
-from vm.bytecode import disassemble  # noqa: E402
+from compiler.diagnostics import IRError
+from vm.bytecode import disassemble
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Disassemble an irvm program.")
     parser.add_argument("program", help=".ir text (compiled now) or .irbc bytecode")
-    parser.add_argument("--decoded", action="store_true", help="also show the interpreter's register form")
+    parser.add_argument(
+        "--decoded",
+        action="store_true",
+        help="also show the interpreter's register form",
+    )
     parser.add_argument("--no-fusion", action="store_true", help="compile without fusion groups")
     options = parser.parse_args(argv)
     try:

@@ -65,7 +65,7 @@ class Opcode(enum.IntEnum):
     n: Operand
     doc: str
 
-    def __new__(cls, code: int, x: Operand, n: Operand, doc: str) -> "Opcode":
+    def __new__(cls, code: int, x: Operand, n: Operand, doc: str) -> Opcode:
         member = int.__new__(cls, code)
         member._value_ = code
         member.x, member.n, member.doc = x, n, doc
@@ -171,7 +171,7 @@ class Program:
 
 def is_class_type(type_text: str) -> bool:
     """``__torch__.Net`` and other class types (what ``%self`` is)."""
-    return type_text.startswith("__torch__") or type_text.startswith("__main__")
+    return type_text.startswith(("__torch__", "__main__"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -267,7 +267,7 @@ def disassemble_function(program: Program, function: Function) -> str:
             loc = f"{where[0]}:{where[1]}"
         previous = where
         note = describe_operand(program, function, ins)
-        text = f"{i:04d} {loc:>7} {str(ins):<16}"
+        text = f"{i:04d} {loc:>7} {ins!s:<16}"
         lines.append(f"{text} {note}".rstrip())
     return "\n".join(lines)
 
@@ -279,16 +279,16 @@ def disassemble(program: Program) -> str:
 
 
 __all__ = [
-    "Operand",
-    "Opcode",
-    "OPCODES",
     "BY_NAME",
-    "Instruction",
+    "OPCODES",
     "Function",
+    "Instruction",
+    "Opcode",
+    "Operand",
     "Program",
-    "stack_effect",
-    "loop_exit_effect",
     "disassemble",
     "disassemble_function",
     "is_class_type",
+    "loop_exit_effect",
+    "stack_effect",
 ]

@@ -38,13 +38,11 @@ from vm.bytecode import Function, Instruction, Opcode, Program
 
 # Decoded handler codes, most frequent first (the fast loop tests them in this order).
 OP1, OP1M, OP2, OP2M, OPG, OPGM = 0, 1, 2, 3, 4, 5
-PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS, LOOPE, LOOPB, CALLR, RET1 = range(6, 23)
-COPY = 23
-NAMES = (
-    "OP1 OP1M OP2 OP2M OPG OPGM PUSH PUSHM STORE STOREN JFR JF JMP LOOP CALL RET DROPR DROP OPS LOOPE LOOPB"
-    " CALLR RET1 COPY"
-).split()
-_JUMPS = {JFR: (2,), JF: (1,), JMP: (1,), LOOP: (1,), LOOPE: (1, 4), LOOPB: (5, 6), COPY: (4,)}
+PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS = range(6, 19)
+LOOPE, LOOPB, CALLR, RET1, COPY = range(19, 24)
+NAMES = "OP1 OP1M OP2 OP2M OPG OPGM PUSH PUSHM STORE STOREN JFR JF JMP LOOP CALL RET DROPR DROP OPS".split()
+NAMES += "LOOPE LOOPB CALLR RET1 COPY".split()
+_JUMPS = {JFR: (2,), JF: (1,), JMP: (1,), LOOP: (1,), LOOPE: (1, 4), LOOPB: (5, 6), COPY: (4,)}  # target operands
 
 _PUSHES = (Opcode.LOAD, Opcode.MOVE, Opcode.LOADC)
 
@@ -62,7 +60,12 @@ class Decoded:
     #               put the arguments there themselves and start at 1
 
 
-def decode(program: Program, function: Function, kernels: list[Callable[..., Any]], constants: list[Any]) -> Decoded:
+def decode(
+    program: Program,
+    function: Function,
+    kernels: list[Callable[..., Any]],
+    constants: list[Any],
+) -> Decoded:
     """``function`` in register form, with ``kernels[k]`` bound to operator-table entry k
     and ``constants`` (already bound from the weights) as its constant registers."""
     return _Decoder(program, function, kernels).run(constants)
@@ -267,7 +270,11 @@ class _Decoder:
         sources = tuple(self.reg(q) for q in pushes)
         moved = tuple(sorted({q.x for q in pushes if q.op is Opcode.MOVE}))
         body = self.body_start(header, p)
-        self.emit(j, start, [LOOPB, sources[0], sources[1:], moved, p, body, self.code[header].x])
+        self.emit(
+            j,
+            start,
+            [LOOPB, sources[0], sources[1:], moved, p, body, self.code[header].x],
+        )
         return j + 1
 
     def plain(self, i: int) -> None:
@@ -318,4 +325,4 @@ def listing(decoded: Decoded) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Decoded", "decode", "listing", "NAMES"]
+__all__ = ["NAMES", "Decoded", "decode", "listing"]

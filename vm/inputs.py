@@ -67,7 +67,13 @@ class InputChecker:
         return check_inputs(self.program, args)
 
 
-_FAST: dict[str, type] = {"Tensor": np.ndarray, "int": int, "float": float, "bool": bool, "str": str}
+_FAST: dict[str, type] = {
+    "Tensor": np.ndarray,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "str": str,
+}
 
 
 def check_value(what: str, value: Any, type_text: str) -> Any:
@@ -111,9 +117,7 @@ def _check_tensor(what: str, value: Any, t: str) -> Any:
 
 
 def _scalar(what: str, value: Any, t: str, accepted: tuple[type, ...], convert: type) -> Any:
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    elif isinstance(value, np.generic):
+    if isinstance(value, np.ndarray) and value.ndim == 0 or isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool) and convert is not bool:
         raise _mismatch(what, value, t)
@@ -134,4 +138,4 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__} ({value!r:.40})"
 
 
-__all__ = ["check_inputs", "check_value", "InputChecker"]
+__all__ = ["InputChecker", "check_inputs", "check_value"]

@@ -298,7 +298,11 @@ def describe_frame(program: Program, fid: int, at: int) -> str:
 
 
 def failure_error(
-    program: Program, err: BaseException, fid: int, at: int, callers: list[tuple[int, int]]
+    program: Program,
+    err: BaseException,
+    fid: int,
+    at: int,
+    callers: list[tuple[int, int]],
 ) -> RunError:
     """A RunError for ``err`` raised by instruction ``at`` of function ``fid``; ``callers``
     are the (function, CALL instruction) pairs of the frames below, outermost first."""
@@ -386,4 +390,4 @@ def _as_array(value: Any) -> Any:
     return np.asarray(value)
 
 
-__all__ = ["Interpreter", "DEFAULT_MAX_DEPTH", "failure_error", "depth_error"]
+__all__ = ["DEFAULT_MAX_DEPTH", "Interpreter", "depth_error", "failure_error"]

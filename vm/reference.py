@@ -27,7 +27,12 @@ class _Frame:
         self.fid, self.pc, self.regs = fid, 0, regs
 
 
-def run(interp: "Interpreter", stack: list[Any], values: dict[str, Any] | None, debug: bool = False) -> Any:
+def run(
+    interp: Interpreter,
+    stack: list[Any],
+    values: dict[str, Any] | None,
+    debug: bool = False,
+) -> Any:
     """Run the entry function on ``stack`` (its inputs); fill ``values`` (unless None) with
     every value stored."""
     from vm.interpreter import _results, depth_error, failure_error
@@ -45,7 +50,12 @@ def run(interp: "Interpreter", stack: list[Any], values: dict[str, Any] | None, 
             if ins.op is Opcode.CALL:
                 if len(frames) > interp.max_depth:
                     callers = [(f.fid, f.pc - 1) for f in frames[:-1]]
-                    raise depth_error(program, ins.x, [*callers, (frame.fid, frame.pc - 1)], interp.max_depth)
+                    raise depth_error(
+                        program,
+                        ins.x,
+                        [*callers, (frame.fid, frame.pc - 1)],
+                        interp.max_depth,
+                    )
                 frames.append(_new_frame(interp, ins.x))
             elif ins.op is Opcode.RET:
                 frames.pop()
@@ -63,12 +73,18 @@ def run(interp: "Interpreter", stack: list[Any], values: dict[str, Any] | None, 
             raise failure_error(program, err, frame.fid, frame.pc - 1, callers) from err
 
 
-def _new_frame(interp: "Interpreter", fid: int) -> _Frame:
+def _new_frame(interp: Interpreter, fid: int) -> _Frame:
     function = interp.program.functions[fid]
     return _Frame(fid, [None] * function.n_registers)
 
 
-def _step(interp: "Interpreter", frame: _Frame, ins: Any, stack: list[Any], values: dict[str, Any] | None) -> None:
+def _step(
+    interp: Interpreter,
+    frame: _Frame,
+    ins: Any,
+    stack: list[Any],
+    values: dict[str, Any] | None,
+) -> None:
     op, x, n, regs = ins.op, ins.x, ins.n, frame.regs
     if op is Opcode.OP or op is Opcode.OPN:
         ref = interp.program.functions[frame.fid].operators[x]
@@ -117,7 +133,7 @@ def _loop(frame: _Frame, exit_target: int, n: int, stack: list[Any]) -> None:
         frame.pc = exit_target
 
 
-def _record(interp: "Interpreter", fid: int, r: int, value: Any, values: dict[str, Any]) -> None:
+def _record(interp: Interpreter, fid: int, r: int, value: Any, values: dict[str, Any]) -> None:
     function = interp.program.functions[fid]
     name = f"%{function.register_names[r]}"
     values[name if fid == interp.program.entry else f"{function.name}/{name}"] = value
@@ -129,7 +145,10 @@ def _show(function: Any, frame: _Frame, stack: list[Any], ins: Any) -> None:
         return f"<{getattr(v, 'dtype', '')}{list(shape)}>" if shape is not None else repr(v)[:30]
 
     regs = " ".join(f"r{i}={short(v)}" for i, v in enumerate(frame.regs) if v is not None)
-    print(f"          stack [{', '.join(short(v) for v in stack)}]  regs {regs}", file=sys.stderr)
+    print(
+        f"          stack [{', '.join(short(v) for v in stack)}]  regs {regs}",
+        file=sys.stderr,
+    )
     print(f"{function.name}:{frame.pc - 0:04d} {ins}", file=sys.stderr)
 
 
