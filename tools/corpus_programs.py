@@ -323,6 +323,58 @@ def string_format(name: str, n: int, f: float):
     return a, b, c, d, len(d), name.upper(), name.startswith("ab"), c.split(", ")
 
 
+def list_aliasing(n: int):
+    a: List[int] = [1, 2]
+    b = a  # the same list: TorchScript lists are references, as in Python
+    for i in range(n):
+        b.append(i)
+    c = a.copy()
+    c.append(99)
+    return a, b, c, len(a) == len(b)
+
+
+def stack_machine(code: List[int]):
+    stack: List[int] = []
+    depth = 0
+    for op in code:
+        if op >= 0:
+            stack.append(op)
+        elif op == -1 and len(stack) >= 2:
+            y = stack.pop()
+            x = stack.pop()
+            stack.append(x + y)
+        elif op == -2 and len(stack) >= 2:
+            y = stack.pop()
+            x = stack.pop()
+            stack.append(x * y)
+        depth = max(depth, len(stack))
+    return stack, depth
+
+
+def none_and_empty(x, flag: bool) -> Tuple[Optional[torch.Tensor], List[int], List[torch.Tensor], Optional[int]]:
+    empty: List[int] = []
+    tensors: List[torch.Tensor] = []
+    maybe: Optional[torch.Tensor] = None
+    if flag:
+        maybe = x + 1
+    return maybe, empty, tensors, None
+
+
+def dtype_queries(x, i):
+    return (x.dtype, i.dtype, x.is_floating_point(), i.is_floating_point(), x.dim(), x.size(), x.stride(0),
+            x.to(torch.float64).dtype, x.to(i.dtype), i.to(x.dtype), x.type_as(i), x.long().sum(), x.int().dtype)
+
+
+def str_of_numbers(f: float, n: int, b: bool):
+    return str(f), str(n), str(b), "{} {} {}".format(f, n, b), str(f * 3), str(1e-5), str(1.0e20), str([n, n])
+
+
+def inplace_on_input(x, y):
+    x.add_(y)  # mutates the caller's tensor too
+    y.mul_(2.0)
+    return x, y, x.sum() + y.sum()
+
+
 # -- Optional, calls, raise ---------------------------------------------------------------
 
 
@@ -664,6 +716,13 @@ CASES = [
     Case("dict_tensors", dict_tensors, lambda: (r(2, 2),), ("dicts",)),
     Case("dict_int_keys", dict_int_keys, lambda: (4,), ("dicts",)),
     Case("string_format", string_format, lambda: ("abc", 3, 0.5), ("strings",)),
+    Case("list_aliasing", list_aliasing, lambda: (3,), ("lists",)),
+    Case("stack_machine", stack_machine, lambda: ([3, 4, -1, 5, -2, 2, 7, -1, -2],), ("lists", "control-flow")),
+    Case("none_and_empty_given", none_and_empty, lambda: (r(2), True), ("optional", "lists", "tuples")),
+    Case("none_and_empty_none", none_and_empty, lambda: (r(2), False), ("optional", "lists", "tuples")),
+    Case("dtype_queries", dtype_queries, lambda: (r(2, 3), _i(1, 2, 3)), ("scalars", "pointwise")),
+    Case("str_of_numbers", str_of_numbers, lambda: (0.1, -42, True), ("strings",)),
+    Case("inplace_on_input", inplace_on_input, lambda: (r(3), r(3)), ("inplace",)),
     # Optional, calls, raise
     Case("optional_none", optional_tensor, lambda: (r(3), None, None), ("optional",)),
     Case("optional_given", optional_tensor, lambda: (r(3), r(3), 2.0), ("optional",)),
