@@ -238,16 +238,25 @@ class Builder:
             scope.bools.append(self.emit(block, kind, [a, b], [T.BOOL]).output)
 
     def stmt_inplace(self, block: Block, scope: Scope, depth: int) -> None:
+        """``t.add_(other)`` on a fresh ``t``; sometimes read ``t`` just before and use that
+        read just after, the pattern a pass must not reorder across the write."""
         if not scope.fresh:
             return self.stmt_binary(block, scope, depth)
         target = self.pick(scope.fresh)
         other = self.pick_compatible(scope.tensors, self.meta[target].shape, into=True)
         if other is None:
             return None
+        read_around = self.draw(st.booleans())
+        if read_around:
+            before = self.tensor(block, self.draw(st.sampled_from(UNARY)), [target], self.meta[target])
         kind = self.draw(st.sampled_from(INPLACE))
         inputs = [target, other] + ([self.const(block, 1, T.INT)] if kind == "aten::add_" else [])
         out = self.tensor(block, kind, inputs, self.meta[target])
         scope.tensors.append(out)  # the same tensor as target: not fresh (an alias)
+        if read_around:
+            after = self.tensor(block, "aten::mul", [before, target], self.meta[target])
+            scope.tensors.append(after)
+            scope.fresh.append(after)
         return None
 
     def stmt_const(self, block: Block, scope: Scope, depth: int) -> None:
@@ -488,6 +497,12 @@ def same_value(a: Any, b: Any) -> bool:
         )
     if isinstance(a, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return (
+            type(b) is dict
+            and list(a) == list(b)
+            and all(same_value(x, y) for x, y in zip(a.values(), b.values()))
+        )
     if isinstance(a, float) and isinstance(b, float) and a != a:
         return b != b
     return type(a) is type(b) and a == b
