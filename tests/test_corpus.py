@@ -97,15 +97,41 @@ def test_corpus_program_matches_torch(name: str, backend: str) -> None:
     assert not problems, f"{name} on {backend}:\n  " + "\n  ".join(problems)
 
 
+def cli_argv(name: str, backend: str, out: Path) -> list[str]:
+    """``irvm run`` arguments for one corpus program (without the leading ``irvm``)."""
+    argv = ["run", str(CORPUS / f"{name}.ir"), "--inputs", str(CORPUS / f"{name}.inputs.npz"),
+            "--output", str(out), "--backend", backend]
+    if (CORPUS / f"{name}.weights.npz").exists():
+        argv += ["--weights", str(CORPUS / f"{name}.weights.npz")]
+    return argv
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", NAMES)
+def test_corpus_program_through_irvm_main(
+    name: str, backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`irvm run` (its main(), in-process) writes torch's outputs, or exits 1 with torch's message."""
+    runtime_class(backend)
+    from vm.cli import main
+
+    out = tmp_path / "out.npz"
+    code = main(cli_argv(name, backend, out))
+    err = capsys.readouterr().err
+    if record(name)["error"] is not None:
+        assert code == 1 and expected_error_text(name) in err, err
+        return
+    assert code == 0, err
+    problems = compare_flat(read_npz(CORPUS / f"{name}.expected.npz"), read_npz(out), RTOL, ATOL)
+    assert not problems, f"{name} on {backend}:\n  " + "\n  ".join(problems)
+
+
 @pytest.mark.parametrize(("name", "backend"), CLI_SAMPLE)
 def test_corpus_program_through_irvm_run(name: str, backend: str, tmp_path: Path) -> None:
-    """`irvm run X.ir --inputs --weights --output` writes torch's outputs (exit 1 + message on raise)."""
+    """`irvm run X.ir --inputs --weights --output` as a process: torch's outputs, or exit 1."""
     runtime_class(backend)
     out = tmp_path / "out.npz"
-    cmd = [sys.executable, "-m", "vm.cli", "run", str(CORPUS / f"{name}.ir"),
-           "--inputs", str(CORPUS / f"{name}.inputs.npz"), "--output", str(out), "--backend", backend]
-    if (CORPUS / f"{name}.weights.npz").exists():
-        cmd += ["--weights", str(CORPUS / f"{name}.weights.npz")]
+    cmd = [sys.executable, "-m", "vm.cli", *cli_argv(name, backend, out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if record(name)["error"] is not None:
         assert proc.returncode == 1, proc.stderr
