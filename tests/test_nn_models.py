@@ -41,25 +41,8 @@ def _program(name: str):
     return _programs[name]
 
 
-# Graphs the compiler cannot emit yet: compiler/emit.py reports "%N is used before it is
-# defined" on them (an emitter bug, the IR is well formed); the kernels they use are
-# covered by tests/test_nn_ops_*.py and by the other variants of the same module.
-EMITTER_BUG = {"encoder_layer_script", "mha_script", "lstm_cell_trace", "gru_cell_trace"}
-# Graphs that call an operator outside the nn family that nobody registers yet.
-MISSING_OP = {"embedding_bag_script": "aten::is_floating_point"}
-
-
-def _case(name: str):
-    marks = []
-    if name in EMITTER_BUG:
-        marks.append(pytest.mark.xfail(reason="compiler/emit.py: used before it is defined", strict=False))
-    if name in MISSING_OP:
-        marks.append(pytest.mark.xfail(reason=f"{MISSING_OP[name]} is not registered", strict=False))
-    return pytest.param(name, marks=marks, id=name)
-
-
 @pytest.mark.parametrize("backend", ["Interpreter", "StaticRuntime"])
-@pytest.mark.parametrize("name", [_case(n) for n in DUMPS])
+@pytest.mark.parametrize("name", DUMPS)
 def test_model_matches_torch(name, backend):
     program = _program(name)
     weights = io.read_npz(MODELS / f"{name}.weights.npz")

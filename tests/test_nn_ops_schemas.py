@@ -79,3 +79,23 @@ def test_conv_out_variant_writes_through_a_strided_buffer():
     view = backing[..., ::2]
     registry.lookup("aten::conv2d").out(view, x, w, None, [1, 1], [1, 1], [1, 1], 1)
     np.testing.assert_allclose(view, want, rtol=1e-6)
+
+
+def test_fallback_ops_that_nn_modules_call_behave_as_at_inference():
+    """vm/ops/zz_nn_fallbacks.py (or the family that owns these ops) answers like torch in
+    inference mode and chunks like torch.chunk."""
+    import numpy as np
+
+    def k(name):
+        return registry.lookup(name).kernel
+
+    assert k("aten::is_grad_enabled")() is False and k("aten::is_autocast_enabled")() is False
+    x = np.arange(14.0).reshape(2, 7)
+    assert k("prim::is_nested")(x) is False
+    assert k("aten::is_floating_point")(x) is True and k("aten::is_floating_point")(x.astype(np.int64)) is False
+    for chunks, dim in [(2, 1), (3, 1), (7, 1), (9, 1), (3, 0), (1, -1)]:
+        got = k("aten::unsafe_chunk")(x, chunks, dim)
+        want = torch.from_numpy(x).unsafe_chunk(chunks, dim)
+        assert [g.shape for g in got] == [tuple(w.shape) for w in want]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w.numpy())
