@@ -21,8 +21,9 @@ graph becomes one ``Function``, emitted block by block:
 - ``prim::Loop`` is ``LOADC 0; loads; LOOP exit; STOREN params; body; loads; JMP LOOP;
   exit: STOREN outputs`` (see ``vm.bytecode``);
 - ``prim::CallFunction`` of a ``prim::Constant[name="f"]`` is ``CALL f`` (a new frame; a
-  function may call itself); a ``prim::FusionGroup`` is a CALL of its subgraph, emitted as
-  one more function, until a fused kernel exists.
+  function may call itself); a ``prim::FusionGroup`` is one OP of the fused kernel of
+  ``vm.fusion`` (its subgraph travels as IR text in the operator's attributes), or with
+  ``fused_kernels=False`` a CALL of its subgraph emitted as one more function.
 
 Every unresolvable node of the whole module is reported at once, as one CompileError.
 """
@@ -41,12 +42,14 @@ from vm.ops import registry
 from vm.ops.registry import OpRef
 
 
-def emit(module: Module, source: str | None = None) -> Program:
+def emit(module: Module, source: str | None = None, *, fused_kernels: bool = True) -> Program:
     """The program for an optimized ``module`` (left untouched); ``source`` is the IR text
-    recorded in the program (default: ``module`` printed)."""
+    recorded in the program (default: ``module`` printed).  With ``fused_kernels`` a fusion
+    group is one OP of ``vm.fusion``'s fused kernel, else a CALL of its subgraph."""
     dropped = insert_drops(module)
     resolved, errors = resolve_all(dropped)
     table = _FunctionTable(dropped, resolved, errors)
+    table.fused_kernels = fused_kernels
     table.emit_all()
     if table.errors:
         raise _combined(table.errors)
@@ -71,6 +74,7 @@ def compile_source(
     fusion: bool = True,
     print_after: Any = (),
     printer: Any = None,
+    fused_kernels: bool = True,
 ) -> Program:
     """Parse, optimize (``compiler.pipeline.optimize``) and emit IR text."""
     from compiler import parse
@@ -78,7 +82,7 @@ def compile_source(
 
     module = parse(text, filename)
     optimized, _ = optimize(module, passes, fusion=fusion, print_after=print_after, printer=printer)
-    return emit(optimized, source=text)
+    return emit(optimized, source=text, fused_kernels=fused_kernels)
 
 
 def compile_file(path: str | Path, **options: Any) -> Program:
@@ -115,6 +119,7 @@ class _FunctionTable:
         self.index: dict[str, int] = {name: i + 1 for i, name in enumerate(module.functions)}
         self.names: list[str] = ["main", *module.functions]
         self.done: list[Function] = []
+        self.fused_kernels = True
 
     def emit_all(self) -> None:
         i = 0
@@ -356,6 +361,14 @@ class _FunctionEmitter:
         sub = node.attrs.get("Subgraph")
         if not isinstance(sub, Graph):
             raise CompileError("prim::FusionGroup without a Subgraph", node.span)
+        if self.table.fused_kernels:
+            from vm.fusion import fused_opref
+
+            for value in node.inputs:
+                self.use(value)
+            self.put(Opcode.OP, self.operator(fused_opref(node)))
+            self.store(node.outputs)
+            return
         index = self.table.add_subgraph(sub, f"{self.name}.FusionGroup_{len(self.table.graphs)}")
         for value in node.inputs:
             self.use(value)
