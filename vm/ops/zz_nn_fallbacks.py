@@ -25,7 +25,9 @@ from vm.ops import registry
 
 
 def _fallback(schema: str, fn: Callable[..., Any]) -> None:
-    if registry.parse_schema(schema).qualified not in registry._REGISTRY:
+    try:
+        registry.lookup(registry.parse_schema(schema).qualified)
+    except KeyError:
         registry.register_op(schema, fn)
 
 
