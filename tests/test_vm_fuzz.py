@@ -5,7 +5,8 @@ the IR agree.
 scalar arithmetic, If and Loop with carried tensors, calls between functions and in-place
 ops.  Each is emitted as is (``passes=[]``, so the emitter sees every construct the
 strategy makes) and after the default pipeline, then run by the fast register-form loop,
-by the reference loop over the bytecode, and by the reference evaluator of the strategy
+by the reference loop over the bytecode (fusion groups both as fused-kernel OPs and as
+CALLs of their subgraphs), and by the reference evaluator of the strategy
 module: all results must be equal (kinds, dtypes, shapes and values).
 """
 
@@ -33,7 +34,8 @@ def test_fast_and_reference_loops_agree_with_ir_walk(
 ) -> None:
     module, inputs = drawn
     expected = run_reference(module, inputs)
-    for target in (module, optimize(module)[0]):
-        fast, reference = _results(Interpreter(emit(target, source="")), inputs)
+    optimized = optimize(module)[0]
+    for program in (emit(module, ""), emit(optimized, ""), emit(optimized, "", fused_kernels=False)):
+        fast, reference = _results(Interpreter(program), inputs)
         assert same_value(fast, expected), (fast, expected)
         assert same_value(reference, expected), (reference, expected)
