@@ -8,11 +8,14 @@ hand::
     irvm run /tmp/mlp/mlp.ir --inputs /tmp/mlp/mlp.inputs.npz --weights /tmp/mlp/mlp.weights.npz
 """
 
+# TorchScript programs: typing.List annotations are kept on purpose.
+# ruff: noqa: UP006, UP035
+
 from typing import List
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
 
 def x2(x):

@@ -20,7 +20,14 @@ from compiler import types as T
 from compiler.diagnostics import RunError
 from compiler.ir import Graph
 from vm.io import (
-    compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz, save_outputs, save_values, unflatten,
+    compare_flat,
+    flatten_outputs,
+    load_inputs,
+    outputs_as_list,
+    read_npz,
+    save_outputs,
+    save_values,
+    unflatten,
 )
 
 arrays = st.builds(

@@ -11,13 +11,17 @@ To add a program: write the function here, add a ``Case`` to ``CASES`` (features
 ``FEATURES``), run ``python tools/gen_corpus.py``, and commit the new files.
 """
 
+# These are TorchScript programs: typing.List/Optional annotations, d.keys(), sorted(list(...))
+# are kept on purpose (each becomes a node of the dump).
+# ruff: noqa: UP006, UP032, UP035, UP045, SIM118, C414, PLC0206
+
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
 FEATURES = {
     "control-flow": "if/else, while, for-range, break/continue, nested loops, early return",

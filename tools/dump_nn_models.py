@@ -63,6 +63,48 @@ class SmallCNN(nn.Module):
         return self.head(torch.flatten(self.pool(self.features(x)), 1))
 
 
+class Decoder(nn.Module):
+    """Spatial operators: reflection pad, group/instance norm, transposed conv, nearest and
+    bilinear interpolation, pixel shuffle, average pooling, assorted activations."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pad = nn.ReflectionPad2d(1)
+        self.conv = nn.Conv2d(4, 8, 3)
+        self.gn = nn.GroupNorm(2, 8)
+        self.act = nn.LeakyReLU(0.1)
+        self.up = nn.ConvTranspose2d(8, 8, 2, stride=2)
+        self.inorm = nn.InstanceNorm2d(8, affine=True)
+        self.act2 = nn.Hardswish()
+        self.shuffle = nn.PixelShuffle(2)
+        self.pool = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.act(self.gn(self.conv(self.pad(x))))
+        x = self.act2(self.inorm(self.up(x)))
+        x = nn.functional.interpolate(x, scale_factor=2.0, mode="nearest")
+        x = self.shuffle(x)
+        x = nn.functional.interpolate(x, size=(10, 10), mode="bilinear", align_corners=False)
+        x = self.pool(x)
+        return nn.functional.elu(x) + nn.functional.softplus(x) * nn.functional.hardsigmoid(x)
+
+
+class Conv1dNet(nn.Module):
+    """Conv1d, BatchNorm1d, max/adaptive pooling over sequences, SELU and Mish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(3, 6, 5, padding=2, dilation=1)
+        self.bn = nn.BatchNorm1d(6)
+        self.pool = nn.MaxPool1d(3, stride=2, ceil_mode=True)
+        self.conv2 = nn.Conv1d(6, 6, 3, padding="same", groups=3)
+        self.head = nn.AdaptiveAvgPool1d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool(nn.functional.selu(self.bn(self.conv(x))))
+        return self.head(nn.functional.mish(self.conv2(x)))
+
+
 class LSTMCellStep(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -145,6 +187,8 @@ def _tokens() -> tuple[Any, ...]:
 MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[Any, ...]], tuple[str, ...]]] = {
     "mlp": (MLP, lambda: (torch.randn(5, 8),), ("script", "trace", "freeze")),
     "cnn": (SmallCNN, lambda: (torch.randn(2, 3, 16, 16),), ("script", "trace", "freeze")),
+    "decoder": (Decoder, lambda: (torch.randn(2, 4, 6, 6),), ("script", "trace")),
+    "conv1d": (Conv1dNet, lambda: (torch.randn(2, 3, 17),), ("script", "trace")),
     "lstm_cell": (LSTMCellStep, lambda: (torch.randn(3, 8), torch.randn(3, 12), torch.randn(3, 12)), ("script", "trace")),
     "gru_cell": (GRUCellStep, lambda: (torch.randn(3, 8), torch.randn(3, 12)), ("script", "trace")),
     "lstm": (LSTMNet, lambda: (torch.randn(2, 5, 8),), ("script", "trace")),

@@ -34,15 +34,16 @@ import inspect
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from vm.io import flatten_values, kind_of  # noqa: E402
+from vm.io import flatten_values, kind_of
 
 DTYPES = {
     "f16": torch.float16, "f32": torch.float32, "f64": torch.float64, "i32": torch.int32,

@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from corpus_programs import FEATURES  # noqa: E402
-from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz  # noqa: E402
+from corpus_programs import FEATURES
+
+from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 
 CORPUS = ROOT / "tests" / "corpus"
 DOC = ROOT / "docs" / "features.md"

@@ -32,9 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-import corpus_programs  # noqa: E402
-from export_torch import Export, export, write  # noqa: E402
-from vm.io import compare_flat, flatten_outputs, flatten_values, read_npz  # noqa: E402
+import corpus_programs
+from export_torch import Export, export, write
+
+from vm.io import compare_flat, flatten_outputs, flatten_values, read_npz
 
 CORPUS = ROOT / "tests" / "corpus"
 SUFFIXES = (".ir", ".inputs.npz", ".weights.npz", ".expected.npz", ".error.txt")
@@ -108,7 +109,7 @@ def main(argv: list[str]) -> int:
             (CORPUS / f"{case.name}{suffix}").unlink(missing_ok=True)
         try:
             records[case.name] = generate(case, CORPUS)
-        except Exception as err:  # report every broken case in one run, then fail
+        except Exception as err:  # noqa: BLE001 - report every broken case in one run, then fail
             failed.append(case.name)
             print(f"{case.name:24} FAILED: {type(err).__name__}: {str(err).strip()[:2000]}")
             continue

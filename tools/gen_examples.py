@@ -24,8 +24,9 @@ EXAMPLES = ROOT / "examples"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from export_torch import Export, export, load_file, sample_inputs, write  # noqa: E402
-from vm.io import flatten_outputs, save_values  # noqa: E402
+from export_torch import Export, export, load_file, sample_inputs, write
+
+from vm.io import flatten_outputs, save_values
 
 HEADERS = {
     "x2": "The smallest program: one tensor times an int constant (`x * 2`), scripted.",
