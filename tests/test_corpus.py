@@ -2,7 +2,8 @@
 
 Every program of ``tests/corpus/`` (written by ``tools/gen_corpus.py`` from
 ``tools/corpus_programs.py``) is compiled with ``compiler.compile_source`` and run on both
-backends, the bytecode interpreter and the static runtime; its outputs must equal what
+backends, the bytecode interpreter and the static runtime, and on the interpreter once
+more after a round trip through an ``.irbc`` file; its outputs must equal what
 torch returned: same kinds (an int stays an int, a 0-d tensor a 0-d array), same dtypes
 and shapes, floats within float32 tolerance, everything else exactly.  A program whose
 torch run raised must raise ``RunError`` carrying torch's message.  A sample also goes
@@ -67,30 +68,40 @@ def compiled(name: str) -> Any:
     return compiler.compile_source(path.read_text(), str(path))
 
 
-def run_program(name: str, backend: str) -> tuple[Any, Any]:
-    """Compile and run one corpus program; returns (program, raw result)."""
-    cls = runtime_class(backend)
+def run_program(name: str, backend: str, scratch: Path | None = None) -> tuple[Any, Any]:
+    """Compile and run one corpus program; returns (program, raw result).
+
+    Backend ``irbc`` is the interpreter on the program saved to an ``.irbc`` file in
+    ``scratch`` and loaded back (no IR module: inputs are read from its signature).
+    """
+    cls = runtime_class("interp" if backend == "irbc" else backend)
     program = compiled(name)
+    if backend == "irbc":
+        import vm
+
+        assert scratch is not None
+        vm.save(program, scratch / f"{name}.irbc")
+        program = vm.load(scratch / f"{name}.irbc")
     weights_path = CORPUS / f"{name}.weights.npz"
     weights = read_npz(weights_path) if weights_path.exists() else None
     inputs = load_inputs(CORPUS / f"{name}.inputs.npz", program)
     return program, cls(program, weights)(*inputs)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [*BACKENDS, "irbc"])
 @pytest.mark.parametrize("name", NAMES)
-def test_corpus_program_matches_torch(name: str, backend: str) -> None:
+def test_corpus_program_matches_torch(name: str, backend: str, tmp_path: Path) -> None:
     """irvm's outputs equal torch's (kinds, dtypes, shapes, values), or it raises torch's error."""
     from compiler.diagnostics import RunError
 
     if record(name)["error"] is not None:
-        runtime_class(backend)
+        runtime_class("interp" if backend == "irbc" else backend)
         with pytest.raises(RunError) as info:
-            run_program(name, backend)
+            run_program(name, backend, tmp_path)
         assert expected_error_text(name) in str(info.value)
         return
-    program, result = run_program(name, backend)
-    n_outputs = len(program.module.main.outputs)
+    program, result = run_program(name, backend, tmp_path)
+    n_outputs = program.n_outputs
     actual = flatten_outputs(outputs_as_list(result, n_outputs))
     problems = compare_flat(read_npz(CORPUS / f"{name}.expected.npz"), actual, RTOL, ATOL)
     assert not problems, f"{name} on {backend}:\n  " + "\n  ".join(problems)
