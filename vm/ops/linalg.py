@@ -114,11 +114,17 @@ def addmm_out(buf: Array, self: Array, mat1: Array, mat2: Array, beta: Any, alph
 
 @kernel("aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")
 def linear(input: Array, weight: Array, bias: Array | None) -> Array:
-    _same_dtype(input, weight, "input and weight")
-    prod = np.matmul(input, weight.T)
+    if input.dtype is not weight.dtype:
+        _same_dtype(input, weight, "input and weight")
+    prod = input @ weight.T
     if type(prod) is not np.ndarray:
-        prod = np.asarray(prod)
-    return _add_scaled(prod, bias, 1, 1) if prod.ndim else wrap(prod + bias if bias is not None else prod)
+        return wrap(prod + bias if bias is not None else prod)
+    if bias is not None:
+        if bias.ndim <= prod.ndim and bias.dtype is prod.dtype:
+            prod += bias
+        else:
+            prod = prod + bias
+    return prod
 
 
 @linear.out

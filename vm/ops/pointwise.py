@@ -27,6 +27,7 @@ import numpy as np
 from vm.ops._common import copy_out, into, write_inplace
 from vm.ops._dtypes import (
     BOOL,
+    FLOAT_CAT,
     INT_CAT,
     binary_result_type,
     category,
@@ -41,11 +42,41 @@ Ufunc = Callable[..., Any]
 
 
 def _operands(a: Any, b: Any) -> tuple[Any, Any, np.dtype[Any]]:
-    """``a`` and ``b`` converted to their PyTorch result dtype, and that dtype."""
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is b.dtype:
-        return a, b, a.dtype
+    """``a`` and ``b`` converted to their PyTorch result dtype, and that dtype.
+
+    Fast paths: two arrays of one dtype; an array and a Python scalar that cannot raise
+    its dtype (numpy 2 treats Python scalars as "weak", as PyTorch treats wrapped numbers,
+    so the scalar is passed through unconverted).
+    """
+    if type(a) is np.ndarray:
+        if type(b) is np.ndarray:
+            if a.dtype is b.dtype:
+                return a, b, a.dtype
+        elif _RAW_SCALAR.get((a.dtype, type(b))):
+            return a, b, a.dtype
     dt = binary_result_type(a, b)
     return _conv(a, dt), _conv(b, dt), dt
+
+
+def _raw_scalar_table() -> dict[tuple[np.dtype[Any], type], bool]:
+    """(array dtype, scalar type) pairs where numpy's weak scalar gives torch's dtype.
+
+    A scalar of a lower or equal category keeps the array's dtype in both libraries;
+    integer arrays narrower than int64 are left out, because numpy raises on an int
+    that does not fit where PyTorch wraps around.
+    """
+    from vm.ops._dtypes import BOOL_CAT, FLOAT_CAT as F, _CATEGORY
+
+    table = {}
+    for dt, cat in _CATEGORY.items():
+        for t, scat in ((bool, BOOL_CAT), (int, INT_CAT), (float, F)):
+            narrow_int = cat == INT_CAT and dt != np.dtype(np.int64) and t is int
+            table[(dt, t)] = scat <= cat and not narrow_int and not (cat == BOOL_CAT and t is not bool)
+    return table
+
+
+_RAW_SCALAR = _raw_scalar_table()
+_PY_NUMBER = (int, float, bool, type(None))
 
 
 def _conv(x: Any, dt: np.dtype[Any]) -> Any:
@@ -379,6 +410,10 @@ for _sig in ("self(Tensor condition, Tensor self, Tensor other)", "ScalarOther(T
 def _clamp(self: np.ndarray, min: Any = None, max: Any = None) -> np.ndarray:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if type(min) in _PY_NUMBER and type(max) in _PY_NUMBER and category(self.dtype) >= FLOAT_CAT:
+        r = np.maximum(self, min) if min is not None else self  # Python numbers are weak in numpy
+        own = type(r) is np.ndarray and r is not self
+        return wrap(np.minimum(r, max, out=r if own else None) if max is not None else r)
     dt = result_type(self, min, max)
     r = _conv(self, dt)
     if min is not None:

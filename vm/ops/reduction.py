@@ -32,8 +32,13 @@ Array = np.ndarray
 Dims = Sequence[int] | None
 
 
-def _axes(x: Array, dims: Dims) -> tuple[int, ...]:
-    return norm_dims(dims, x.ndim) if x.ndim else ()
+def _axes(x: Array, dims: Dims) -> tuple[int, ...] | None:
+    """numpy's ``axis`` for PyTorch's dims: None (all) for None/[], else wrapped dims."""
+    if not dims or not x.ndim:
+        return None if x.ndim else ()
+    if len(dims) == 1 and 0 <= dims[0] < x.ndim:
+        return (dims[0],)
+    return norm_dims(dims, x.ndim)
 
 
 def _int_to_long(x: Array, dtype: int | None) -> Array:
@@ -65,7 +70,7 @@ def _reg(schema: str, fn: Any) -> Any:
 
 def _sum(x: Array, dims: Dims, keepdim: bool, dtype: int | None) -> Array:
     x = _int_to_long(x, dtype)
-    return wrap(np.sum(x, axis=_axes(x, dims), keepdims=keepdim, dtype=x.dtype))
+    return wrap(x.sum(axis=_axes(x, dims), keepdims=keepdim))
 
 
 _reg("aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", lambda self, dtype: _sum(self, None, False, dtype))
@@ -75,7 +80,7 @@ _reg("aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, Sca
 @np.errstate(all="ignore")
 def _mean(x: Array, dims: Dims, keepdim: bool, dtype: int | None) -> Array:
     x = _need_float(x, "mean", dtype)
-    return wrap(np.mean(x, axis=_axes(x, dims), keepdims=keepdim, dtype=x.dtype))
+    return wrap(x.mean(axis=_axes(x, dims), keepdims=keepdim, dtype=x.dtype))
 
 
 _reg("aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", lambda self, dtype: _mean(self, None, False, dtype))
@@ -207,19 +212,22 @@ def _softmax_input(x: Array, dim: int, dtype: int | None, op: str) -> tuple[Arra
 @np.errstate(all="ignore")
 def _softmax(self: Array, dim: int, dtype: int | None) -> Array:
     x, d = _softmax_input(self, dim, dtype, "softmax")
-    if x.ndim == 0:
-        return np.ones((), x.dtype)
-    e = np.exp(x - np.max(x, axis=d, keepdims=True))
-    return e / np.sum(e, axis=d, keepdims=True)
+    if x.ndim == 0 or x.size == 0:
+        return np.ones_like(x)
+    e = x - x.max(axis=d, keepdims=True)
+    np.exp(e, out=e)
+    e /= e.sum(axis=d, keepdims=True)
+    return e
 
 
 @np.errstate(all="ignore")
 def _log_softmax(self: Array, dim: int, dtype: int | None) -> Array:
     x, d = _softmax_input(self, dim, dtype, "log_softmax")
-    if x.ndim == 0:
-        return np.zeros((), x.dtype)
-    shifted = x - np.max(x, axis=d, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+    if x.ndim == 0 or x.size == 0:
+        return np.zeros_like(x)
+    shifted = x - x.max(axis=d, keepdims=True)
+    shifted -= np.log(np.exp(shifted).sum(axis=d, keepdims=True))
+    return shifted
 
 
 _reg("aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _softmax)
@@ -288,9 +296,7 @@ _reg("aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) ->
 def _var(self: Array, dims: Dims, correction: Any, keepdim: bool) -> Array:
     x = _need_float(self, "var")
     axes = _axes(x, dims)
-    n = 1
-    for a in axes:
-        n *= x.shape[a]
+    n = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
     c = 1 if correction is None else correction
     mean = np.mean(x, axis=axes, keepdims=True)
     dev = x - mean

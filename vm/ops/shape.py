@@ -90,19 +90,25 @@ def _infer_shape(shape: Sequence[int], numel: int) -> tuple[int, ...]:
 
 @kernel("aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)")
 def view(self: Array, size: Sequence[int]) -> Array:
-    shape = _infer_shape(size, self.size)
     try:
-        return np.reshape(self, shape, copy=False)
+        r = self.reshape(size)  # numpy infers -1 and checks the element count
     except ValueError:
-        raise RuntimeError(
-            "view size is not compatible with input tensor's size and stride (at least one dimension "
-            "spans across two contiguous subspaces). Use .reshape(...) instead."
-        ) from None
+        r = np.reshape(self, _infer_shape(size, self.size))  # PyTorch's message
+    owner = self if self.base is None else self.base
+    if r.base is owner or r.size == 0 or self.flags.c_contiguous or np.may_share_memory(r, self):
+        return r
+    raise RuntimeError(
+        "view size is not compatible with input tensor's size and stride (at least one dimension "
+        "spans across two contiguous subspaces). Use .reshape(...) instead."
+    )
 
 
 @kernel("aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)")
 def reshape(self: Array, shape: Sequence[int]) -> Array:
-    return np.reshape(self, _infer_shape(shape, self.size))
+    try:
+        return self.reshape(shape)
+    except ValueError:
+        return np.reshape(self, _infer_shape(shape, self.size))  # raises PyTorch's message
 
 
 kernel("aten::view_as(Tensor(a) self, Tensor other) -> Tensor(a)")(lambda self, other: view(self, other.shape))
@@ -139,7 +145,7 @@ def transpose(self: Array, dim0: int, dim1: int) -> Array:
     if self.ndim == 0:
         norm_dim(dim0, 0), norm_dim(dim1, 0)
         return self.view()
-    return np.swapaxes(self, norm_dim(dim0, self.ndim), norm_dim(dim1, self.ndim))
+    return self.swapaxes(norm_dim(dim0, self.ndim), norm_dim(dim1, self.ndim))
 
 
 @kernel("aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)")
@@ -159,7 +165,7 @@ def movedim(self: Array, source: int, destination: int) -> Array:
 
 @kernel("aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
 def unsqueeze(self: Array, dim: int) -> Array:
-    return np.expand_dims(self, norm_dim(dim, self.ndim + 1))
+    return self[(slice(None),) * norm_dim(dim, self.ndim + 1) + (None, Ellipsis)]
 
 
 @kernel("aten::squeeze(Tensor(a) self) -> Tensor(a)")

@@ -29,6 +29,8 @@ from vm.ops._dtypes import BOOL, DEFAULT_FLOAT, FLOAT_CAT, INT64, category, wrap
 from vm.ops.registry import kernel
 
 Fn = Callable[[np.ndarray], Any]
+_BARE = {"abs", "neg", "negative", "floor", "ceil", "trunc", "round", "frac", "sign", "sgn", "square",
+         "bitwise_not", "logical_not", "relu", "erf", "erfc", "tanh", "atan", "asinh"}
 
 
 def _floating(x: np.ndarray) -> np.ndarray:
@@ -36,11 +38,18 @@ def _floating(x: np.ndarray) -> np.ndarray:
 
 
 def _register(name: str, fn: Callable[..., Any], extra: str = "", inplace: bool = True) -> None:
-    """Register ``aten::name(Tensor self{extra})``, its out variant and ``name_``."""
+    """Register ``aten::name(Tensor self{extra})``, its out variant and ``name_``.
 
-    @np.errstate(all="ignore")
+    Functions that can overflow or leave their domain (exp, log, sqrt...) run under
+    ``np.errstate(all="ignore")``, about 1.5 us a call; the others (``_BARE``) run bare.
+    """
+
     def run(self: np.ndarray, *args: Any) -> np.ndarray:
-        return wrap(fn(self, *args))
+        r = fn(self, *args)
+        return r if type(r) is np.ndarray else np.asarray(r)
+
+    if name not in _BARE:
+        run = np.errstate(all="ignore")(run)
 
     run.__name__ = name
     kernel(f"aten::{name}(Tensor self{extra}) -> Tensor", elementwise=True)(run).out(copy_out(run))
@@ -96,8 +105,12 @@ def _one(x: np.ndarray) -> Any:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    x = _floating(x)
-    return _one(x) / (_one(x) + np.exp(-x))
+    e = np.negative(_floating(x))
+    if type(e) is not np.ndarray:
+        return _one(e) / (_one(e) + np.exp(e))
+    np.exp(e, out=e)
+    e += _one(e)
+    return np.reciprocal(e, out=e)
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
