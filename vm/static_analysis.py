@@ -6,10 +6,11 @@ of the entry graph, all computed once when a ``StaticModule`` is built:
 * steps: the block's nodes in order, a node with sub-blocks counting as one step; a value
   read anywhere inside an ``If`` or ``Loop`` is read at that node's step;
 * may-alias edges, directed from a value to the values that may view or contain it: the
-  outputs of an op whose schema returns ``Tensor(a)`` (views) or ``Tensor(a!)`` (in-place
-  results), of list/tuple/dict constructors and unpackers, of ``If``/``Loop``/calls (from
-  every value they read); and, when an op writes an argument of a container type
-  (``aten::append``), from its other arguments into that container;
+  outputs of every op but those with an out variant and an unannotated return (views
+  such as ``Tensor(a)``, in-place results ``Tensor(a!)``, list/tuple/dict constructors and
+  unpackers, ``If``/``Loop``/calls, and any kernel that might return a view its schema does
+  not announce); and, when an op writes an argument of a container type (``aten::append``),
+  from its other arguments into that container;
 * candidates: the tensor output of an op that has an out variant and a schema return
   without alias annotation (a fresh tensor), whose alias closure reaches no graph input,
   no graph output and no module attribute (``prim::SetAttr``), and whose *shape is known
@@ -76,7 +77,7 @@ def analyze(graph: Graph, refs: dict[Node, OpRef], has_out: Callable[[Node], boo
     for step, node in enumerate(steps):
         for v in _reads(node):
             used_at.setdefault(v, []).append(step)
-        for src, dst in _alias_edges(node):
+        for src, dst in _alias_edges(node, _fresh_tensor_op(node, refs, has_out)):
             may_alias.setdefault(src, []).append(dst)
     tainted = _taint(graph, steps, refs)
     escape = _escapes(graph, steps, may_alias)
@@ -119,14 +120,19 @@ def _reads(node: Node) -> list[Value]:
     return list(dict.fromkeys(reads))
 
 
-def _alias_edges(node: Node) -> list[tuple[Value, Value]]:
-    """(a, b): b may view or contain a."""
+def _alias_edges(node: Node, fresh: bool) -> list[tuple[Value, Value]]:
+    """(a, b): b may view or contain a.
+
+    Only an op with an out variant is trusted to return a fresh tensor: a kernel may
+    return a view its schema does not announce (``aten::unsafe_chunk`` returns views of
+    its input), so every other op's outputs may alias every tensor it reads.
+    """
     mutable = [v for v in _reads(node) if effects.is_mutable_type(v.type)]
     if node.kind in CONTROL_KINDS or node.kind in effects.EFFECT_KINDS:
         edges = [(v, out) for v in mutable for out in node.outputs]
         return edges + [(a, b) for a in mutable for b in mutable if a is not b]
     edges = []
-    if node.kind in CONTAINER_KINDS or effects.returns_alias(node):
+    if not fresh or node.kind in CONTAINER_KINDS or effects.returns_alias(node):
         edges += [(v, out) for v in mutable for out in node.outputs]
     written = effects.mutated_inputs(node)
     for i in written:

@@ -148,7 +148,8 @@ class _Generator:
     def compile(self) -> Callable[..., Any]:
         code, body_start = self.code, len(self.lines)
         params = [f"v{s}" for s in code.params]
-        self._emit(1, f"def run({', '.join([*params, '_d=0'])}):")
+        signature = [*params, "_d=0"] if code.is_entry else ["_d", *params]
+        self._emit(1, f"def run({', '.join(signature)}):")
         if not code.is_entry:
             self._emit(2, f"if _d > {code.max_depth}: _deep({code.label!r}, _d)")
         self._block(code.graph.block, 2, returns=True)
