@@ -129,3 +129,21 @@ def test_inputs_checked_against_declared_types(args: tuple, message: str) -> Non
         interp(*args)
     assert message in str(info.value)
     np.testing.assert_array_equal(interp(np.ones(3, np.float32), np.int64(2)), np.full(3, 2, np.float32))
+
+
+def test_in_place_op_on_a_constant_fails_instead_of_changing_the_program() -> None:
+    """Constants are shared by every run and thread: they are read-only at run time."""
+    text = (
+        "graph(%x : Tensor):\n"
+        "  %c : Tensor = prim::Constant[value={2}]()\n"
+        "  %one : int = prim::Constant[value=1]()\n"
+        "  %y : Tensor = aten::add_(%c, %x, %one)\n"
+        "  return (%y)\n"
+    )
+    program = compile_source(text, "const.ir", passes=[])
+    interp = Interpreter(program)
+    for run in _runs(interp):
+        with pytest.raises(RunError, match="aten::add_") as info:
+            run(np.array(1.0, np.float32))
+        assert "const.ir:4:" in str(info.value)
+    assert float(program.main.constants[0]) == 2.0

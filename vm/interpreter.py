@@ -47,8 +47,10 @@ class Interpreter:
 
     Returns the value, or a tuple when the graph returns several.  ``weights`` is a
     mapping of dotted names to arrays (a state_dict) or a ``ModuleObject``; it provides
-    ``%self`` and ``<Tensor>`` constants.  ``trace=True`` makes ``__call__`` keep the
-    values of the last run in ``last_trace``; ``debug=True`` prints every instruction.
+    ``%self`` and ``<Tensor>`` constants (array constants are made read-only: every run
+    shares them).  ``trace=True`` makes ``__call__`` keep the values of the last run in
+    ``last_trace`` (one attribute: use ``run_traced`` from several threads);
+    ``debug=True`` prints every instruction.
     """
 
     def __init__(
@@ -377,11 +379,22 @@ def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:
                 key = next((key for key in UnboundTensor(name).keys() if key in flat), None)
                 if key is not None and getattr(flat[key], "shape", None) == value.shape:
                     table[k] = _as_array(flat[key]).astype(value.dtype, copy=False)
-        tables.append(table)
+        tables.append([_read_only(v) for v in table])
     if missing:
         listing = "\n  ".join(missing)
         raise RunError(f"the weights lack {len(missing)} tensor constant(s):\n  {listing}")
     return tables
+
+
+def _read_only(value: Any) -> Any:
+    """A read-only view of an array constant: every run and thread shares it, so an in-place
+    kernel on a constant must fail (RunError) rather than change the program."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value = value.view()
+        value.flags.writeable = False
+    return value
 
 
 def _as_array(value: Any) -> Any:
