@@ -675,6 +675,46 @@ def traced_branches(x, y):
     return z.relu(), torch.cat([z, y], 0)
 
 
+# -- semantic traps (appended here so earlier dumps keep their source lines) ---------------
+
+
+def promotion_edges(f32, i64, i32, u8, b):
+    zero_d64 = torch.tensor(2.5, dtype=torch.float64)
+    return (f32 + zero_d64, i64 + zero_d64, i32 + i32, i32 * 2.5, i32 + i64, u8 + 250, u8 - 3,
+            b + b, b * 1.5, i64 / 2, i64 // 2, torch.div(i64, 3, rounding_mode="floor"),
+            torch.div(i64, 3, rounding_mode="trunc"), i64.float() ** 2, i64 ** 2, 2 ** i64.abs())
+
+
+def float_semantics(x):
+    nan = torch.tensor([float("nan"), 1.0, -1.0])
+    return (torch.remainder(x, 2.0), torch.fmod(x, 2.0), torch.round(x), torch.max(nan), torch.maximum(nan, x[:3]),
+            nan.clamp(min=0.0), torch.sign(torch.tensor([-0.0, 0.0, -2.0])), x.floor_divide(2.0),
+            torch.isnan(nan).any(), (nan == nan), x.sum(dim=0, keepdim=True), torch.zeros(0).sum(),
+            torch.ones(2, 0).sum(dim=1), torch.cat([x, torch.zeros(0)]))
+
+
+def scalar_traps(f: float, i: int):
+    return (int(f), round(f), math.floor(f), math.ceil(f), float("inf") > f, math.isnan(f), f // 1.0, f % 1.0,
+            i // 4, i % 4, float(i) / 4, abs(f), max(f, float(i)), i << 2, i >> 1, i & 6, i | 1, -i ^ 3)
+
+
+def tensor_from_lists(xs: List[float], ns: List[int], x):
+    a = torch.tensor(xs)
+    b = torch.tensor(ns)
+    c = torch.tensor([[1, 2], [3, 4]], dtype=torch.float64)
+    d = torch.tensor(3)
+    e = torch.tensor([True, False])
+    v = x.sum().item()
+    nested: List[List[float]] = x.tolist()
+    return a, b, c, d, e, v, nested, a.dtype, b.dtype, float(x[0, 1])
+
+
+def string_more(s: str, sub: str):
+    return (s[1:4], s[-2:], sub in s, s.replace(sub, "_"), "  pad  ".strip(), s.lower(), s.find(sub),
+            s.split(), len(s), s == "Hello World", s < "Z", s.startswith("He") and s.endswith("ld"),
+            "-".join(s.split(" ")), s.isdigit(), ord(s[0]), chr(65))
+
+
 # -- the case list ------------------------------------------------------------------------
 
 
@@ -754,6 +794,16 @@ CASES = [
     Case("nn_functional", nn_functional, lambda: (r(3, 4), r(2, 3, 2), r(4), r(4)), ("nn-functional",)),
     Case("inplace_ops", inplace_ops, lambda: (r(2, 3),), ("inplace",)),
     Case("sort_topk", sort_topk, lambda: (r(3, 3),), ("reductions", "shape")),
+    Case("promotion_edges", promotion_edges,
+         lambda: (r(3), _i(-3, 4, 7), torch.tensor([1, -2, 3], dtype=torch.int32),
+                  torch.tensor([1, 10, 200], dtype=torch.uint8), torch.tensor([True, False, True])), ("pointwise",)),
+    Case("float_semantics", float_semantics, lambda: (torch.tensor([-3.5, -2.5, -0.5, 0.5, 1.5, 2.5]),),
+         ("pointwise", "reductions")),
+    Case("scalar_traps", scalar_traps, lambda: (-2.5, -7), ("scalars",)),
+    Case("scalar_traps_pos", scalar_traps, lambda: (2.5, 13), ("scalars",)),
+    Case("tensor_from_lists", tensor_from_lists, lambda: ([1.5, -2.0, 3.0], [4, 5, 6], r(2, 3)),
+         ("creation", "lists", "scalars")),
+    Case("string_more", string_more, lambda: ("Hello World", "o W"), ("strings",)),
     # modules
     Case("mlp", mlp, lambda: (r(2, 4),), ("module",)),
     Case("mlp_sequential", mlp_sequential, lambda: (r(8, 1),), ("module",)),
