@@ -35,7 +35,9 @@ from vm.static_runtime import StaticModule, StaticOptions, StaticRuntime
 # A covering array: every pair of values of (out variants, managed outputs, planner, fusion)
 # appears in some set (managed outputs need out variants; without them the planner is idle).
 OPTION_SETS = [
-    StaticOptions(enable_out_variant=out, manage_output_tensors=managed, planner=planner, fusion=fusion)
+    StaticOptions(
+        enable_out_variant=out, manage_output_tensors=managed, planner=planner, fusion=fusion, min_managed_bytes=0
+    )
     for out, managed, planner, fusion in (
         (False, False, "standard", True),
         (False, False, "standard", False),

@@ -77,6 +77,9 @@ graph(%x : Tensor):
 """
 
 
+SMALL = StaticOptions(min_managed_bytes=0)  # plan even tiny tensors
+
+
 def iou_reference(x1, y1, w1, h1, x2, y2, w2, h2):  # noqa: ANN001, ANN201
     xi, yi = np.maximum(x1, x2), np.maximum(y1, y2)
     wi = np.clip(np.minimum(x1 + w1, x2 + w2) - xi, 0, None)
@@ -146,7 +149,7 @@ def test_a_broken_planner_is_stopped_before_any_run_uses_it(monkeypatch: pytest.
 
     monkeypatch.setattr(mp, "plan", overlapping)
     with pytest.raises(mp.PlanError):
-        StaticRuntime(RATIO_IOU)(*boxes(32))
+        StaticRuntime(RATIO_IOU, options=SMALL)(*boxes(32))
 
 
 def test_lifetimes_extend_through_aliases() -> None:
@@ -162,7 +165,7 @@ def test_lifetimes_extend_through_aliases() -> None:
 @pytest.mark.parametrize("planner", ["standard", "precomputed"])
 def test_ratio_iou_is_planned_and_correct_across_shapes(planner: str) -> None:
     """Shapes A, B, A: one plan per shape, results equal to numpy's each time."""
-    rt = StaticRuntime(RATIO_IOU, options=StaticOptions(planner=planner))
+    rt = StaticRuntime(RATIO_IOU, options=StaticOptions(planner=planner, min_managed_bytes=0))
     for n in (100, 37, 100):
         args = boxes(n, seed=n)
         np.testing.assert_allclose(rt(*args), iou_reference(*args), rtol=1e-6)
@@ -207,7 +210,7 @@ def test_views_and_in_place_ops_share_no_storage_they_should_not() -> None:
         "  %a : Tensor", "  %nn : NoneType = prim::Constant()\n  %a : Tensor"
     )
     for planner in ("standard", "precomputed"):
-        rt = StaticRuntime(VIEWS, options=StaticOptions(planner=planner))
+        rt = StaticRuntime(VIEWS, options=StaticOptions(planner=planner, min_managed_bytes=0))
         expected = (2 * x + x) ** 2 + (x * x).sum()
         for _ in range(3):
             np.testing.assert_allclose(rt(x), expected)
@@ -218,11 +221,11 @@ def test_outputs_are_never_slab_memory_and_managed_outputs_wait_for_release() ->
     """Without manage_output_tensors two runs return distinct arrays; with it, the arena
     is reused only after release_outputs()."""
     x, y = np.ones(64, np.float32), np.full(64, 2, np.float32)
-    rt = StaticRuntime(CHAIN)
+    rt = StaticRuntime(CHAIN, options=SMALL)
     first, second = rt(x, y), rt(x, y)
     assert not np.shares_memory(first, second)
     assert all(not np.shares_memory(first, p.slab) for p in rt._plans.values())
-    managed = StaticRuntime(CHAIN, options=StaticOptions(manage_output_tensors=True))
+    managed = StaticRuntime(CHAIN, options=StaticOptions(manage_output_tensors=True, min_managed_bytes=0))
     managed(x, y)
     a = managed(x, y)
     b = managed(x, y)  # a is still held: a fresh arena
@@ -233,8 +236,17 @@ def test_outputs_are_never_slab_memory_and_managed_outputs_wait_for_release() ->
     np.testing.assert_array_equal(c, first)
 
 
+def test_small_tensors_run_their_allocating_kernels_by_default() -> None:
+    """Below min_managed_bytes nothing is planned; above it everything eligible is."""
+    small, large = boxes(100), boxes(8192)
+    rt = StaticRuntime(RATIO_IOU)
+    rt(*small)
+    rt(*large)
+    assert [len(p.offsets) for p in rt.plans] == [0, 18]
+
+
 def test_plan_cache_is_bounded() -> None:
-    rt = StaticRuntime(CHAIN, options=StaticOptions(plan_cache_size=2))
+    rt = StaticRuntime(CHAIN, options=StaticOptions(plan_cache_size=2, min_managed_bytes=0))
     for n in (4, 5, 6, 4):
         x = np.ones(n, np.float32)
         rt(x, x)
@@ -242,7 +254,7 @@ def test_plan_cache_is_bounded() -> None:
 
 
 def test_profile_reports_time_per_operator_and_the_memory_plan() -> None:
-    report = profile(RATIO_IOU, boxes(1000), runs=3)
+    report = profile(RATIO_IOU, boxes(1000), runs=3, options=SMALL)
     kinds = {k.kind: k for k in report.per_kind}
     assert kinds["aten::add"].instances == 5 and kinds["aten::clamp"].instances == 3
     assert abs(sum(k.share for k in report.per_kind) - 1) < 1e-6
@@ -253,7 +265,7 @@ def test_profile_reports_time_per_operator_and_the_memory_plan() -> None:
 
 
 def test_optimize_memory_off_gives_every_tensor_its_own_storage() -> None:
-    rt = StaticRuntime(RATIO_IOU, options=StaticOptions(optimize_memory=False))
+    rt = StaticRuntime(RATIO_IOU, options=StaticOptions(optimize_memory=False, min_managed_bytes=0))
     args = boxes(50)
     rt(*args)
     np.testing.assert_allclose(rt(*args), iou_reference(*args), rtol=1e-6)
@@ -263,7 +275,7 @@ def test_optimize_memory_off_gives_every_tensor_its_own_storage() -> None:
 
 def test_one_module_shared_read_only() -> None:
     """Runtimes built on one StaticModule have their own plans and slabs."""
-    sm = StaticModule(CHAIN)
+    sm = StaticModule(CHAIN, options=SMALL)
     a, b = StaticRuntime(sm), StaticRuntime(sm)
     x = np.ones(8, np.float32)
     a(x, x), b(x, x), a(x, x), b(x, x)

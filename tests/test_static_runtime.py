@@ -179,7 +179,7 @@ def test_inputs_are_checked_against_their_declared_types() -> None:
 def test_eight_threads_share_one_module_through_a_pool() -> None:
     """8 threads x 200 runs with different inputs (and shapes) through a RuntimePool of 3
     runtimes over one StaticModule: every result is checked."""
-    pool = RuntimePool(StaticModule(LSTM_CELL), 3)
+    pool = RuntimePool(StaticModule(LSTM_CELL, options=StaticOptions(min_managed_bytes=0)), 3)
     weights = lstm_inputs(2, 8)[3:]
     failures: list[str] = []
 

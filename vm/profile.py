@@ -43,7 +43,7 @@ class ProfileReport:
     setup_seconds: float
     first_run_seconds: float
     seconds_per_run: float  # median of the untimed runs
-    node_seconds_per_run: float  # sum of the per-node times
+    node_seconds_per_run: float  # sum of the per-node (median) times
     runs: int
     total_nodes: int
     out_nodes: int  # nodes with an out variant
@@ -116,11 +116,14 @@ def profile(
     plan = next(reversed(rt._plans.values()), None) if rt._plans else None
     views = plan.views if plan is not None else {}
     mode = attrs.evolve(plan.mode, timed=True) if plan is not None else Mode(timed=True)
-    times = [0.0] * len(sm.processed_nodes)
-    timed = sm.bind(sm.entry, mode, views, sm.callee_functions(True), None, times, list(plan.arena) if plan else [])
-    for _ in range(runs):
+    per_run: list[list[float]] = []
+    for _ in range(runs):  # the median of each node over the runs: robust to preemption
+        times = [0.0] * len(sm.processed_nodes)
+        timed = sm.bind(sm.entry, mode, views, sm.callee_functions(True), None, times, list(plan.arena) if plan else [])
         rt._run(timed, tuple(inputs))
-    return _report(sm, plan, times, runs, setup, first, statistics.median(totals), _fallbacks(sm, plan, inputs))
+        per_run.append(times)
+    medians = [statistics.median(column) for column in zip(*per_run)]
+    return _report(sm, plan, medians, setup, first, statistics.median(totals), runs, _fallbacks(sm, plan, inputs))
 
 
 def _fallbacks(sm: StaticModule, plan: Any, inputs: Sequence[Any]) -> list[str]:
@@ -135,7 +138,8 @@ def _fallbacks(sm: StaticModule, plan: Any, inputs: Sequence[Any]) -> list[str]:
     return [producers[s].node.kind for s, v in seen.items() if v is not plan.views[s]]
 
 
-def _report(sm, plan, times, runs, setup, first, per_run, fallbacks) -> ProfileReport:
+def _report(sm, plan, times, setup, first, per_run, runs, fallbacks) -> ProfileReport:  # noqa: ANN001
+    """``times[i]``: node i's median seconds per run."""
     nodes = sm.processed_nodes
     managed = set(plan.views) if plan is not None else set()
     kinds: dict[str, list[float]] = {}
@@ -143,7 +147,7 @@ def _report(sm, plan, times, runs, setup, first, per_run, fallbacks) -> ProfileR
         if pn.kernel is None:
             continue
         entry = kinds.setdefault(pn.kind, [0.0, 0, 0])
-        entry[0] += times[pn.index] / runs
+        entry[0] += times[pn.index]
         entry[1] += 1
         entry[2] += bool(pn.outputs and pn.outputs[0] in managed and pn in sm.entry.pnodes)
     node_total = sum(v[0] for v in kinds.values()) or 1e-12
@@ -154,13 +158,13 @@ def _report(sm, plan, times, runs, setup, first, per_run, fallbacks) -> ProfileR
         )
     )
     slow = sorted((pn for pn in nodes if pn.kernel is not None), key=lambda pn: -times[pn.index])[:8]
-    per_node = tuple((f"{pn.node!r} @ {pn.node.span}", times[pn.index] / runs) for pn in slow)
+    per_node = tuple((f"{pn.node!r} @ {pn.node.span}", times[pn.index]) for pn in slow)
     memory = plan.memory if plan is not None else None
     return ProfileReport(
         setup_seconds=setup,
         first_run_seconds=first,
         seconds_per_run=per_run,
-        node_seconds_per_run=sum(times) / runs,
+        node_seconds_per_run=sum(times),
         runs=runs,
         total_nodes=sum(1 for pn in nodes if pn.kernel is not None),
         out_nodes=sum(1 for pn in nodes if pn.out is not None),

@@ -52,6 +52,10 @@ class StaticOptions:
     planner: str = "standard"  # "standard" (storage groups) or "precomputed" (greedy by size)
     fusion: bool = True  # when compiling IR text: group elementwise ops
     plan_cache_size: int = 8  # plans kept per runtime (one per input-shape key)
+    # Tensors smaller than this run their allocating kernel: numpy's own allocator caches
+    # small blocks, and an out variant's checks cost more than it saves (measured: out=
+    # buys nothing below ~64 KiB; fresh pages are what hurt, from ~256 KiB up).
+    min_managed_bytes: int = 16384
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
 
 
@@ -245,6 +249,7 @@ class StaticRuntime:
     def _make_plan(self, recorded: dict[int, Any]) -> "_Plan":
         sm, opts = self.module, self.module.options
         specs = {s: spec for s in sm.candidates if (spec := mp.spec_of(recorded.get(s))) is not None}
+        specs = {s: spec for s, spec in specs.items() if spec.nbytes >= opts.min_managed_bytes}
         spans = mp.lifetimes({s: sm.candidates[s] for s in specs}, sm.used_at, sm.may_alias)
         if not opts.optimize_memory:  # every tensor alive for the whole run: no sharing
             last = max((end for _, end in spans.values()), default=0)
@@ -252,7 +257,9 @@ class StaticRuntime:
         memory = mp.plan(specs, spans, opts.planner)
         mp.validate(memory)
         slab, views = mp.allocate(memory)
-        out_slots = tuple(s for s in sm.out_candidates if mp.spec_of(recorded.get(s)) is not None)
+        out_slots = tuple(
+            s for s in sm.out_candidates if (spec := mp.spec_of(recorded.get(s))) and spec.nbytes >= opts.min_managed_bytes
+        )
         out_specs = [mp.spec_of(recorded[s]) for s in out_slots]
         mode = Mode(managed=frozenset(views), out_managed=out_slots)
         outputs: list[np.ndarray] = []
