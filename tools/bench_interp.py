@@ -125,11 +125,11 @@ def _count_decoded(interp: Interpreter, args: tuple[Any, ...], program: Program)
             counter["n"] += 1
             return tuple.__getitem__(self, i)
 
-    interp.decoded = tuple(attrs.evolve(d, code=Counting(d.code)) for d in originals)
+    interp.use_decoded(tuple(attrs.evolve(d, code=Counting(d.code)) for d in originals))
     try:
         interp(*args)
     finally:
-        interp.decoded = originals
+        interp.use_decoded(originals)
     return counter["n"]
 
 
@@ -147,13 +147,13 @@ def kernel_time(interp: Interpreter, args: tuple[Any, ...], repeat: int) -> floa
 
     program = interp.program
     wrapped = [[recording(k) for k in ks] for ks in interp.kernels]
-    interp.decoded = tuple(
-        D.decode(program, f, wrapped[i], interp.constants[i]) for i, f in enumerate(program.functions)
+    interp.use_decoded(
+        tuple(D.decode(program, f, wrapped[i], interp.constants[i]) for i, f in enumerate(program.functions))
     )
     try:
         interp(*args)
     finally:
-        interp.decoded = originals
+        interp.use_decoded(originals)
 
     def replay() -> None:
         for fn, a in calls:
@@ -188,8 +188,8 @@ def noop_dispatch(interp: Interpreter, args: tuple[Any, ...], repeat: int) -> tu
         return tuple(D.decode(program, f, kernels[i], interp.constants[i]) for i, f in enumerate(program.functions))
 
     sinks = [[[] for _ in ks] for ks in interp.kernels]
-    interp.decoded = decode_with(
-        [[recording(k, sinks[i][j]) for j, k in enumerate(ks)] for i, ks in enumerate(interp.kernels)]
+    interp.use_decoded(
+        decode_with([[recording(k, sinks[i][j]) for j, k in enumerate(ks)] for i, ks in enumerate(interp.kernels)])
     )
     interp(*args)
     n_calls = sum(len(s) for ss in sinks for s in ss)
@@ -202,10 +202,10 @@ def noop_dispatch(interp: Interpreter, args: tuple[Any, ...], repeat: int) -> tu
             runs.append(decode_with([[_noop(it.__next__) for it in its] for its in iters]))
         t0 = clock()
         for decoded in runs:
-            interp.decoded = decoded
+            interp.use_decoded(decoded)
             interp(*args)
         best = min(best, (clock() - t0) / repeat)
-    interp.decoded = originals
+    interp.use_decoded(originals)
     one = _noop(iter([None] * 1_000_000).__next__)
     t_noop = best_of(lambda: one(1, 2), 100_000) - best_of(lambda: None, 100_000)
     total = best - n_calls * max(t_noop, 0.0)
@@ -216,19 +216,27 @@ def _noop(next_result: Callable[[], Any]) -> Callable[..., Any]:
     return lambda *a: next_result()
 
 
-def first_call(program: Program, args: tuple[Any, ...], fresh: int = 20) -> tuple[float, float]:
-    """(median first call of ``fresh`` new interpreters, median of their next 100 calls)."""
-    firsts, rest = [], []
+def first_call(program: Program, args: tuple[Any, ...], fresh: int = 20) -> tuple[float, float, float]:
+    """Medians over ``fresh`` new interpreters of: the first call right after construction
+    (the constructor just evicted the CPU caches), the first call of an interpreter built
+    earlier (all built, then each called once), and later calls."""
+    right_after, later = [], []
     for _ in range(fresh):
         interp = Interpreter(program)
         t0 = clock()
         interp(*args)
-        firsts.append(clock() - t0)
+        right_after.append(clock() - t0)
         for _ in range(100 // fresh + 1):
             t0 = clock()
             interp(*args)
-            rest.append(clock() - t0)
-    return statistics.median(firsts), statistics.median(rest)
+            later.append(clock() - t0)
+    built = [Interpreter(program) for _ in range(fresh)]
+    firsts = []
+    for interp in built:
+        t0 = clock()
+        interp(*args)
+        firsts.append(clock() - t0)
+    return statistics.median(right_after), statistics.median(firsts), statistics.median(later)
 
 
 def torch_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -247,7 +255,7 @@ def bench(name: str, program: Program, scripted: Any, args: tuple[Any, ...], rep
     n_byte, n_dec = count_instructions(interp, args)
     t_kern = kernel_time(interp, args, repeat)
     t_noop, n_calls = noop_dispatch(interp, args, repeat)
-    first, later = first_call(program, args)
+    cold, first, later = first_call(program, args)
     overhead = t_irvm - t_kern
     return {
         "name": name,
@@ -262,6 +270,7 @@ def bench(name: str, program: Program, scripted: Any, args: tuple[Any, ...], rep
         "noop_ns_per_bytecode": t_noop / n_byte * 1e9,
         "noop_ns_per_decoded": t_noop / n_dec * 1e9,
         "kernel_calls": n_calls,
+        "cold_us": cold * 1e6,
         "first_us": first * 1e6,
         "later_us": later * 1e6,
     }
@@ -317,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     head = (
         f"{'program':<20} {'irvm us':>9} {'torch us':>9} {'torch/irvm':>10} {'bytecode':>8} {'decoded':>8}"
         f" {'ns/bc':>6} {'ns/dec':>6} {'noop/bc':>7} {'noop/dec':>8} {'kern us':>8} {'calls':>6} {'us/kern':>7}"
-        f" {'1st us':>8} {'next us':>8}"
+        f" {'cold us':>8} {'1st us':>8} {'next us':>8}"
     )
     print(head)
     for r in rows:
@@ -326,13 +335,14 @@ def main(argv: list[str] | None = None) -> int:
             f" {r['decoded']:8d} {r['ns_per_bytecode']:6.0f} {r['ns_per_decoded']:6.0f}"
             f" {r['noop_ns_per_bytecode']:7.0f} {r['noop_ns_per_decoded']:8.0f} {r['kernels_us']:8.1f}"
             f" {r['kernel_calls']:6d} {r['kernels_us'] / max(r['kernel_calls'], 1):7.2f}"
-            f" {r['first_us']:8.1f} {r['later_us']:8.1f}"
+            f" {r['cold_us']:8.1f} {r['first_us']:8.1f} {r['later_us']:8.1f}"
         )
     print(
         "\nns/bc: irvm time minus kernel time (kernels replayed alone), per bytecode instruction"
         " executed; ns/dec: the same per decoded instruction.\nnoop/bc, noop/dec: run time with"
         " every kernel a no-op (its call cost subtracted), per instruction: the dispatch loop alone."
-        "\n1st us: median first call of 20 fresh Interpreters; next us: median of later calls."
+        "\ncold us: first call right after the constructor (cold CPU caches); 1st us: first call of an"
+        " Interpreter built earlier; next us: later calls (medians over 20 interpreters)."
     )
     return 0
 

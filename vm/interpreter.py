@@ -73,10 +73,17 @@ class Interpreter:
             D.decode(program, f, self.kernels[i], self.constants[i]) for i, f in enumerate(program.functions)
         )
         self.n_outputs = program.functions[program.entry].n_outputs
+        self.use_decoded(self.decoded)
         self.checker = InputChecker(program)
         self._takes_self = program.takes_self
         # the argument types that need no checking (arrays for Tensors, ints for ints...)
         self._fast_kinds = None if trace or debug or None in self.checker.fast else self.checker.fast
+
+    def use_decoded(self, decoded: tuple[D.Decoded, ...]) -> None:
+        """Run ``decoded`` from now on (tools that instrument kernels re-decode with them)."""
+        self.decoded = decoded
+        entry = decoded[self.program.entry]
+        self._entry = (self.program.entry, entry.code, entry.template, entry.start, self.max_depth)
 
     def __call__(self, *args: Any) -> Any:
         if self._fast_kinds is not None and tuple(map(type, args)) == self._fast_kinds:
@@ -111,16 +118,14 @@ class Interpreter:
 
     def _run(self, args: list[Any]) -> Any:
         functions = self.decoded
-        fid = self.program.entry
-        fn = functions[fid]
-        code, regs, pc = fn.code, list(fn.template), fn.start
+        fid, code, template, pc, max_depth = self._entry
+        regs = list(template)
         if pc:
-            regs[: fn.n_inputs] = args
+            regs[: len(args)] = args
             stack: list[Any] = []
         else:
             stack = args
         frames: list[tuple[Any, ...]] = []
-        max_depth = self.max_depth
         try:
             while True:
                 ins = code[pc]
