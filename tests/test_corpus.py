@@ -172,7 +172,7 @@ def test_corpus_covers_the_claimed_features() -> None:
 
     covered = {f for rec in MANIFEST for f in rec["features"]}
     assert covered == set(FEATURES)
-    assert {rec["mode"] for rec in MANIFEST} == {"script", "trace", "freeze"}
+    assert {rec["mode"] for rec in MANIFEST} == {"script", "script-calls", "trace", "freeze"}
 
 
 @pytest.mark.parametrize("name", NAMES)

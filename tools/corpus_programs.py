@@ -57,6 +57,7 @@ class Case:
     features: tuple
     trace: bool = False
     freeze: bool = False
+    inline: bool = True  # False: keep the calls, one `with NAME = graph(...)` per callee
 
 
 def r(*shape: int) -> torch.Tensor:
@@ -715,6 +716,29 @@ def string_more(s: str, sub: str):
             "-".join(s.split(" ")), s.isdigit(), ord(s[0]), chr(65))
 
 
+def _stats(x) -> Tuple[torch.Tensor, torch.Tensor]:
+    return x.mean(dim=0), x.std(dim=0)
+
+
+def _maybe_scale(x, s: Optional[float]):
+    if s is None:
+        return x
+    return x * s
+
+
+def _count_above(x, t: float) -> int:
+    n = 0
+    for i in range(x.size(0)):
+        if bool(x[i] > t):
+            n += 1
+    return n
+
+
+def calls_mixed(x, s: Optional[float]):
+    m, sd = _stats(x)
+    return _maybe_scale(m, s), _maybe_scale(sd, None), _count_above(m, 0.0) + _count_above(sd, 1.0)
+
+
 # -- the case list ------------------------------------------------------------------------
 
 
@@ -774,6 +798,10 @@ CASES = [
     Case("optional_int_given", optional_int, lambda: (r(4), 1), ("optional",)),
     Case("calls_inlined", calls_inlined, lambda: (r(2, 3),), ("calls", "lists")),
     Case("multi_function", multi_function, lambda: (r(3, 4), r(5, 4)), ("calls", "matmul", "lists")),
+    Case("multi_function_graphs", multi_function, lambda: (r(3, 4), r(5, 4)), ("calls", "matmul", "lists"),
+         inline=False),
+    Case("calls_mixed_graphs", calls_mixed, lambda: (r(5, 4), 2.0), ("calls", "optional", "tuples"), inline=False),
+    Case("calls_mixed", calls_mixed, lambda: (r(5, 4), None), ("calls", "optional", "tuples")),
     Case("raise_taken", checked_div, lambda: (r(2), -3), ("raise", "strings")),
     Case("raise_not_taken", checked_div, lambda: (r(2), 4), ("raise",)),
     Case("assert_fails", assert_matrix, lambda: (r(3),), ("raise",)),

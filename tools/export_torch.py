@@ -1,13 +1,15 @@
 """Export a PyTorch function or module to irvm: graph IR text, weights, sample inputs.
 
-    python tools/export_torch.py FILE.py NAME [--trace] [--freeze] [--inputs SPEC] -o OUTDIR
+    python tools/export_torch.py FILE.py NAME [--trace] [--freeze] [--no-inline] [--inputs SPEC] -o OUTDIR
 
 NAME names, in FILE.py, a function, an ``nn.Module`` instance or class, or a zero-argument
 factory returning a module.  The tool scripts it (``torch.jit.script``; ``--trace`` traces
 it on the sample inputs instead; ``--freeze`` also runs ``torch.jit.freeze`` on a module)
 and writes into OUTDIR:
 
-    NAME.ir            the inlined graph, exactly as PyTorch prints it
+    NAME.ir            the inlined graph, exactly as PyTorch prints it (``--no-inline``: the
+                       function's own graph with its prim::CallFunction nodes, then each
+                       callee's graph as a ``with NAME = graph(...)`` section)
     NAME.weights.npz   for a module: its state_dict (buffers included) under dotted keys,
                        plain attributes the graph reads with prim::GetAttr (``training``,
                        ``eps``...) as 0-d arrays, and every tensor constant PyTorch prints
@@ -190,6 +192,32 @@ def graph_text(compiled: Any, source_dir: Path | None, base: Path | None = None)
     return normalize_paths(str(graph), source_dir, base)
 
 
+def module_text(target: Any, compiled: Any) -> str:
+    """A multi-graph module: ``compiled``'s graph with its calls kept, then one
+    ``with NAME = graph(...)`` per function it calls (transitively), each as torch prints
+    that function's own graph.  Callees are found by name in ``target``'s globals."""
+    sections = [str(compiled.graph)]
+    seen: set[str] = set()
+    pending = _called_names(compiled.graph)
+    namespace = getattr(target, "__globals__", {})
+    while pending:
+        name = pending.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in namespace:
+            raise ExportError(f"cannot find the called function {name!r} in {target.__module__}")
+        graph = torch.jit.script(namespace[name]).graph
+        sections.append(f"with {name} = {graph}")
+        pending.extend(_called_names(graph))
+    return "".join(s if s.endswith("\n") else s + "\n" for s in sections)
+
+
+def _called_names(graph: Any) -> list[str]:
+    return [n.s("name") for n in _all_nodes(graph)
+            if n.kind() == "prim::Constant" and n.output().type().kind() == "FunctionType"]
+
+
 def normalize_paths(text: str, source_dir: Path | None, base: Path | None = None) -> str:
     """``source_dir/`` becomes its path relative to ``base`` (default: the working directory),
     or nothing when it lies outside ``base``; ``.../site-packages/`` is dropped."""
@@ -271,14 +299,24 @@ def input_names(graph: Any, is_module: bool) -> list[str]:
 
 def export(
     target: Any, name: str, args: tuple[Any, ...], *, trace: bool = False, freeze: bool = False,
-    source_dir: Path | None = None, base: Path | None = None,
+    source_dir: Path | None = None, base: Path | None = None, inline: bool = True,
 ) -> Export:
-    """Script or trace ``target``, dump it, and run it on ``args`` for the expected result."""
+    """Script or trace ``target``, dump it, and run it on ``args`` for the expected result.
+
+    ``inline=False`` (scripted functions only) keeps the calls: the dump is a module of
+    several graphs (see ``module_text``) instead of one inlined graph.
+    """
     target = resolve_target(target)
     is_module = isinstance(target, torch.nn.Module)
     compiled = compile_target(target, _clone_args(args), trace=trace, freeze=freeze)
     graph = compiled.inlined_graph if hasattr(compiled, "inlined_graph") else compiled.graph
-    result = Export(name, graph_text(compiled, source_dir, base), {}, is_module=is_module)
+    if inline:
+        text = graph_text(compiled, source_dir, base)
+    else:
+        if is_module or trace:
+            raise ExportError("--no-inline needs a scripted function")
+        text = normalize_paths(module_text(target, compiled), source_dir, base)
+    result = Export(name, text, {}, is_module=is_module)
     names = input_names(graph, is_module)
     if trace:  # a traced graph takes only tensors: the flattened tensor arguments
         args = tuple(a for a in _flat_tensors(args))
@@ -343,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name")
     parser.add_argument("--trace", action="store_true", help="trace on the sample inputs instead of scripting")
     parser.add_argument("--freeze", action="store_true", help="torch.jit.freeze the module (eval mode)")
+    parser.add_argument("--no-inline", action="store_true",
+                        help="keep calls: one graph per scripted function, as `with NAME = graph(...)` sections")
     parser.add_argument("--inputs", metavar="SPEC", help="sample inputs, e.g. 'f32[2,3];i64[4];3'")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-o", "--outdir", required=True)
@@ -361,7 +401,7 @@ def _export_file(args: argparse.Namespace) -> int:
         raise ExportError(f"{args.file} defines no {args.name!r}")
     sample = sample_inputs(source, args.name, args.inputs, args.seed)
     exp = export(target, args.name, sample, trace=args.trace, freeze=args.freeze,
-                 source_dir=Path(args.file).resolve().parent)
+                 source_dir=Path(args.file).resolve().parent, inline=not args.no_inline)
     paths = write(exp, Path(args.outdir))
     print(run_command(paths, str(Path(args.outdir) / f"{args.name}.out.npz")))
     return 0

@@ -46,7 +46,7 @@ def export_case(case: corpus_programs.Case) -> Export:
     torch.manual_seed(zlib.crc32(case.name.encode()))
     args = case.inputs()
     return export(case.target, case.name, args, trace=case.trace, freeze=case.freeze,
-                  source_dir=ROOT / "tools", base=ROOT)
+                  source_dir=ROOT / "tools", base=ROOT, inline=case.inline)
 
 
 def matches_stored(name: str, outdir: Path = CORPUS) -> bool:
@@ -73,7 +73,7 @@ def generate(case: corpus_programs.Case, outdir: Path) -> dict:
     record = {
         "name": case.name,
         "features": list(case.features),
-        "mode": "freeze" if case.freeze else "trace" if case.trace else "script",
+        "mode": "freeze" if case.freeze else "trace" if case.trace else "script" if case.inline else "script-calls",
         "module": exp.is_module,
         "weights": "weights" in paths,
         "outputs": None if exp.outputs is None else len(exp.outputs),
