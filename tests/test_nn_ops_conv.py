@@ -136,3 +136,11 @@ def test_bad_channel_count_is_a_clear_error():
     rng = np.random.default_rng(4)
     with pytest.raises(ValueError, match="groups=1 does not fit an input of 5 channels"):
         op("aten::conv2d")(randn(rng, 1, 5, 4, 4), randn(rng, 2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], 1)
+
+
+@pytest.mark.parametrize("mode", ["same", "valid"])
+def test_convolution_mode_is_what_traced_string_padding_records(mode):
+    rng = np.random.default_rng(5)
+    x, w, b = randn(rng, 2, 6, 11), randn(rng, 6, 2, 4), randn(rng, 6)
+    want = torch.ops.aten._convolution_mode(_t(x), _t(w), _t(b), [1], mode, [2], 3)
+    close(op("aten::_convolution_mode")(x, w, b, [1], mode, [2], 3), want)

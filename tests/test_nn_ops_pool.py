@@ -94,3 +94,11 @@ def test_nan_wins_a_max_pool_window():
 def test_padding_larger_than_half_the_kernel_is_refused():
     with pytest.raises(ValueError, match="at most half"):
         op("aten::max_pool2d")(np.zeros((1, 1, 4, 4), np.float32), [2, 2], [1, 1], [2, 2], [1, 1], False)
+
+
+def test_adaptive_avg_pool3d_matches_torch():
+    """What scripted F.interpolate(mode='area') reaches for 5-d input."""
+    rng = np.random.default_rng(2)
+    x = randn(rng, 2, 3, 5, 7, 6)
+    close(op("aten::adaptive_avg_pool3d")(x, [2, 3, 4]), F.adaptive_avg_pool3d(torch.from_numpy(x), (2, 3, 4)))
+    close(op("aten::adaptive_avg_pool3d")(x, [5, 1, 6]), F.adaptive_avg_pool3d(torch.from_numpy(x), (5, 1, 6)))

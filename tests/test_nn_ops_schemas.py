@@ -10,7 +10,7 @@ from vm.ops import registry
 torch = pytest.importorskip("torch")
 
 NN_MODULES = ("vm.ops.nn_conv", "vm.ops.nn_pool", "vm.ops.nn_norm", "vm.ops.nn_activation",
-              "vm.ops.nn_resize", "vm.ops.nn_embedding", "vm.ops.nn_rnn", "vm.ops.nn_attention")
+              "vm.ops.nn_resize", "vm.ops.nn_upsample", "vm.ops.nn_embedding", "vm.ops.nn_rnn", "vm.ops.nn_attention")
 
 
 def _nn_ops() -> list[registry.OpInfo]:

@@ -331,6 +331,24 @@ def underscore_convolution_deprecated(
 
 @copying_out
 @kernel(
+    "aten::_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, "
+    "SymInt[] dilation, SymInt groups) -> Tensor"
+)
+def convolution_mode(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: str,
+    dilation: Ints,
+    groups: int,
+) -> np.ndarray:
+    """What a traced ``nn.ConvNd(padding="same"/"valid")`` records."""
+    return conv_padding_str(x, weight, bias, stride, padding, dilation, groups)
+
+
+@copying_out
+@kernel(
     "aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
     "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"
 )

@@ -276,6 +276,16 @@ def adaptive_avg_pool2d(x: np.ndarray, output_size: Sequence[int | None]) -> np.
 
 
 @copying_out
+@kernel("aten::adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor")
+def adaptive_avg_pool3d(x: np.ndarray, output_size: Sequence[int | None]) -> np.ndarray:
+    """Also what a scripted ``F.interpolate(mode="area")`` reaches for 5-d input."""
+    sizes = _output_size(x, output_size, 3)
+    for i, n_out in enumerate(sizes):
+        x = _adaptive_avg_axis(x, x.ndim - 3 + i, n_out)
+    return x
+
+
+@copying_out
 @kernel("aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor")
 def adaptive_avg_pool1d(x: np.ndarray, output_size: Sequence[int | None]) -> np.ndarray:
     return _adaptive_avg_axis(x, x.ndim - 1, _output_size(x, output_size, 1)[0])
