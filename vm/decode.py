@@ -195,9 +195,11 @@ class _Decoder:
         args = tuple(self.reg(p) for p in pushes)
         moved = tuple(sorted({p.x for p in pushes if p.op is Opcode.MOVE}))
         fn = self.kernels[self.code[j].x]
-        if out[1] == 1 and len(args) in (1, 2):
-            code = (OP1 if len(args) == 1 else OP2) + (1 if moved else 0)
-            self.emit(j, i, [code, fn, *args, out[0], *([moved] if moved else [])])
+        if out[1] == 1 and len(args) == 1:
+            self.emit(j, i, [OP1M if moved else OP1, fn, args[0], out[0]])
+        elif out[1] == 1 and len(args) == 2:  # OP2M clears two registers (the same one twice if one)
+            clears = [moved[0], moved[-1]] if moved else []
+            self.emit(j, i, [OP2M if moved else OP2, fn, args[0], args[1], out[0], *clears])
         else:
             self.emit(j, i, [OPGM if moved else OPG, fn, args, out[0], out[1], moved])
         return end + 1

@@ -131,51 +131,86 @@ class Interpreter:
                 ins = code[pc]
                 pc += 1
                 op = ins[0]
-                if op == 3:  # OP2M: regs[o] = f(regs[a], regs[b]); clear the moved ones
-                    regs[ins[4]] = ins[1](regs[ins[2]], regs[ins[3]])
-                    for r in ins[5]:
-                        regs[r] = None
-                elif op == 2:  # OP2
-                    regs[ins[4]] = ins[1](regs[ins[2]], regs[ins[3]])
-                elif op == 1:  # OP1M
-                    regs[ins[3]] = ins[1](regs[ins[2]])
-                    regs[ins[2]] = None
-                elif op == 0:  # OP1
-                    regs[ins[3]] = ins[1](regs[ins[2]])
-                elif op <= 5:  # OPG, OPGM: any arity, any number of results
-                    result = ins[1](*[regs[r] for r in ins[2]])
-                    for r in ins[5]:
-                        regs[r] = None
-                    if ins[4] == 1:
-                        regs[ins[3]] = result
-                    elif ins[4]:
-                        regs[ins[3] : ins[3] + ins[4]] = result
-                elif op == 20:  # LOOPB: back edge; the stack holds [trip, max]
-                    carried = [regs[r] for r in ins[2]]
-                    cond = regs[ins[1]]
-                    for r in ins[3]:
-                        regs[r] = None
-                    trip = stack[-2]
-                    if trip < stack[-1] and cond:
-                        stack[-2] = trip + 1
-                        regs[ins[4]] = trip
-                        regs[ins[4] + 1 : ins[4] + 1 + len(carried)] = carried
-                        pc = ins[5]
-                    else:
-                        del stack[-2:]
-                        stack += carried
-                        pc = ins[6]
+                if op <= 5:  # operators in register form
+                    if op == 3:  # OP2M: regs[o] = f(regs[a], regs[b]); clear the moved ones
+                        regs[ins[4]] = ins[1](regs[ins[2]], regs[ins[3]])
+                        regs[ins[5]] = None
+                        regs[ins[6]] = None
+                    elif op == 2:  # OP2
+                        regs[ins[4]] = ins[1](regs[ins[2]], regs[ins[3]])
+                    elif op == 1:  # OP1M
+                        regs[ins[3]] = ins[1](regs[ins[2]])
+                        regs[ins[2]] = None
+                    elif op == 0:  # OP1
+                        regs[ins[3]] = ins[1](regs[ins[2]])
+                    else:  # OPG, OPGM: any arity, any number of results
+                        result = ins[1](*[regs[r] for r in ins[2]])
+                        for r in ins[5]:
+                            regs[r] = None
+                        if ins[4] == 1:
+                            regs[ins[3]] = result
+                        elif ins[4]:
+                            regs[ins[3] : ins[3] + ins[4]] = result
+                elif op >= 19:  # loop, call and copy superinstructions
+                    if op == 20:  # LOOPB: back edge; the stack holds [trip, max]
+                        carried = [regs[r] for r in ins[2]]
+                        cond = regs[ins[1]]
+                        for r in ins[3]:
+                            regs[r] = None
+                        trip = stack[-2]
+                        if trip < stack[-1] and cond:
+                            stack[-2] = trip + 1
+                            regs[ins[4]] = trip
+                            regs[ins[4] + 1 : ins[4] + 1 + len(carried)] = carried
+                            pc = ins[5]
+                        else:
+                            del stack[-2:]
+                            stack += carried
+                            pc = ins[6]
+                    elif op == 23:  # COPY: an If branch's outputs into the If's registers
+                        values = [regs[r] for r in ins[1]]
+                        for r in ins[2]:
+                            regs[r] = None
+                        regs[ins[3] : ins[3] + len(values)] = values
+                        pc = ins[4]
+                    elif op == 22:  # RET1: return one register's value
+                        value = regs[ins[1]]
+                        if not frames:
+                            return value
+                        code, pc, regs, fid, out, n = frames.pop()
+                        if out >= 0:
+                            regs[out] = value
+                        else:
+                            stack.append(value)
+                    elif op == 21:  # CALLR: arguments from registers, results into registers
+                        if len(frames) >= max_depth:
+                            raise _DepthExceeded
+                        frames.append((code, pc, regs, fid, ins[4], ins[5]))
+                        args = [regs[r] for r in ins[2]]
+                        for r in ins[3]:
+                            regs[r] = None
+                        fid = ins[1]
+                        fn = functions[fid]
+                        code, regs, pc = fn.code, list(fn.template), fn.start
+                        regs[: len(args)] = args
+                    else:  # LOOPE: [trip, max, cond, carried...] -> body or exit
+                        n = ins[2]
+                        base = len(stack) - n - 1
+                        trip = stack[base]
+                        if trip < stack[base + 1] and stack[base + 2]:
+                            regs[ins[3]] = trip
+                            regs[ins[3] + 1 : ins[3] + n - 1] = stack[base + 3 :]
+                            del stack[base + 2 :]
+                            stack[base] = trip + 1
+                            pc = ins[4]
+                        else:
+                            del stack[base : base + 3]
+                            pc = ins[1]
                 elif op == 10:  # JFR
                     if not regs[ins[1]]:
                         pc = ins[2]
                     if ins[3]:
                         regs[ins[1]] = None
-                elif op == 23:  # COPY: an If branch's outputs into the If's registers
-                    values = [regs[r] for r in ins[1]]
-                    for r in ins[2]:
-                        regs[r] = None
-                    regs[ins[3] : ins[3] + len(values)] = values
-                    pc = ins[4]
                 elif op == 6:  # PUSH
                     stack.append(regs[ins[1]])
                 elif op == 7:  # PUSHM
@@ -191,26 +226,6 @@ class Interpreter:
                     regs[ins[1]] = None
                 elif op == 12:  # JMP
                     pc = ins[1]
-                elif op == 21:  # CALLR: arguments from registers, results into registers
-                    if len(frames) >= max_depth:
-                        raise _DepthExceeded
-                    frames.append((code, pc, regs, fid, ins[4], ins[5]))
-                    args = [regs[r] for r in ins[2]]
-                    for r in ins[3]:
-                        regs[r] = None
-                    fid = ins[1]
-                    fn = functions[fid]
-                    code, regs, pc = fn.code, list(fn.template), fn.start
-                    regs[: len(args)] = args
-                elif op == 22:  # RET1: return one register's value
-                    value = regs[ins[1]]
-                    if not frames:
-                        return value
-                    code, pc, regs, fid, out, n = frames.pop()
-                    if out >= 0:
-                        regs[out] = value
-                    else:
-                        stack.append(value)
                 elif op == 15:  # RET: results on the stack, or into the CALLR's registers
                     if not frames:
                         break
@@ -231,19 +246,6 @@ class Interpreter:
                         n = fn.n_inputs
                         regs[:n] = stack[-n:]
                         del stack[-n:]
-                elif op == 19:  # LOOPE: [trip, max, cond, carried...] -> body or exit
-                    n = ins[2]
-                    base = len(stack) - n - 1
-                    trip = stack[base]
-                    if trip < stack[base + 1] and stack[base + 2]:
-                        regs[ins[3]] = trip
-                        regs[ins[3] + 1 : ins[3] + n - 1] = stack[base + 3 :]
-                        del stack[base + 2 :]
-                        stack[base] = trip + 1
-                        pc = ins[4]
-                    else:
-                        del stack[base : base + 3]
-                        pc = ins[1]
                 elif op == 11:  # JF
                     if not stack.pop():
                         pc = ins[1]
