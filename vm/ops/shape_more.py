@@ -1,0 +1,200 @@
+"""More shape kernels: diagonals, broadcasting helpers, meshgrid, repeat_interleave,
+axis swaps, and the order statistics that return indices (median, cummax/cummin,
+aminmax).
+
+Views stay views: ``diagonal``, ``swapaxes``, ``mT`` and the ``broadcast_tensors`` pieces
+are numpy views of their input (numpy makes ``diagonal`` and broadcast views read-only, so
+an in-place write through them raises instead of silently writing elsewhere).
+``median`` is PyTorch's lower median (the element at index (n-1)//2 of the sorted
+values), not numpy's average of the two middle values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vm.ops._common import copy_out, norm_dim
+from vm.ops._dtypes import INT64, wrap
+from vm.ops.registry import kernel
+
+Array = np.ndarray
+
+
+@kernel("aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)")
+def diagonal(self: Array, offset: int, dim1: int, dim2: int) -> Array:
+    d1, d2 = norm_dim(dim1, self.ndim), norm_dim(dim2, self.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return np.diagonal(self, offset, d1, d2)
+
+
+@kernel("aten::diag(Tensor self, int diagonal=0) -> Tensor")
+def diag(self: Array, diagonal: int) -> Array:
+    if self.ndim not in (1, 2):
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got %dD" % self.ndim)
+    return np.diag(self, diagonal).copy()
+
+
+diag.out(copy_out(diag))
+
+
+@kernel("aten::trace(Tensor self) -> Tensor")
+def trace(self: Array) -> Array:
+    if self.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+    if self.dtype.kind == "b":
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    x = self.astype(INT64) if self.dtype.kind in "iu" else self
+    return wrap(np.trace(x).astype(x.dtype))
+
+
+trace.out(copy_out(trace))
+
+for _name, _a, _b in (("swapaxes", "axis0", "axis1"), ("swapdims", "dim0", "dim1")):
+    kernel(f"aten::{_name}(Tensor(a) self, int {_a}, int {_b}) -> Tensor(a)")(
+        lambda self, a, b: self.swapaxes(norm_dim(a, self.ndim), norm_dim(b, self.ndim)) if self.ndim else self.view()
+    )
+
+
+@kernel("aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
+def movedim(self: Array, source: Sequence[int], destination: Sequence[int]) -> Array:
+    return np.moveaxis(self, [norm_dim(d, self.ndim) for d in source], [norm_dim(d, self.ndim) for d in destination])
+
+
+@kernel("aten::mT(Tensor(a) self) -> Tensor(a)")
+def mT(self: Array) -> Array:
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
+    return self.swapaxes(-1, -2)
+
+
+kernel("aten::numpy_T(Tensor(a) self) -> Tensor(a)")(lambda self: self.T)
+
+
+@kernel("aten::broadcast_tensors(Tensor[] tensors) -> Tensor[]")
+def broadcast_tensors(tensors: Sequence[Array]) -> list[Array]:
+    return list(np.broadcast_arrays(*tensors))
+
+
+def _meshgrid(tensors: Sequence[Array], indexing: str) -> list[Array]:
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    return list(np.meshgrid(*[t.reshape(-1) for t in tensors], indexing=indexing, copy=False, sparse=False))
+
+
+kernel("aten::meshgrid(Tensor[] tensors) -> Tensor[]")(lambda tensors: _meshgrid(tensors, "ij"))
+kernel("aten::meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]")(_meshgrid)
+
+
+def _repeat_interleave(self: Array, repeats: Any, dim: int | None, output_size: int | None) -> Array:
+    reps = repeats.reshape(-1) if isinstance(repeats, np.ndarray) and repeats.ndim else (
+        int(repeats) if not isinstance(repeats, np.ndarray) else int(repeats.item()))
+    if dim is None:
+        return np.repeat(self.reshape(-1), reps)
+    return np.repeat(self, reps, axis=norm_dim(dim, self.ndim))
+
+
+kernel("aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) "
+       "-> Tensor")(_repeat_interleave).out(copy_out(_repeat_interleave))
+kernel("aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) "
+       "-> Tensor")(_repeat_interleave).out(copy_out(_repeat_interleave))
+def _repeat_index(repeats: Array, output_size: int | None) -> Array:
+    return np.repeat(np.arange(repeats.size, dtype=INT64), repeats.reshape(-1))
+
+
+kernel("aten::repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor")(_repeat_index).out(
+    copy_out(_repeat_index)
+)
+
+
+# ---------------------------------------------------------------------------------------
+# order statistics with indices
+
+
+def _lower_median_index(x: Array, axis: int) -> Array:
+    n = x.shape[axis]
+    order = np.argsort(x, axis=axis, kind="stable")
+    k = (n - 1) // 2
+    idx = np.take(order, [k], axis=axis)
+    nan = np.isnan(x).any(axis=axis, keepdims=True) if x.dtype.kind == "f" else None
+    if nan is not None and nan.any():  # a NaN is the median: the first NaN, as in torch
+        first_nan = np.argmax(np.isnan(x), axis=axis, keepdims=True)
+        idx = np.where(nan, first_nan, idx)
+    return idx
+
+
+@kernel("aten::median(Tensor self) -> Tensor")
+def median(self: Array) -> Array:
+    if self.size == 0:
+        return np.array(np.nan, self.dtype) if self.dtype.kind == "f" else np.zeros((), self.dtype)
+    flat = self.reshape(-1)
+    return wrap(flat[_lower_median_index(flat, 0)[0]])
+
+
+median.out(copy_out(median))
+
+
+@kernel("aten::median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
+def median_dim(self: Array, dim: int, keepdim: bool) -> tuple[Array, Array]:
+    if self.ndim == 0:
+        return self.copy(), np.zeros((), INT64)
+    d = norm_dim(dim, self.ndim)
+    idx = _lower_median_index(self, d)
+    vals = np.take_along_axis(self, idx, axis=d)
+    if not keepdim:
+        idx, vals = idx.squeeze(d), vals.squeeze(d)
+    return wrap(vals), wrap(idx.astype(INT64))
+
+
+def _cum_extreme(better: Any) -> Any:
+    def run(self: Array, dim: int) -> tuple[Array, Array]:
+        if self.ndim == 0:
+            return self.copy(), np.zeros((), INT64)
+        d = norm_dim(dim, self.ndim)
+        x = np.moveaxis(self, d, 0)
+        vals, idx = np.empty_like(x), np.empty(x.shape, INT64)
+        if x.shape[0]:
+            vals[0], idx[0] = x[0], 0
+        for i in range(1, x.shape[0]):
+            # ties move the index forward and a NaN takes over for good, as in torch
+            take = better(x[i], vals[i - 1]) | (x[i] == vals[i - 1])
+            if x.dtype.kind == "f":
+                take |= np.isnan(x[i])
+            vals[i] = np.where(take, x[i], vals[i - 1])
+            idx[i] = np.where(take, i, idx[i - 1])
+        return np.moveaxis(vals, 0, d), np.moveaxis(idx, 0, d)
+
+    return run
+
+
+kernel("aten::cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)")(_cum_extreme(np.greater))
+kernel("aten::cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)")(_cum_extreme(np.less))
+
+
+@kernel("aten::aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)")
+def aminmax(self: Array, dim: int | None, keepdim: bool) -> tuple[Array, Array]:
+    axis = None if dim is None else norm_dim(dim, self.ndim)
+    if self.ndim == 0:
+        return self.copy(), self.copy()
+    lo, hi = np.min(self, axis=axis, keepdims=keepdim), np.max(self, axis=axis, keepdims=keepdim)
+    if dim is None and keepdim:
+        lo, hi = np.asarray(lo).reshape((1,) * self.ndim), np.asarray(hi).reshape((1,) * self.ndim)
+    return wrap(lo), wrap(hi)
+
+
+@kernel("aten::argwhere(Tensor self) -> Tensor")
+def argwhere(self: Array) -> Array:
+    return np.argwhere(self).astype(INT64, copy=False)
+
+
+argwhere.out(copy_out(argwhere))
+
+
+@kernel("aten::unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]")
+def unsafe_split(self: Array, split_size: int, dim: int) -> list[Array]:
+    from vm.ops.shape import split
+
+    return split.__wrapped__(self, split_size, dim)
