@@ -45,7 +45,7 @@ class _DotWriter:
         self.ids: dict[int, str] = {}  # id(Value) -> DOT node id that produces it
         self.counter = 0
         self.clusters = 0
-        self.edges: list[tuple[str, str, str]] = []
+        self.groups = 0
 
     def new_id(self, prefix: str = "n") -> str:
         self.counter += 1
@@ -85,6 +85,10 @@ class _DotWriter:
             else:
                 args.append("·")
         kind = node.kind
+        subgraph = node.attrs.get("Subgraph")
+        if isinstance(subgraph, Graph):  # numbered as the printer numbers it: prim::FusionGroup_0
+            kind = f"{node.kind}_{self.groups}"
+            self.groups += 1
         if node.kind == "prim::Constant":
             kind = f"prim::Constant[{_constant_label(node)}]"
         label = f"{kind}({', '.join(args)})"
@@ -98,11 +102,10 @@ class _DotWriter:
                 self.edge(v, nid)
         for b, block in enumerate(node.blocks):
             self.cluster(f"{node.kind} block{b}", block, depth, nid)
-        subgraph = node.attrs.get("Subgraph")
         if isinstance(subgraph, Graph):
             self.clusters += 1
             self.emit(f"subgraph cluster_{self.clusters} {{", depth)
-            self.emit(f'label={_quote(node.kind + " subgraph")}; style=filled; fillcolor="#eef6e8";', depth + 1)
+            self.emit(f'label={_quote("with " + kind + " = graph")}; style=filled; fillcolor="#eef6e8";', depth + 1)
             self.graph(subgraph, depth + 1, node.kind)
             self.emit("}", depth)
 
