@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             interp = Interpreter(program, _stub_weights(program))
             for function, decoded in zip(program.functions, interp.decoded):
                 print(f"\n== {function.name} (decoded, starts at {decoded.start}) ==")
-                print(listing(decoded))
+                print(listing(decoded, function))
     except IRError as err:
         print(err, file=sys.stderr)
         return 65

@@ -318,11 +318,17 @@ def stores_inputs(function: Function) -> bool:
     return (code[0].op is Opcode.STORE and n == 1) or (code[0].op is Opcode.STOREN and code[0].n == n)
 
 
-def listing(decoded: Decoded) -> str:
-    """The decoded form, one instruction a line (for the debug trace and the benchmarks)."""
+def listing(decoded: Decoded, function: Function | None = None) -> str:
+    """The decoded form, one instruction a line (tools/disasm.py --decoded, benchmarks).
+    With ``function`` (the bytecode it came from), kernels show as operator names."""
     lines = []
     for i, ins in enumerate(decoded.code):
-        ops = [getattr(x, "__name__", x) if callable(x) else x for x in ins[1:]]
+        name = None
+        if function is not None:
+            source = function.instructions[decoded.origin[i]]
+            if source.op in (Opcode.OP, Opcode.OPN):
+                name = function.operators[source.x].name
+        ops = [(name or getattr(x, "__name__", "kernel")) if callable(x) else x for x in ins[1:]]
         lines.append(f"{i:04d} {NAMES[ins[0]]:<7} {' '.join(map(str, ops))}")
     return "\n".join(lines)
 
