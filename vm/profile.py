@@ -119,7 +119,8 @@ def profile(
     per_run: list[list[float]] = []
     for _ in range(runs):  # the median of each node over the runs: robust to preemption
         times = [0.0] * len(sm.processed_nodes)
-        timed = sm.bind(sm.entry, mode, views, sm.callee_functions(True), None, times, list(plan.arena) if plan else [])
+        arena, fast = (list(plan.arena), plan.fast) if plan is not None else ([], {})
+        timed = sm.bind(sm.entry, mode, views, sm.callee_functions(True), None, times, arena, fast)
         rt._run(timed, tuple(inputs))
         per_run.append(times)
     medians = [statistics.median(column) for column in zip(*per_run)]
@@ -132,7 +133,7 @@ def _fallbacks(sm: StaticModule, plan: Any, inputs: Sequence[Any]) -> list[str]:
         return []
     seen: dict[int, Any] = {}
     mode = attrs.evolve(plan.mode, record=True, candidates=frozenset(plan.views))
-    fn = sm.bind(sm.entry, mode, plan.views, sm.callee_functions(False), seen, None, list(plan.arena))
+    fn = sm.bind(sm.entry, mode, plan.views, sm.callee_functions(False), seen, None, list(plan.arena), plan.fast)
     fn(*inputs)
     producers = {pn.outputs[0]: pn for pn in sm.entry.pnodes if len(pn.outputs) == 1}
     return [producers[s].node.kind for s, v in seen.items() if v is not plan.views[s]]

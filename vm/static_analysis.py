@@ -63,6 +63,7 @@ class BlockFacts:
     output_candidates: tuple[Value, ...]  # graph outputs an output arena may hold
     used_at: dict[Value, list[int]]
     may_alias: dict[Value, list[Value]]
+    tainted: frozenset[Value]  # values whose size or dtype may depend on more than the key
 
 
 def is_tensor_type(t: T.Type | None) -> bool:
@@ -91,7 +92,7 @@ def analyze(graph: Graph, refs: dict[Node, OpRef], has_out: Callable[[Node], boo
             outputs.append(node.output)
         elif node.output not in escape:
             produced_at[node.output] = step
-    return BlockFacts(steps, produced_at, tuple(dict.fromkeys(outputs)), used_at, may_alias)
+    return BlockFacts(steps, produced_at, tuple(dict.fromkeys(outputs)), used_at, may_alias, frozenset(tainted))
 
 
 def _fresh_tensor_op(node: Node, refs: dict[Node, OpRef], has_out: Callable[[Node], bool]) -> bool:

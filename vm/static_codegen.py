@@ -73,6 +73,8 @@ class Mode:
     record: bool = False  # store managed candidates' values in R[slot]
     candidates: frozenset[int] = frozenset()  # what record mode records
     timed: bool = False  # accumulate each node's time in T[index]
+    # nodes called as a bare ufunc (vm/static_fastpath.py): (index, (("v", slot) | ("s", j), ...))
+    fast: tuple[tuple[int, tuple[tuple[str, int], ...]], ...] = ()
 
 
 class GraphCode:
@@ -144,6 +146,7 @@ class _Generator:
         self.lines: list[str] = []
         self.linemap: dict[int, Node] = {}
         self.used: set[str] = set()  # closure names the body refers to
+        self.fast = dict(mode.fast)
 
     def compile(self) -> Callable[..., Any]:
         code, body_start = self.code, len(self.lines)
@@ -155,7 +158,7 @@ class _Generator:
         self._block(code.graph.block, 2, returns=True)
         body = self.lines[body_start:]
         prologue = [f"    {name} = {self._source_of(name)}" for name in sorted(self.used)]
-        header = "def __make(K, O, C, B, OB, F, R, T, _pc, _deep):"
+        header = "def __make(K, O, C, B, OB, F, R, T, U, S, _pc, _deep):"
         lines = [header, *prologue, *body, "    return run"]
         shift = 2 + len(prologue) - body_start  # the header line, and lines count from 1
         filename = f"<static:{code.label}:{next(_counter)}>"
@@ -168,7 +171,10 @@ class _Generator:
 
     def _source_of(self, name: str) -> str:
         kind, slot = name[0], name[1:]
-        return {"k": f"K[{slot}]", "o": f"O[{slot}]", "v": f"C[{slot}]", "b": f"B[{slot}]"}[kind]
+        if kind == "s":
+            index, j = slot.split("_")
+            return f"S[{index}][{j}]"
+        return {"k": f"K[{slot}]", "o": f"O[{slot}]", "v": f"C[{slot}]", "b": f"B[{slot}]", "u": f"U[{slot}]"}[kind]
 
     def _emit(self, depth: int, text: str, node: Node | None = None) -> None:
         self.lines.append("    " * depth + text)
@@ -239,7 +245,21 @@ class _Generator:
             raise CompileError(f"the static runtime cannot run {node.kind}", node.span)
         pn = self.code.by_node[node]
         slot = pn.outputs[0] if len(pn.outputs) == 1 else None
-        if slot is not None and slot in self.mode.managed:
+        if pn.index in self.fast:
+            parts = []
+            for kind, x in self.fast[pn.index]:
+                name = f"v{x}" if kind == "v" else f"s{pn.index}_{x}"
+                if kind == "s" or x in self.code.constants:
+                    self.used.add(name)
+                parts.append(name)
+            if slot is not None and slot in self.mode.managed:
+                self.used.add(f"b{slot}")
+                parts.append(f"b{slot}")
+            elif slot is not None and slot in self.mode.out_managed:
+                parts.append(f"OB[{self.mode.out_managed.index(slot)}]")
+            self.used.add(f"u{pn.index}")
+            call = f"u{pn.index}({', '.join(parts)})"
+        elif slot is not None and slot in self.mode.managed:
             self.used.update((f"o{pn.index}", f"b{slot}"))
             call = f"o{pn.index}(b{slot}, {', '.join(ins)})"
         elif slot is not None and slot in self.mode.out_managed:

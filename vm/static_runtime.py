@@ -37,6 +37,7 @@ from compiler import types as T
 from compiler.diagnostics import CompileError, RunError
 from compiler.ir import Graph, Module, Value, clone_node
 from vm import memory_planner as mp
+from vm import static_fastpath as fastpath
 from vm.static_analysis import BlockFacts, analyze
 from vm.static_codegen import LINEMAPS, GraphCode, Mode
 from vm.ops import registry
@@ -56,6 +57,7 @@ class StaticOptions:
     # small blocks, and an out variant's checks cost more than it saves (measured: out=
     # buys nothing below ~64 KiB; fresh pages are what hurt, from ~256 KiB up).
     min_managed_bytes: int = 16384
+    specialize: bool = True  # call a few float pointwise ops as bare ufuncs (vm/static_fastpath.py)
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
 
 
@@ -102,24 +104,26 @@ class StaticModule:
 
     def _prepare_planning(self, refs: dict) -> None:
         """Slot-level facts for the planner (empty when out variants are off)."""
-        code = self.entry
-        self.facts: BlockFacts | None = None
-        self.candidates: dict[int, int] = {}
-        self.out_candidates: tuple[int, ...] = ()
-        if not self.options.enable_out_variant:
-            return
-        facts = analyze(code.graph, refs, lambda node: code.by_node[node].out is not None)
-        self.facts = facts
+        code, opts = self.entry, self.options
+        has_out = (lambda node: code.by_node[node].out is not None) if opts.enable_out_variant else (lambda node: False)
+        facts = self.facts = analyze(code.graph, refs, has_out)
         s = code.slots
         self.candidates = {s[v]: step for v, step in facts.produced_at.items()}
-        if self.options.manage_output_tensors:
-            self.out_candidates = tuple(s[v] for v in facts.output_candidates)
+        self.out_candidates = tuple(s[v] for v in facts.output_candidates) if opts.manage_output_tensors else ()
         self.used_at = {s[v]: steps for v, steps in facts.used_at.items() if v in s}
         self.may_alias = {s[v]: [s[a] for a in alias if a in s] for v, alias in facts.may_alias.items() if v in s}
+        self.tainted = frozenset(s[v] for v in facts.tainted if v in s)
+        steps = set(facts.steps)
+        self.fast_candidates = [
+            pn for pn in code.pnodes
+            if opts.specialize and pn.node in steps and pn.ref is not None and pn.ref.name in fastpath.NAMES
+        ]  # fmt: skip
+        self.recorded_slots = frozenset(self.candidates) | frozenset(self.out_candidates)
+        self.recorded_slots |= frozenset(pn.outputs[0] for pn in code.pnodes if pn.node in steps and len(pn.outputs) == 1)
 
     @property
     def plannable(self) -> bool:
-        return bool(self.candidates or self.out_candidates)
+        return bool(self.candidates or self.out_candidates or self.fast_candidates)
 
     def callee_functions(self, timed: bool) -> list[Any]:
         """The callees' functions (shared by every runtime: they hold no per-run state)."""
@@ -132,13 +136,18 @@ class StaticModule:
 
     def bind(
         self, code: GraphCode, mode: Mode, views: Mapping[int, np.ndarray], table: list, rec: Any, times: Any,
-        outputs: list | None = None,
+        outputs: list | None = None, fast: Mapping[int, Any] | None = None,
     ) -> Any:
-        """``code``'s function for ``mode``, closed over kernels, constants and buffers."""
+        """``code``'s function for ``mode``, closed over kernels, constants and buffers
+        (``fast``: index -> (ufunc, scalars) for the nodes ``mode.fast`` names)."""
         kernels = {pn.index: pn.kernel for pn in code.pnodes}
         outs = {pn.index: pn.out for pn in code.pnodes}
+        ufuncs = {i: f[0] for i, f in (fast or {}).items()}
+        scalars = {i: f[1] for i, f in (fast or {}).items()}
         made = code.factory(mode)
-        return made(kernels, outs, code.constants, views, outputs, table, rec, times, time.perf_counter, _deep)
+        return made(
+            kernels, outs, code.constants, views, outputs, table, rec, times, ufuncs, scalars, time.perf_counter, _deep
+        )
 
     def runtime(self) -> "StaticRuntime":
         """A cached runtime, for single-threaded use (as PyTorch's ``StaticModule::runtime``)."""
@@ -236,9 +245,9 @@ class StaticRuntime:
     def _first_run(self, key: Any, args: tuple) -> Any:
         """Run with allocating kernels, record managed sizes, make and cache the plan."""
         sm = self.module
-        wanted = frozenset(sm.candidates) | frozenset(sm.out_candidates)
-        recorded: dict[int, Any] = {}
-        record = sm.bind(sm.entry, Mode(record=True, candidates=wanted), {}, sm.callee_functions(False), recorded, None)
+        recorded: dict[int, Any] = dict(zip(sm.entry.params, args))
+        mode = Mode(record=True, candidates=sm.recorded_slots)
+        record = sm.bind(sm.entry, mode, {}, sm.callee_functions(False), recorded, None)
         result = self._run(record, args)
         self._plans[key] = self._make_plan(recorded)
         self.stats["plans_made"] += 1
@@ -261,10 +270,18 @@ class StaticRuntime:
             s for s in sm.out_candidates if (spec := mp.spec_of(recorded.get(s))) and spec.nbytes >= opts.min_managed_bytes
         )
         out_specs = [mp.spec_of(recorded[s]) for s in out_slots]
-        mode = Mode(managed=frozenset(views), out_managed=out_slots)
+        fast = {}
+        for pn in sm.fast_candidates:
+            choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
+            if choice is not None:
+                fast[pn.index] = choice
+        structure = tuple((i, _arg_structure(args)) for i, (_, args) in sorted(fast.items()))
+        tables = {i: (ufunc, [v for kind, v in args if kind == "s"]) for i, (ufunc, args) in fast.items()}
+        mode = Mode(managed=frozenset(views), out_managed=out_slots, fast=structure)
         outputs: list[np.ndarray] = []
-        fn = sm.bind(sm.entry, mode, views, sm.callee_functions(False), None, None, outputs)
-        return _Plan(memory, mode, slab, views, fn, out_specs, mp.arena(out_specs) if out_specs else [], outputs)
+        fn = sm.bind(sm.entry, mode, views, sm.callee_functions(False), None, None, outputs, tables)
+        arena = mp.arena(out_specs) if out_specs else []
+        return _Plan(memory, mode, slab, views, fn, out_specs, arena, outputs, tables)
 
     @property
     def plans(self) -> list[mp.MemoryPlan]:
@@ -281,6 +298,19 @@ class _Plan:
     out_specs: list[mp.TensorSpec]
     arena: list[np.ndarray]
     outputs: list[np.ndarray] = attrs.field(factory=list)  # the OB list the code reads
+    fast: dict[int, Any] = attrs.field(factory=dict)  # index -> (ufunc, scalars)
+
+
+def _arg_structure(args: tuple) -> tuple[tuple[str, int], ...]:
+    """("v", slot) operands stay; constants become ("s", j), their place in the scalars."""
+    out, j = [], 0
+    for kind, value in args:
+        if kind == "v":
+            out.append(("v", value))
+        else:
+            out.append(("s", j))
+            j += 1
+    return tuple(out)
 
 
 class RuntimePool:

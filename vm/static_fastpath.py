@@ -1,0 +1,112 @@
+"""Plan-time specialization: a few pointwise ops called as the bare numpy ufunc.
+
+A kernel of the operator library must work for every dtype mix PyTorch accepts, so it
+first finds the result dtype and converts its operands; on a 10-element tensor that
+bookkeeping costs more than the arithmetic (a bare ``np.add`` call ~0.3 us, the kernel
+~2x that, some unary kernels ~5x).  Once a plan exists, the static runtime knows more:
+the recording run saw every tensor of the entry block, and for values whose dtypes and
+shapes follow from the plan key (the untainted values of ``vm/static_analysis.py``) what
+it saw holds for every run with that key.
+
+So when the recording run shows that a node of the table below took float tensors of one
+dtype (and scalar *constants*), produced that dtype with at least one dimension, the plan
+calls the ufunc directly: ``v5 = u3(v1, s3_1)`` (or ``u3(v1, s3_1, b5)`` into a slab view),
+with the constant pre-converted to a numpy scalar of the tensor's dtype exactly as the
+kernel's ``scalar_for`` does.  For those operands the kernel would call the very same
+ufunc, so the result is bit for bit the kernel's.  Ops that can warn (division, exp) or
+whose kernels use another formula (sigmoid) are left to their kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from vm.static_codegen import ProcessedNode
+
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+# overload -> (ufunc, which inputs are operands, constant inputs that must hold a value)
+TABLE: dict[str, tuple[np.ufunc, tuple[int, ...], dict[int, Any]]] = {}
+for _name, _ufunc in (("add", np.add), ("sub", np.subtract)):
+    for _overload in ("Tensor", "Scalar"):
+        TABLE[f"aten::{_name}.{_overload}"] = (_ufunc, (0, 1), {2: 1})
+for _overload in ("Tensor", "Scalar"):
+    TABLE[f"aten::mul.{_overload}"] = (np.multiply, (0, 1), {})
+TABLE["aten::maximum"] = (np.maximum, (0, 1), {})
+TABLE["aten::minimum"] = (np.minimum, (0, 1), {})
+TABLE["aten::max.other"] = (np.maximum, (0, 1), {})
+TABLE["aten::min.other"] = (np.minimum, (0, 1), {})
+TABLE["aten::neg"] = (np.negative, (0,), {})
+TABLE["aten::tanh"] = (np.tanh, (0,), {})
+TABLE["aten::clamp_min"] = (np.maximum, (0, 1), {})
+TABLE["aten::clamp_max"] = (np.minimum, (0, 1), {})
+
+NAMES = frozenset(TABLE) | {"aten::relu", "aten::clamp"}
+
+Arg = tuple[str, Any]  # ("v", slot) an operand read from a slot; ("s", scalar) a constant
+
+
+_NO = object()  # "not a constant"
+
+
+def choose(
+    pn: ProcessedNode, recorded: Mapping[int, Any], constants: Mapping[int, Any], tainted: frozenset[int]
+) -> tuple[np.ufunc, tuple[Arg, ...]] | None:
+    """The ufunc and its arguments for ``pn`` under this plan, or None (keep the kernel)."""
+    if pn.ref is None or len(pn.outputs) != 1:
+        return None
+    name = pn.ref.name
+    if name == "aten::relu":
+        return _specialize(pn, np.maximum, [0, ("s", 0)], recorded, constants, tainted)
+    if name == "aten::clamp":
+        lo, hi = _constant(pn, 1, constants), _constant(pn, 2, constants)
+        if lo is None and _number(hi):
+            return _specialize(pn, np.minimum, [0, ("s", hi)], recorded, constants, tainted)
+        if hi is None and _number(lo):
+            return _specialize(pn, np.maximum, [0, ("s", lo)], recorded, constants, tainted)
+        return None
+    entry = TABLE.get(name)
+    if entry is None:
+        return None
+    ufunc, operands, required = entry
+    if any(_constant(pn, i, constants) != v or type(_constant(pn, i, constants)) is not int for i, v in required.items()):
+        return None
+    return _specialize(pn, ufunc, list(operands), recorded, constants, tainted)
+
+
+def _constant(pn: ProcessedNode, index: int, constants: Mapping[int, Any]) -> Any:
+    """The value of input ``index`` when it is a constant (or a default the node left out)."""
+    if index >= len(pn.inputs):
+        defaults = pn.ref.defaults if pn.ref is not None else ()
+        k = index - len(pn.inputs)
+        return defaults[k] if k < len(defaults) else _NO
+    return constants.get(pn.inputs[index], _NO)
+
+
+def _number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _specialize(pn: ProcessedNode, ufunc: np.ufunc, operands: list, recorded, constants, tainted):  # noqa: ANN001, ANN202
+    out = recorded.get(pn.outputs[0])
+    if type(out) is not np.ndarray or out.dtype not in FLOATS or out.ndim == 0 or pn.outputs[0] in tainted:
+        return None
+    args: list[Arg] = []
+    for operand in operands:
+        value = operand[1] if isinstance(operand, tuple) else _constant(pn, operand, constants)
+        if value is not _NO:
+            if not _number(value):
+                return None
+            args.append(("s", out.dtype.type(value)))
+            continue
+        slot = pn.inputs[operand]
+        seen = recorded.get(slot)
+        if slot in tainted or type(seen) is not np.ndarray or seen.dtype != out.dtype:
+            return None
+        args.append(("v", slot))
+    if not any(kind == "v" for kind, _ in args):
+        return None
+    return ufunc, tuple(args)
