@@ -5,9 +5,9 @@ Every kernel works on the last one or two axes, so batched ``(N, C, H, W)`` and 
 ``(C, H, W)`` inputs take the same path.  A fixed-window pool is a loop over the kernel
 taps (``kh * kw``, 9 for a 3x3 window), each tap one strided slice of the padded input
 combined with ``np.maximum`` or ``+`` into the whole output: whole-tensor numpy work, no
-loop over pixels.  The max pool tracks, per tap, where the winner came from, which gives
-``max_pool2d_with_indices``; a strict ``>`` keeps the first maximum and a NaN wins, as
-PyTorch's CPU kernel does.
+loop over pixels.  The max pool is ``np.maximum`` per tap (NaN-propagating, as PyTorch's
+is); with indices it tracks, per tap, where the winner came from, a strict ``>`` keeping
+the first maximum and a NaN winning, as PyTorch's CPU kernel does.
 
 Adaptive pooling follows PyTorch's bins: output cell ``i`` of ``n`` over an input of
 ``size`` covers ``[floor(i*size/n), ceil((i+1)*size/n))``.  The average is a difference
@@ -95,6 +95,9 @@ def max_pool2d_with_indices(
         if best is None:
             best = val.copy()
             take = np.ones(val.shape, bool) if want_indices else None
+        elif not want_indices:
+            np.maximum(best, val, out=best)  # one pass per tap; NaN propagates, as in torch
+            continue
         else:
             take = val > best
             if x.dtype.kind == "f":
