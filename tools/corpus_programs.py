@@ -1,13 +1,14 @@
 """The Python source of the differential corpus (``tests/corpus/``).
 
-Each ``Case`` names a function or module factory below, the sample inputs to run it on,
+Each ``Case`` names a function or module factory (defined below, or for tensor operators,
+modules and semantic traps in ``tools/corpus_tensor_programs.py``), the sample inputs to run it on,
 how to compile it (script, trace, freeze) and the features it exercises (the rows of
 ``docs/features.md``).  ``python tools/gen_corpus.py`` scripts every case with torch,
 writes the dump, inputs, weights and torch's outputs, and is the only writer of
 ``tests/corpus/``.  Inputs are made under ``torch.manual_seed`` of a per-case seed, so a
 rerun rewrites identical files.
 
-To add a program: write the function here, add a ``Case`` to ``CASES`` (features from
+To add a program: write the function in one of the two files, add a ``Case`` to ``CASES`` (features from
 ``FEATURES``), run ``python tools/gen_corpus.py``, and commit the new files.
 """
 
@@ -19,9 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import corpus_tensor_programs as tp
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 FEATURES = {
     "control-flow": "if/else, while, for-range, break/continue, nested loops, early return",
@@ -453,292 +453,6 @@ def index_out_of_range(xs: List[int], i: int):
     return xs[i]
 
 
-# -- tensor ops ---------------------------------------------------------------------------
-
-
-def pointwise_broadcast(a, b, c):
-    u = a + b * 2
-    v = torch.sub(a, b, alpha=3)
-    w = (a - b) / (c.abs() + 1)
-    z = torch.where(a > b, a, b).pow(2) + torch.exp(-c.abs())
-    q = torch.sigmoid(a) * torch.tanh(b) - torch.relu(c) + torch.clamp(a, -0.5, 0.5)
-    return u, v, w, z, q, torch.neg(a).sqrt().nan_to_num(0.0)
-
-
-def type_promotion(i, j, f, d, b):
-    return (i + 2.5, i / j, i * j, i + f, f + d, b + i, b & (i > 0), i.to(torch.float32) * 2,
-            i // 3, f.double() + 1, i.float().mean(), (i > 1).sum(), i * True)
-
-
-def int_tensor_ops(i, j):
-    return (torch.floor_divide(i, j), torch.remainder(i, j), torch.fmod(i, j), i % 3, i // -3,
-            i & j, i | j, i ^ j, i << 1, torch.abs(i), torch.max(i, j), i == j, i.sum(), i.cumsum(0))
-
-
-def reductions(x):
-    vals, idx = x.max(dim=1)
-    return (x.sum(), x.sum(dim=0), x.mean(dim=1, keepdim=True), vals, idx, x.argmax(), x.argmin(dim=0),
-            x.prod(dim=1), x.amax(dim=(0, 2)), x.min(), x.std(dim=1), x.var(), x.logsumexp(dim=2),
-            x.cumsum(dim=2), (x > 0).any(), (x > -5).all(dim=0), x.norm(), x.abs().sum(dim=[0, 1]))
-
-
-def shape_view(x):
-    a = x.view(6, 4)
-    b = x.reshape(-1, 2)
-    c = x.permute(2, 0, 1)
-    d = x.transpose(0, 1).contiguous()
-    e = x.unsqueeze(0).squeeze(0).unsqueeze(-1)
-    f = x.flatten(1)
-    g = x[:, :1].expand(2, 3, 4)
-    h = x.size()
-    return a, b, c, d, e.shape, f, g, h, x.shape[1], a.t(), x.dim(), x.numel()
-
-
-def indexing_slicing(x, idx, mask):
-    return (x[1:3], x[:, 0], x[..., ::2], x[None].shape, x.select(1, 2), x[idx], x[-1, -2:],
-            x[mask], x[1], x[:, 1:-1], x[idx, 0], torch.index_select(x, 0, idx), x.gather(1, idx.unsqueeze(0).expand(4, 3)))
-
-
-def index_assign(x, y):
-    z = x.clone()
-    z[1:3] = y
-    z[0] = 0.0
-    z[:, -1] = torch.arange(4).float()
-    w = x.clone()
-    w[w > 0] = 1.0
-    v = x.clone()
-    v[0, 1] += 5.0
-    return z, w, v
-
-
-def matmul_family(a, b, c, bias):
-    return (torch.mm(a, b), torch.matmul(c, b), torch.bmm(c, b.expand(2, 4, 5)),
-            torch.einsum("bij,jk->bik", c, b), torch.addmm(bias, a, b), F.linear(a, b.t(), bias),
-            a[0] @ b[:, 0], torch.outer(a[0], b[:, 1]), torch.matmul(a[0], b))
-
-
-def cat_stack_split(x, y):
-    s = torch.split(x, 2, dim=0)
-    t = torch.split(x, [1, 4], dim=0)
-    ch = y.chunk(3, dim=1)
-    u = torch.unbind(y, 1)
-    return torch.cat([x, x * 2], dim=1), torch.stack([x, x], dim=2), s, t, ch, u, len(u), torch.hstack([y, y])
-
-
-def creation_ops(x, n: int):
-    return (torch.zeros(2, n), torch.ones(n, dtype=torch.int64), torch.full((2, 2), 7.5), torch.arange(n),
-            torch.arange(1, 10, 3), torch.arange(0.0, 1.0, 0.25), torch.eye(3), torch.zeros_like(x),
-            torch.ones_like(x, dtype=torch.int32), torch.linspace(0, 1, 5), torch.full_like(x, 2),
-            x.new_zeros([n]), torch.empty(0).numel(), torch.tensor([1, 2, 3]) * n)
-
-
-def nn_functional(x, w, g, b):
-    return (F.softmax(x, dim=-1), F.log_softmax(x, dim=1), F.layer_norm(x, [4], g, b), F.gelu(x),
-            F.silu(x), F.leaky_relu(x, 0.1), F.elu(x), F.hardtanh(x), F.normalize(x, dim=1),
-            F.softplus(x), F.conv1d(x.unsqueeze(0), w), F.pad(x, [1, 2]), F.mse_loss(x, x * 0.5))
-
-
-def inplace_ops(x):
-    y = x.clone()
-    y.add_(1.0)
-    y.mul_(2.0)
-    v = y.view(-1)
-    v.sub_(0.5)  # writes through the view into y
-    z = y[0]
-    z.zero_()
-    w = x.clone().relu_().clamp_(max=0.5)
-    return y, w, v.sum()
-
-
-def math_unary(x):
-    return (x.sin(), x.cos(), torch.atan2(x, x + 2), x.floor(), x.ceil(), x.round(), x.trunc(), x.frac(),
-            x.sign(), x.reciprocal(), torch.rsqrt(x.abs() + 1), torch.log1p(x.abs()), torch.expm1(x),
-            torch.erf(x), x.clamp(min=0.0).log2(), torch.isnan(x.log()), torch.logical_not(x > 0))
-
-
-def sort_topk(x):
-    vals, idx = torch.sort(x, dim=1, descending=True)
-    tv, ti = torch.topk(x, 2, dim=1)
-    return vals, idx, tv, ti, torch.argsort(x[0]), torch.flip(x, [0]), torch.tril(x), torch.triu(x, 1)
-
-
-# -- modules ------------------------------------------------------------------------------
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(4, 8)
-        self.fc2 = nn.Linear(8, 3)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
-
-
-def mlp():
-    torch.manual_seed(1)
-    return MLP().eval()
-
-
-def mlp_sequential():
-    torch.manual_seed(2)
-    return nn.Sequential(nn.Linear(1, 10), nn.ReLU(), nn.Linear(10, 1)).eval()
-
-
-class CNN(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
-        self.bn = nn.BatchNorm2d(4)
-        self.conv2 = nn.Conv2d(4, 8, 3, stride=2)
-        self.pool = nn.MaxPool2d(2)
-        self.fc = nn.Linear(8 * 1 * 1, 5)
-
-    def forward(self, x):
-        x = F.relu(self.bn(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
-        x = torch.flatten(x, 1)
-        return F.log_softmax(self.fc(x), dim=1)
-
-
-def cnn():
-    torch.manual_seed(3)
-    m = CNN()
-    with torch.no_grad():  # give the batch norm non-trivial statistics
-        m.bn.running_mean.uniform_(-0.5, 0.5)
-        m.bn.running_var.uniform_(0.5, 1.5)
-    return m.eval()
-
-
-class Gated(nn.Module):
-    """Plain attributes (int, float, bool) read by GetAttr, a buffer, and training mode."""
-
-    def __init__(self):
-        super().__init__()
-        self.proj = nn.Linear(4, 4)
-        self.steps = 3
-        self.eps = 1e-3
-        self.use_gate = True
-        self.register_buffer("scale", torch.tensor([0.5, 1.0, 1.5, 2.0]))
-        self.drop = nn.Dropout(0.5)
-
-    def forward(self, x):
-        for _ in range(self.steps):
-            h = self.proj(x)
-            if self.use_gate:
-                h = h * torch.sigmoid(h)
-            x = x + self.drop(h) * self.scale
-        if self.training:
-            x = x * 0.0
-        return x / (x.norm() + self.eps)
-
-
-def gated():
-    torch.manual_seed(4)
-    return Gated().eval()
-
-
-class Stack(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.layers = nn.ModuleList([nn.Linear(6, 6) for _ in range(3)])
-        self.norm = nn.LayerNorm(6)
-        self.emb = nn.Embedding(10, 6)
-
-    def forward(self, tokens):
-        x = self.emb(tokens)
-        for layer in self.layers:
-            x = x + torch.tanh(layer(x))
-        return self.norm(x).mean(dim=1)
-
-
-def stack():
-    torch.manual_seed(5)
-    return Stack().eval()
-
-
-def lstm_cell_module():
-    torch.manual_seed(6)
-    return nn.LSTMCell(4, 5).eval()
-
-
-def traced_loop(x):
-    for i in range(x.dim()):
-        x = x * x
-    return x
-
-
-def traced_branches(x, y):
-    if x.sum() > 0:  # decided once, at trace time
-        z = x + y
-    else:
-        z = x - y
-    return z.relu(), torch.cat([z, y], 0)
-
-
-# -- semantic traps (appended here so earlier dumps keep their source lines) ---------------
-
-
-def promotion_edges(f32, i64, i32, u8, b):
-    zero_d64 = torch.tensor(2.5, dtype=torch.float64)
-    return (f32 + zero_d64, i64 + zero_d64, i32 + i32, i32 * 2.5, i32 + i64, u8 + 250, u8 - 3,
-            b + b, b * 1.5, i64 / 2, i64 // 2, torch.div(i64, 3, rounding_mode="floor"),
-            torch.div(i64, 3, rounding_mode="trunc"), i64.float() ** 2, i64 ** 2, 2 ** i64.abs())
-
-
-def float_semantics(x):
-    nan = torch.tensor([float("nan"), 1.0, -1.0])
-    return (torch.remainder(x, 2.0), torch.fmod(x, 2.0), torch.round(x), torch.max(nan), torch.maximum(nan, x[:3]),
-            nan.clamp(min=0.0), torch.sign(torch.tensor([-0.0, 0.0, -2.0])), x.floor_divide(2.0),
-            torch.isnan(nan).any(), (nan == nan), x.sum(dim=0, keepdim=True), torch.zeros(0).sum(),
-            torch.ones(2, 0).sum(dim=1), torch.cat([x, torch.zeros(0)]))
-
-
-def scalar_traps(f: float, i: int):
-    return (int(f), round(f), math.floor(f), math.ceil(f), float("inf") > f, math.isnan(f), f // 1.0, f % 1.0,
-            i // 4, i % 4, float(i) / 4, abs(f), max(f, float(i)), i << 2, i >> 1, i & 6, i | 1, -i ^ 3)
-
-
-def tensor_from_lists(xs: List[float], ns: List[int], x):
-    a = torch.tensor(xs)
-    b = torch.tensor(ns)
-    c = torch.tensor([[1, 2], [3, 4]], dtype=torch.float64)
-    d = torch.tensor(3)
-    e = torch.tensor([True, False])
-    v = x.sum().item()
-    nested: List[List[float]] = x.tolist()
-    return a, b, c, d, e, v, nested, a.dtype, b.dtype, float(x[0, 1])
-
-
-def string_more(s: str, sub: str):
-    return (s[1:4], s[-2:], sub in s, s.replace(sub, "_"), "  pad  ".strip(), s.lower(), s.find(sub),
-            s.split(), len(s), s == "Hello World", s < "Z", s.startswith("He") and s.endswith("ld"),
-            "-".join(s.split(" ")), s.isdigit(), ord(s[0]), chr(65))
-
-
-def _stats(x) -> Tuple[torch.Tensor, torch.Tensor]:
-    return x.mean(dim=0), x.std(dim=0)
-
-
-def _maybe_scale(x, s: Optional[float]):
-    if s is None:
-        return x
-    return x * s
-
-
-def _count_above(x, t: float) -> int:
-    n = 0
-    for i in range(x.size(0)):
-        if bool(x[i] > t):
-            n += 1
-    return n
-
-
-def calls_mixed(x, s: Optional[float]):
-    m, sd = _stats(x)
-    return _maybe_scale(m, s), _maybe_scale(sd, None), _count_above(m, 0.0) + _count_above(sd, 1.0)
-
-
 # -- the case list ------------------------------------------------------------------------
 
 
@@ -751,7 +465,7 @@ CASES = [
     Case("x2", x2, lambda: (r(5),), ("seed", "pointwise")),
     Case("x2_traced", x2, lambda: (r(5),), ("seed", "traced"), trace=True),
     Case("dim_loop", dim_loop, lambda: (r(3, 3),), ("seed", "control-flow")),
-    Case("dim_loop_traced", traced_loop, lambda: (r(3, 3),), ("seed", "traced"), trace=True),
+    Case("dim_loop_traced", tp.traced_loop, lambda: (r(3, 3),), ("seed", "traced"), trace=True),
     Case("ratio_iou", ratio_iou, ratio_iou_inputs, ("seed", "pointwise")),
     Case("lunif2", lunif2, lunif2_inputs, ("seed", "reductions", "matmul", "indexing")),
     Case("lstm_cell", lstm_cell, lstm_cell_inputs, ("seed", "matmul", "join-split", "tuples")),
@@ -800,48 +514,48 @@ CASES = [
     Case("multi_function", multi_function, lambda: (r(3, 4), r(5, 4)), ("calls", "matmul", "lists")),
     Case("multi_function_graphs", multi_function, lambda: (r(3, 4), r(5, 4)), ("calls", "matmul", "lists"),
          inline=False),
-    Case("calls_mixed_graphs", calls_mixed, lambda: (r(5, 4), 2.0), ("calls", "optional", "tuples"), inline=False),
-    Case("calls_mixed", calls_mixed, lambda: (r(5, 4), None), ("calls", "optional", "tuples")),
+    Case("calls_mixed_graphs", tp.calls_mixed, lambda: (r(5, 4), 2.0), ("calls", "optional", "tuples"), inline=False),
+    Case("calls_mixed", tp.calls_mixed, lambda: (r(5, 4), None), ("calls", "optional", "tuples")),
     Case("raise_taken", checked_div, lambda: (r(2), -3), ("raise", "strings")),
     Case("raise_not_taken", checked_div, lambda: (r(2), 4), ("raise",)),
     Case("assert_fails", assert_matrix, lambda: (r(3),), ("raise",)),
     Case("list_index_error", index_out_of_range, lambda: ([1, 2, 3], 5), ("raise", "lists")),
     # tensor ops
-    Case("pointwise_broadcast", pointwise_broadcast, lambda: (r(3, 1), r(1, 4), r(4)), ("pointwise",)),
-    Case("type_promotion", type_promotion,
+    Case("pointwise_broadcast", tp.pointwise_broadcast, lambda: (r(3, 1), r(1, 4), r(4)), ("pointwise",)),
+    Case("type_promotion", tp.type_promotion,
          lambda: (_i(1, -2, 3), _i(2, 2, -2), r(3), r(3).double(), torch.tensor([True, False, True])), ("pointwise",)),
-    Case("int_tensor_ops", int_tensor_ops, lambda: (_i(7, -7, 5, -5, 0), _i(2, 2, -3, -3, 4)), ("pointwise",)),
-    Case("math_unary", math_unary, lambda: (r(6),), ("pointwise",)),
-    Case("reductions", reductions, lambda: (r(2, 3, 4),), ("reductions", "tuples")),
-    Case("shape_view", shape_view, lambda: (r(2, 3, 4),), ("shape",)),
-    Case("indexing_slicing", indexing_slicing, lambda: (r(4, 5), _i(2, 0, 3), r(4, 5) > 0), ("indexing",)),
-    Case("index_assign", index_assign, lambda: (r(4, 3), r(2, 3)), ("indexing", "inplace")),
-    Case("matmul_family", matmul_family, lambda: (r(3, 4), r(4, 5), r(2, 3, 4), r(5)), ("matmul",)),
-    Case("cat_stack_split", cat_stack_split, lambda: (r(5, 2), r(2, 6)), ("join-split", "tuples")),
-    Case("creation_ops", creation_ops, lambda: (r(2, 3), 4), ("creation",)),
-    Case("nn_functional", nn_functional, lambda: (r(3, 4), r(2, 3, 2), r(4), r(4)), ("nn-functional",)),
-    Case("inplace_ops", inplace_ops, lambda: (r(2, 3),), ("inplace",)),
-    Case("sort_topk", sort_topk, lambda: (r(3, 3),), ("reductions", "shape")),
-    Case("promotion_edges", promotion_edges,
+    Case("int_tensor_ops", tp.int_tensor_ops, lambda: (_i(7, -7, 5, -5, 0), _i(2, 2, -3, -3, 4)), ("pointwise",)),
+    Case("math_unary", tp.math_unary, lambda: (r(6),), ("pointwise",)),
+    Case("reductions", tp.reductions, lambda: (r(2, 3, 4),), ("reductions", "tuples")),
+    Case("shape_view", tp.shape_view, lambda: (r(2, 3, 4),), ("shape",)),
+    Case("indexing_slicing", tp.indexing_slicing, lambda: (r(4, 5), _i(2, 0, 3), r(4, 5) > 0), ("indexing",)),
+    Case("index_assign", tp.index_assign, lambda: (r(4, 3), r(2, 3)), ("indexing", "inplace")),
+    Case("matmul_family", tp.matmul_family, lambda: (r(3, 4), r(4, 5), r(2, 3, 4), r(5)), ("matmul",)),
+    Case("cat_stack_split", tp.cat_stack_split, lambda: (r(5, 2), r(2, 6)), ("join-split", "tuples")),
+    Case("creation_ops", tp.creation_ops, lambda: (r(2, 3), 4), ("creation",)),
+    Case("nn_functional", tp.nn_functional, lambda: (r(3, 4), r(2, 3, 2), r(4), r(4)), ("nn-functional",)),
+    Case("inplace_ops", tp.inplace_ops, lambda: (r(2, 3),), ("inplace",)),
+    Case("sort_topk", tp.sort_topk, lambda: (r(3, 3),), ("reductions", "shape")),
+    Case("promotion_edges", tp.promotion_edges,
          lambda: (r(3), _i(-3, 4, 7), torch.tensor([1, -2, 3], dtype=torch.int32),
                   torch.tensor([1, 10, 200], dtype=torch.uint8), torch.tensor([True, False, True])), ("pointwise",)),
-    Case("float_semantics", float_semantics, lambda: (torch.tensor([-3.5, -2.5, -0.5, 0.5, 1.5, 2.5]),),
+    Case("float_semantics", tp.float_semantics, lambda: (torch.tensor([-3.5, -2.5, -0.5, 0.5, 1.5, 2.5]),),
          ("pointwise", "reductions")),
-    Case("scalar_traps", scalar_traps, lambda: (-2.5, -7), ("scalars",)),
-    Case("scalar_traps_pos", scalar_traps, lambda: (2.5, 13), ("scalars",)),
-    Case("tensor_from_lists", tensor_from_lists, lambda: ([1.5, -2.0, 3.0], [4, 5, 6], r(2, 3)),
+    Case("scalar_traps", tp.scalar_traps, lambda: (-2.5, -7), ("scalars",)),
+    Case("scalar_traps_pos", tp.scalar_traps, lambda: (2.5, 13), ("scalars",)),
+    Case("tensor_from_lists", tp.tensor_from_lists, lambda: ([1.5, -2.0, 3.0], [4, 5, 6], r(2, 3)),
          ("creation", "lists", "scalars")),
-    Case("string_more", string_more, lambda: ("Hello World", "o W"), ("strings",)),
+    Case("string_more", tp.string_more, lambda: ("Hello World", "o W"), ("strings",)),
     # modules
-    Case("mlp", mlp, lambda: (r(2, 4),), ("module",)),
-    Case("mlp_sequential", mlp_sequential, lambda: (r(8, 1),), ("module",)),
-    Case("cnn", cnn, lambda: (r(2, 1, 8, 8),), ("module", "nn-functional")),
-    Case("gated_attrs", gated, lambda: (r(2, 4),), ("module", "control-flow")),
-    Case("stack_modulelist", stack, lambda: (_i(1, 4, 9, 0).reshape(2, 2),), ("module", "nn-functional")),
-    Case("lstm_cell_module", lstm_cell_module, lambda: (r(3, 4), (r(3, 5), r(3, 5))), ("module", "optional", "tuples")),
-    Case("mlp_traced", mlp, lambda: (r(2, 4),), ("module", "traced"), trace=True),
-    Case("cnn_traced", cnn, lambda: (r(2, 1, 8, 8),), ("module", "traced", "nn-functional"), trace=True),
-    Case("traced_branches", traced_branches, lambda: (r(3).abs(), r(3)), ("traced", "join-split"), trace=True),
-    Case("mlp_frozen", mlp, lambda: (r(2, 4),), ("module", "frozen"), freeze=True),
-    Case("cnn_frozen", cnn, lambda: (r(2, 1, 8, 8),), ("module", "frozen", "nn-functional"), freeze=True),
+    Case("mlp", tp.mlp, lambda: (r(2, 4),), ("module",)),
+    Case("mlp_sequential", tp.mlp_sequential, lambda: (r(8, 1),), ("module",)),
+    Case("cnn", tp.cnn, lambda: (r(2, 1, 8, 8),), ("module", "nn-functional")),
+    Case("gated_attrs", tp.gated, lambda: (r(2, 4),), ("module", "control-flow")),
+    Case("stack_modulelist", tp.stack, lambda: (_i(1, 4, 9, 0).reshape(2, 2),), ("module", "nn-functional")),
+    Case("lstm_cell_module", tp.lstm_cell_module, lambda: (r(3, 4), (r(3, 5), r(3, 5))), ("module", "optional", "tuples")),
+    Case("mlp_traced", tp.mlp, lambda: (r(2, 4),), ("module", "traced"), trace=True),
+    Case("cnn_traced", tp.cnn, lambda: (r(2, 1, 8, 8),), ("module", "traced", "nn-functional"), trace=True),
+    Case("traced_branches", tp.traced_branches, lambda: (r(3).abs(), r(3)), ("traced", "join-split"), trace=True),
+    Case("mlp_frozen", tp.mlp, lambda: (r(2, 4),), ("module", "frozen"), freeze=True),
+    Case("cnn_frozen", tp.cnn, lambda: (r(2, 1, 8, 8),), ("module", "frozen", "nn-functional"), freeze=True),
 ]
