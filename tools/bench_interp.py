@@ -310,15 +310,14 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     rows = []
     text, scripted, args = loop_program()
-    rows.append(
-        bench(
-            "loop100 (16 elems)",
-            compile_source(text, "loop100.ir"),
-            scripted,
-            args,
-            max(options.repeat // 10, 5),
-        )
-    )
+    variants = [
+        ("loop100 (16 elems)", {}),  # the default: fusion groups run as fused kernels
+        ("  groups as CALLs", {"fused_kernels": False}),
+        ("  no fusion", {"fusion": False}),
+    ]
+    for label, options_ in variants:
+        program = compile_source(text, "loop100.ir", **options_)
+        rows.append(bench(label, program, scripted, args, max(options.repeat // 10, 5)))
     if not options.quick:
         for name in SEEDS:
             program, scripted, args = seed(name)
