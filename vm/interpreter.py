@@ -6,9 +6,13 @@ pre-decodes every function into register form (``vm.decode``).  A call then only
 the dispatch loop, so the first call costs what the hundredth does.
 
 The loop (``_run``) keeps everything in locals: ``code``/``pc``/``regs`` of the current
-frame, the shared operand ``stack`` and a list of saved caller frames.  CALL saves the
-caller and starts the callee with a fresh copy of its register template; RET restores
-the caller, the results staying on the stack.  No Python recursion happens per CALL, so
+frame, the shared operand ``stack`` and a list of saved caller frames.  Its cases are
+the decoded instructions: operators in register form first (most executed), then the
+superinstructions (loop header and back edge, CALLR/RET1, COPY), then the stack forms.
+A call saves the caller and starts the callee with a fresh copy of its register
+template, the arguments put straight into its registers; a return restores the caller
+and puts the results where the call said (registers, or the stack).  No Python recursion
+happens per call, so
 a deep or runaway recursion ends in a ``RunError`` at ``max_depth`` frames, never in
 Python's RecursionError.  The ``Program`` is immutable and every call has its own
 frames, registers and stack, so one interpreter may be called from many threads.
