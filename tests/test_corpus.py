@@ -2,8 +2,8 @@
 
 Every program of ``tests/corpus/`` (written by ``tools/gen_corpus.py`` from
 ``tools/corpus_programs.py``) is compiled with ``compiler.compile_source`` and run on both
-backends, the bytecode interpreter and the static runtime, and on the interpreter once
-more after a round trip through an ``.irbc`` file; its outputs must equal what
+backends, the bytecode interpreter and the static runtime, and on the interpreter in three
+more ways (after an ``.irbc`` round trip, unoptimized, on its reference loop); its outputs must equal what
 torch returned: same kinds (an int stays an int, a 0-d tensor a 0-d array), same dtypes
 and shapes, floats within float32 tolerance, everything else exactly.  A program whose
 torch run raised must raise ``RunError`` carrying torch's message.  A sample also goes
@@ -60,23 +60,27 @@ def expected_error_text(name: str) -> str:
 
 
 @functools.cache
-def compiled(name: str) -> Any:
-    """The Program of one corpus file (immutable, so both backends share it)."""
+def compiled(name: str, optimize: bool = True) -> Any:
+    """The Program of one corpus file (immutable, so every backend shares it);
+    ``optimize=False`` runs no pass at all."""
     import compiler
 
     path = CORPUS / f"{name}.ir"
-    return compiler.compile_source(path.read_text(), str(path))
+    return compiler.compile_source(path.read_text(), str(path), passes=None if optimize else [])
 
 
-def run_program(name: str, backend: str, scratch: Path | None = None) -> tuple[Any, Any]:
-    """Compile and run one corpus program; returns (program, raw result).
+# Each way of running a program: the two backends, and the interpreter on the program as
+# saved to .irbc and loaded back (no IR module: inputs come from its signature), compiled
+# with no optimization pass (the passes must not change results), and on its reference
+# loop (each opcode as defined, as `irvm run --trace` uses).
+VARIANTS = [*BACKENDS, "irbc", "unoptimized", "reference"]
 
-    Backend ``irbc`` is the interpreter on the program saved to an ``.irbc`` file in
-    ``scratch`` and loaded back (no IR module: inputs are read from its signature).
-    """
-    cls = runtime_class("interp" if backend == "irbc" else backend)
-    program = compiled(name)
-    if backend == "irbc":
+
+def run_program(name: str, variant: str, scratch: Path | None = None) -> tuple[Any, Any]:
+    """Compile and run one corpus program; returns (program, raw result)."""
+    cls = runtime_class("static" if variant == "static" else "interp")
+    program = compiled(name, optimize=variant != "unoptimized")
+    if variant == "irbc":
         import vm
 
         assert scratch is not None
@@ -85,17 +89,20 @@ def run_program(name: str, backend: str, scratch: Path | None = None) -> tuple[A
     weights_path = CORPUS / f"{name}.weights.npz"
     weights = read_npz(weights_path) if weights_path.exists() else None
     inputs = load_inputs(CORPUS / f"{name}.inputs.npz", program)
-    return program, cls(program, weights)(*inputs)
+    runtime = cls(program, weights)
+    if variant == "reference":
+        return program, runtime.run_traced(*inputs)[0]
+    return program, runtime(*inputs)
 
 
-@pytest.mark.parametrize("backend", [*BACKENDS, "irbc"])
+@pytest.mark.parametrize("backend", VARIANTS)
 @pytest.mark.parametrize("name", NAMES)
 def test_corpus_program_matches_torch(name: str, backend: str, tmp_path: Path) -> None:
     """irvm's outputs equal torch's (kinds, dtypes, shapes, values), or it raises torch's error."""
     from compiler.diagnostics import RunError
 
     if record(name)["error"] is not None:
-        runtime_class("interp" if backend == "irbc" else backend)
+        runtime_class("static" if backend == "static" else "interp")
         with pytest.raises(RunError) as info:
             run_program(name, backend, tmp_path)
         assert expected_error_text(name) in str(info.value)
