@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
+import numpy as np
 
 from compiler.analysis.effects import is_mutable_type
 from compiler.diagnostics import CompileError
@@ -73,8 +74,9 @@ class Mode:
     record: bool = False  # store managed candidates' values in R[slot]
     candidates: frozenset[int] = frozenset()  # what record mode records
     timed: bool = False  # accumulate each node's time in T[index]
-    # nodes called as a bare ufunc (vm/static_fastpath.py): (index, (("v", slot) | ("s", j), ...))
-    fast: tuple[tuple[int, tuple[tuple[str, int], ...]], ...] = ()
+    # nodes called as a bare ufunc (vm/static_fastpath.py):
+    # (index, (("v", slot) | ("s", j), ...), guarded by a dtype check)
+    fast: tuple[tuple[int, tuple[tuple[str, int], ...], bool], ...] = ()
 
 
 class GraphCode:
@@ -146,7 +148,7 @@ class _Generator:
         self.lines: list[str] = []
         self.linemap: dict[int, Node] = {}
         self.used: set[str] = set()  # closure names the body refers to
-        self.fast = dict(mode.fast)
+        self.fast = {index: (args, guarded) for index, args, guarded in mode.fast}
 
     def compile(self) -> Callable[..., Any]:
         code, body_start = self.code, len(self.lines)
@@ -158,12 +160,12 @@ class _Generator:
         self._block(code.graph.block, 2, returns=True)
         body = self.lines[body_start:]
         prologue = [f"    {name} = {self._source_of(name)}" for name in sorted(self.used)]
-        header = "def __make(K, O, C, B, OB, F, R, T, U, S, _pc, _deep):"
+        header = "def __make(K, O, C, B, OB, F, R, T, U, _pc, _deep):"
         lines = [header, *prologue, *body, "    return run"]
         shift = 2 + len(prologue) - body_start  # the header line, and lines count from 1
         filename = f"<static:{code.label}:{next(_counter)}>"
         LINEMAPS[filename] = {line + shift: node for line, node in self.linemap.items()}
-        namespace: dict[str, Any] = {}
+        namespace: dict[str, Any] = {"_nd": np.ndarray}
         exec(compile("\n".join(lines) + "\n", filename, "exec"), namespace)
         made = namespace["__make"]
         made.source = "\n".join(lines)
@@ -173,8 +175,9 @@ class _Generator:
         kind, slot = name[0], name[1:]
         if kind == "s":
             index, j = slot.split("_")
-            return f"S[{index}][{j}]"
-        return {"k": f"K[{slot}]", "o": f"O[{slot}]", "v": f"C[{slot}]", "b": f"B[{slot}]", "u": f"U[{slot}]"}[kind]
+            return f"U[{index}][1][{j}]"
+        table = {"k": f"K[{slot}]", "o": f"O[{slot}]", "v": f"C[{slot}]", "b": f"B[{slot}]", "u": f"U[{slot}][0]"}
+        return table.get(kind) or f"U[{slot}][2]"  # d<index>: the dtype a guard checks
 
     def _emit(self, depth: int, text: str, node: Node | None = None) -> None:
         self.lines.append("    " * depth + text)
@@ -246,8 +249,9 @@ class _Generator:
         pn = self.code.by_node[node]
         slot = pn.outputs[0] if len(pn.outputs) == 1 else None
         if pn.index in self.fast:
+            fast_args, guarded = self.fast[pn.index]
             parts = []
-            for kind, x in self.fast[pn.index]:
+            for kind, x in fast_args:
                 name = f"v{x}" if kind == "v" else f"s{pn.index}_{x}"
                 if kind == "s" or x in self.code.constants:
                     self.used.add(name)
@@ -259,6 +263,12 @@ class _Generator:
                 parts.append(f"OB[{self.mode.out_managed.index(slot)}]")
             self.used.add(f"u{pn.index}")
             call = f"u{pn.index}({', '.join(parts)})"
+            if guarded:
+                operands = [p for p in parts if p.startswith("v")]
+                checks = " and ".join(f"type({v}) is _nd and {v}.dtype is d{pn.index}" for v in operands)
+                dims = " or ".join(f"{v}.ndim" for v in operands)
+                self.used.update((f"d{pn.index}", f"k{pn.index}"))
+                call = f"{call} if {checks} and ({dims}) else k{pn.index}({', '.join(ins)})"
         elif slot is not None and slot in self.mode.managed:
             self.used.update((f"o{pn.index}", f"b{slot}"))
             call = f"o{pn.index}(b{slot}, {', '.join(ins)})"
@@ -313,7 +323,7 @@ class _Generator:
         pairs = [(t, s) for t, s in pairs if t != s]
         if pairs:
             lhs, rhs = ", ".join(t for t, _ in pairs), ", ".join(s for _, s in pairs)
-            self._emit(depth, f"{lhs}, = {rhs}," if len(pairs) == 1 else f"{lhs} = {rhs}", node)
+            self._emit(depth, f"{lhs} = {rhs}", node)
 
 
 def _function_name(node: Node) -> str:

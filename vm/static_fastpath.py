@@ -52,10 +52,17 @@ Arg = tuple[str, Any]  # ("v", slot) an operand read from a slot; ("s", scalar) 
 _NO = object()  # "not a constant"
 
 
+Choice = tuple[np.ufunc, tuple[Arg, ...], "np.dtype | None"]
+
+
 def choose(
     pn: ProcessedNode, recorded: Mapping[int, Any], constants: Mapping[int, Any], tainted: frozenset[int]
-) -> tuple[np.ufunc, tuple[Arg, ...]] | None:
-    """The ufunc and its arguments for ``pn`` under this plan, or None (keep the kernel)."""
+) -> Choice | None:
+    """The ufunc, its arguments and a guard for ``pn`` under this plan, or None (keep the
+    kernel).  The guard is None when the plan key fixes the operands' dtypes (an untainted
+    node of the entry block); otherwise it is the dtype the recording run saw, and the code
+    checks it (and that the result has a dimension) before taking the fast call, falling
+    back to the kernel: this is how nodes inside loops and branches are specialized."""
     if pn.ref is None or len(pn.outputs) != 1:
         return None
     name = pn.ref.name
@@ -92,8 +99,11 @@ def _number(value: Any) -> bool:
 
 def _specialize(pn: ProcessedNode, ufunc: np.ufunc, operands: list, recorded, constants, tainted):  # noqa: ANN001, ANN202
     out = recorded.get(pn.outputs[0])
-    if type(out) is not np.ndarray or out.dtype not in FLOATS or out.ndim == 0 or pn.outputs[0] in tainted:
+    if type(out) is not np.ndarray or out.dtype not in FLOATS or out.ndim == 0:
         return None
+    guarded = pn.outputs[0] in tainted or any(
+        pn.inputs[i] in tainted for i in operands if not isinstance(i, tuple) and i < len(pn.inputs)
+    )
     args: list[Arg] = []
     for operand in operands:
         value = operand[1] if isinstance(operand, tuple) else _constant(pn, operand, constants)
@@ -104,9 +114,9 @@ def _specialize(pn: ProcessedNode, ufunc: np.ufunc, operands: list, recorded, co
             continue
         slot = pn.inputs[operand]
         seen = recorded.get(slot)
-        if slot in tainted or type(seen) is not np.ndarray or seen.dtype != out.dtype:
-            return None
+        if (seen is not None or not guarded) and (type(seen) is not np.ndarray or seen.dtype != out.dtype):
+            return None  # (a guarded operand the recording did not see, a block parameter, is checked at run time)
         args.append(("v", slot))
     if not any(kind == "v" for kind, _ in args):
         return None
-    return ufunc, tuple(args)
+    return ufunc, tuple(args), out.dtype if guarded else None

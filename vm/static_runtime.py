@@ -113,13 +113,14 @@ class StaticModule:
         self.used_at = {s[v]: steps for v, steps in facts.used_at.items() if v in s}
         self.may_alias = {s[v]: [s[a] for a in alias if a in s] for v, alias in facts.may_alias.items() if v in s}
         self.tainted = frozenset(s[v] for v in facts.tainted if v in s)
-        steps = set(facts.steps)
         self.fast_candidates = [
-            pn for pn in code.pnodes
-            if opts.specialize and pn.node in steps and pn.ref is not None and pn.ref.name in fastpath.NAMES
-        ]  # fmt: skip
+            pn for pn in code.pnodes if opts.specialize and pn.ref is not None and pn.ref.name in fastpath.NAMES
+        ]
         self.recorded_slots = frozenset(self.candidates) | frozenset(self.out_candidates)
-        self.recorded_slots |= frozenset(pn.outputs[0] for pn in code.pnodes if pn.node in steps and len(pn.outputs) == 1)
+        self.recorded_slots |= frozenset(pn.outputs[0] for pn in code.pnodes if len(pn.outputs) == 1)
+        # values not defined in the entry block (loop bodies, branches) vary per run: guard them
+        block_values = {v for n in facts.steps for v in n.outputs} | set(code.graph.inputs)
+        self.tainted |= frozenset(slot for v, slot in s.items() if v not in block_values)
 
     @property
     def plannable(self) -> bool:
@@ -139,15 +140,11 @@ class StaticModule:
         outputs: list | None = None, fast: Mapping[int, Any] | None = None,
     ) -> Any:
         """``code``'s function for ``mode``, closed over kernels, constants and buffers
-        (``fast``: index -> (ufunc, scalars) for the nodes ``mode.fast`` names)."""
+        (``fast``: index -> (ufunc, scalars, guard dtype) for the nodes ``mode.fast`` names)."""
         kernels = {pn.index: pn.kernel for pn in code.pnodes}
         outs = {pn.index: pn.out for pn in code.pnodes}
-        ufuncs = {i: f[0] for i, f in (fast or {}).items()}
-        scalars = {i: f[1] for i, f in (fast or {}).items()}
         made = code.factory(mode)
-        return made(
-            kernels, outs, code.constants, views, outputs, table, rec, times, ufuncs, scalars, time.perf_counter, _deep
-        )
+        return made(kernels, outs, code.constants, views, outputs, table, rec, times, fast, time.perf_counter, _deep)
 
     def runtime(self) -> "StaticRuntime":
         """A cached runtime, for single-threaded use (as PyTorch's ``StaticModule::runtime``)."""
@@ -275,8 +272,8 @@ class StaticRuntime:
             choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
             if choice is not None:
                 fast[pn.index] = choice
-        structure = tuple((i, _arg_structure(args)) for i, (_, args) in sorted(fast.items()))
-        tables = {i: (ufunc, [v for kind, v in args if kind == "s"]) for i, (ufunc, args) in fast.items()}
+        structure = tuple((i, _arg_structure(args), guard is not None) for i, (_, args, guard) in sorted(fast.items()))
+        tables = {i: (ufunc, [v for kind, v in args if kind == "s"], guard) for i, (ufunc, args, guard) in fast.items()}
         mode = Mode(managed=frozenset(views), out_managed=out_slots, fast=structure)
         outputs: list[np.ndarray] = []
         fn = sm.bind(sm.entry, mode, views, sm.callee_functions(False), None, None, outputs, tables)
