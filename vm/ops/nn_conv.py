@@ -116,20 +116,32 @@ def conv_nd(
 
 def _depthwise(xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints, oshape: Ints, result: np.ndarray) -> None:
     """One input channel per group: accumulate ``w[:, tap] * shifted input`` over the taps,
-    through one scratch buffer (two passes per tap, no temporaries)."""
+    through one scratch buffer (two passes per tap, no temporaries), a block of channels at
+    a time so that a block's planes stay in cache across its taps."""
     o, _, *kernel_ = weight.shape
     mult = o // xp.shape[1]
-    src = np.repeat(xp, mult, axis=1) if mult > 1 else xp
     nsp = len(kernel_)
-    scratch = np.empty_like(result)
-    for i, tap in enumerate(itertools.product(*(range(k) for k in kernel_))):
-        index = (slice(None), slice(None)) + tuple(
-            slice(t * d, t * d + (n_out - 1) * s + 1, s) for t, d, s, n_out in zip(tap, dilation, stride, oshape)
-        )
-        w = weight[(slice(None), 0) + tap].reshape((o,) + (1,) * nsp)
-        np.multiply(src[index], w, out=result if i == 0 else scratch)
-        if i:
-            result += scratch
+    plane = int(np.prod(xp.shape[2:])) * xp.itemsize * max(xp.shape[0], 1)
+    block = max(1, _DEPTHWISE_BLOCK_BYTES // plane)
+    taps = list(itertools.product(*(range(k) for k in kernel_)))
+    index = [
+        (slice(None), slice(None))
+        + tuple(slice(t * d, t * d + (n_out - 1) * s + 1, s) for t, d, s, n_out in zip(tap, dilation, stride, oshape))
+        for tap in taps
+    ]
+    for c0 in range(0, o, block):
+        c1 = min(c0 + block, o)
+        src = np.repeat(xp[:, c0 // mult : (c1 - 1) // mult + 1], mult, axis=1)[:, c0 % mult :][:, : c1 - c0] if mult > 1 else xp[:, c0:c1]
+        out = result[:, c0:c1]
+        scratch = np.empty_like(out)
+        for i, tap in enumerate(taps):
+            w = weight[(slice(c0, c1), 0) + tap].reshape((c1 - c0,) + (1,) * nsp)
+            np.multiply(src[index[i]], w, out=out if i == 0 else scratch)
+            if i:
+                out += scratch
+
+
+_DEPTHWISE_BLOCK_BYTES = 256 * 1024
 
 
 def _same_padding(x: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints) -> tuple[np.ndarray, int]:
