@@ -73,13 +73,36 @@ def test_every_fresh_tensor_op_has_an_out_variant() -> None:
     assert not missing, f"fresh-result ops without an out variant: {missing}"
 
 
+# Ops with no row in the differential tables, and why.
+NOT_IN_TABLES = {
+    "aten::empty.memory_format": "uninitialised values", "aten::empty_like": "uninitialised values",
+    "aten::new_empty": "uninitialised values",
+    "aten::alias": "a view: test_views_share_memory", "aten::detach": "a view: test_views_share_memory",
+    "aten::is_contiguous": "memory layout", "aten::stride": "memory layout", "aten::view.dtype": "reinterprets bytes",
+    "aten::einsum": "test_einsum_matches_torch", "aten::topk": "test_topk_matches_torch",
+    "aten::tensor": "test_tensor_literal_dtype_like_torch_tensor (torch.ops cannot take a Python list)",
+    "aten::tensor.bool": "as aten::tensor", "aten::tensor.float": "as aten::tensor", "aten::tensor.int": "as aten::tensor",
+    "aten::index.Tensor_hacked_twin": "the kernel of aten::index.Tensor",
+    "aten::index_put.hacked_twin": "the kernel of aten::index_put", "aten::narrow.Tensor": "the kernel of aten::narrow",
+    "aten::to.prim_Device": "TorchScript-only overload", "aten::to.prim_dtype": "TorchScript-only overload",
+    "aten::to.prim_other": "TorchScript-only overload", "aten::numpy_T": "the kernel of aten::t for <= 2 dims",
+    "aten::linspace.Scalar_Tensor": "the kernel of aten::linspace", "aten::linspace.Tensor_Scalar": "as linspace",
+    "aten::linspace.Tensor_Tensor": "as linspace", "aten::__lshift__.Tensor": "the kernel of __lshift__.Scalar",
+    "aten::__rshift__.Tensor": "the kernel of bitwise_right_shift.Tensor",
+    "aten::bitwise_left_shift.Tensor": "the shift kernel", "aten::bitwise_left_shift.Scalar_Tensor": "the shift kernel",
+    "aten::bitwise_right_shift.Scalar_Tensor": "the shift kernel",
+    "aten::bitwise_right_shift.Tensor_Scalar": "the shift kernel", "aten::scatter.value_reduce": "as scatter.reduce",
+}
+
+
 def test_every_tensor_op_has_a_differential_case() -> None:
-    """The tables cover every pointwise/reduction/shape/linalg op (in-place forms and
-    rarely used overloads excepted by name below)."""
+    """Every functional tensor overload is compared with torch by some table (in-place
+    forms share their functional kernel plus write_inplace), or is listed above with why."""
     covered = {c[0] for c in ALL_CASES}
     mine = [i for i in all_ops() if _module_of(i) in TENSOR_MODULES]
-    uncovered = sorted(i.name for i in mine if i.name not in covered and not i.schema.mutates)
-    assert len(uncovered) < len(mine) // 3, f"too many ops without a differential case: {uncovered}"
+    uncovered = sorted(i.name for i in mine
+                       if i.name not in covered and not i.schema.mutates and i.name not in NOT_IN_TABLES)
+    assert not uncovered, f"ops without a differential case: {uncovered}"
 
 
 @pytest.mark.parametrize("name,args", [

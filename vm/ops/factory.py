@@ -114,6 +114,9 @@ def _arange(start: Any, end: Any, step: Any, dtype: int | None, device: Any) -> 
         raise RuntimeError("step must be nonzero")
     all_int = all(type(v) in (int, bool) for v in (start, end, step))
     dt = to_dtype(dtype, default=INT64 if all_int else DEFAULT_FLOAT)
+    if dt.kind in "iu" and not all_int:  # PyTorch computes an integer range in integers
+        start, end, step = int(start), int(end), int(step)
+        all_int = True
     n = max(math.ceil((end - start) / step), 0)
     if (step > 0 and start > end) or (step < 0 and start < end):
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
