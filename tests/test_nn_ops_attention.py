@@ -95,3 +95,14 @@ def test_transformer_encoder_layer_fwd_matches_the_module(norm_first, activation
         t2n(kpm), 1,
     )
     close(got, want, atol=1e-5)
+
+
+def test_nested_tensor_branch_checks_alignment_and_refuses_nesting():
+    """TransformerEncoder's nested fast path: the alignment test is exact, nesting refused."""
+    t = np.zeros((2, 3, 4), np.float32)
+    for mask in ([[True, True, False], [True, False, False]], [[True, False, True], [True, True, True]]):
+        m = np.array(mask)
+        assert op("aten::_nested_tensor_from_mask_left_aligned")(t, m) == torch._nested_tensor_from_mask_left_aligned(
+            torch.from_numpy(t), torch.from_numpy(m))
+    with pytest.raises(NotImplementedError, match="enable_nested_tensor=False"):
+        op("aten::_nested_tensor_from_mask")(t, np.ones((2, 3), bool), True)

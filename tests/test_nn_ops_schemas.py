@@ -34,6 +34,7 @@ WITHOUT_OUT = {  # several results, or a result that may be the input itself (id
     "aten::native_layer_norm", "aten::_native_batch_norm_legit_no_training", "aten::embedding_bag",
     "aten::embedding_bag.padding_idx", "aten::lstm_cell", "aten::lstm.input", "aten::gru.input",
     "aten::rnn_tanh.input", "aten::rnn_relu.input", "aten::_native_multi_head_attention",
+    "aten::_nested_tensor_from_mask", "aten::to_padded_tensor",  # refused: no nested tensors
 }
 
 

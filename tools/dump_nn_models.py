@@ -179,6 +179,11 @@ def _encoder_layer() -> nn.Module:
     return nn.TransformerEncoderLayer(16, 4, 32, batch_first=True)
 
 
+def _encoder() -> nn.Module:
+    layer = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True, norm_first=True, activation="gelu")
+    return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+
 def _tokens() -> tuple[Any, ...]:
     return (torch.randint(0, 50, (3, 7)),)
 
@@ -197,13 +202,14 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[Any, ...]], 
     "embedding_bag": (BagClassifier, lambda: (torch.tensor([3, 0, 7, 9, 1, 0, 4, 4]), torch.tensor([0, 3, 3, 5])),
                       ("script", "trace")),
     "encoder_layer": (_encoder_layer, lambda: (torch.randn(2, 5, 16),), ("script", "trace", "trace_fast")),
+    "encoder": (_encoder, lambda: (torch.randn(2, 5, 16),), ("script", "trace", "trace_fast")),
     "mha": (SelfAttention, lambda: (torch.randn(2, 5, 16),), ("script", "trace", "trace_fast")),
 }
 
 
 def _scripted_args(name: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The scripted encoder layer's forward also takes (src_mask, src_key_padding_mask, is_causal)."""
-    return args + (None, None, False) if name == "encoder_layer" else args
+    """Scripted encoders also take (mask, src_key_padding_mask, is_causal)."""
+    return args + (None, None, False) if name in ("encoder_layer", "encoder") else args
 
 
 def dump(name: str, variant: str, outdir: Path) -> Path:

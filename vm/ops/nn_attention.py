@@ -18,6 +18,7 @@ out*; ``mask_type`` says how the mask lines up with the ``(B, heads, L, S)`` sco
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -218,3 +219,31 @@ def transformer_encoder_layer_fwd(
         return x + feed_forward(_layer_norm(x, norm_weight_2, norm_bias_2, eps))
     x = _layer_norm(x + attention(x), norm_weight_1, norm_bias_1, eps)
     return _layer_norm(x + feed_forward(x), norm_weight_2, norm_bias_2, eps)
+
+
+# ---------------------------------------------------------------------------------------
+# nn.TransformerEncoder's nested-tensor fast path.  A scripted encoder holds it in a branch
+# taken only in eval with a key padding mask and ``enable_nested_tensor=True``; numpy has
+# no nested tensors, so that branch is refused with the way around it.
+
+_NESTED = (
+    "nested tensors have no numpy equivalent; build nn.TransformerEncoder with "
+    "enable_nested_tensor=False (its outputs are the same, padded positions included)"
+)
+
+
+@kernel("aten::_nested_tensor_from_mask_left_aligned(Tensor t, Tensor mask) -> bool")
+def nested_tensor_from_mask_left_aligned(t: np.ndarray, mask: np.ndarray) -> bool:
+    """Whether each row of ``mask`` (True = a real token) is Trues followed by Falses."""
+    keep = mask.astype(bool)
+    return bool(np.all(keep[..., :-1] >= keep[..., 1:]))
+
+
+@kernel("aten::_nested_tensor_from_mask(Tensor t, Tensor mask, bool mask_check=True) -> Tensor")
+def nested_tensor_from_mask(t: np.ndarray, mask: np.ndarray, mask_check: bool) -> np.ndarray:
+    raise NotImplementedError(f"aten::_nested_tensor_from_mask: {_NESTED}")
+
+
+@kernel("aten::to_padded_tensor(Tensor self, float padding, SymInt[]? output_size=None) -> Tensor")
+def to_padded_tensor(x: np.ndarray, padding: float, output_size: Sequence[int] | None) -> np.ndarray:
+    raise NotImplementedError(f"aten::to_padded_tensor: {_NESTED}")
