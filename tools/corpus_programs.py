@@ -553,6 +553,8 @@ CASES = [
     Case("gated_attrs", tp.gated, lambda: (r(2, 4),), ("module", "control-flow")),
     Case("stack_modulelist", tp.stack, lambda: (_i(1, 4, 9, 0).reshape(2, 2),), ("module", "nn-functional")),
     Case("lstm_cell_module", tp.lstm_cell_module, lambda: (r(3, 4), (r(3, 5), r(3, 5))), ("module", "optional", "tuples")),
+    Case("attrs_module", tp.attrs_module, lambda: (r(6),), ("module", "lists", "tuples", "strings", "optional")),
+    Case("gru_cell_module", tp.gru_cell_module, lambda: (r(3, 4), r(3, 5)), ("module", "nn-functional", "optional")),
     Case("mlp_traced", tp.mlp, lambda: (r(2, 4),), ("module", "traced"), trace=True),
     Case("cnn_traced", tp.cnn, lambda: (r(2, 1, 8, 8),), ("module", "traced", "nn-functional"), trace=True),
     Case("traced_branches", tp.traced_branches, lambda: (r(3).abs(), r(3)), ("traced", "join-split"), trace=True),

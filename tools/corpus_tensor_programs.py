@@ -298,3 +298,35 @@ def _count_above(x, t: float) -> int:
 def calls_mixed(x, s: Optional[float]):
     m, sd = _stats(x)
     return _maybe_scale(m, s), _maybe_scale(sd, None), _count_above(m, 0.0) + _count_above(sd, 1.0)
+
+
+class Attrs(nn.Module):
+    """Non-tensor attributes of every kind: list, tuple, str, an Optional left None."""
+
+    maybe: Optional[float]
+
+    def __init__(self):
+        super().__init__()
+        self.sizes: List[int] = [2, 3]
+        self.pair = (1.5, 2)
+        self.label = "attrs"
+        self.maybe = None
+        self.lin = nn.Linear(6, 2)
+
+    def forward(self, x):
+        y = x.reshape(self.sizes[0], self.sizes[1])
+        y = y * self.pair[0] + self.pair[1]
+        m = self.maybe
+        if m is not None:
+            y = y * m
+        return self.lin(y.reshape(1, 6)), self.label + ":" + str(len(self.sizes))
+
+
+def attrs_module():
+    torch.manual_seed(7)
+    return Attrs().eval()
+
+
+def gru_cell_module():
+    torch.manual_seed(8)
+    return nn.GRUCell(4, 5).eval()
