@@ -12,7 +12,8 @@ and writes into OUTDIR:
                        callee's graph as a ``with NAME = graph(...)`` section)
     NAME.weights.npz   for a module: its state_dict (buffers included) under dotted keys,
                        plain attributes the graph reads with prim::GetAttr (``training``,
-                       ``eps``...) as 0-d arrays, and every tensor constant PyTorch prints
+                       ``eps``...) as 0-d arrays (a list or tuple as indexed entries
+                       ``sizes.0``, ``sizes.1``; None left out), and every tensor constant PyTorch prints
                        as ``<Tensor>`` or rounded (frozen parameters) under its value name
     NAME.inputs.npz    sample inputs, in the conventions of ``vm/io.py``
 
