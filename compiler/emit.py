@@ -22,8 +22,10 @@ graph becomes one ``Function``, emitted block by block:
   exit: STOREN outputs`` (see ``vm.bytecode``);
 - ``prim::CallFunction`` of a ``prim::Constant[name="f"]`` is ``CALL f`` (a new frame; a
   function may call itself); a ``prim::FusionGroup`` is one OP of the fused kernel of
-  ``vm.fusion`` (its subgraph travels as IR text in the operator's attributes), or with
-  ``fused_kernels=False`` a CALL of its subgraph emitted as one more function.
+  ``vm.fusion`` (its subgraph travels as IR text in the operator's attributes; the
+  subgraph is also emitted as a function, which the interpreter runs instead when the
+  tensors are too small for a fused kernel to pay), or with ``fused_kernels=False`` a CALL
+  of that function.
 
 Every unresolvable node of the whole module is reported at once, as one CompileError.
 """
@@ -33,10 +35,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.passes.insert_drops import insert_drops
 from compiler.resolve import constant_value, resolve_all
+from compiler.types import TensorType
 from vm.bytecode import Function, Instruction, Opcode, Program
 from vm.ops import registry
 from vm.ops.registry import OpRef
@@ -358,21 +363,25 @@ class _FunctionEmitter:
         self.store(node.outputs)
 
     def emit_fusion_group(self, node: Node) -> None:
+        """A CALL of the subgraph (emitted as one more function), or with fused kernels an
+        OP of the fused kernel whose attributes also name that function (``callee``) and
+        the input whose size decides (``probe``): the interpreter calls the function for
+        small tensors, where a fused kernel only adds overhead."""
         sub = node.attrs.get("Subgraph")
         if not isinstance(sub, Graph):
             raise CompileError("prim::FusionGroup without a Subgraph", node.span)
-        if self.table.fused_kernels:
-            from vm.fusion import fused_opref
-
-            for value in node.inputs:
-                self.use(value)
-            self.put(Opcode.OP, self.operator(fused_opref(node)))
-            self.store(node.outputs)
-            return
         index = self.table.add_subgraph(sub, f"{self.name}.FusionGroup_{len(self.table.graphs)}")
         for value in node.inputs:
             self.use(value)
-        self.put(Opcode.CALL, index)
+        if self.table.fused_kernels:
+            from vm.fusion import fused_opref
+
+            ref = fused_opref(node)
+            probe = next((i for i, v in enumerate(node.inputs) if v.type is None or isinstance(v.type, TensorType)), 0)
+            ref = attrs.evolve(ref, attrs=(*ref.attrs, ("callee", index), ("probe", probe)))
+            self.put(Opcode.OP, self.operator(ref))
+        else:
+            self.put(Opcode.CALL, index)
         self.store(node.outputs)
 
 

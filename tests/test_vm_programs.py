@@ -48,6 +48,25 @@ def test_seed_program_matches_torch_output(name: str) -> None:
     assert values, "the trace records the stored values"
 
 
+def test_fusion_group_runs_fused_kernel_for_big_and_its_function_for_small_tensors() -> None:
+    """A fusion group is a FUSED instruction: above the size threshold the fused kernel
+    runs, below it the group's function; both give what the unfused group gives."""
+    from vm import decode as D
+
+    path = CORPUS / "ratio_iou.ir"
+    fused = Interpreter(compile_source(path.read_text(), str(path)))
+    plain = Interpreter(compile_source(path.read_text(), str(path), fused_kernels=False))
+    assert any(ins[0] == D.FUSED for ins in fused.decoded[0].code)
+    kernel = next(ins[1] for ins in fused.decoded[0].code if ins[0] == D.FUSED)
+    rng = np.random.default_rng(0)
+    for n in (16, D.SMALL_FUSION + 4096):
+        args = [rng.random(n, dtype=np.float32) + 0.5 for _ in range(8)]
+        before = dict(kernel.stats)
+        np.testing.assert_allclose(fused(*args), plain(*args), rtol=1e-6)
+        ran_kernel = kernel.stats != before
+        assert ran_kernel == (n >= D.SMALL_FUSION), (n, before, kernel.stats)
+
+
 FIB = """\
 graph(%n.1 : int):
   %fib : Function = prim::Constant[name="fib"]()
