@@ -1,13 +1,13 @@
 """The differential corpus: real torch 2.13 dumps run through irvm, compared with torch.
 
-Every program of ``tests/corpus/`` (written by ``tools/gen_corpus.py`` from
-``tools/corpus_programs.py``) is compiled with ``compiler.compile_source`` and run on both
-backends, the bytecode interpreter and the static runtime, and on the interpreter in three
-more ways (after an ``.irbc`` round trip, unoptimized, on its reference loop); its outputs must equal what
-torch returned: same kinds (an int stays an int, a 0-d tensor a 0-d array), same dtypes
-and shapes, floats within float32 tolerance, everything else exactly.  A program whose
-torch run raised must raise ``RunError`` carrying torch's message.  A sample also goes
-through the ``irvm run`` command line.
+Every program of ``tests/corpus/`` (written by ``tools/gen_corpus.py``) is compiled with
+``compiler.compile_source`` and run on both backends, the bytecode interpreter and the
+static runtime, and on the interpreter in three more ways (after an ``.irbc`` round trip,
+unoptimized, on its reference loop).  Its outputs must equal what torch returned: same
+kinds (an int stays an int, a 0-d tensor a 0-d array), same dtypes and shapes, floats
+within float32 tolerance, everything else exactly.  A program whose torch run raised must
+raise ``RunError`` carrying torch's message.  Every program also goes through ``irvm run``
+(its ``main()``, in-process) on both backends, and a sample through the real command.
 
 A backend that cannot be imported yet (``vm.Interpreter``, ``vm.StaticRuntime``) is
 skipped with that reason; any other failure fails.
