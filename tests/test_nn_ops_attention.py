@@ -4,6 +4,7 @@ and nn.TransformerEncoderLayer with their masks."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
