@@ -406,11 +406,28 @@ def input_strategy(graph: Graph) -> st.SearchStrategy[list[Any]]:
     return st.tuples(*parts).map(list)
 
 
+class Case(tuple):  # type: ignore[type-arg]
+    """``(module, inputs)``, shown as IR text in hypothesis reports (not as attrs fields)."""
+
+    def __repr__(self) -> str:
+        module, inputs = self
+        try:
+            from compiler.printer import print_module
+
+            text = print_module(module)
+        except ImportError:
+            text = repr(module)
+        return f"{text}\ninputs = {inputs!r}"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+
 @st.composite
 def graphs(draw: Callable[..., Any], **options: Any) -> tuple[Module, list[Any]]:
-    """A random valid Module and inputs for its main graph."""
+    """A random valid Module and inputs for its main graph: a ``(module, inputs)`` pair."""
     module = draw(modules(**options))
-    return module, draw(input_strategy(module.main))
+    return Case((module, draw(input_strategy(module.main))))
 
 
 # ---------------------------------------------------------------------------------------

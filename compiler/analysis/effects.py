@@ -186,66 +186,99 @@ def is_mutable_type(t: T.Type | None) -> bool:
 
 
 class AliasClasses:
-    """Union-find over the values of a graph: ``same(a, b)`` when they may share memory."""
+    """Points-to sets over the values of a graph: which memory each value may refer to.
+
+    Every fresh result (and every graph input) is a memory location of its own; a view
+    refers to what its base refers to; an If output to what either branch returns; a
+    loop-carried value to its initial value and to every body return; a container to its
+    own location and to its elements' (and what a write stores into it, ``append``).
+    Two values may alias when their sets meet, and a write to a value writes its whole
+    set.  Unlike a union-find, a join (an If output that is %a or %b) does not make %a
+    and %b alias each other.  Computed to a fixpoint, flow-insensitively.
+    """
 
     def __init__(self, graph: Graph) -> None:
-        self.parent: dict[Value, Value] = {}
-        for node in graph.walk():
-            self._add_node(node)
+        self.points: dict[Value, frozenset[int]] = {}
+        self.contents: dict[int, frozenset[int]] = {}
+        self._fresh: dict[Value, int] = {}
+        self.nodes = list(graph.walk())
+        for v in graph.inputs:
+            self._join(v, self._new(v))
+        changed = True
+        while changed:
+            changed = False
+            for node in self.nodes:
+                changed |= self._transfer(node)
+        self.written: frozenset[int] = frozenset().union(
+            *(self.locations(n.inputs[i]) for n in self.nodes for i in mutated_inputs(n))
+        )
 
-    def find(self, v: Value) -> Value:
-        root = v
-        while self.parent.get(root, root) is not root:
-            root = self.parent[root]
-        while v is not root:  # path compression
-            v, self.parent[v] = self.parent[v], root
-        return root
+    def locations(self, v: Value) -> frozenset[int]:
+        """The memory ``v`` may refer to, with everything stored inside it."""
+        locs = set(self.points.get(v, frozenset()))
+        todo = list(locs)
+        while todo:
+            for inner in self.contents.get(todo.pop(), ()):
+                if inner not in locs:
+                    locs.add(inner)
+                    todo.append(inner)
+        return frozenset(locs)
 
-    def union(self, a: Value, b: Value) -> None:
-        if is_mutable_type(a.type) and is_mutable_type(b.type):
-            ra, rb = self.find(a), self.find(b)
-            if ra is not rb:
-                self.parent[ra] = rb
+    def is_written(self, v: Value) -> bool:
+        """May some node of the graph write to memory ``v`` refers to?"""
+        return bool(self.locations(v) & self.written)
 
-    def same(self, a: Value, b: Value) -> bool:
-        return self.find(a) is self.find(b)
+    def _new(self, v: Value) -> frozenset[int]:
+        if not is_mutable_type(v.type):
+            return frozenset()
+        if v not in self._fresh:
+            self._fresh[v] = len(self._fresh)
+        return frozenset({self._fresh[v]})
 
-    def _add_node(self, node: Node) -> None:
+    def _join(self, v: Value, locs: frozenset[int]) -> bool:
+        if not is_mutable_type(v.type):
+            return False
+        old = self.points.get(v, frozenset())
+        if locs <= old:
+            return False
+        self.points[v] = old | locs
+        return True
+
+    def _union(self, values: list[Value]) -> frozenset[int]:
+        return frozenset().union(*(self.points.get(v, frozenset()) for v in values))
+
+    def _transfer(self, node: Node) -> bool:
+        changed = False
         if node.kind == "prim::If":
-            for block in node.blocks:
-                for out, ret in zip(node.outputs, block.returns):
-                    self.union(out, ret)
-        elif node.kind == "prim::Loop":
+            for i, out in enumerate(node.outputs):
+                changed |= self._join(out, self._union([b.returns[i] for b in node.blocks]))
+            return changed
+        if node.kind == "prim::Loop":
             body = node.blocks[0]
-            carried = zip(node.inputs[2:], body.params[1:], body.returns[1:], node.outputs)
-            for init, param, ret, out in carried:
-                for v in (param, ret, out):
-                    self.union(init, v)
+            for j, out in enumerate(node.outputs):
+                locs = self._union([node.inputs[j + 2], body.returns[j + 1]])
+                changed |= self._join(body.params[j + 1], locs) | self._join(out, locs)
+            return changed
+        info = op_info(node)
+        if info is not None:
+            annotated = [v for arg, v in zip(info.schema.arguments, node.inputs) if arg.alias]
+            aliases = info.schema.returns_alias or info.schema.mutates
+            for out in node.outputs:
+                changed |= self._join(out, self._union(annotated) if aliases else self._new(out))
+            written = [node.inputs[i] for i in mutated_inputs(node)]
+            stored = [v for v in annotated if v not in written]
         else:
-            info = op_info(node)
-            if info is not None:
-                self._add_from_schema(node, info)
-            else:
-                self._add_unknown(node)
-
-    def _add_from_schema(self, node: Node, info: OpInfo) -> None:
-        """Only annotated arguments alias: ``t(Tensor(a) self) -> Tensor(a)`` ties the view
-        to its base, ``append(t[](a!) self, t(c -> *) el)`` puts ``el`` into the list."""
-        annotated = [v for arg, v in zip(info.schema.arguments, node.inputs) if arg.alias]
-        if info.schema.returns_alias or info.schema.mutates:
+            mutable = [v for v in node.inputs if is_mutable_type(v.type)]
+            inherited = self._union(mutable) if returns_alias(node) else frozenset()
             for out in node.outputs:
-                for v in annotated:
-                    self.union(out, v)
-        if info.schema.mutates:
-            for v in annotated[1:]:
-                self.union(annotated[0], v)
-
-    def _add_unknown(self, node: Node) -> None:
-        mutable_inputs = [v for v in node.inputs if is_mutable_type(v.type)]
-        if returns_alias(node):
-            for out in node.outputs:
-                for v in mutable_inputs:
-                    self.union(out, v)
-        if mutated_inputs(node):  # a write may store one argument into another
-            for v in mutable_inputs[1:]:
-                self.union(mutable_inputs[0], v)
+                changed |= self._join(out, self._new(out) | inherited)
+            written = [node.inputs[i] for i in mutated_inputs(node)]
+            stored = [v for v in mutable if v not in written] if written else []
+        if written and stored:  # append(list, el): the list now holds el
+            inner = self._union(stored)
+            for loc in self._union(written):
+                old = self.contents.get(loc, frozenset())
+                if not inner <= old:
+                    self.contents[loc] = old | inner
+                    changed = True
+        return changed

@@ -11,7 +11,7 @@ Only pure nodes take part: no side effect, no ``(a!)`` write, no nested blocks, 
 constant (pooling merges those).  Reads of memory that is written somewhere are left
 alone too: two ``x + 1`` around an ``x.add_(1)`` are different values, and a fresh result
 that is later written in place (``y = x + 1; y.mul_(2)``) must stay a distinct tensor; we
-test both with the graph's alias classes.  Two graph outputs are never made the same
+test both with the graph's points-to sets (``AliasClasses``).  Two graph outputs are never made the same
 tensor by a merge.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.analysis.effects import AliasClasses, is_mutable_type, is_pure, mutated_inputs
+from compiler.analysis.effects import AliasClasses, is_mutable_type, is_pure
 from compiler.ir import Block, Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, note
 from compiler.passes.pool_constants import _tagged
@@ -32,11 +32,10 @@ def eliminate_common_subexpressions(target: Target) -> Target:
 
 
 def _cse_graph(graph: Graph) -> None:
-    classes = AliasClasses(graph)
-    written = {classes.find(n.inputs[i]) for n in graph.walk() for i in mutated_inputs(n)}
+    aliases = AliasClasses(graph)
 
     def touches_written(node: Node) -> bool:
-        return any(classes.find(v) in written for v in (*node.inputs, *node.outputs) if is_mutable_type(v.type))
+        return any(aliases.is_written(v) for v in (*node.inputs, *node.outputs))
 
     returned = set(graph.outputs)
     _cse_block(graph.block, [{}], touches_written, returned)

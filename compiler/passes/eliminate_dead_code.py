@@ -6,7 +6,8 @@ IR.  *Mark* starts from the graph's returns and from every node with a side effe
 
 - a node is live when an output is live, when it has a side effect, when it contains a
   live node (an If or Loop around a print), or when it writes (``(a!)`` in its schema)
-  to an alias class holding a live value or a graph input (the caller sees that write);
+  to memory that a live value or a graph input may refer to (the caller sees a write to
+  an input) -- the points-to sets of ``compiler.analysis.effects.AliasClasses``;
 - a live node makes its inputs live; a live If makes its condition live, and for each
   live output the matching return of both branches;
 - a live Loop makes its trip count, its initial condition and the body's continue
@@ -44,18 +45,20 @@ class _Marker:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.nodes = list(graph.walk())
-        self.classes = AliasClasses(graph)
+        self.aliases = AliasClasses(graph)
         self.live_nodes: set[Node] = set()
         self.live_values: set[Value] = set(graph.outputs)
-        self.observed_roots = {self.classes.find(v) for v in graph.inputs}
-        self.writes = {n: [n.inputs[i] for i in mutated_inputs(n)] for n in self.nodes}
+        self.observed = frozenset().union(*(self.aliases.locations(v) for v in graph.inputs))
+        self.writes = {
+            n: frozenset().union(*(self.aliases.locations(n.inputs[i]) for i in mutated_inputs(n))) for n in self.nodes
+        }
         self.effects = {n for n in self.nodes if has_side_effects(n)}
 
     def run(self) -> tuple[set[Node], set[Value]]:
         changed = True
         while changed:
             changed = False
-            roots = self.observed_roots | {self.classes.find(v) for v in self.live_values}
+            roots = self.observed.union(*(self.aliases.locations(v) for v in self.live_values))
             for node in self.nodes:
                 if self._wanted(node, roots) and self._mark(node):
                     changed = True
@@ -63,10 +66,10 @@ class _Marker:
                     changed |= self._mark_loop(node)
         return self.live_nodes, self.live_values
 
-    def _wanted(self, node: Node, roots: set[Value]) -> bool:
+    def _wanted(self, node: Node, roots: frozenset[int]) -> bool:
         if node in self.effects or any(v in self.live_values for v in node.outputs):
             return True
-        return any(self.classes.find(v) in roots for v in self.writes[node])
+        return bool(self.writes[node] & roots)
 
     def _mark(self, node: Node) -> bool:
         """Mark ``node`` and its enclosing nodes live; True if anything was new."""

@@ -15,7 +15,8 @@ call in between blocks the move -- a node never crosses a side effect or an alia
 write).  A producer whose results are also used after the consumer gives the group an
 extra output.  Pulling a group in merges the two subgraphs.  The scan repeats until
 nothing changes, since a merge can make new producers adjacent, and every nested block
-is fused on its own (groups never cross blocks).
+is fused on its own (groups never cross blocks).  Finally the constants of each subgraph
+are pooled (merging brings copies of the same scalar constants).
 
 The group node's ``attrs["Subgraph"]`` is a ``compiler.ir.Graph`` whose parameters match
 the group's inputs and whose returns match its outputs; the printer shows it as PyTorch
@@ -27,7 +28,8 @@ from __future__ import annotations
 from compiler import types as T
 from compiler.analysis.effects import is_pure, op_info
 from compiler.ir import Block, Graph, Node, Value, clone_node
-from compiler.passes import Target, apply_to_clone, note
+from compiler.passes import Target, apply_to_clone, collecting, note
+from compiler.passes.pool_constants import pool_graph
 
 GROUP = "prim::FusionGroup"
 MAX_INPUTS = 128
@@ -48,7 +50,17 @@ def group_fusions(target: Target) -> Target:
     """A copy of ``target`` where fusible nodes that can be brought together without
     crossing a side effect form ``prim::FusionGroup`` nodes (of two or more operators,
     only fusible ones inside), and no two adjacent-able groups remain unmerged."""
-    return apply_to_clone(target, lambda g: _fuse_block(g.block))
+    return apply_to_clone(target, _fuse_graph)
+
+
+def _fuse_graph(graph: Graph) -> None:
+    before = sum(1 for n in graph.walk() if n.kind == GROUP)
+    _fuse_block(graph.block)
+    groups = [n for n in graph.walk() if n.kind == GROUP]
+    note("groups formed", len(groups) - before)
+    for node in groups:  # merged subgraphs bring copies of the same constants
+        with collecting():  # not this pass's news: the group's internals
+            pool_graph(node.attrs["Subgraph"])  # type: ignore[arg-type]
 
 
 def is_fusible(node: Node) -> bool:
@@ -156,7 +168,7 @@ def _bring_in(group: Node, v: Value) -> Value:
                 return node.output
         const = clone_node(v.node, {})  # type: ignore[arg-type]
         const.outputs[0].name = sub.fresh_name(v.name)
-        sub.block.insert(0, const)
+        sub.block.insert(_constant_prefix(sub), const)
         return const.output
     for param, outer in zip(sub.inputs, group.inputs):
         if outer is v:
@@ -171,16 +183,35 @@ def _merge(group: Node, producer: Node) -> None:
     psub: Graph = producer.attrs["Subgraph"]  # type: ignore[assignment]
     mapping = {id(p): _bring_in(group, outer) for p, outer in zip(psub.inputs, producer.inputs)}
     at = sum(1 for n in sub.nodes if n.kind == "prim::Constant")
+    renamed: list[tuple[Value, str]] = []
     for node in psub.nodes:
         copy = clone_node(node, mapping)
         for out in copy.outputs:
+            renamed.append((out, out.name))
             out.name = sub.fresh_name(out.name)
-        sub.block.insert(at, copy)
+        if copy.kind == "prim::Constant":
+            sub.block.insert(_constant_prefix(sub), copy)
+        else:
+            sub.block.insert(at, copy)
         at += 1
     for outer, ret in zip(producer.outputs, psub.outputs):
         inner = mapping.get(id(ret), ret)
         _connect(group, outer, inner)
     producer.destroy()
+    taken = sub.value_names()
+    for value, name in renamed:  # a parameter that held the name may be gone now
+        if value.name != name and name not in taken:
+            taken.discard(value.name)
+            value.name = name
+            taken.add(name)
+
+
+def _constant_prefix(sub: Graph) -> int:
+    """Where the next constant goes: after the constants at the start of ``sub``."""
+    n = 0
+    while n < len(sub.nodes) and sub.nodes[n].kind == "prim::Constant":
+        n += 1
+    return n
 
 
 def _connect(group: Node, outer: Value, inner: Value) -> None:

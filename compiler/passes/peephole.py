@@ -22,7 +22,7 @@ for pooling.
 from __future__ import annotations
 
 from compiler import types as T
-from compiler.analysis.effects import AliasClasses, mutated_inputs
+from compiler.analysis.effects import AliasClasses
 from compiler.ir import Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, note
 from compiler.passes.eliminate_dead_code import sweep_dead_code
@@ -43,12 +43,11 @@ def _peephole_graph(graph: Graph) -> None:
 
 def _rewrite_all(graph: Graph) -> bool:
     changed = False
-    classes = AliasClasses(graph)
-    written = {classes.find(n.inputs[i]) for n in graph.walk() for i in mutated_inputs(n)}
+    aliases = AliasClasses(graph)
     for node in list(graph.walk()):
         if node.owner is None:
             continue  # removed by an earlier rewrite
-        replacement = _rewrite(node, lambda v: classes.find(v) in written, graph)
+        replacement = _rewrite(node, aliases.is_written, graph)
         if replacement is None:
             continue
         node.output.replace_all_uses_with(replacement)

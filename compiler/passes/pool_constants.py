@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.analysis.effects import AliasClasses, mutated_inputs
+from compiler.analysis.effects import AliasClasses
 from compiler.resolve import constant_value
 from compiler.ir import Graph, Node, TensorLiteral, Value
 from compiler.passes import Target, apply_to_clone, note
@@ -29,7 +29,7 @@ def pool_constants(target: Target) -> Target:
     """A copy of ``target`` where every constant node is in the top-level block, before
     every other node, and no two constants of a graph have the same type and payload
     (unless one of them is written in place)."""
-    return apply_to_clone(target, _pool)
+    return apply_to_clone(target, pool_graph)
 
 
 def constant_key(node: Node) -> tuple[Any, ...]:
@@ -59,12 +59,12 @@ def _tagged(value: Any) -> Any:
 
 def _written(graph: Graph) -> set[Value]:
     """Constant outputs that may be written in place (directly or through an alias)."""
-    classes = AliasClasses(graph)
-    roots = {classes.find(n.inputs[i]) for n in graph.walk() for i in mutated_inputs(n)}
-    return {n.output for n in graph.walk() if n.kind == "prim::Constant" and classes.find(n.output) in roots}
+    aliases = AliasClasses(graph)
+    return {n.output for n in graph.walk() if n.kind == "prim::Constant" and aliases.is_written(n.output)}
 
 
-def _pool(graph: Graph) -> None:
+def pool_graph(graph: Graph) -> None:
+    """Pool the constants of ``graph`` in place (for passes that clean up after themselves)."""
     written = _written(graph)
     kept: dict[tuple[Any, ...], Node] = {}
     hoisted = 0

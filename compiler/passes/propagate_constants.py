@@ -42,8 +42,7 @@ def propagate_constants(target: Target) -> Target:
 def _propagate(graph: Graph) -> None:
     changed_any = False
     while True:
-        classes = AliasClasses(graph)
-        written = {classes.find(n.inputs[i]) for n in graph.walk() for i in mutated_inputs(n)}
+        aliases = AliasClasses(graph)
         changed = False
         for node in list(graph.walk()):
             if node.owner is None:
@@ -53,7 +52,7 @@ def _propagate(graph: Graph) -> None:
             elif node.kind == "prim::Loop":
                 changed |= _fold_loop(node)
             elif _foldable(node):
-                changed |= _fold_node(node, graph, lambda v: classes.find(v) in written)
+                changed |= _fold_node(node, graph, aliases.is_written)
         changed_any |= changed
         if not changed:
             break
