@@ -9,8 +9,8 @@ notebook) at 10, 1e3, 1e5 and 8e5 elements; the LSTM cell (the seed article) at 
 1 / hidden 64 and batch 64 / hidden 256; a 3-layer MLP at batch 1 and 256; a 100-iteration
 loop over small tensors.  With torch installed, irvm runs the graph torch.jit.script
 prints for the same Python function (what a user would dump); without it, the same
-graphs written out below.  Each cell is the median time of one call over several timed
-batches; the ratios are to hand-written numpy and to torch.jit.  Results go to
+graphs written out below.  Each cell is the median time of one call over nine timed batches,
+interleaved across the columns; the ratios are to hand-written numpy and to torch.jit.  Results go to
 ``OUT.json`` and ``OUT.md``.  A last measurement reports the static runtime's dispatch
 cost per node: a chain of 200 int additions, run by the static runtime and by calling the
 same bound kernel 200 times from a loop.
@@ -223,20 +223,24 @@ def cases() -> list[tuple[str, str, list[np.ndarray]]]:
 # timing
 
 
-def median_call(fn: Callable[[], Any], budget: float) -> float:
-    """Median seconds per call: batches sized to ~budget/7 each, 7 batches."""
-    fn()
-    t0 = time.perf_counter()
-    fn()
-    one = max(time.perf_counter() - t0, 1e-7)
-    number = max(1, int(budget / 7 / one))
-    samples = []
-    for _ in range(7):
+def median_calls(fns: dict[str, Callable[[], Any]], budget: float, batches: int = 9) -> dict[str, float]:
+    """Median seconds per call of each function.  Batches are interleaved (one batch of
+    each function in turn, ``batches`` rounds) so that a load spike on the shared machine
+    hits every column alike; a batch lasts about budget / batches."""
+    numbers = {}
+    for name, fn in fns.items():
+        fn()
         t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        samples.append((time.perf_counter() - t0) / number)
-    return statistics.median(samples)
+        fn()
+        numbers[name] = max(1, int(budget / batches / max(time.perf_counter() - t0, 1e-7)))
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(batches):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(numbers[name]):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / numbers[name])
+    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def runners(program: str) -> dict[str, Callable[..., Any]]:
@@ -278,7 +282,8 @@ def dispatch_overhead(budget: float) -> dict[str, float]:
             x = kernel(x, 1)
         return x
 
-    t_static, t_direct = median_call(lambda: static(0), budget), median_call(direct, budget)
+    measured = median_calls({"static": lambda: static(0), "direct": direct}, budget)
+    t_static, t_direct = measured["static"], measured["direct"]
     return {"static_us_per_node": t_static / n * 1e6, "kernel_loop_us_per_node": t_direct / n * 1e6,
             "overhead_us_per_node": (t_static - t_direct) / n * 1e6}  # fmt: skip
 
@@ -296,10 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     for label, program, inputs in cases():
         row = built.setdefault(program, runners(program))
         tensors = [torch.from_numpy(a) for a in inputs] if torch is not None else None
-        times = {}
-        for column, fn in row.items():
-            call_args = tensors if column.startswith("torch") else inputs
-            times[column] = median_call(lambda fn=fn, a=call_args: fn(*a), budget)
+        calls = {
+            column: (lambda fn=fn, a=(tensors if column.startswith("torch") else inputs): fn(*a))
+            for column, fn in row.items()
+        }
+        times = median_calls(calls, budget)
         results.append({"case": label, "seconds": times})
         print(format_row(label, times), flush=True)
     overhead = dispatch_overhead(budget)

@@ -14,7 +14,8 @@ calls the ufunc directly: ``v5 = u3(v1, s3_1)`` (or ``u3(v1, s3_1, b5)`` into a 
 with the constant pre-converted to a numpy scalar of the tensor's dtype exactly as the
 kernel's ``scalar_for`` does.  For those operands the kernel would call the very same
 ufunc, so the result is bit for bit the kernel's.  Ops that can warn (division, exp) or
-whose kernels use another formula (sigmoid) are left to their kernels.
+whose kernels use another formula are left to their kernels; sigmoid is called as the
+kernel's own four-ufunc recipe.
 """
 
 from __future__ import annotations
@@ -42,6 +43,17 @@ TABLE["aten::min.other"] = (np.minimum, (0, 1), {})
 TABLE["aten::neg"] = (np.negative, (0,), {})
 TABLE["aten::tanh"] = (np.tanh, (0,), {})
 TABLE["aten::clamp_min"] = (np.maximum, (0, 1), {})
+
+
+def _sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The kernel's own recipe (vm/ops/unary.py), minus its dtype dispatch: same bits."""
+    e = np.negative(x, out=out)
+    np.exp(e, out=e)
+    e += e.dtype.type(1)
+    return np.reciprocal(e, out=e)
+
+
+TABLE["aten::sigmoid"] = (_sigmoid, (0,), {})  # type: ignore[assignment]
 TABLE["aten::clamp_max"] = (np.minimum, (0, 1), {})
 
 NAMES = frozenset(TABLE) | {"aten::relu", "aten::clamp"}

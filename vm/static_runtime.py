@@ -70,10 +70,13 @@ class StaticModule:
             raise ValueError(f"unknown planner {options.planner!r} (standard or precomputed)")
         module, self.fusion_fallbacks = _expand_fusion_groups(_as_module(source, options.fusion))
         self.ir = module
-        from compiler.resolve import check_all, resolve_all
+        from compiler.resolve import resolve_all
 
-        check_all(module)
-        refs, _ = resolve_all(module)
+        refs, errors = resolve_all(module)
+        if errors:  # every unsupported node at once, as compiler.resolve.check_all reports them
+            if len(errors) == 1:
+                raise errors[0]
+            raise CompileError(f"{len(errors)} nodes cannot be compiled:\n" + "\n".join(map(str, errors)))
         flat = _flat_weights(weights)
         names = list(module.functions)
         self.functions = {name: i for i, name in enumerate(names)}
