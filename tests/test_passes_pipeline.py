@@ -1,0 +1,107 @@
+"""The pass manager's contract: order, records, printing, and never touching its input."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler import parse
+from compiler.analysis.last_uses import last_uses
+from compiler.diagnostics import IRError
+from compiler.pipeline import DEFAULT_PIPELINE, PassRecord, optimize
+from compiler.printer import print_module
+
+PROGRAM = """graph(%x : Float(2, 3), %flag : bool):
+  %a : int = prim::Constant[value=1]()
+  %b : int = prim::Constant[value=1]()
+  %dead : Float(2, 3) = aten::mul(%x, %x)
+  %y : Float(2, 3) = aten::add(%x, %x, %a)
+  %z : Float(2, 3) = aten::relu(%y)
+  %w : Float(2, 3) = aten::sigmoid(%z)
+  %v : Float(2, 3) = aten::add(%w, %y, %b)
+  return (%v)
+"""
+
+
+def test_default_order_follows_graph_executor() -> None:
+    """compileSpec's order: inline, constants (propagate, pool), clean-ups, fusion last."""
+    assert DEFAULT_PIPELINE == [
+        "inline_calls",
+        "propagate_constants",
+        "pool_constants",
+        "eliminate_dead_code",
+        "eliminate_common_subexpressions",
+        "peephole",
+        "group_fusions",
+    ]
+
+
+def test_optimize_leaves_its_input_alone_and_records_each_pass() -> None:
+    module = parse(PROGRAM)
+    text = print_module(module)
+    optimized, records = optimize(module)
+    assert print_module(module) == text
+    assert optimized is not module and optimized.main is not module.main
+    assert [r.name for r in records] == DEFAULT_PIPELINE
+    by_name = {r.name: r for r in records}
+    assert dict(by_name["pool_constants"].counters)["constants pooled"] == 1
+    assert dict(by_name["eliminate_dead_code"].counters)["nodes removed"] == 1
+    assert dict(by_name["group_fusions"].counters)["groups formed"] == 1
+    for before, after in zip(records, records[1:]):
+        assert after.nodes_before == before.nodes_after
+    assert str(by_name["pool_constants"]) == "pool_constants: 7 -> 6 nodes, constants pooled 1"
+
+
+def test_fusion_off_skips_grouping() -> None:
+    optimized, records = optimize(parse(PROGRAM), fusion=False)
+    assert "group_fusions" not in [r.name for r in records]
+    assert "FusionGroup" not in print_module(optimized)
+
+
+def test_print_after_named_passes_and_all() -> None:
+    seen: list[tuple[str, str]] = []
+    optimize(parse(PROGRAM), print_after=["pool_constants"], printer=lambda n, t: seen.append((n, t)))
+    assert [n for n, _ in seen] == ["pool_constants"]
+    assert "%b" not in seen[0][1] and "aten::mul" in seen[0][1]  # pooled, DCE not yet run
+    seen.clear()
+    optimize(parse(PROGRAM), print_after=["all"], printer=lambda n, t: seen.append((n, t)))
+    assert [n for n, _ in seen] == DEFAULT_PIPELINE
+
+
+def test_explicit_pass_list_and_unknown_names() -> None:
+    _, records = optimize(parse(PROGRAM), ["eliminate_dead_code", "insert_drops"])
+    assert [r.name for r in records] == ["eliminate_dead_code", "insert_drops"]
+    _, none = optimize(parse(PROGRAM), [])
+    assert none == []
+    with pytest.raises(IRError, match="unknown pass 'dce'"):
+        optimize(parse(PROGRAM), ["dce"])
+    with pytest.raises(IRError, match="unknown pass"):
+        optimize(parse(PROGRAM), print_after=["nope"])
+
+
+def test_pass_record_reports_change() -> None:
+    assert not PassRecord("p", 3, 3).changed
+    assert PassRecord("p", 3, 3, (("constants hoisted", 1),)).changed
+
+
+def test_last_uses_scan_backwards_through_blocks() -> None:
+    """The last use is the first one met scanning backwards: the Loop use of %x is in the body."""
+    module = parse(
+        """graph(%x : Tensor, %n : int):
+  %t : bool = prim::Constant[value=1]()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %x, %one)
+  %y : Tensor = prim::Loop(%n, %t, %a)
+    block0(%i : int, %y.1 : Tensor):
+      %y.2 : Tensor = aten::add(%y.1, %x, %one)
+      -> (%t, %y.2)
+  return (%y)
+"""
+    )
+    graph = module.main
+    last = last_uses(graph)
+    loop = graph.nodes[3]
+    body = loop.blocks[0]
+    assert last[graph.inputs[0]] is body.nodes[0]  # nested: insert_drops must add a Drop
+    assert last[graph.nodes[2].output] is loop
+    assert last[loop.output] is graph.block
+    assert last[body.params[1]] is body.nodes[0]
