@@ -198,15 +198,23 @@ def test_verifier_refuses_unknown_operator(ratio_iou_file: Path, tmp_path: Path)
         load(bad)
 
 
-def test_verifier_refuses_bad_function_index(ratio_iou_file: Path, tmp_path: Path) -> None:
+def test_verifier_refuses_bad_function_index(tmp_path: Path) -> None:
+    """fib calls itself: a CALL whose function index points nowhere is refused."""
+    good = tmp_path / "fib.irbc"
+    save(compiler.compile_file(EXAMPLES / "fib.ir"), good)
+
     def edit(body):
-        for ins in body["functions"][0]["code"]:
-            if ins[0] == 12:  # CALL
-                ins[1] = 42
+        calls = 0
+        for f in body["functions"]:
+            for ins in f["code"]:
+                if ins[0] == 12:  # CALL
+                    ins[1] = 42
+                    calls += 1
+        assert calls, "fib must contain a CALL for this test to mean anything"
         return body
 
     bad = tmp_path / "call.irbc"
-    _rewrite(ratio_iou_file, bad, edit)
+    _rewrite(good, bad, edit)
     with pytest.raises(BytecodeError, match="out of range"):
         load(bad)
 

@@ -68,7 +68,12 @@ def is_fusible(node: Node) -> bool:
     if len(node.outputs) != 1 or node.blocks or not _is_tensor(node.output):
         return False
     info = op_info(node)
-    elementwise = node.kind in SIMPLE_MAPS or (info is not None and info.elementwise)
+    # The overload decides, not the kind: aten::max(Tensor) is a reduction while
+    # aten::max.other is a map, as isSimpleMap matches schemas, not names.
+    if info is not None:
+        elementwise = info.elementwise or info.name == "aten::type_as"
+    else:
+        elementwise = node.kind in SIMPLE_MAPS
     if not elementwise or not is_pure(node):
         return False
     if not any(_is_tensor(v) for v in node.inputs):
