@@ -206,3 +206,51 @@ def test_static_module_accepts_a_program_a_module_a_graph_or_text() -> None:
     a, b = np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)
     for source in (program, program.module, program.module.main, MM):
         np.testing.assert_array_equal(StaticRuntime(source)(a, b), a @ b)
+
+
+RATIO_IOU = """
+graph(%x1 : Tensor, %y1 : Tensor, %w1 : Tensor, %h1 : Tensor, %x2 : Tensor, %y2 : Tensor, %w2 : Tensor, %h2 : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %zero : float = prim::Constant[value=0.]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %none : NoneType = prim::Constant()
+  %xi : Tensor = aten::max(%x1, %x2)
+  %yi : Tensor = aten::max(%y1, %y2)
+  %a : Tensor = aten::add(%x1, %w1, %one)
+  %b : Tensor = aten::add(%x2, %w2, %one)
+  %m : Tensor = aten::min(%a, %b)
+  %s : Tensor = aten::sub(%m, %xi, %one)
+  %wi : Tensor = aten::clamp(%s, %zero, %none)
+  %a2 : Tensor = aten::add(%y1, %h1, %one)
+  %b2 : Tensor = aten::add(%y2, %h2, %one)
+  %m2 : Tensor = aten::min(%a2, %b2)
+  %s2 : Tensor = aten::sub(%m2, %yi, %one)
+  %hi : Tensor = aten::clamp(%s2, %zero, %none)
+  %ai : Tensor = aten::mul(%wi, %hi)
+  %p1 : Tensor = aten::mul(%w1, %h1)
+  %p2 : Tensor = aten::mul(%w2, %h2)
+  %q : Tensor = aten::add(%p1, %p2, %one)
+  %au : Tensor = aten::sub(%q, %ai, %one)
+  %c : Tensor = aten::clamp(%au, %eps, %none)
+  %r : Tensor = aten::div(%ai, %c)
+  return (%r)
+"""
+
+
+def test_big_fusion_groups_run_their_fused_kernel_small_ones_their_nodes() -> None:
+    """A plan picks vm.fusion's fused kernel when the recorded group inputs span at least
+    two of its blocks, and the group's own nodes otherwise; both equal the interpreter."""
+    from vm.fusion import MIN_BLOCK
+    from vm.interpreter import Interpreter
+    from vm.profile import profile
+
+    program = compiler.compile_source(RATIO_IOU, fusion=True)
+    static, interp = StaticRuntime(program), Interpreter(program)
+    rng = np.random.default_rng(3)
+    for n in (100, 2 * MIN_BLOCK, 100):
+        args = [rng.random(n, dtype=np.float32) + 0.1 for _ in range(8)]
+        np.testing.assert_array_equal(static(*args), interp(*args))
+    modes = [p.mode.fused for p in static._plans.values()]
+    assert sorted(len(m) for m in modes) == [0, 1]
+    report = profile(program, [rng.random(100, dtype=np.float32) for _ in range(8)], runs=1)
+    assert any("below the fused kernel's size" in f for f in report.fusion_fallbacks)

@@ -85,7 +85,7 @@ class ProfileReport:
         if self.out_variant_fallbacks:
             lines.append(f"  out variants that allocated anyway: {', '.join(self.out_variant_fallbacks)}")
         if self.fusion_fallbacks:
-            lines.append(f"  fusion groups run as their subgraph (no fused kernel): {', '.join(self.fusion_fallbacks)}")
+            lines.append(f"  fusion groups run as their nodes, not a fused kernel: {', '.join(self.fusion_fallbacks)}")
         return "\n".join(lines)
 
 
@@ -176,6 +176,11 @@ def _report(sm, plan, times, setup, first, per_run, runs, fallbacks) -> ProfileR
         storage_groups=len(memory.groups) if memory else 0,
         managed_tensors=len(memory.offsets) if memory else 0,
         out_variant_fallbacks=tuple(fallbacks),
-        fusion_fallbacks=tuple(f"{span} ({n} nodes)" for span, n in sm.fusion_fallbacks),
+        fusion_fallbacks=tuple(f"{span} ({n} nodes)" for span, n in sm.fusion_fallbacks)
+        + tuple(
+            f"{g.span} ({len(g.nodes)} nodes, below the fused kernel's size)"
+            for g in sm.groups
+            if plan is None or g.gid not in plan.mode.fused
+        ),
         planner=sm.options.planner,
     )

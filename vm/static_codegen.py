@@ -65,6 +65,23 @@ class ProcessedNode:
         return self.node.kind
 
 
+@attrs.define(eq=False)
+class FusionInfo:
+    """A fusion group of the entry block, expanded into its nodes, and its fused kernel.
+
+    ``nodes`` are the expanded nodes (contiguous in the block), ``inputs`` the outer values
+    the group reads, ``outputs`` the values the rest of the graph now uses in place of the
+    group's outputs (inner results, or an input passed through).
+    """
+
+    gid: int
+    nodes: list[Node]
+    inputs: list[Value]
+    outputs: list[Value]
+    kernel: Any  # vm.fusion.FusedKernel, or None when the group cannot have one
+    span: Any = None
+
+
 @attrs.frozen
 class Mode:
     """How to generate a graph's function."""
@@ -77,6 +94,7 @@ class Mode:
     # nodes called as a bare ufunc (vm/static_fastpath.py):
     # (index, (("v", slot) | ("s", j), ...), guarded by a dtype check)
     fast: tuple[tuple[int, tuple[tuple[str, int], ...], bool], ...] = ()
+    fused: frozenset[int] = frozenset()  # fusion groups run by their fused kernel, not expanded
 
 
 class GraphCode:
@@ -95,8 +113,11 @@ class GraphCode:
         bound_params: dict[Value, Any],
         is_entry: bool,
         max_depth: int,
+        groups: list[FusionInfo] | None = None,
     ):
         self.graph, self.label, self.functions = graph, label, functions
+        self.groups = {g.gid: g for g in groups or ()}
+        self.group_of = {n: g for g in self.groups.values() for n in g.nodes}
         self.is_entry, self.max_depth = is_entry, max_depth
         self.slots: dict[Value, int] = {}
         self.constants: dict[int, Any] = {}
@@ -160,12 +181,13 @@ class _Generator:
         self._block(code.graph.block, 2, returns=True)
         body = self.lines[body_start:]
         prologue = [f"    {name} = {self._source_of(name)}" for name in sorted(self.used)]
+        prologue.insert(0, "    G = {g: i.kernel for g, i in GROUPS.items()}")
         header = "def __make(K, O, C, B, OB, F, R, T, U, _pc, _deep):"
         lines = [header, *prologue, *body, "    return run"]
         shift = 2 + len(prologue) - body_start  # the header line, and lines count from 1
         filename = f"<static:{code.label}:{next(_counter)}>"
         LINEMAPS[filename] = {line + shift: node for line, node in self.linemap.items()}
-        namespace: dict[str, Any] = {"_nd": np.ndarray}
+        namespace: dict[str, Any] = {"_nd": np.ndarray, "GROUPS": code.groups}
         exec(compile("\n".join(lines) + "\n", filename, "exec"), namespace)
         made = namespace["__make"]
         made.source = "\n".join(lines)
@@ -176,7 +198,8 @@ class _Generator:
         if kind == "s":
             index, j = slot.split("_")
             return f"U[{index}][1][{j}]"
-        table = {"k": f"K[{slot}]", "o": f"O[{slot}]", "v": f"C[{slot}]", "b": f"B[{slot}]", "u": f"U[{slot}][0]"}
+        table = {"k": f"K[{slot}]", "o": f"O[{slot}]", "v": f"C[{slot}]", "b": f"B[{slot}]", "u": f"U[{slot}][0]",
+                 "g": f"G[{slot}]"}  # fmt: skip
         return table.get(kind) or f"U[{slot}][2]"  # d<index>: the dtype a guard checks
 
     def _emit(self, depth: int, text: str, node: Node | None = None) -> None:
@@ -196,12 +219,13 @@ class _Generator:
         if depth > _MAX_NESTING + 2:
             raise CompileError("blocks nested too deeply for the static runtime", block.span)
         start = len(self.lines)
-        dels = self._last_uses(block)
-        for i, node in enumerate(block.nodes):
-            if node.kind in SKIPPED:
-                continue
+        items = self._items(block)
+        dels = self._last_uses(block, items)
+        for i, node in enumerate(items):
             tail = f"; del {', '.join(dels[i])}" if dels.get(i) else ""
-            if node.kind == "prim::If":
+            if isinstance(node, FusionInfo):
+                self._fused(node, depth, tail)
+            elif node.kind == "prim::If":
                 self._if(node, depth, tail)
             elif node.kind == "prim::Loop":
                 self._loop(node, depth, tail)
@@ -214,15 +238,27 @@ class _Generator:
         elif len(self.lines) == start:
             self._emit(depth, "pass")
 
-    def _last_uses(self, block: Block) -> dict[int, list[str]]:
-        """After which node of ``block`` each local tensor defined in it can be deleted."""
+    def _items(self, block: Block) -> list[Node | FusionInfo]:
+        """The block's nodes to emit, a fused group standing for all of its nodes."""
+        items: list[Node | FusionInfo] = []
+        for node in block.nodes:
+            group = self.code.group_of.get(node)
+            if group is not None and group.gid in self.mode.fused:
+                if not items or items[-1] is not group:
+                    items.append(group)
+            elif node.kind not in SKIPPED:
+                items.append(node)
+        return items
+
+    def _last_uses(self, block: Block, items: list[Node | FusionInfo]) -> dict[int, list[str]]:
+        """After which item of ``block`` each local tensor defined in it can be deleted."""
         code, keep = self.code, set(block.returns)
         defined: dict[Value, int] = {}
         last: dict[Value, int] = {}
-        for i, node in enumerate(block.nodes):
-            for v in _reads(node):
+        for i, item in enumerate(items):
+            for v in item.inputs if isinstance(item, FusionInfo) else _reads(item):
                 last[v] = i
-            for v in node.outputs:
+            for v in _defined_by(item):
                 defined[v] = last[v] = i
         dels: dict[int, list[str]] = {}
         for v, i in last.items():
@@ -232,6 +268,17 @@ class _Generator:
                 continue
             dels.setdefault(i, []).append(f"v{code.slots[v]}")
         return dels
+
+    def _fused(self, group: FusionInfo, depth: int, tail: str) -> None:
+        """``r1, r2 = g<gid>(inputs...)``: the group's fused kernel, one call."""
+        outs = [self._v(v) if v in _defined_by(group) else "_" for v in group.outputs]
+        ins = [self._v(v) for v in group.inputs]
+        target = ", ".join(outs) + ("," if len(outs) == 1 else "")
+        self.used.add(f"g{group.gid}")
+        line = f"{target} = g{group.gid}({', '.join(ins)})"
+        if len(outs) == 1:
+            line = f"{outs[0]} = g{group.gid}({', '.join(ins)})"
+        self._emit(depth, line + tail, next((n for n in group.nodes if n.kind not in SKIPPED), group.nodes[0]))
 
     def _op(self, node: Node, depth: int, tail: str) -> None:
         outs = [self._v(v) for v in node.outputs]
@@ -324,6 +371,13 @@ class _Generator:
         if pairs:
             lhs, rhs = ", ".join(t for t, _ in pairs), ", ".join(s for _, s in pairs)
             self._emit(depth, f"{lhs} = {rhs}", node)
+
+
+def _defined_by(item: Node | FusionInfo) -> list[Value]:
+    if isinstance(item, FusionInfo):
+        inner = {v for n in item.nodes if n.kind != "prim::Constant" for v in n.outputs}
+        return [v for v in item.outputs if v in inner]
+    return list(item.outputs)
 
 
 def _function_name(node: Node) -> str:

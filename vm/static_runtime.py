@@ -24,6 +24,7 @@ output arena that the runtime reuses only after ``release_outputs()``.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -39,7 +40,7 @@ from compiler.ir import Graph, Module, Value, clone_node
 from vm import memory_planner as mp
 from vm import static_fastpath as fastpath
 from vm.static_analysis import BlockFacts, analyze
-from vm.static_codegen import LINEMAPS, GraphCode, Mode
+from vm.static_codegen import LINEMAPS, FusionInfo, GraphCode, Mode
 from vm.ops import registry
 
 
@@ -58,6 +59,8 @@ class StaticOptions:
     # buys nothing below ~64 KiB; fresh pages are what hurt, from ~256 KiB up).
     min_managed_bytes: int = 16384
     specialize: bool = True  # call a few float pointwise ops as bare ufuncs (vm/static_fastpath.py)
+    fused_kernels: bool = True  # run big fusion groups with vm.fusion's fused kernel
+    fuser: str = "blocked"  # "numba": compile the fused kernels with numba when the module is built
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
 
 
@@ -68,7 +71,11 @@ class StaticModule:
         self.options = options = options or StaticOptions()
         if options.planner not in ("standard", "precomputed"):
             raise ValueError(f"unknown planner {options.planner!r} (standard or precomputed)")
-        module, self.fusion_fallbacks = _expand_fusion_groups(_as_module(source, options.fusion))
+        module, self.fusion_fallbacks, groups = _expand_fusion_groups(_as_module(source, options.fusion))
+        self.groups = groups
+        from vm.fusion import enable_fuser
+
+        self.fuser_problems = enable_fuser(options.fuser, (g.kernel for g in groups))
         self.ir = module
         from compiler.resolve import resolve_all
 
@@ -86,7 +93,7 @@ class StaticModule:
         common["bind_out"] = registry.bind_out if options.enable_out_variant else (lambda ref: None)
         main = module.main
         bound = _bind_self(main, weights)
-        self.entry = GraphCode(main, "main", first_index=0, bound_params=bound, is_entry=True, **common)
+        self.entry = GraphCode(main, "main", first_index=0, bound_params=bound, is_entry=True, groups=groups, **common)
         self.callees: list[GraphCode] = []
         index = len(self.entry.pnodes)
         for name in names:
@@ -257,7 +264,10 @@ class StaticRuntime:
 
     def _make_plan(self, recorded: dict[int, Any]) -> "_Plan":
         sm, opts = self.module, self.module.options
+        fused = _groups_to_fuse(sm, recorded) if opts.fused_kernels else frozenset()
+        interior = {sm.entry.slots[v] for g in sm.groups if g.gid in fused for n in g.nodes for v in n.outputs}
         specs = {s: spec for s in sm.candidates if (spec := mp.spec_of(recorded.get(s))) is not None}
+        specs = {s: spec for s, spec in specs.items() if s not in interior}
         specs = {s: spec for s, spec in specs.items() if spec.nbytes >= opts.min_managed_bytes}
         spans = mp.lifetimes({s: sm.candidates[s] for s in specs}, sm.used_at, sm.may_alias)
         if not opts.optimize_memory:  # every tensor alive for the whole run: no sharing
@@ -267,7 +277,9 @@ class StaticRuntime:
         mp.validate(memory)
         slab, views = mp.allocate(memory)
         out_slots = tuple(
-            s for s in sm.out_candidates if (spec := mp.spec_of(recorded.get(s))) and spec.nbytes >= opts.min_managed_bytes
+            s
+            for s in sm.out_candidates
+            if (spec := mp.spec_of(recorded.get(s))) and spec.nbytes >= opts.min_managed_bytes and s not in interior
         )
         out_specs = [mp.spec_of(recorded[s]) for s in out_slots]
         fast = {}
@@ -277,7 +289,7 @@ class StaticRuntime:
                 fast[pn.index] = choice
         structure = tuple((i, _arg_structure(args), guard is not None) for i, (_, args, guard) in sorted(fast.items()))
         tables = {i: (ufunc, [v for kind, v in args if kind == "s"], guard) for i, (ufunc, args, guard) in fast.items()}
-        mode = Mode(managed=frozenset(views), out_managed=out_slots, fast=structure)
+        mode = Mode(managed=frozenset(views), out_managed=out_slots, fast=structure, fused=fused)
         outputs: list[np.ndarray] = []
         fn = sm.bind(sm.entry, mode, views, sm.callee_functions(False), None, None, outputs, tables)
         arena = mp.arena(out_specs) if out_specs else []
@@ -299,6 +311,21 @@ class _Plan:
     arena: list[np.ndarray]
     outputs: list[np.ndarray] = attrs.field(factory=list)  # the OB list the code reads
     fast: dict[int, Any] = attrs.field(factory=dict)  # index -> (ufunc, scalars)
+
+
+def _groups_to_fuse(sm: StaticModule, recorded: Mapping[int, Any]) -> frozenset[int]:
+    """The fusion groups whose recorded inputs are big enough for the fused kernel to pay
+    (the kernel's own rule: one common shape, at least two cache blocks of elements)."""
+    chosen = set()
+    for group in sm.groups:
+        slots = [sm.entry.slots[v] for v in group.inputs]
+        if any(s in sm.tainted for s in slots):
+            continue
+        values = [sm.entry.constants.get(s, recorded.get(s)) for s in slots]
+        shapes = {v.shape for v in values if isinstance(v, np.ndarray) and v.ndim}
+        if len(shapes) == 1 and math.prod(next(iter(shapes))) >= 2 * group.kernel.min_block:
+            chosen.add(group.gid)
+    return frozenset(chosen)
 
 
 def _arg_structure(args: tuple) -> tuple[tuple[str, int], ...]:
@@ -359,11 +386,15 @@ def _as_module(source: Any, fusion: bool) -> Module:
     raise TypeError(f"cannot build a StaticModule from {type(source).__name__}")
 
 
-def _expand_fusion_groups(module: Module) -> tuple[Module, list[tuple[Any, int]]]:
-    """A copy where each prim::FusionGroup is replaced by its Subgraph's nodes (the
-    fallback: there is no fused kernel); the expanded groups are listed."""
+def _expand_fusion_groups(module: Module) -> tuple[Module, list[tuple[Any, int]], list[FusionInfo]]:
+    """A copy where each prim::FusionGroup is replaced by its Subgraph's nodes.
+
+    Groups of the entry graph's top-level block also keep a fused kernel
+    (``vm.fusion.FusedKernel``), which a plan uses instead of the nodes when the recorded
+    sizes make it pay; every other group always runs expanded (listed as a fallback).
+    """
     module = module.clone()
-    fallbacks = []
+    fallbacks, groups = [], []
     for graph in (module.main, *module.functions.values()):
         for node in list(graph.walk()):
             if node.kind != "prim::FusionGroup":
@@ -371,15 +402,30 @@ def _expand_fusion_groups(module: Module) -> tuple[Module, list[tuple[Any, int]]
             sub = node.attrs.get("Subgraph")
             if not isinstance(sub, Graph):
                 raise CompileError("prim::FusionGroup without a Subgraph", node.span)
-            fallbacks.append((node.span, len(sub.nodes)))
             mapping = {id(p): v for p, v in zip(sub.inputs, node.inputs)}
             block = node.owner
-            for inner in sub.nodes:
-                block.insert_before(node, clone_node(inner, mapping))
-            for out, ret in zip(node.outputs, sub.outputs):
-                out.replace_all_uses_with(mapping.get(id(ret), ret))
+            inlined = [clone_node(inner, mapping) for inner in sub.nodes]
+            for new in inlined:
+                block.insert_before(node, new)
+            outputs = [mapping.get(id(ret), ret) for ret in sub.outputs]
+            kernel = _fused_kernel(sub) if block is module.main.block else None
+            if kernel is None:
+                fallbacks.append((node.span, len(sub.nodes)))
+            else:
+                groups.append(FusionInfo(len(groups), inlined, list(node.inputs), outputs, kernel, node.span))
+            for out, new_value in zip(node.outputs, outputs):
+                out.replace_all_uses_with(new_value)
             node.destroy()
-    return module, fallbacks
+    return module, fallbacks, groups
+
+
+def _fused_kernel(subgraph: Graph) -> Any:
+    try:
+        from vm.fusion import FusedKernel
+
+        return FusedKernel(subgraph.clone())
+    except Exception:  # noqa: BLE001  (no fused kernel: the group runs expanded)
+        return None
 
 
 def _flat_weights(weights: Any) -> Mapping[str, Any]:
