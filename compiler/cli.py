@@ -1,6 +1,6 @@
 """``irc``: the compiler's command line.
 
-    irc compile model.ir [-o model.irbc] [--emit ir|bytecode] [-v]
+    irc compile model.ir [-o model.irbc] [--emit ir|bytecode] [-v] [--fuser numba]
                          [--passes inline_calls,pool_constants,...] [--no-fusion]
                          [--print-after PASS] [--print-after-all [--diff]]
     irc check model.ir          parse and verify only
@@ -78,6 +78,10 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--diff", action="store_true", help="with --print-after*, print a unified diff against the previous stage")
     c.add_argument("-v", "--verbose", action="store_true", help="print what each pass changed")
     c.add_argument("--force", action="store_true", help="overwrite an existing output file that is not irvm bytecode")
+    c.add_argument(
+        "--fuser", choices=["blocked", "numba"], default="blocked",
+        help="with numba: compile the fusion groups' numba kernels now, into the cache, so runs load them",
+    )
     c.set_defaults(handler=_cmd_compile)
 
     k = sub.add_parser("check", help="parse and verify only")
@@ -184,6 +188,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
     check_writable(out, inputs=[Path(args.file)], force=args.force, kind="irbc")
     save(program, out, options={"fusion": not args.no_fusion, "passes": passes})
+    if args.fuser == "numba":
+        from vm.interpreter import Interpreter
+
+        problems = Interpreter(program, fuser="numba").fuser_problems  # fills the numba cache
+        for problem in problems:
+            print(f"irc: numba: {problem} (that group runs blocked)", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

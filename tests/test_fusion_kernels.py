@@ -176,3 +176,24 @@ def test_numba_never_compiles_on_a_run(tmp_path: Path, monkeypatch) -> None:
     kernel(x, x, x)
     assert kernel.stats["numba"] == 0 and kernel.stats["fused"] == 1
     assert "numba: dtypes not compiled ahead" in kernel.fallback_reasons
+
+
+def test_interpreter_fuser_numba_compiles_at_construction(tmp_path: Path, monkeypatch) -> None:
+    """Interpreter(fuser="numba") compiles every group's numba loop before the first call."""
+    _numba_or_skip()
+    import vm
+
+    monkeypatch.setenv("IRVM_CACHE_DIR", str(tmp_path))
+    program = compiler.compile_file(Path(__file__).resolve().parent.parent / "examples" / "ratio_iou.ir")
+    interp = vm.Interpreter(program, fuser="numba")
+    assert interp.fuser_problems == []
+    kernels = [k for ks in interp.kernels for k in ks if isinstance(k, FusedKernel)]
+    assert kernels and all(k.numba_kernels for k in kernels)
+
+
+def test_unknown_fuser_is_refused() -> None:
+    import vm
+
+    program = compiler.compile_source(CHAIN, "chain.ir")
+    with pytest.raises(ValueError, match="unknown fuser"):
+        vm.Interpreter(program, fuser="cuda")

@@ -2,6 +2,7 @@
 
     irvm run PROGRAM [--inputs IN.npz] [--weights W.npz] [--output OUT.npz]
                      [--backend interp|static] [--trace TRACE.npz] [--no-fusion]
+                     [--fuser blocked|numba]
     irvm profile PROGRAM --inputs IN.npz [--weights W.npz] [--runs N]
     irvm disasm PROGRAM
 
@@ -63,6 +64,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inputs", help="npz with one array per graph input")
     p.add_argument("--weights", help="npz with the module's weights (dotted state_dict keys)")
     p.add_argument("--no-fusion", action="store_true", help="compile without fusion groups (.ir only)")
+    p.add_argument(
+        "--fuser", choices=["blocked", "numba"], default="blocked",
+        help="how fusion groups run on big tensors: cache-blocked numpy (default) or numba (pip install irvm[fast])",
+    )
 
 
 def load_program(path: str, fusion: bool = True):
@@ -102,12 +107,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.backend == "static":
         from vm.static_runtime import StaticRuntime
 
-        result = StaticRuntime(program, weights)(*inputs)
+        from vm.static_runtime import StaticOptions
+
+        result = StaticRuntime(program, weights, StaticOptions(fuser=args.fuser))(*inputs)
         trace = None
     else:
         from vm.interpreter import Interpreter
 
-        interp = Interpreter(program, weights)
+        interp = Interpreter(program, weights, fuser=args.fuser)
         if args.trace:
             result, trace = interp.run_traced(*inputs)
         else:
@@ -147,7 +154,10 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
     program = load_program(args.program, fusion=not args.no_fusion)
     inputs = load_inputs(_load_npz(args.inputs), program)
-    report = profile(program, inputs, weights=_load_npz(args.weights), runs=args.runs)
+    from vm.static_runtime import StaticOptions
+
+    options = StaticOptions(fuser=args.fuser)
+    report = profile(program, inputs, weights=_load_npz(args.weights), runs=args.runs, options=options)
     print(report)
     return 0
 

@@ -108,6 +108,7 @@ class FusedKernel:
         self.input_types = tuple(v.type for v in subgraph.inputs)
         self.numba_kernels: dict[tuple[Any, ...], _NumbaKernel] = {}
         self.stats = {"fused": 0, "unfused": 0, "numba": 0}
+        self._pool = _thread_pool()  # made now, so the first big call costs what later ones do
         self.fallback_reasons: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -203,8 +204,7 @@ class FusedKernel:
         chunks = [starts[i::THREADS] for i in range(THREADS)] if len(starts) > 1 else [starts]
         chunks = [c for c in chunks if c]
         dtypes = {s.output: first[s.output].dtype for s in self.steps if full[s.output]}
-        pool = _thread_pool()
-        futures = [pool.submit(self._run_blocks, flat, full, results, dtypes, c, block, n) for c in chunks[1:]]
+        futures = [self._pool.submit(self._run_blocks, flat, full, results, dtypes, c, block, n) for c in chunks[1:]]
         if chunks:
             self._run_blocks(flat, full, results, dtypes, chunks[0], block, n)
         for f in futures:
@@ -337,6 +337,28 @@ def _thread_scratch(dtypes: dict[int, np.dtype], block: int) -> dict[int, np.nda
         out[slot] = pool[k]
         taken[key] = k + 1
     return out
+
+
+FUSERS = ("blocked", "numba")
+
+
+def enable_fuser(fuser: str, kernels: Any) -> list[str]:
+    """Prepare the fused kernels among ``kernels`` for ``fuser``, now (never on a run).
+
+    "blocked" needs nothing; "numba" compiles each kernel's numba loop for the dtypes its
+    group declares.  Returns what could not be compiled (those groups run blocked); a
+    missing numba is an error, since the user asked for it."""
+    if fuser not in FUSERS:
+        raise ValueError(f"unknown fuser {fuser!r} (choose from {', '.join(FUSERS)})")
+    if fuser == "blocked":
+        return []
+    if not fusion_numba.AVAILABLE:
+        raise RunError("the numba fuser needs numba: pip install irvm[fast]")
+    problems: list[str] = []
+    for kernel in kernels:
+        if isinstance(kernel, FusedKernel):
+            problems += [f"{kernel.name}: {p}" for p in kernel.enable_numba()]
+    return problems
 
 
 @prim_factory("prim::FusedKernel")

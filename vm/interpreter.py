@@ -35,6 +35,7 @@ from typing import Any
 from compiler.diagnostics import IRError, RunError
 from vm import decode as D
 from vm.bytecode import Opcode, Program
+from vm.fusion import enable_fuser
 from vm.inputs import InputChecker
 from vm.ops import registry
 from vm.weights import ModuleObject
@@ -54,7 +55,8 @@ class Interpreter:
     ``%self`` and ``<Tensor>`` constants (array constants are made read-only: every run
     shares them).  ``trace=True`` makes ``__call__`` keep the values of the last run in
     ``last_trace`` (one attribute: use ``run_traced`` from several threads);
-    ``debug=True`` prints every instruction.
+    ``debug=True`` prints every instruction.  ``fuser="numba"`` compiles the fused kernels
+    with numba now (``vm.fusion``); ``"blocked"`` (the default) uses numpy alone.
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class Interpreter:
         max_depth: int = DEFAULT_MAX_DEPTH,
         trace: bool = False,
         debug: bool = False,
+        fuser: str = "blocked",
     ):
         self.program = program
         self.max_depth = max_depth
@@ -73,6 +76,7 @@ class Interpreter:
         self.self_object = _bind_self(program, weights) if program.takes_self else None
         self.constants = _bind_constants(program, weights)
         self.kernels = [[registry.bind(ref) for ref in f.operators] for f in program.functions]
+        self.fuser_problems = enable_fuser(fuser, (k for ks in self.kernels for k in ks))
         self.decoded = tuple(
             D.decode(program, f, self.kernels[i], self.constants[i]) for i, f in enumerate(program.functions)
         )
