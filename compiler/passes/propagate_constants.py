@@ -11,8 +11,9 @@ raises, the node is left alone: the error belongs to run time.
 
 Control flow folds too: a ``prim::If`` on a constant condition is replaced by the body
 of the branch taken, an If output that both branches return from outside the If is that
-value, and a ``prim::Loop`` that cannot run (trip count <= 0, or initial condition
-false) is replaced by its initial carried values.  Folding continues to a fixpoint, and
+value, a ``prim::Loop`` that cannot run (trip count <= 0, or initial condition false)
+is replaced by its initial carried values, and a carried value the body returns
+unchanged is replaced by its initial value (and stops being carried).  Folding continues to a fixpoint, and
 dead code is then removed, since folded nodes leave their inputs unused.
 """
 
@@ -176,13 +177,32 @@ def _defined_inside(value: Value, node: Node) -> bool:
     return False
 
 
+def _drop_invariant_carried(node: Node) -> bool:
+    """A carried value the body returns unchanged is its initial value throughout."""
+    body = node.blocks[0]
+    changed = False
+    for j in reversed(range(len(node.outputs))):
+        param, init = body.params[j + 1], node.inputs[j + 2]
+        if body.returns[j + 1] is not param:
+            continue
+        param.replace_all_uses_with(init)
+        node.outputs[j].replace_all_uses_with(init)
+        body.remove_return(j + 1)
+        body.remove_param(j + 1)
+        node.remove_output(j)
+        node.remove_input(j + 2)
+        note("loop-invariant carried values removed")
+        changed = True
+    return changed
+
+
 def _fold_loop(node: Node) -> bool:
     trip, cond = node.inputs[0], node.inputs[1]
     never = _bool_constant(cond) is False
     if _is_constant(trip) and isinstance(constant_value(trip.node), int):  # type: ignore[arg-type]
         never |= constant_value(trip.node) <= 0  # type: ignore[arg-type]
     if not never:
-        return False
+        return _drop_invariant_carried(node)
     for out, init in zip(node.outputs, node.inputs[2:]):
         out.replace_all_uses_with(init)
     node.destroy()
