@@ -255,7 +255,7 @@ class Builder(Transformer):  # type: ignore[type-arg]
             )
         source = self.context.text
         start = children[0].start_pos
-        while start > 0 and source[start - 1] == " ":  # PyTorch pads the first value
+        while len(children) > 1 and start > 0 and source[start - 1] == " ":  # PyTorch pads the first value
             start -= 1
         text = source[start : tag.end_pos]
         return TensorLiteral(tuple(values), shape, dtype, approximate=floating, printed=text)
@@ -328,17 +328,23 @@ class Builder(Transformer):  # type: ignore[type-arg]
         for arg in args:
             if not isinstance(arg, _Size):
                 raise IRSyntaxError(f"unexpected type {arg} in a tensor type", self.context.at(head))
+            if arg[0] != "kw" and (options or (strides is not None and arg[0] == "size")):
+                raise IRSyntaxError(f"size after the options of {head.value}(...)", self.context.at(head))
             if arg[0] == "size":
                 sizes.append(arg[1])
             elif arg[0] == "sizestride":
                 sizes.append(arg[1])
                 strides = (strides or []) + [arg[2]]
-            elif arg[1] == "strides" and isinstance(arg[2], list):
+            elif arg[1] == "strides" and isinstance(arg[2], list) and strides is None:
                 strides = arg[2]
             elif arg[1] in ("requires_grad", "device") and arg[1] not in options:
                 options[arg[1]] = arg[2]
             else:
                 raise IRSyntaxError(f"unexpected tensor type option {arg[1]}=", self.context.at(head))
+        if strides is not None and len(strides) != len(sizes):
+            raise IRSyntaxError(
+                f"{head.value}(...) has {len(sizes)} sizes but {len(strides)} strides", self.context.at(head)
+            )
         requires_grad = options.get("requires_grad")
         device = options.get("device")
         return T.TensorType(

@@ -32,6 +32,7 @@ from importlib import resources
 import lark
 from lark import Lark, Token
 
+from compiler import types as T
 from compiler.diagnostics import IRSyntaxError, IRValidationError, Span
 from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.parse_tree import Builder, RawBlock, RawGraph, RawNode
@@ -40,7 +41,7 @@ __all__ = ["parse", "grammar"]
 
 _PARSER: Lark | None = None
 _LOCK = threading.Lock()
-_UNPRINTABLE = re.compile(r"[^\t\x20-\x7e\x80-\U0010ffff]|[\x7f-\x9f]")
+_FLOAT_LIST = T.ListType(T.FLOAT)
 _GROUP = re.compile(r"^([A-Za-z_]\w*::\w+?)_(\d+)$")
 
 
@@ -92,7 +93,7 @@ class _Context:
         lines = self.lines
         source = lines[line - 1] if 0 < line <= len(lines) else None
         if source is not None and not source.isprintable():
-            source = _UNPRINTABLE.sub("?", source)  # binary garbage: keep one char per column
+            source = "".join(c if c.isprintable() else " " if c == "\t" else "?" for c in source)
         return Span(self.file, line, col, source)
 
     def at(self, token: Token) -> Span:
@@ -156,14 +157,22 @@ def _describe_expected(names: set[str] | frozenset[str]) -> str:
     return ", ".join(ordered)
 
 
+def _end_of_input(ctx: _Context) -> Span:
+    """Just after the last non-blank character of the file."""
+    lines = ctx.lines
+    line = len(lines)
+    while line > 1 and not lines[line - 1].strip():
+        line -= 1
+    return ctx.span(line, len(lines[line - 1].rstrip()) + 1)
+
+
 def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str, ctx: _Context) -> IRSyntaxError:
     line, col = getattr(err, "line", -1), getattr(err, "column", -1)
-    if isinstance(err, lark.exceptions.UnexpectedEOF) or line is None or line < 1:
-        lines = ctx.lines
-        line = len(lines)
-        col = len(lines[-1]) + 1
+    token = getattr(err, "token", None)
+    at_end = isinstance(err, lark.exceptions.UnexpectedEOF) or (token is not None and token.type == "$END")
+    if at_end or line is None or line < 1:
         expected = _describe_expected(set(getattr(err, "expected", ())))
-        return IRSyntaxError(f"unexpected end of input; expected {expected}", ctx.span(line, col))
+        return IRSyntaxError(f"unexpected end of input; expected {expected}", _end_of_input(ctx))
     span = ctx.span(line, col)
     if isinstance(err, lark.exceptions.UnexpectedCharacters):
         ch = err.char
@@ -174,9 +183,6 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str, ctx: _Context
         return IRSyntaxError(f"unexpected character {shown}; expected {expected}", span)
     assert isinstance(err, lark.exceptions.UnexpectedToken)
     tok = err.token
-    if tok.type == "$END":
-        expected = _describe_expected(set(err.expected))
-        return IRSyntaxError(f"unexpected end of input; expected {expected}", span)
     shown = tok.value if len(tok.value) <= 40 else tok.value[:37] + "..."
     expected = _describe_expected(set(err.expected))
     return IRSyntaxError(f"unexpected '{shown}'; expected {expected}", span)
@@ -281,8 +287,20 @@ def _finish_node(raw: RawNode, scope: _Scope, local: list[str], ctx: _Context) -
     node = raw.node
     for value, token in zip(node.outputs, raw.output_tokens):
         scope.define(value, token, local)
+    if node.kind == "prim::Constant" and node.outputs:
+        _float_payload(node)
     if node.blocks and node.kind in ("prim::If", "prim::Loop"):
         _check_arity(node)
+
+
+def _float_payload(node: Node) -> None:
+    """PyTorch prints an integral double of 1e10 or more as ``10000000000000000``; a
+    float-typed constant keeps it as the float it is."""
+    value, type_ = node.attrs.get("value"), node.outputs[0].type
+    if type_ == T.FLOAT and type(value) is int:
+        node.attrs["value"] = float(value)
+    elif type_ == _FLOAT_LIST and type(value) is list and any(type(v) is int for v in value):
+        node.attrs["value"] = [float(v) if type(v) is int else v for v in value]
 
 
 def _check_arity(node: Node) -> None:
