@@ -80,7 +80,7 @@ graph(%x : Tensor):
 SMALL = StaticOptions(min_managed_bytes=0)  # plan even tiny tensors
 
 
-def iou_reference(x1, y1, w1, h1, x2, y2, w2, h2):  # noqa: ANN001, ANN201
+def iou_reference(x1, y1, w1, h1, x2, y2, w2, h2):
     xi, yi = np.maximum(x1, x2), np.maximum(y1, y2)
     wi = np.clip(np.minimum(x1 + w1, x2 + w2) - xi, 0, None)
     hi = np.clip(np.minimum(y1 + h1, y2 + h2) - yi, 0, None)
@@ -98,18 +98,21 @@ def boxes(n: int, seed: int = 0) -> list[np.ndarray]:
 
 
 @st.composite
-def tensor_lifetimes(draw):  # noqa: ANN001, ANN201
+def tensor_lifetimes(draw):
     n = draw(st.integers(1, 25))
     specs, spans = {}, {}
     for slot in range(n):
         start = draw(st.integers(0, 20))
         spans[slot] = (start, start + draw(st.integers(0, 8)))
-        specs[slot] = mp.TensorSpec((draw(st.integers(0, 300)),), np.dtype(draw(st.sampled_from(["f4", "f8", "u1"]))))
+        specs[slot] = mp.TensorSpec(
+            (draw(st.integers(0, 300)),),
+            np.dtype(draw(st.sampled_from(["f4", "f8", "u1"]))),
+        )
     return specs, spans
 
 
 @given(tensor_lifetimes(), st.sampled_from(["standard", "precomputed"]))
-def test_every_plan_is_valid_and_the_slab_is_bounded(drawn, algorithm) -> None:  # noqa: ANN001
+def test_every_plan_is_valid_and_the_slab_is_bounded(drawn, algorithm) -> None:
     """No two tensors alive together share a byte; standard slabs are exactly the sum of
     their groups' largest (aligned) tensors, precomputed ones never larger than that."""
     specs, spans = drawn
@@ -117,11 +120,15 @@ def test_every_plan_is_valid_and_the_slab_is_bounded(drawn, algorithm) -> None: 
     mp.validate(plan)
     groups = mp.plan(specs, spans, "standard").groups
     bound = sum(mp.align(max(specs[s].nbytes for s in g)) for g in groups)
-    assert plan.slab_bytes <= max(bound, sum(mp.align(s.nbytes) for s in specs.values()))
+    assert plan.slab_bytes <= max(
+        bound, sum(mp.align(s.nbytes) for s in specs.values())
+    )
     if algorithm == "standard":
         assert plan.slab_bytes == bound
     slab, views = mp.allocate(plan)
-    assert len(slab) == plan.slab_bytes and (not len(slab) or slab.ctypes.data % mp.ALIGN == 0)
+    assert len(slab) == plan.slab_bytes and (
+        not len(slab) or slab.ctypes.data % mp.ALIGN == 0
+    )
     for slot, view in views.items():
         assert view.shape == specs[slot].shape and view.dtype == specs[slot].dtype
 
@@ -131,21 +138,34 @@ def test_validation_rejects_a_broken_plan() -> None:
     spec = mp.TensorSpec((16,), np.dtype("f4"))
     good = mp.plan({0: spec, 1: spec}, {0: (0, 2), 1: (1, 3)}, "standard")
     mp.validate(good)
-    broken = mp.MemoryPlan("standard", {0: 0, 1: 0}, good.specs, good.lifetimes, ((0, 1),), 64)
+    broken = mp.MemoryPlan(
+        "standard", {0: 0, 1: 0}, good.specs, good.lifetimes, ((0, 1),), 64
+    )
     with pytest.raises(mp.PlanError, match="alive together"):
         mp.validate(broken)
-    outside = mp.MemoryPlan("standard", {0: 0, 1: 64}, good.specs, good.lifetimes, ((0,), (1,)), 64)
+    outside = mp.MemoryPlan(
+        "standard", {0: 0, 1: 64}, good.specs, good.lifetimes, ((0,), (1,)), 64
+    )
     with pytest.raises(mp.PlanError, match="outside the slab"):
         mp.validate(outside)
 
 
-def test_a_broken_planner_is_stopped_before_any_run_uses_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broken_planner_is_stopped_before_any_run_uses_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The runtime validates each plan it makes: a planner that overlaps live tensors
     raises PlanError instead of computing wrong results."""
 
-    def overlapping(specs, spans, algorithm="standard"):  # noqa: ANN001, ANN202
+    def overlapping(specs, spans, algorithm="standard"):
         size = max((mp.align(s.nbytes) for s in specs.values()), default=0)
-        return mp.MemoryPlan(algorithm, {s: 0 for s in specs}, dict(specs), dict(spans), (tuple(specs),), size)
+        return mp.MemoryPlan(
+            algorithm,
+            {s: 0 for s in specs},
+            dict(specs),
+            dict(spans),
+            (tuple(specs),),
+            size,
+        )
 
     monkeypatch.setattr(mp, "plan", overlapping)
     with pytest.raises(mp.PlanError):
@@ -154,7 +174,9 @@ def test_a_broken_planner_is_stopped_before_any_run_uses_it(monkeypatch: pytest.
 
 def test_lifetimes_extend_through_aliases() -> None:
     """A view or a list holding a tensor keeps it alive until their own last use."""
-    spans = mp.lifetimes({0: 0, 5: 3}, {0: [1], 1: [4], 2: [7], 5: [4]}, {0: [1], 1: [2]})
+    spans = mp.lifetimes(
+        {0: 0, 5: 3}, {0: [1], 1: [4], 2: [7], 5: [4]}, {0: [1], 1: [2]}
+    )
     assert spans == {0: (0, 7), 5: (3, 4)}
 
 
@@ -165,7 +187,9 @@ def test_lifetimes_extend_through_aliases() -> None:
 @pytest.mark.parametrize("planner", ["standard", "precomputed"])
 def test_ratio_iou_is_planned_and_correct_across_shapes(planner: str) -> None:
     """Shapes A, B, A: one plan per shape, results equal to numpy's each time."""
-    rt = StaticRuntime(RATIO_IOU, options=StaticOptions(planner=planner, min_managed_bytes=0))
+    rt = StaticRuntime(
+        RATIO_IOU, options=StaticOptions(planner=planner, min_managed_bytes=0)
+    )
     for n in (100, 37, 100):
         args = boxes(n, seed=n)
         np.testing.assert_allclose(rt(*args), iou_reference(*args), rtol=1e-6)
@@ -206,11 +230,10 @@ def test_a_steady_state_run_allocates_no_managed_intermediate() -> None:
 def test_views_and_in_place_ops_share_no_storage_they_should_not() -> None:
     """A view keeps its base alive; an in-place result is its input; results are right."""
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    graph = VIEWS.replace("%e : Tensor = aten::sum(%v, %nn)", "%e : Tensor = aten::sum(%v, %nn)").replace(
-        "  %a : Tensor", "  %nn : NoneType = prim::Constant()\n  %a : Tensor"
-    )
     for planner in ("standard", "precomputed"):
-        rt = StaticRuntime(VIEWS, options=StaticOptions(planner=planner, min_managed_bytes=0))
+        rt = StaticRuntime(
+            VIEWS, options=StaticOptions(planner=planner, min_managed_bytes=0)
+        )
         expected = (2 * x + x) ** 2 + (x * x).sum()
         for _ in range(3):
             np.testing.assert_allclose(rt(x), expected)
@@ -225,7 +248,9 @@ def test_outputs_are_never_slab_memory_and_managed_outputs_wait_for_release() ->
     first, second = rt(x, y), rt(x, y)
     assert not np.shares_memory(first, second)
     assert all(not np.shares_memory(first, p.slab) for p in rt._plans.values())
-    managed = StaticRuntime(CHAIN, options=StaticOptions(manage_output_tensors=True, min_managed_bytes=0))
+    managed = StaticRuntime(
+        CHAIN, options=StaticOptions(manage_output_tensors=True, min_managed_bytes=0)
+    )
     managed(x, y)
     a = managed(x, y)
     b = managed(x, y)  # a is still held: a fresh arena
@@ -246,7 +271,9 @@ def test_small_tensors_run_their_allocating_kernels_by_default() -> None:
 
 
 def test_plan_cache_is_bounded() -> None:
-    rt = StaticRuntime(CHAIN, options=StaticOptions(plan_cache_size=2, min_managed_bytes=0))
+    rt = StaticRuntime(
+        CHAIN, options=StaticOptions(plan_cache_size=2, min_managed_bytes=0)
+    )
     for n in (4, 5, 6, 4):
         x = np.ones(n, np.float32)
         rt(x, x)
@@ -265,7 +292,9 @@ def test_profile_reports_time_per_operator_and_the_memory_plan() -> None:
 
 
 def test_optimize_memory_off_gives_every_tensor_its_own_storage() -> None:
-    rt = StaticRuntime(RATIO_IOU, options=StaticOptions(optimize_memory=False, min_managed_bytes=0))
+    rt = StaticRuntime(
+        RATIO_IOU, options=StaticOptions(optimize_memory=False, min_managed_bytes=0)
+    )
     args = boxes(50)
     rt(*args)
     np.testing.assert_allclose(rt(*args), iou_reference(*args), rtol=1e-6)
@@ -280,4 +309,6 @@ def test_one_module_shared_read_only() -> None:
     x = np.ones(8, np.float32)
     a(x, x), b(x, x), a(x, x), b(x, x)
     assert a._plans and b._plans
-    assert not np.shares_memory(next(iter(a._plans.values())).slab, next(iter(b._plans.values())).slab)
+    assert not np.shares_memory(
+        next(iter(a._plans.values())).slab, next(iter(b._plans.values())).slab
+    )

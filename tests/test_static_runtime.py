@@ -98,17 +98,17 @@ graph(%a : Tensor, %b : Tensor):
 """
 
 
-def lstm_reference(x, hx, cx, w_ih, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN201
+def lstm_reference(x, hx, cx, w_ih, w_hh, b_ih, b_hh):
     gates = x @ w_ih.T + hx @ w_hh.T + b_ih + b_hh
     i, f, c, o = np.split(gates, 4, axis=1)
-    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    sig = lambda v: 1 / (1 + np.exp(-v))
     cy = sig(f) * cx + sig(i) * np.tanh(c)
     return sig(o) * np.tanh(cy), cy
 
 
 def lstm_inputs(batch: int, hidden: int, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    f = lambda *s: rng.standard_normal(s, dtype=np.float32) * 0.1  # noqa: E731
+    f = lambda *s: rng.standard_normal(s, dtype=np.float32) * 0.1
     return [f(batch, hidden), f(batch, hidden), f(batch, hidden), f(4 * hidden, hidden), f(4 * hidden, hidden),
             f(4 * hidden), f(4 * hidden)]  # fmt: skip
 
@@ -179,7 +179,9 @@ def test_inputs_are_checked_against_their_declared_types() -> None:
 def test_eight_threads_share_one_module_through_a_pool() -> None:
     """8 threads x 200 runs with different inputs (and shapes) through a RuntimePool of 3
     runtimes over one StaticModule: every result is checked."""
-    pool = RuntimePool(StaticModule(LSTM_CELL, options=StaticOptions(min_managed_bytes=0)), 3)
+    pool = RuntimePool(
+        StaticModule(LSTM_CELL, options=StaticOptions(min_managed_bytes=0)), 3
+    )
     weights = lstm_inputs(2, 8)[3:]
     failures: list[str] = []
 
@@ -187,10 +189,15 @@ def test_eight_threads_share_one_module_through_a_pool() -> None:
         rng = np.random.default_rng(tid)
         for k in range(200):
             batch = 1 + (tid + k) % 3
-            state = [rng.standard_normal((batch, 8), dtype=np.float32) for _ in range(3)]
+            state = [
+                rng.standard_normal((batch, 8), dtype=np.float32) for _ in range(3)
+            ]
             hy, cy = pool(*state, *weights)
             ehy, ecy = lstm_reference(*state, *weights)
-            if not (np.allclose(hy, ehy, rtol=1e-5, atol=1e-6) and np.allclose(cy, ecy, rtol=1e-5, atol=1e-6)):
+            if not (
+                np.allclose(hy, ehy, rtol=1e-5, atol=1e-6)
+                and np.allclose(cy, ecy, rtol=1e-5, atol=1e-6)
+            ):
                 failures.append(f"thread {tid} run {k}")
 
     threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
@@ -252,5 +259,7 @@ def test_big_fusion_groups_run_their_fused_kernel_small_ones_their_nodes() -> No
         np.testing.assert_array_equal(static(*args), interp(*args))
     modes = [p.mode.fused for p in static._plans.values()]
     assert sorted(len(m) for m in modes) == [0, 1]
-    report = profile(program, [rng.random(100, dtype=np.float32) for _ in range(8)], runs=1)
+    report = profile(
+        program, [rng.random(100, dtype=np.float32) for _ in range(8)], runs=1
+    )
     assert any("below the fused kernel's size" in f for f in report.fusion_fallbacks)

@@ -32,7 +32,7 @@ from typing import Any
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,7 +47,7 @@ except ImportError:  # the torch columns stay empty
 # the programs, as Python (scripted by torch) and as hand-written numpy
 
 
-def ratio_iou(x1, y1, w1, h1, x2, y2, w2, h2):  # noqa: ANN001, ANN201
+def ratio_iou(x1, y1, w1, h1, x2, y2, w2, h2):
     xi = torch.max(x1, x2)
     yi = torch.max(y1, y2)
     wi = torch.clamp(torch.min(x1 + w1, x2 + w2) - xi, min=0.0)
@@ -57,7 +57,7 @@ def ratio_iou(x1, y1, w1, h1, x2, y2, w2, h2):  # noqa: ANN001, ANN201
     return area_i / torch.clamp(area_u, min=1e-5)
 
 
-def np_ratio_iou(x1, y1, w1, h1, x2, y2, w2, h2):  # noqa: ANN001, ANN201
+def np_ratio_iou(x1, y1, w1, h1, x2, y2, w2, h2):
     xi = np.maximum(x1, x2)
     yi = np.maximum(y1, y2)
     wi = np.clip(np.minimum(x1 + w1, x2 + w2) - xi, 0.0, None)
@@ -67,7 +67,7 @@ def np_ratio_iou(x1, y1, w1, h1, x2, y2, w2, h2):  # noqa: ANN001, ANN201
     return area_i / np.clip(area_u, 1e-5, None)
 
 
-def lstm_cell(x, hx, cx, w_ih, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN201
+def lstm_cell(x, hx, cx, w_ih, w_hh, b_ih, b_hh):
     gates = x.mm(w_ih.t()) + hx.mm(w_hh.t()) + b_ih + b_hh
     ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
     ingate = torch.sigmoid(ingate)
@@ -83,32 +83,32 @@ def _sigmoid(v: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-v))
 
 
-def np_lstm_cell(x, hx, cx, w_ih, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN201
+def np_lstm_cell(x, hx, cx, w_ih, w_hh, b_ih, b_hh):
     gates = x @ w_ih.T + hx @ w_hh.T + b_ih + b_hh
     ingate, forgetgate, cellgate, outgate = np.split(gates, 4, axis=1)
     cy = _sigmoid(forgetgate) * cx + _sigmoid(ingate) * np.tanh(cellgate)
     return _sigmoid(outgate) * np.tanh(cy), cy
 
 
-def mlp(x, w1, b1, w2, b2, w3, b3):  # noqa: ANN001, ANN201
+def mlp(x, w1, b1, w2, b2, w3, b3):
     h = torch.relu(torch.nn.functional.linear(x, w1, b1))
     h = torch.relu(torch.nn.functional.linear(h, w2, b2))
     return torch.nn.functional.linear(h, w3, b3)
 
 
-def np_mlp(x, w1, b1, w2, b2, w3, b3):  # noqa: ANN001, ANN201
+def np_mlp(x, w1, b1, w2, b2, w3, b3):
     h = np.maximum(x @ w1.T + b1, 0)
     h = np.maximum(h @ w2.T + b2, 0)
     return h @ w3.T + b3
 
 
-def small_loop(x, y):  # noqa: ANN001, ANN201
+def small_loop(x, y):
     for _ in range(100):
         x = x * 0.5 + y
     return x
 
 
-def np_small_loop(x, y):  # noqa: ANN001, ANN201
+def np_small_loop(x, y):
     for _ in range(100):
         x = x * np.float32(0.5) + y
     return x
@@ -204,16 +204,30 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
 def cases() -> list[tuple[str, str, list[np.ndarray]]]:
     """(row label, program, inputs)."""
     rng = np.random.default_rng(0)
-    f32 = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * 0.1  # noqa: E731
+    f32 = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * 0.1
     rows = []
     for n in (10, 1_000, 100_000, 800_000):
-        rows.append((f"ratio_iou n={n:g}", "ratio_iou", [np.exp(f32(n)) for _ in range(8)]))
+        rows.append(
+            (f"ratio_iou n={n:g}", "ratio_iou", [np.exp(f32(n)) for _ in range(8)])
+        )
     for batch, hidden in ((1, 64), (64, 256)):
-        weights = [f32(4 * hidden, hidden), f32(4 * hidden, hidden), f32(4 * hidden), f32(4 * hidden)]
+        weights = [
+            f32(4 * hidden, hidden),
+            f32(4 * hidden, hidden),
+            f32(4 * hidden),
+            f32(4 * hidden),
+        ]
         state = [f32(batch, hidden) for _ in range(3)]
         rows.append((f"lstm_cell b={batch} h={hidden}", "lstm_cell", state + weights))
     for batch in (1, 256):
-        layers = [f32(512, 256), f32(512), f32(512, 512), f32(512), f32(10, 512), f32(10)]
+        layers = [
+            f32(512, 256),
+            f32(512),
+            f32(512, 512),
+            f32(512),
+            f32(10, 512),
+            f32(10),
+        ]
         rows.append((f"mlp3 b={batch}", "mlp", [f32(batch, 256), *layers]))
     rows.append(("loop100 n=16", "small_loop", [f32(16), f32(16)]))
     return rows
@@ -223,7 +237,9 @@ def cases() -> list[tuple[str, str, list[np.ndarray]]]:
 # timing
 
 
-def median_calls(fns: dict[str, Callable[[], Any]], budget: float, batches: int = 9) -> dict[str, float]:
+def median_calls(
+    fns: dict[str, Callable[[], Any]], budget: float, batches: int = 9
+) -> dict[str, float]:
     """Median seconds per call of each function.  Batches are interleaved (one batch of
     each function in turn, ``batches`` rounds) so that a load spike on the shared machine
     hits every column alike; a batch lasts about budget / batches."""
@@ -232,7 +248,9 @@ def median_calls(fns: dict[str, Callable[[], Any]], budget: float, batches: int 
         fn()
         t0 = time.perf_counter()
         fn()
-        numbers[name] = max(1, int(budget / batches / max(time.perf_counter() - t0, 1e-7)))
+        numbers[name] = max(
+            1, int(budget / batches / max(time.perf_counter() - t0, 1e-7))
+        )
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(batches):
         for name, fn in fns.items():
@@ -274,7 +292,11 @@ def dispatch_overhead(budget: float) -> dict[str, float]:
     lines.append(f"  return (%x{n})")
     module = compiler.parse("\n".join(lines))
     static = vm.StaticRuntime(module)  # unoptimized: constant propagation would fold it
-    kernel = registry.bind(__import__("compiler.resolve", fromlist=["resolve"]).resolve(module.main.nodes[1]))
+    kernel = registry.bind(
+        __import__("compiler.resolve", fromlist=["resolve"]).resolve(
+            module.main.nodes[1]
+        )
+    )
 
     def direct() -> int:
         x = 0
@@ -290,7 +312,9 @@ def dispatch_overhead(budget: float) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="short timing budget (a smoke run)")
+    parser.add_argument(
+        "--quick", action="store_true", help="short timing budget (a smoke run)"
+    )
     parser.add_argument("--out", default=str(ROOT / "bench_results" / "runtimes"))
     args = parser.parse_args(argv)
     budget = 0.05 if args.quick else 0.6
@@ -301,15 +325,17 @@ def main(argv: list[str] | None = None) -> int:
     for label, program, inputs in cases():
         row = built.setdefault(program, runners(program))
         tensors = [torch.from_numpy(a) for a in inputs] if torch is not None else None
-        calls = {
-            column: (lambda fn=fn, a=(tensors if column.startswith("torch") else inputs): fn(*a))
-            for column, fn in row.items()
-        }
+        calls = {}
+        for column, fn in row.items():
+            call_args = tensors if column.startswith("torch") else inputs
+            calls[column] = lambda fn=fn, a=call_args: fn(*a)
         times = median_calls(calls, budget)
         results.append({"case": label, "seconds": times})
         print(format_row(label, times), flush=True)
     overhead = dispatch_overhead(budget)
-    print(f"static runtime dispatch: {overhead['overhead_us_per_node']:.3f} us per node beyond the kernel")
+    print(
+        f"static runtime dispatch: {overhead['overhead_us_per_node']:.3f} us per node beyond the kernel"
+    )
     write_results(Path(args.out), results, overhead)
     return 0
 
@@ -326,10 +352,18 @@ def format_row(label: str, times: dict[str, float]) -> str:
     return "  ".join(cells)
 
 
-def write_results(out: Path, results: list[dict[str, Any]], overhead: dict[str, float]) -> None:
+def write_results(
+    out: Path, results: list[dict[str, Any]], overhead: dict[str, float]
+) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"numpy": np.__version__, "torch": getattr(torch, "__version__", None), "python": sys.version.split()[0]}
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results, "dispatch": overhead}, indent=1))
+    meta = {
+        "numpy": np.__version__,
+        "torch": getattr(torch, "__version__", None),
+        "python": sys.version.split()[0],
+    }
+    out.with_suffix(".json").write_text(
+        json.dumps({"meta": meta, "results": results, "dispatch": overhead}, indent=1)
+    )
     cols = [c for c in COLUMNS if any(c in r["seconds"] for r in results)]
     lines = [
         "# irvm runtimes benchmark",

@@ -117,7 +117,9 @@ def lifetimes(
 
 
 def plan(
-    specs: Mapping[int, TensorSpec], spans: Mapping[int, tuple[int, int]], algorithm: str = "standard"
+    specs: Mapping[int, TensorSpec],
+    spans: Mapping[int, tuple[int, int]],
+    algorithm: str = "standard",
 ) -> MemoryPlan:
     """Assign every slot of ``specs`` an offset; ``spans`` are their lifetimes."""
     if algorithm == "standard":
@@ -128,7 +130,9 @@ def plan(
                 offsets[slot] = cursor
             cursor += align(max(specs[s].nbytes for s in group))
             ordered.append(tuple(group))
-        return MemoryPlan(algorithm, offsets, dict(specs), dict(spans), tuple(ordered), cursor)
+        return MemoryPlan(
+            algorithm, offsets, dict(specs), dict(spans), tuple(ordered), cursor
+        )
     if algorithm == "precomputed":
         offsets = _greedy_by_size(specs, spans)
         by_offset: dict[int, list[int]] = {}
@@ -157,13 +161,17 @@ def _storage_groups(spans: Mapping[int, tuple[int, int]]) -> list[list[int]]:
     return groups
 
 
-def _greedy_by_size(specs: Mapping[int, TensorSpec], spans: Mapping[int, tuple[int, int]]) -> dict[int, int]:
+def _greedy_by_size(
+    specs: Mapping[int, TensorSpec], spans: Mapping[int, tuple[int, int]]
+) -> dict[int, int]:
     """Largest first; each in the lowest gap among placed tensors alive at the same time."""
     offsets: dict[int, int] = {}
     for slot in sorted(specs, key=lambda s: (-specs[s].nbytes, spans[s][0], s)):
         size = align(specs[slot].nbytes)
         busy = sorted(
-            (offsets[o], offsets[o] + align(specs[o].nbytes)) for o in offsets if _overlap(spans[o], spans[slot])
+            (offsets[o], offsets[o] + align(specs[o].nbytes))
+            for o in offsets
+            if _overlap(spans[o], spans[slot])
         )
         best, cursor = None, 0
         for lo, hi in busy:
@@ -185,12 +193,18 @@ def validate(p: MemoryPlan) -> None:
     for i, a in enumerate(slots):
         a_lo, a_hi = p.offsets[a], p.offsets[a] + p.specs[a].nbytes
         if a_lo % ALIGN or a_hi > p.slab_bytes:
-            raise PlanError(f"memory plan: slot {a} at [{a_lo}, {a_hi}) is misaligned or outside the slab")
+            raise PlanError(
+                f"memory plan: slot {a} at [{a_lo}, {a_hi}) is misaligned or outside the slab"
+            )
         for b in slots[i + 1 :]:
             b_lo = p.offsets[b]
             if b_lo >= a_hi:
                 break
-            if p.specs[b].nbytes and p.specs[a].nbytes and _overlap(p.lifetimes[a], p.lifetimes[b]):
+            if (
+                p.specs[b].nbytes
+                and p.specs[a].nbytes
+                and _overlap(p.lifetimes[a], p.lifetimes[b])
+            ):
                 raise PlanError(
                     f"memory plan: slots {a} (steps {p.lifetimes[a]}) and {b} (steps {p.lifetimes[b]})"
                     f" are alive together and overlap at bytes [{b_lo}, {min(a_hi, b_lo + p.specs[b].nbytes)})"
@@ -209,7 +223,9 @@ def allocate(p: MemoryPlan) -> tuple[np.ndarray, dict[int, np.ndarray]]:
     views = {}
     for slot, offset in p.offsets.items():
         spec = p.specs[slot]
-        views[slot] = slab[offset : offset + spec.nbytes].view(spec.dtype).reshape(spec.shape)
+        views[slot] = (
+            slab[offset : offset + spec.nbytes].view(spec.dtype).reshape(spec.shape)
+        )
     return slab, views
 
 
@@ -222,7 +238,8 @@ def arena(specs: Sequence[TensorSpec]) -> list[np.ndarray]:
     raw = np.empty(cursor + ALIGN, dtype=np.uint8)
     start = (-raw.ctypes.data) % ALIGN
     return [
-        raw[start + o : start + o + s.nbytes].view(s.dtype).reshape(s.shape) for o, s in zip(offsets, specs)
+        raw[start + o : start + o + s.nbytes].view(s.dtype).reshape(s.shape)
+        for o, s in zip(offsets, specs)
     ]
 
 

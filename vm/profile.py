@@ -48,7 +48,9 @@ class ProfileReport:
     total_nodes: int
     out_nodes: int  # nodes with an out variant
     per_kind: tuple[KindMetrics, ...]
-    per_node: tuple[tuple[str, float], ...]  # the slowest nodes, "repr @ span", seconds/run
+    per_node: tuple[
+        tuple[str, float], ...
+    ]  # the slowest nodes, "repr @ span", seconds/run
     managed_bytes: int
     slab_bytes: int
     storage_groups: int
@@ -62,7 +64,7 @@ class ProfileReport:
         return self.managed_bytes - self.slab_bytes
 
     def __str__(self) -> str:
-        us = lambda s: f"{s * 1e6:10.2f} us"  # noqa: E731
+        us = lambda s: f"{s * 1e6:10.2f} us"
         lines = [
             f"static runtime profile: {self.runs} runs after one warm-up",
             f"  setup {us(self.setup_seconds)}   first run {us(self.first_run_seconds)}",
@@ -72,7 +74,9 @@ class ProfileReport:
             f"  {'operator':<34}{'time/run':>14}{'share':>8}{'count':>7}{'slab':>6}",
         ]
         for k in self.per_kind:
-            lines.append(f"  {k.kind:<34}{us(k.seconds_per_run):>14}{k.share:>7.1%}{k.instances:>7}{k.managed:>6}")
+            lines.append(
+                f"  {k.kind:<34}{us(k.seconds_per_run):>14}{k.share:>7.1%}{k.instances:>7}{k.managed:>6}"
+            )
         if self.per_node:
             lines += ["", "  slowest nodes:"]
             lines += [f"  {us(t)}  {name}" for name, t in self.per_node]
@@ -83,9 +87,13 @@ class ProfileReport:
             f" saved {self.bytes_saved} bytes",
         ]
         if self.out_variant_fallbacks:
-            lines.append(f"  out variants that allocated anyway: {', '.join(self.out_variant_fallbacks)}")
+            lines.append(
+                f"  out variants that allocated anyway: {', '.join(self.out_variant_fallbacks)}"
+            )
         if self.fusion_fallbacks:
-            lines.append(f"  fusion groups run as their nodes, not a fused kernel: {', '.join(self.fusion_fallbacks)}")
+            lines.append(
+                f"  fusion groups run as their nodes, not a fused kernel: {', '.join(self.fusion_fallbacks)}"
+            )
         return "\n".join(lines)
 
 
@@ -99,8 +107,10 @@ def profile(
     """Profile ``program_or_module`` (anything ``StaticModule`` accepts) on ``inputs``."""
     runs = max(1, runs)
     t0 = time.perf_counter()
-    sm = program_or_module if isinstance(program_or_module, StaticModule) else StaticModule(
-        program_or_module, weights, options
+    sm = (
+        program_or_module
+        if isinstance(program_or_module, StaticModule)
+        else StaticModule(program_or_module, weights, options)
     )
     setup = time.perf_counter() - t0
     rt = StaticRuntime(sm)
@@ -120,11 +130,22 @@ def profile(
     for _ in range(runs):  # the median of each node over the runs: robust to preemption
         times = [0.0] * len(sm.processed_nodes)
         arena, fast = (list(plan.arena), plan.fast) if plan is not None else ([], {})
-        timed = sm.bind(sm.entry, mode, views, sm.callee_functions(True), None, times, arena, fast)
+        timed = sm.bind(
+            sm.entry, mode, views, sm.callee_functions(True), None, times, arena, fast
+        )
         rt._run(timed, tuple(inputs))
         per_run.append(times)
     medians = [statistics.median(column) for column in zip(*per_run)]
-    return _report(sm, plan, medians, setup, first, statistics.median(totals), runs, _fallbacks(sm, plan, inputs))
+    return _report(
+        sm,
+        plan,
+        medians,
+        setup,
+        first,
+        statistics.median(totals),
+        runs,
+        _fallbacks(sm, plan, inputs),
+    )
 
 
 def _fallbacks(sm: StaticModule, plan: Any, inputs: Sequence[Any]) -> list[str]:
@@ -133,13 +154,22 @@ def _fallbacks(sm: StaticModule, plan: Any, inputs: Sequence[Any]) -> list[str]:
         return []
     seen: dict[int, Any] = {}
     mode = attrs.evolve(plan.mode, record=True, candidates=frozenset(plan.views))
-    fn = sm.bind(sm.entry, mode, plan.views, sm.callee_functions(False), seen, None, list(plan.arena), plan.fast)
+    fn = sm.bind(
+        sm.entry,
+        mode,
+        plan.views,
+        sm.callee_functions(False),
+        seen,
+        None,
+        list(plan.arena),
+        plan.fast,
+    )
     fn(*inputs)
     producers = {pn.outputs[0]: pn for pn in sm.entry.pnodes if len(pn.outputs) == 1}
     return [producers[s].node.kind for s, v in seen.items() if v is not plan.views[s]]
 
 
-def _report(sm, plan, times, setup, first, per_run, runs, fallbacks) -> ProfileReport:  # noqa: ANN001
+def _report(sm, plan, times, setup, first, per_run, runs, fallbacks) -> ProfileReport:
     """``times[i]``: node i's median seconds per run."""
     nodes = sm.processed_nodes
     managed = set(plan.views) if plan is not None else set()
@@ -150,15 +180,22 @@ def _report(sm, plan, times, setup, first, per_run, runs, fallbacks) -> ProfileR
         entry = kinds.setdefault(pn.kind, [0.0, 0, 0])
         entry[0] += times[pn.index]
         entry[1] += 1
-        entry[2] += bool(pn.outputs and pn.outputs[0] in managed and pn in sm.entry.pnodes)
+        entry[2] += bool(
+            pn.outputs and pn.outputs[0] in managed and pn in sm.entry.pnodes
+        )
     node_total = sum(v[0] for v in kinds.values()) or 1e-12
     per_kind = tuple(
         sorted(
-            (KindMetrics(k, v[0], v[0] / node_total, int(v[1]), int(v[2])) for k, v in kinds.items()),
+            (
+                KindMetrics(k, v[0], v[0] / node_total, int(v[1]), int(v[2]))
+                for k, v in kinds.items()
+            ),
             key=lambda m: -m.seconds_per_run,
         )
     )
-    slow = sorted((pn for pn in nodes if pn.kernel is not None), key=lambda pn: -times[pn.index])[:8]
+    slow = sorted(
+        (pn for pn in nodes if pn.kernel is not None), key=lambda pn: -times[pn.index]
+    )[:8]
     per_node = tuple((f"{pn.node!r} @ {pn.node.span}", times[pn.index]) for pn in slow)
     memory = plan.memory if plan is not None else None
     return ProfileReport(

@@ -51,7 +51,15 @@ CONTAINER_KINDS = frozenset(
     {"prim::ListConstruct", "prim::ListUnpack", "prim::TupleConstruct", "prim::TupleUnpack", "prim::TupleIndex",
      "prim::DictConstruct", "aten::__getitem__", "prim::unchecked_cast", "aten::list", "prim::GetAttr"}
 )  # fmt: skip
-CONTROL_KINDS = frozenset({"prim::If", "prim::Loop", "prim::CallFunction", "prim::CallMethod", "prim::FusionGroup"})
+CONTROL_KINDS = frozenset(
+    {
+        "prim::If",
+        "prim::Loop",
+        "prim::CallFunction",
+        "prim::CallMethod",
+        "prim::FusionGroup",
+    }
+)
 
 
 @attrs.frozen
@@ -63,16 +71,22 @@ class BlockFacts:
     output_candidates: tuple[Value, ...]  # graph outputs an output arena may hold
     used_at: dict[Value, list[int]]
     may_alias: dict[Value, list[Value]]
-    tainted: frozenset[Value]  # values whose size or dtype may depend on more than the key
+    tainted: frozenset[
+        Value
+    ]  # values whose size or dtype may depend on more than the key
 
 
 def is_tensor_type(t: T.Type | None) -> bool:
     return t is None or isinstance(t, T.TensorType)
 
 
-def analyze(graph: Graph, refs: dict[Node, OpRef], has_out: Callable[[Node], bool]) -> BlockFacts:
+def analyze(
+    graph: Graph, refs: dict[Node, OpRef], has_out: Callable[[Node], bool]
+) -> BlockFacts:
     """Facts for ``graph``'s top-level block; ``refs`` are the resolved ops of its nodes."""
-    steps = tuple(n for n in graph.nodes if n.kind not in ("prim::Constant", "prim::Drop"))
+    steps = tuple(
+        n for n in graph.nodes if n.kind not in ("prim::Constant", "prim::Drop")
+    )
     used_at: dict[Value, list[int]] = {}
     may_alias: dict[Value, list[Value]] = {}
     for step, node in enumerate(steps):
@@ -92,15 +106,31 @@ def analyze(graph: Graph, refs: dict[Node, OpRef], has_out: Callable[[Node], boo
             outputs.append(node.output)
         elif node.output not in escape:
             produced_at[node.output] = step
-    return BlockFacts(steps, produced_at, tuple(dict.fromkeys(outputs)), used_at, may_alias, frozenset(tainted))
+    return BlockFacts(
+        steps,
+        produced_at,
+        tuple(dict.fromkeys(outputs)),
+        used_at,
+        may_alias,
+        frozenset(tainted),
+    )
 
 
-def _fresh_tensor_op(node: Node, refs: dict[Node, OpRef], has_out: Callable[[Node], bool]) -> bool:
+def _fresh_tensor_op(
+    node: Node, refs: dict[Node, OpRef], has_out: Callable[[Node], bool]
+) -> bool:
     ref = refs.get(node)
-    if ref is None or len(node.outputs) != 1 or not is_tensor_type(node.output.type) or not has_out(node):
+    if (
+        ref is None
+        or len(node.outputs) != 1
+        or not is_tensor_type(node.output.type)
+        or not has_out(node)
+    ):
         return False
     info = _info(ref)
-    return info is not None and not info.schema.returns_alias and not info.schema.mutates
+    return (
+        info is not None and not info.schema.returns_alias and not info.schema.mutates
+    )
 
 
 def _info(ref: OpRef) -> registry.OpInfo | None:
@@ -139,7 +169,9 @@ def _alias_edges(node: Node, fresh: bool) -> list[tuple[Value, Value]]:
     for i in written:
         target = node.inputs[i]
         edges += [(target, out) for out in node.outputs]
-        if not is_tensor_type(target.type):  # a container may now hold the other arguments
+        if not is_tensor_type(
+            target.type
+        ):  # a container may now hold the other arguments
             edges += [(v, target) for v in mutable if v is not target]
     return edges
 
@@ -154,7 +186,9 @@ def _closure(start: Value, may_alias: dict[Value, list[Value]]) -> set[Value]:
     return seen
 
 
-def _escapes(graph: Graph, steps: tuple[Node, ...], may_alias: dict[Value, list[Value]]) -> set[Value]:
+def _escapes(
+    graph: Graph, steps: tuple[Node, ...], may_alias: dict[Value, list[Value]]
+) -> set[Value]:
     """Values whose alias closure reaches a graph input, a graph output or module state."""
     sinks = set(graph.inputs) | set(graph.outputs)
     for node in steps:
@@ -169,9 +203,15 @@ def _escapes(graph: Graph, steps: tuple[Node, ...], may_alias: dict[Value, list[
     return escaping
 
 
-def _taint(graph: Graph, steps: tuple[Node, ...], refs: dict[Node, OpRef]) -> set[Value]:
+def _taint(
+    graph: Graph, steps: tuple[Node, ...], refs: dict[Node, OpRef]
+) -> set[Value]:
     """Values whose size (or, for non-tensors, value) may depend on more than input shapes."""
-    tainted = {v for v in graph.inputs if not is_tensor_type(v.type) and not isinstance(v.type, T.ClassType)}
+    tainted = {
+        v
+        for v in graph.inputs
+        if not is_tensor_type(v.type) and not isinstance(v.type, T.ClassType)
+    }
     for node in steps:
         if _taints(node, refs, tainted):
             tainted.update(node.outputs)

@@ -94,7 +94,9 @@ class Mode:
     # nodes called as a bare ufunc (vm/static_fastpath.py):
     # (index, (("v", slot) | ("s", j), ...), guarded by a dtype check)
     fast: tuple[tuple[int, tuple[tuple[str, int], ...], bool], ...] = ()
-    fused: frozenset[int] = frozenset()  # fusion groups run by their fused kernel, not expanded
+    fused: frozenset[int] = (
+        frozenset()
+    )  # fusion groups run by their fused kernel, not expanded
 
 
 class GraphCode:
@@ -142,7 +144,15 @@ class GraphCode:
             ref = refs.get(node)
             kernel = bind(ref) if ref is not None else None
             out = bind_out(ref) if ref is not None and len(outs) == 1 else None
-            pn = ProcessedNode(next(index), node, ref, kernel, out, tuple(self._slot(v) for v in node.inputs), outs)
+            pn = ProcessedNode(
+                next(index),
+                node,
+                ref,
+                kernel,
+                out,
+                tuple(self._slot(v) for v in node.inputs),
+                outs,
+            )
             self.pnodes.append(pn)
             self.by_node[node] = pn
 
@@ -180,11 +190,15 @@ class _Generator:
             self._emit(2, f"if _d > {code.max_depth}: _deep({code.label!r}, _d)")
         self._block(code.graph.block, 2, returns=True)
         body = self.lines[body_start:]
-        prologue = [f"    {name} = {self._source_of(name)}" for name in sorted(self.used)]
+        prologue = [
+            f"    {name} = {self._source_of(name)}" for name in sorted(self.used)
+        ]
         prologue.insert(0, "    G = {g: i.kernel for g, i in GROUPS.items()}")
         header = "def __make(K, O, C, B, OB, F, R, T, U, _pc, _deep):"
         lines = [header, *prologue, *body, "    return run"]
-        shift = 2 + len(prologue) - body_start  # the header line, and lines count from 1
+        shift = (
+            2 + len(prologue) - body_start
+        )  # the header line, and lines count from 1
         filename = f"<static:{code.label}:{next(_counter)}>"
         LINEMAPS[filename] = {line + shift: node for line, node in self.linemap.items()}
         namespace: dict[str, Any] = {"_nd": np.ndarray, "GROUPS": code.groups}
@@ -205,7 +219,9 @@ class _Generator:
     def _emit(self, depth: int, text: str, node: Node | None = None) -> None:
         self.lines.append("    " * depth + text)
         if node is not None:
-            self.linemap[len(self.lines) - 1] = node  # index into the body; shifted later
+            self.linemap[len(self.lines) - 1] = (
+                node  # index into the body; shifted later
+            )
 
     def _v(self, value: Value) -> str:
         slot = self.code.slots[value]
@@ -217,7 +233,9 @@ class _Generator:
 
     def _block(self, block: Block, depth: int, returns: bool = False) -> None:
         if depth > _MAX_NESTING + 2:
-            raise CompileError("blocks nested too deeply for the static runtime", block.span)
+            raise CompileError(
+                "blocks nested too deeply for the static runtime", block.span
+            )
         start = len(self.lines)
         items = self._items(block)
         dels = self._last_uses(block, items)
@@ -233,7 +251,13 @@ class _Generator:
                 self._op(node, depth, tail)
         if returns:
             rets = [self._v(v) for v in block.returns]
-            text = "None" if not rets else rets[0] if len(rets) == 1 else f"({', '.join(rets)})"
+            text = (
+                "None"
+                if not rets
+                else rets[0]
+                if len(rets) == 1
+                else f"({', '.join(rets)})"
+            )
             self._emit(depth, f"return {text}")
         elif len(self.lines) == start:
             self._emit(depth, "pass")
@@ -250,7 +274,9 @@ class _Generator:
                 items.append(node)
         return items
 
-    def _last_uses(self, block: Block, items: list[Node | FusionInfo]) -> dict[int, list[str]]:
+    def _last_uses(
+        self, block: Block, items: list[Node | FusionInfo]
+    ) -> dict[int, list[str]]:
         """After which item of ``block`` each local tensor defined in it can be deleted."""
         code, keep = self.code, set(block.returns)
         defined: dict[Value, int] = {}
@@ -262,7 +288,12 @@ class _Generator:
                 defined[v] = last[v] = i
         dels: dict[int, list[str]] = {}
         for v, i in last.items():
-            if v not in defined or v in keep or code.slots[v] in code.constants or not is_mutable_type(v.type):
+            if (
+                v not in defined
+                or v in keep
+                or code.slots[v] in code.constants
+                or not is_mutable_type(v.type)
+            ):
                 continue
             if code.slots[v] in self.mode.managed:
                 continue
@@ -278,7 +309,11 @@ class _Generator:
         line = f"{target} = g{group.gid}({', '.join(ins)})"
         if len(outs) == 1:
             line = f"{outs[0]} = g{group.gid}({', '.join(ins)})"
-        self._emit(depth, line + tail, next((n for n in group.nodes if n.kind not in SKIPPED), group.nodes[0]))
+        self._emit(
+            depth,
+            line + tail,
+            next((n for n in group.nodes if n.kind not in SKIPPED), group.nodes[0]),
+        )
 
     def _op(self, node: Node, depth: int, tail: str) -> None:
         outs = [self._v(v) for v in node.outputs]
@@ -287,7 +322,9 @@ class _Generator:
         if node.kind == "prim::CallFunction":
             name = _function_name(node)
             if name not in self.code.functions:
-                raise CompileError(f"prim::CallFunction of an unknown function {name!r}", node.span)
+                raise CompileError(
+                    f"prim::CallFunction of an unknown function {name!r}", node.span
+                )
             call = f"F[{self.code.functions[name]}]({', '.join(['_d + 1', *ins[1:]])})"
             self._emit(depth, f"{target}{call}{tail}", node)
             return
@@ -312,7 +349,9 @@ class _Generator:
             call = f"u{pn.index}({', '.join(parts)})"
             if guarded:
                 operands = [p for p in parts if p.startswith("v")]
-                checks = " and ".join(f"type({v}) is _nd and {v}.dtype is d{pn.index}" for v in operands)
+                checks = " and ".join(
+                    f"type({v}) is _nd and {v}.dtype is d{pn.index}" for v in operands
+                )
                 dims = " or ".join(f"{v}.ndim" for v in operands)
                 self.used.update((f"d{pn.index}", f"k{pn.index}"))
                 call = f"{call} if {checks} and ({dims}) else k{pn.index}({', '.join(ins)})"
@@ -344,7 +383,7 @@ class _Generator:
 
     def _loop(self, node: Node, depth: int, tail: str) -> None:
         body = node.blocks[0]
-        trip, cond, *init = (self._v(v) for v in node.inputs)
+        trip, cond = (self._v(v) for v in node.inputs[:2])
         outs = node.outputs
         n = self.code.by_node[node].index
         self._assign(outs, node.inputs[2:], depth, node)
@@ -359,14 +398,25 @@ class _Generator:
             self._emit(depth, f"while _c{n} and {index} < {trip}:", node)
             self._assign(body.params[1:], outs, depth + 1, node)
             self._block(body, depth + 1)
-            self._assign([*outs, None], [*body.returns[1:], body.returns[0]], depth + 1, node, cond=f"_c{n}")
+            self._assign(
+                [*outs, None],
+                [*body.returns[1:], body.returns[0]],
+                depth + 1,
+                node,
+                cond=f"_c{n}",
+            )
             self._emit(depth + 1, f"{index} = {self._v(body.params[0])} + 1", node)
         if tail:
             self._emit(depth, tail[2:], node)
 
-    def _assign(self, targets, sources, depth: int, node: Node, cond: str | None = None) -> None:
+    def _assign(
+        self, targets, sources, depth: int, node: Node, cond: str | None = None
+    ) -> None:
         """Simultaneous ``t1, t2 = s1, s2`` (a None target is the loop condition)."""
-        pairs = [(cond if t is None else self._v(t), self._v(s)) for t, s in zip(targets, sources)]
+        pairs = [
+            (cond if t is None else self._v(t), self._v(s))
+            for t, s in zip(targets, sources)
+        ]
         pairs = [(t, s) for t, s in pairs if t != s]
         if pairs:
             lhs, rhs = ", ".join(t for t, _ in pairs), ", ".join(s for _, s in pairs)
@@ -382,14 +432,24 @@ def _defined_by(item: Node | FusionInfo) -> list[Value]:
 
 def _function_name(node: Node) -> str:
     producer = node.inputs[0].node if node.inputs else None
-    if producer is None or producer.kind != "prim::Constant" or "name" not in producer.attrs:
-        raise CompileError("prim::CallFunction needs a function constant as its first input", node.span)
+    if (
+        producer is None
+        or producer.kind != "prim::Constant"
+        or "name" not in producer.attrs
+    ):
+        raise CompileError(
+            "prim::CallFunction needs a function constant as its first input", node.span
+        )
     return str(producer.attrs["name"])
 
 
 def _is_true(value: Value) -> bool:
     producer = value.node
-    return producer is not None and producer.kind == "prim::Constant" and producer.attrs.get("value") in (True, 1)
+    return (
+        producer is not None
+        and producer.kind == "prim::Constant"
+        and producer.attrs.get("value") in (True, 1)
+    )
 
 
 def _reads(node: Node) -> Iterable[Value]:

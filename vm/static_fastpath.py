@@ -58,7 +58,9 @@ TABLE["aten::clamp_max"] = (np.minimum, (0, 1), {})
 
 NAMES = frozenset(TABLE) | {"aten::relu", "aten::clamp"}
 
-Arg = tuple[str, Any]  # ("v", slot) an operand read from a slot; ("s", scalar) a constant
+Arg = tuple[
+    str, Any
+]  # ("v", slot) an operand read from a slot; ("s", scalar) a constant
 
 
 _NO = object()  # "not a constant"
@@ -68,7 +70,10 @@ Choice = tuple[np.ufunc, tuple[Arg, ...], "np.dtype | None"]
 
 
 def choose(
-    pn: ProcessedNode, recorded: Mapping[int, Any], constants: Mapping[int, Any], tainted: frozenset[int]
+    pn: ProcessedNode,
+    recorded: Mapping[int, Any],
+    constants: Mapping[int, Any],
+    tainted: frozenset[int],
 ) -> Choice | None:
     """The ufunc, its arguments and a guard for ``pn`` under this plan, or None (keep the
     kernel).  The guard is None when the plan key fixes the operands' dtypes (an untainted
@@ -83,15 +88,22 @@ def choose(
     if name == "aten::clamp":
         lo, hi = _constant(pn, 1, constants), _constant(pn, 2, constants)
         if lo is None and _number(hi):
-            return _specialize(pn, np.minimum, [0, ("s", hi)], recorded, constants, tainted)
+            return _specialize(
+                pn, np.minimum, [0, ("s", hi)], recorded, constants, tainted
+            )
         if hi is None and _number(lo):
-            return _specialize(pn, np.maximum, [0, ("s", lo)], recorded, constants, tainted)
+            return _specialize(
+                pn, np.maximum, [0, ("s", lo)], recorded, constants, tainted
+            )
         return None
     entry = TABLE.get(name)
     if entry is None:
         return None
     ufunc, operands, required = entry
-    if any(_constant(pn, i, constants) != v or type(_constant(pn, i, constants)) is not int for i, v in required.items()):
+    if any(
+        _constant(pn, i, constants) != v or type(_constant(pn, i, constants)) is not int
+        for i, v in required.items()
+    ):
         return None
     return _specialize(pn, ufunc, list(operands), recorded, constants, tainted)
 
@@ -109,16 +121,24 @@ def _number(value: Any) -> bool:
     return type(value) in (int, float)
 
 
-def _specialize(pn: ProcessedNode, ufunc: np.ufunc, operands: list, recorded, constants, tainted):  # noqa: ANN001, ANN202
+def _specialize(
+    pn: ProcessedNode, ufunc: np.ufunc, operands: list, recorded, constants, tainted
+):
     out = recorded.get(pn.outputs[0])
     if type(out) is not np.ndarray or out.dtype not in FLOATS or out.ndim == 0:
         return None
     guarded = pn.outputs[0] in tainted or any(
-        pn.inputs[i] in tainted for i in operands if not isinstance(i, tuple) and i < len(pn.inputs)
+        pn.inputs[i] in tainted
+        for i in operands
+        if not isinstance(i, tuple) and i < len(pn.inputs)
     )
     args: list[Arg] = []
     for operand in operands:
-        value = operand[1] if isinstance(operand, tuple) else _constant(pn, operand, constants)
+        value = (
+            operand[1]
+            if isinstance(operand, tuple)
+            else _constant(pn, operand, constants)
+        )
         if value is not _NO:
             if not _number(value):
                 return None
@@ -126,7 +146,9 @@ def _specialize(pn: ProcessedNode, ufunc: np.ufunc, operands: list, recorded, co
             continue
         slot = pn.inputs[operand]
         seen = recorded.get(slot)
-        if (seen is not None or not guarded) and (type(seen) is not np.ndarray or seen.dtype != out.dtype):
+        if (seen is not None or not guarded) and (
+            type(seen) is not np.ndarray or seen.dtype != out.dtype
+        ):
             return None  # (a guarded operand the recording did not see, a block parameter, is checked at run time)
         args.append(("v", slot))
     if not any(kind == "v" for kind, _ in args):

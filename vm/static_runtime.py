@@ -39,9 +39,9 @@ from compiler.diagnostics import CompileError, RunError
 from compiler.ir import Graph, Module, Value, clone_node
 from vm import memory_planner as mp
 from vm import static_fastpath as fastpath
-from vm.static_analysis import BlockFacts, analyze
-from vm.static_codegen import LINEMAPS, FusionInfo, GraphCode, Mode
 from vm.ops import registry
+from vm.static_analysis import analyze
+from vm.static_codegen import LINEMAPS, FusionInfo, GraphCode, Mode
 
 
 @attrs.frozen
@@ -50,15 +50,21 @@ class StaticOptions:
 
     enable_out_variant: bool = True  # run ops with out variants into planned buffers
     optimize_memory: bool = True  # let tensors with disjoint lifetimes share storage
-    manage_output_tensors: bool = False  # graph outputs from an arena the caller releases
-    planner: str = "standard"  # "standard" (storage groups) or "precomputed" (greedy by size)
+    manage_output_tensors: bool = (
+        False  # graph outputs from an arena the caller releases
+    )
+    planner: str = (
+        "standard"  # "standard" (storage groups) or "precomputed" (greedy by size)
+    )
     fusion: bool = True  # when compiling IR text: group elementwise ops
     plan_cache_size: int = 8  # plans kept per runtime (one per input-shape key)
     # Tensors smaller than this run their allocating kernel: numpy's own allocator caches
     # small blocks, and an out variant's checks cost more than it saves (measured: out=
     # buys nothing below ~64 KiB; fresh pages are what hurt, from ~256 KiB up).
     min_managed_bytes: int = 16384
-    specialize: bool = True  # call a few float pointwise ops as bare ufuncs (vm/static_fastpath.py)
+    specialize: bool = (
+        True  # call a few float pointwise ops as bare ufuncs (vm/static_fastpath.py)
+    )
     fused_kernels: bool = True  # run big fusion groups with vm.fusion's fused kernel
     fuser: str = "blocked"  # "numba": compile the fused kernels with numba when the module is built
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
@@ -67,11 +73,17 @@ class StaticOptions:
 class StaticModule:
     """A program prepared once for the static runtime; read-only, shared by runtimes."""
 
-    def __init__(self, source: Any, weights: Any = None, options: StaticOptions | None = None):
+    def __init__(
+        self, source: Any, weights: Any = None, options: StaticOptions | None = None
+    ):
         self.options = options = options or StaticOptions()
         if options.planner not in ("standard", "precomputed"):
-            raise ValueError(f"unknown planner {options.planner!r} (standard or precomputed)")
-        module, self.fusion_fallbacks, groups = _expand_fusion_groups(_as_module(source, options.fusion))
+            raise ValueError(
+                f"unknown planner {options.planner!r} (standard or precomputed)"
+            )
+        module, self.fusion_fallbacks, groups = _expand_fusion_groups(
+            _as_module(source, options.fusion)
+        )
         self.groups = groups
         from vm.fusion import enable_fuser
 
@@ -80,24 +92,55 @@ class StaticModule:
         from compiler.resolve import resolve_all
 
         refs, errors = resolve_all(module)
-        if errors:  # every unsupported node at once, as compiler.resolve.check_all reports them
+        if (
+            errors
+        ):  # every unsupported node at once, as compiler.resolve.check_all reports them
             if len(errors) == 1:
                 raise errors[0]
-            raise CompileError(f"{len(errors)} nodes cannot be compiled:\n" + "\n".join(map(str, errors)))
+            raise CompileError(
+                f"{len(errors)} nodes cannot be compiled:\n"
+                + "\n".join(map(str, errors))
+            )
         flat = _flat_weights(weights)
         names = list(module.functions)
         self.functions = {name: i for i, name in enumerate(names)}
-        common = dict(refs=refs, bind=registry.bind, functions=self.functions, max_depth=options.max_call_depth)
+        common = dict(
+            refs=refs,
+            bind=registry.bind,
+            functions=self.functions,
+            max_depth=options.max_call_depth,
+        )
         tensors = _bound_constants(module, flat)
-        common["constant"] = lambda node: tensors.get(node.outputs[0].name) if node.outputs[0].name in tensors else _constant(node, flat)
-        common["bind_out"] = registry.bind_out if options.enable_out_variant else (lambda ref: None)
+        common["constant"] = lambda node: (
+            tensors.get(node.outputs[0].name)
+            if node.outputs[0].name in tensors
+            else _constant(node, flat)
+        )
+        common["bind_out"] = (
+            registry.bind_out if options.enable_out_variant else (lambda ref: None)
+        )
         main = module.main
         bound = _bind_self(main, weights)
-        self.entry = GraphCode(main, "main", first_index=0, bound_params=bound, is_entry=True, groups=groups, **common)
+        self.entry = GraphCode(
+            main,
+            "main",
+            first_index=0,
+            bound_params=bound,
+            is_entry=True,
+            groups=groups,
+            **common,
+        )
         self.callees: list[GraphCode] = []
         index = len(self.entry.pnodes)
         for name in names:
-            code = GraphCode(module.functions[name], name, first_index=index, bound_params={}, is_entry=False, **common)
+            code = GraphCode(
+                module.functions[name],
+                name,
+                first_index=index,
+                bound_params={},
+                is_entry=False,
+                **common,
+            )
             index += len(code.pnodes)
             self.callees.append(code)
         self.inputs = [v for v in main.inputs if v not in bound]
@@ -115,22 +158,44 @@ class StaticModule:
     def _prepare_planning(self, refs: dict) -> None:
         """Slot-level facts for the planner (empty when out variants are off)."""
         code, opts = self.entry, self.options
-        has_out = (lambda node: code.by_node[node].out is not None) if opts.enable_out_variant else (lambda node: False)
+        has_out = (
+            (lambda node: code.by_node[node].out is not None)
+            if opts.enable_out_variant
+            else (lambda node: False)
+        )
         facts = self.facts = analyze(code.graph, refs, has_out)
         s = code.slots
         self.candidates = {s[v]: step for v, step in facts.produced_at.items()}
-        self.out_candidates = tuple(s[v] for v in facts.output_candidates) if opts.manage_output_tensors else ()
+        self.out_candidates = (
+            tuple(s[v] for v in facts.output_candidates)
+            if opts.manage_output_tensors
+            else ()
+        )
         self.used_at = {s[v]: steps for v, steps in facts.used_at.items() if v in s}
-        self.may_alias = {s[v]: [s[a] for a in alias if a in s] for v, alias in facts.may_alias.items() if v in s}
+        self.may_alias = {
+            s[v]: [s[a] for a in alias if a in s]
+            for v, alias in facts.may_alias.items()
+            if v in s
+        }
         self.tainted = frozenset(s[v] for v in facts.tainted if v in s)
         self.fast_candidates = [
-            pn for pn in code.pnodes if opts.specialize and pn.ref is not None and pn.ref.name in fastpath.NAMES
+            pn
+            for pn in code.pnodes
+            if opts.specialize and pn.ref is not None and pn.ref.name in fastpath.NAMES
         ]
-        self.recorded_slots = frozenset(self.candidates) | frozenset(self.out_candidates)
-        self.recorded_slots |= frozenset(pn.outputs[0] for pn in code.pnodes if len(pn.outputs) == 1)
+        self.recorded_slots = frozenset(self.candidates) | frozenset(
+            self.out_candidates
+        )
+        self.recorded_slots |= frozenset(
+            pn.outputs[0] for pn in code.pnodes if len(pn.outputs) == 1
+        )
         # values not defined in the entry block (loop bodies, branches) vary per run: guard them
-        block_values = {v for n in facts.steps for v in n.outputs} | set(code.graph.inputs)
-        self.tainted |= frozenset(slot for v, slot in s.items() if v not in block_values)
+        block_values = {v for n in facts.steps for v in n.outputs} | set(
+            code.graph.inputs
+        )
+        self.tainted |= frozenset(
+            slot for v, slot in s.items() if v not in block_values
+        )
 
     @property
     def plannable(self) -> bool:
@@ -142,21 +207,43 @@ class StaticModule:
             table = self._shared_callees.get(timed)
             if table is None:
                 table = self._shared_callees[timed] = []
-                table.extend(self.bind(code, Mode(timed=timed), {}, table, None, None) for code in self.callees)
+                table.extend(
+                    self.bind(code, Mode(timed=timed), {}, table, None, None)
+                    for code in self.callees
+                )
             return table
 
     def bind(
-        self, code: GraphCode, mode: Mode, views: Mapping[int, np.ndarray], table: list, rec: Any, times: Any,
-        outputs: list | None = None, fast: Mapping[int, Any] | None = None,
+        self,
+        code: GraphCode,
+        mode: Mode,
+        views: Mapping[int, np.ndarray],
+        table: list,
+        rec: Any,
+        times: Any,
+        outputs: list | None = None,
+        fast: Mapping[int, Any] | None = None,
     ) -> Any:
         """``code``'s function for ``mode``, closed over kernels, constants and buffers
         (``fast``: index -> (ufunc, scalars, guard dtype) for the nodes ``mode.fast`` names)."""
         kernels = {pn.index: pn.kernel for pn in code.pnodes}
         outs = {pn.index: pn.out for pn in code.pnodes}
         made = code.factory(mode)
-        return made(kernels, outs, code.constants, views, outputs, table, rec, times, fast, time.perf_counter, _deep)
+        return made(
+            kernels,
+            outs,
+            code.constants,
+            views,
+            outputs,
+            table,
+            rec,
+            times,
+            fast,
+            time.perf_counter,
+            _deep,
+        )
 
-    def runtime(self) -> "StaticRuntime":
+    def runtime(self) -> StaticRuntime:
         """A cached runtime, for single-threaded use (as PyTorch's ``StaticModule::runtime``)."""
         if self._default_runtime is None:
             self._default_runtime = StaticRuntime(self)
@@ -181,7 +268,10 @@ class StaticModule:
         if not frames:
             return exc
         node = frames[-1][1]
-        pn = next((c.by_node[node] for c in (self.entry, *self.callees) if node in c.by_node), None)
+        pn = next(
+            (c.by_node[node] for c in (self.entry, *self.callees) if node in c.by_node),
+            None,
+        )
         op = pn.ref.name if pn is not None and pn.ref is not None else node.kind
         what = str(exc) if isinstance(exc, RunError) else f"{type(exc).__name__}: {exc}"
         stack = "".join(f"\n  {label} at {n.span}: {n!r}" for label, n in frames[-8:])
@@ -202,7 +292,12 @@ class StaticRuntime:
     Not thread-safe: use one per thread, or a ``RuntimePool``.
     """
 
-    def __init__(self, module_or_program: Any, weights: Any = None, options: StaticOptions | None = None):
+    def __init__(
+        self,
+        module_or_program: Any,
+        weights: Any = None,
+        options: StaticOptions | None = None,
+    ):
         if isinstance(module_or_program, StaticModule):
             if weights is not None or options is not None:
                 raise ValueError("weights and options belong to the StaticModule")
@@ -210,7 +305,9 @@ class StaticRuntime:
         else:
             self.module = StaticModule(module_or_program, weights, options)
         sm = self.module
-        self._plain = sm.bind(sm.entry, Mode(), {}, sm.callee_functions(False), None, None)
+        self._plain = sm.bind(
+            sm.entry, Mode(), {}, sm.callee_functions(False), None, None
+        )
         self._plans: OrderedDict[Any, _Plan] = OrderedDict()
         self._arena_in_use = False
         self.stats = {"plans_made": 0, "plan_hits": 0, "planned_runs_allocated": 0}
@@ -219,7 +316,9 @@ class StaticRuntime:
         sm = self.module
         if len(args) != len(sm.inputs):
             names = ", ".join(f"%{v.name}" for v in sm.inputs)
-            raise RunError(f"the program takes {len(sm.inputs)} input(s) ({names}), got {len(args)}")
+            raise RunError(
+                f"the program takes {len(sm.inputs)} input(s) ({names}), got {len(args)}"
+            )
         key = sm._enter(*args)
         if not sm.plannable:
             return self._run(self._plain, args)
@@ -242,8 +341,10 @@ class StaticRuntime:
         """The caller is done with the managed outputs of the last run: reuse their arena."""
         self._arena_in_use = False
 
-    def _output_arena(self, plan: "_Plan") -> list[np.ndarray]:
-        if self._arena_in_use:  # the caller still holds the previous outputs: a new arena
+    def _output_arena(self, plan: _Plan) -> list[np.ndarray]:
+        if (
+            self._arena_in_use
+        ):  # the caller still holds the previous outputs: a new arena
             plan.arena = mp.arena(plan.out_specs)
             self.stats["planned_runs_allocated"] += 1
         self._arena_in_use = True
@@ -262,14 +363,30 @@ class StaticRuntime:
             self._plans.popitem(last=False)
         return result
 
-    def _make_plan(self, recorded: dict[int, Any]) -> "_Plan":
+    def _make_plan(self, recorded: dict[int, Any]) -> _Plan:
         sm, opts = self.module, self.module.options
         fused = _groups_to_fuse(sm, recorded) if opts.fused_kernels else frozenset()
-        interior = {sm.entry.slots[v] for g in sm.groups if g.gid in fused for n in g.nodes for v in n.outputs}
-        specs = {s: spec for s in sm.candidates if (spec := mp.spec_of(recorded.get(s))) is not None}
+        interior = {
+            sm.entry.slots[v]
+            for g in sm.groups
+            if g.gid in fused
+            for n in g.nodes
+            for v in n.outputs
+        }
+        specs = {
+            s: spec
+            for s in sm.candidates
+            if (spec := mp.spec_of(recorded.get(s))) is not None
+        }
         specs = {s: spec for s, spec in specs.items() if s not in interior}
-        specs = {s: spec for s, spec in specs.items() if spec.nbytes >= opts.min_managed_bytes}
-        spans = mp.lifetimes({s: sm.candidates[s] for s in specs}, sm.used_at, sm.may_alias)
+        specs = {
+            s: spec
+            for s, spec in specs.items()
+            if spec.nbytes >= opts.min_managed_bytes
+        }
+        spans = mp.lifetimes(
+            {s: sm.candidates[s] for s in specs}, sm.used_at, sm.may_alias
+        )
         if not opts.optimize_memory:  # every tensor alive for the whole run: no sharing
             last = max((end for _, end in spans.values()), default=0)
             spans = {s: (0, last) for s in spans}
@@ -279,7 +396,9 @@ class StaticRuntime:
         out_slots = tuple(
             s
             for s in sm.out_candidates
-            if (spec := mp.spec_of(recorded.get(s))) and spec.nbytes >= opts.min_managed_bytes and s not in interior
+            if (spec := mp.spec_of(recorded.get(s)))
+            and spec.nbytes >= opts.min_managed_bytes
+            and s not in interior
         )
         out_specs = [mp.spec_of(recorded[s]) for s in out_slots]
         fast = {}
@@ -287,11 +406,28 @@ class StaticRuntime:
             choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
             if choice is not None:
                 fast[pn.index] = choice
-        structure = tuple((i, _arg_structure(args), guard is not None) for i, (_, args, guard) in sorted(fast.items()))
-        tables = {i: (ufunc, [v for kind, v in args if kind == "s"], guard) for i, (ufunc, args, guard) in fast.items()}
-        mode = Mode(managed=frozenset(views), out_managed=out_slots, fast=structure, fused=fused)
+        structure = tuple(
+            (i, _arg_structure(args), guard is not None)
+            for i, (_, args, guard) in sorted(fast.items())
+        )
+        tables = {
+            i: (ufunc, [v for kind, v in args if kind == "s"], guard)
+            for i, (ufunc, args, guard) in fast.items()
+        }
+        mode = Mode(
+            managed=frozenset(views), out_managed=out_slots, fast=structure, fused=fused
+        )
         outputs: list[np.ndarray] = []
-        fn = sm.bind(sm.entry, mode, views, sm.callee_functions(False), None, None, outputs, tables)
+        fn = sm.bind(
+            sm.entry,
+            mode,
+            views,
+            sm.callee_functions(False),
+            None,
+            None,
+            outputs,
+            tables,
+        )
         arena = mp.arena(out_specs) if out_specs else []
         return _Plan(memory, mode, slab, views, fn, out_specs, arena, outputs, tables)
 
@@ -323,7 +459,10 @@ def _groups_to_fuse(sm: StaticModule, recorded: Mapping[int, Any]) -> frozenset[
             continue
         values = [sm.entry.constants.get(s, recorded.get(s)) for s in slots]
         shapes = {v.shape for v in values if isinstance(v, np.ndarray) and v.ndim}
-        if len(shapes) == 1 and math.prod(next(iter(shapes))) >= 2 * group.kernel.min_block:
+        if (
+            len(shapes) == 1
+            and math.prod(next(iter(shapes))) >= 2 * group.kernel.min_block
+        ):
             chosen.add(group.gid)
     return frozenset(chosen)
 
@@ -386,7 +525,9 @@ def _as_module(source: Any, fusion: bool) -> Module:
     raise TypeError(f"cannot build a StaticModule from {type(source).__name__}")
 
 
-def _expand_fusion_groups(module: Module) -> tuple[Module, list[tuple[Any, int]], list[FusionInfo]]:
+def _expand_fusion_groups(
+    module: Module,
+) -> tuple[Module, list[tuple[Any, int]], list[FusionInfo]]:
     """A copy where each prim::FusionGroup is replaced by its Subgraph's nodes.
 
     Groups of the entry graph's top-level block also keep a fused kernel
@@ -412,7 +553,16 @@ def _expand_fusion_groups(module: Module) -> tuple[Module, list[tuple[Any, int]]
             if kernel is None:
                 fallbacks.append((node.span, len(sub.nodes)))
             else:
-                groups.append(FusionInfo(len(groups), inlined, list(node.inputs), outputs, kernel, node.span))
+                groups.append(
+                    FusionInfo(
+                        len(groups),
+                        inlined,
+                        list(node.inputs),
+                        outputs,
+                        kernel,
+                        node.span,
+                    )
+                )
             for out, new_value in zip(node.outputs, outputs):
                 out.replace_all_uses_with(new_value)
             node.destroy()
@@ -485,17 +635,26 @@ def _input_checker(inputs: list[Value]) -> Any:
     """A generated ``enter(*args) -> key``: type checks, then the tensor shapes and dtypes."""
     lines: list[str] = []
     key: list[str] = []
-    env: dict[str, Any] = {"_nd": np.ndarray, "_bad": lambda i, x: _bad_input(inputs[i], x)}
+    env: dict[str, Any] = {
+        "_nd": np.ndarray,
+        "_bad": lambda i, x: _bad_input(inputs[i], x),
+    }
     for i, v in enumerate(inputs):
         t = v.type
         if t is None or isinstance(t, T.TensorType):
-            lines.append(f"    if type(a{i}) is not _nd and not isinstance(a{i}, _nd): _bad({i}, a{i})")
+            lines.append(
+                f"    if type(a{i}) is not _nd and not isinstance(a{i}, _nd): _bad({i}, a{i})"
+            )
             key.append(f"a{i}.shape, a{i}.dtype")
         else:
             env[f"_c{i}"] = _type_check(t)
             lines.append(f"    if not _c{i}(a{i}): _bad({i}, a{i})")
     params = ", ".join(f"a{i}" for i in range(len(inputs)))
-    src = f"def enter({params}):\n" + "\n".join(lines) + f"\n    return ({', '.join(key)}{',' if key else ''})\n"
+    src = (
+        f"def enter({params}):\n"
+        + "\n".join(lines)
+        + f"\n    return ({', '.join(key)}{',' if key else ''})\n"
+    )
     exec(compile(src, "<static:inputs>", "exec"), env)
     enter = env["enter"]
     enter.inputs = inputs
@@ -506,9 +665,14 @@ def _type_check(t: T.Type) -> Any:
     if t is None or isinstance(t, T.TensorType):
         return lambda x: isinstance(x, np.ndarray)
     if t == T.INT:
-        return lambda x: isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+        return lambda x: (
+            isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+        )
     if t == T.FLOAT:
-        return lambda x: isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+        return lambda x: (
+            isinstance(x, (int, float, np.integer, np.floating))
+            and not isinstance(x, (bool, np.bool_))
+        )
     if t == T.BOOL:
         return lambda x: isinstance(x, (bool, np.bool_))
     if t == T.STR:
@@ -521,14 +685,20 @@ def _type_check(t: T.Type) -> Any:
         return lambda x: isinstance(x, list) and all(inner(e) for e in x)
     if isinstance(t, T.TupleType):
         parts = [_type_check(e) for e in t.elems]
-        return lambda x: isinstance(x, tuple) and len(x) == len(parts) and all(p(e) for p, e in zip(parts, x))
+        return lambda x: (
+            isinstance(x, tuple)
+            and len(x) == len(parts)
+            and all(p(e) for p, e in zip(parts, x))
+        )
     if isinstance(t, T.DictType):
         return lambda x: isinstance(x, dict)
     return lambda x: True
 
 
 def _bad_input(decl: Value, value: Any) -> None:
-    raise RunError(f"input %{decl.name} expects {decl.type or 'Tensor'}, {_describe(value)}")
+    raise RunError(
+        f"input %{decl.name} expects {decl.type or 'Tensor'}, {_describe(value)}"
+    )
 
 
 def _describe(value: Any) -> str:
