@@ -16,7 +16,9 @@ write).  A producer whose results are also used after the consumer gives the gro
 extra output.  Pulling a group in merges the two subgraphs.  The scan repeats until
 nothing changes, since a merge can make new producers adjacent, and every nested block
 is fused on its own (groups never cross blocks).  Finally the constants of each subgraph
-are pooled (merging brings copies of the same scalar constants).
+are pooled (merging brings copies of the same scalar constants), and dead code is swept
+from the graph (the scalar constants that were cloned into groups), as PyTorch's fuser
+does.
 
 The group node's ``attrs["Subgraph"]`` is a ``compiler.ir.Graph`` whose parameters match
 the group's inputs and whose returns match its outputs; the printer shows it as PyTorch
@@ -29,6 +31,7 @@ from compiler import types as T
 from compiler.analysis.effects import is_pure, op_info
 from compiler.ir import Block, Graph, Node, Value, clone_node
 from compiler.passes import Target, apply_to_clone, collecting, note
+from compiler.passes.eliminate_dead_code import sweep_dead_code
 from compiler.passes.pool_constants import pool_graph
 
 GROUP = "prim::FusionGroup"
@@ -58,6 +61,8 @@ def _fuse_graph(graph: Graph) -> None:
     _fuse_block(graph.block)
     groups = [n for n in graph.walk() if n.kind == GROUP]
     note("groups formed", len(groups) - before)
+    if len(groups) > before:
+        sweep_dead_code(graph)  # scalar constants now live inside the groups
     for node in groups:  # merged subgraphs bring copies of the same constants
         with collecting():  # not this pass's news: the group's internals
             pool_graph(node.attrs["Subgraph"])  # type: ignore[arg-type]
