@@ -88,7 +88,8 @@ def test_pass_keeps_outputs_and_is_idempotent(name: str, case: tuple[Module, lis
 
 @given(case=graphs())
 def test_pipeline_keeps_outputs(case: tuple[Module, list[Any]]) -> None:
-    """The whole default pipeline (fusion on), verified after every pass, keeps the outputs."""
+    """The whole default pipeline (fusion on), verified after every pass, keeps the outputs,
+    and running it again on its own result changes nothing."""
     module, inputs = case
     expected = _run(module, inputs)
     note(f"input:\n{dump(module)}")
@@ -97,6 +98,8 @@ def test_pipeline_keeps_outputs(case: tuple[Module, list[Any]]) -> None:
     check_wellformed(result)
     assert [r.name for r in records] == DEFAULT_PIPELINE
     assert _same(_run(result, inputs), expected)
+    again, _ = optimize(result)
+    assert structure(again) == structure(result), f"a second pipeline run changed:\n{dump(again)}"
     dropped = get_pass("insert_drops")(result)
     _last_uses_at_defining_depth(dropped)
     assert _same(_run(dropped, inputs, free_dead=True), expected)

@@ -42,7 +42,7 @@ def _cse_graph(graph: Graph) -> None:
 
 
 def _key(node: Node) -> tuple[Any, ...]:
-    attrs = tuple(sorted((k, _tagged(v)) for k, v in node.attrs.items() if not isinstance(v, Graph)))
+    attrs = tuple(sorted((k, _tagged(v)) for k, v in node.attrs.items()))
     return (node.kind, tuple(id(v) for v in node.inputs), attrs, tuple(str(v.type) for v in node.outputs))
 
 
@@ -53,6 +53,8 @@ def _cse_block(block: Block, scopes: list[dict[Any, Node]], touches_written: Any
             _cse_block(inner, scopes, touches_written, returned)
         if node.blocks or node.kind == "prim::Constant" or not is_pure(node) or touches_written(node):
             continue
+        if any(isinstance(v, Graph) for v in node.attrs.values()):
+            continue  # fusion groups: their subgraphs are not part of the key
         key = _key(node)
         earlier = next((scope[key] for scope in reversed(scopes) if key in scope), None)
         if earlier is None:
