@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -43,8 +44,13 @@ from vm.ops.registry import OpRef
 SKIPPED = frozenset({"prim::Constant", "prim::Drop"})
 _MAX_NESTING = 18  # CPython refuses more than 20 statically nested loops
 
-# generated filename -> {line: node}; read when mapping a traceback back to the IR
-LINEMAPS: dict[str, dict[int, Node]] = {}
+class LineMap(dict):  # type: ignore[type-arg]
+    """{line: node} of one generated source (a dict that can be weakly referenced)."""
+
+
+# generated filename -> its LineMap, read when mapping a traceback back to the IR; an entry
+# lives as long as the generated code (whose globals hold the map)
+LINEMAPS: weakref.WeakValueDictionary[str, LineMap] = weakref.WeakValueDictionary()
 _counter = itertools.count()
 
 
@@ -200,8 +206,9 @@ class _Generator:
             2 + len(prologue) - body_start
         )  # the header line, and lines count from 1
         filename = f"<static:{code.label}:{next(_counter)}>"
-        LINEMAPS[filename] = {line + shift: node for line, node in self.linemap.items()}
-        namespace: dict[str, Any] = {"_nd": np.ndarray, "GROUPS": code.groups}
+        linemap = LineMap((line + shift, node) for line, node in self.linemap.items())
+        LINEMAPS[filename] = linemap
+        namespace: dict[str, Any] = {"_nd": np.ndarray, "GROUPS": code.groups, "__linemap__": linemap}
         exec(compile("\n".join(lines) + "\n", filename, "exec"), namespace)
         made = namespace["__make"]
         made.source = "\n".join(lines)
