@@ -12,9 +12,11 @@ binary with broadcasting, with scalar constants and scalar values, comparisons a
 ``where``), reductions, transposes (views), scalar arithmetic and comparisons; constants
 with many duplicates (``1``, ``1.`` and ``True`` among them); dead code; ``prim::If`` with
 outputs, on input flags, computed conditions or constants (including a ``raise`` guarded
-by a condition that never holds); ``prim::Loop`` with loop-carried tensors; calls
-between functions (``prim::CallFunction``); and in-place ops (``aten::add_``) on fresh
-tensors created in the same block.
+by a condition that never holds: a drawn program raises through nothing else, since DCE
+may drop a dead op that would raise); ``prim::Loop`` with loop-carried tensors; calls
+between functions (``prim::CallFunction``); in-place ops (``aten::add_``) on fresh
+tensors created in the same block, also while they sit in a list (``aten::append``,
+``aten::stack``); and prints.
 
 ``run_reference(module, inputs)`` is the oracle: a direct walk of the IR (JAX's
 ``eval_jaxpr``: an environment, read, write) that runs each node through
@@ -147,6 +149,7 @@ class Builder:
 
     def statement(self, block: Block, scope: Scope, depth: int) -> None:
         choices = ["unary", "binary", "scalar_arg", "where", "reduce", "transpose", "int", "inplace", "const", "repeat"]
+        choices += ["list", "print"]
         if depth < self.max_depth:
             choices += ["if", "loop", "raise"]
         if self.functions:
@@ -220,8 +223,12 @@ class Builder:
         scope.fresh.append(out)
 
     def stmt_transpose(self, block: Block, scope: Scope, depth: int) -> None:
-        """``x.t()`` (a view of x), sometimes ``x.t().t()``."""
-        x = self.pick(scope.tensors)
+        """``x.t()`` (a view of x), sometimes ``x.t().t()``; only for rank <= 2 (t raises
+        otherwise, and a drawn program may only raise through an explicit raise)."""
+        small = [v for v in scope.tensors if len(self.meta[v].shape) <= 2]
+        if not small:
+            return self.stmt_unary(block, scope, depth)
+        x = self.pick(small)
         out = self.tensor(block, "aten::t", [x], TensorMeta(self.meta[x].shape[::-1]))
         if self.draw(st.booleans()):
             out = self.tensor(block, "aten::t", [out], self.meta[x])
@@ -258,6 +265,28 @@ class Builder:
             scope.tensors.append(after)
             scope.fresh.append(after)
         return None
+
+    def stmt_list(self, block: Block, scope: Scope, depth: int) -> None:
+        """``stack([a, b] (+ append c))``, sometimes writing to ``a`` in place while it sits
+        in the list: the write must be seen through the list."""
+        a = self.pick(scope.tensors)
+        same = [v for v in scope.tensors if self.meta[v] == self.meta[a]]
+        items = [a, self.pick(same)]
+        list_type = T.ListType(T.TENSOR)
+        lst = self.emit(block, "prim::ListConstruct", items, [list_type]).output
+        if self.draw(st.booleans()):
+            extra = self.pick(same)
+            self.emit(block, "aten::append", [lst, extra], [list_type])
+            items.append(extra)
+        if a in scope.fresh and self.draw(st.booleans()):
+            self.tensor(block, "aten::mul_", [a, self.const(block, 2.0, T.FLOAT)], self.meta[a])
+        out = self.tensor(block, "aten::stack", [lst, self.const(block, 0, T.INT)], TensorMeta((len(items), *self.meta[a].shape)))
+        scope.tensors.append(out)
+        scope.fresh.append(out)
+
+    def stmt_print(self, block: Block, scope: Scope, depth: int) -> None:
+        """``print(x)``: an effect DCE must keep (the evaluator's caller sees stdout)."""
+        self.emit(block, "prim::Print", [self.pick(scope.tensors)], [])
 
     def stmt_const(self, block: Block, scope: Scope, depth: int) -> None:
         v = self.scalar_const(block)

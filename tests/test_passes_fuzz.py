@@ -13,6 +13,8 @@ The ``ci`` profile (default) runs 200 examples per property; for 10,000 run
 
 from __future__ import annotations
 
+import contextlib
+import io
 from typing import Any
 
 import pytest
@@ -49,8 +51,12 @@ def _verify(module: Module) -> None:
 
 
 def _run(module: Module, inputs: list[Any], free_dead: bool = False) -> Any:
+    """("ok", (outputs, printed text)) or ("raised", error class name)."""
+    out = io.StringIO()
     try:
-        return ("ok", run_reference(module, inputs, free_dead=free_dead))
+        with contextlib.redirect_stdout(out):
+            result = run_reference(module, inputs, free_dead=free_dead)
+        return ("ok", (result, out.getvalue()))
     except FreedValueError:
         raise
     except Exception as err:  # a program may fail at run time; the pass must keep that
@@ -58,7 +64,11 @@ def _run(module: Module, inputs: list[Any], free_dead: bool = False) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
-    return a[0] == b[0] and (a[1] == b[1] if a[0] == "raised" else same_value(a[1], b[1]))
+    if a[0] != b[0]:
+        return False
+    if a[0] == "raised":
+        return bool(a[1] == b[1])
+    return same_value(a[1][0], b[1][0]) and a[1][1] == b[1][1]
 
 
 def check_pass(name: str, module: Module, inputs: list[Any]) -> Module:

@@ -16,6 +16,9 @@ IR.  *Mark* starts from the graph's returns and from every node with a side effe
   write or a read in iteration k can feed iteration k+1, marking repeats until nothing
   changes.
 
+As in PyTorch, a pure operator that would have raised (a shape error, say) is removed
+when its result is dead: only explicit raises are effects.
+
 *Sweep* removes the nodes left unmarked, the If outputs nobody needs (with the branch
 returns that fed them) and the dead loop-carried values (initial value, body parameter,
 body return and loop output together).
