@@ -255,8 +255,11 @@ class Builder(Transformer):  # type: ignore[type-arg]
             )
         source = self.context.text
         start = children[0].start_pos
-        while len(children) > 1 and start > 0 and source[start - 1] == " ":  # PyTorch pads the first value
-            start -= 1
+        padded = start
+        while padded > 0 and source[padded - 1] == " ":
+            padded -= 1
+        if len(children) > 1 and padded > 0 and source[padded - 1] == "=":
+            start = padded  # `value= 0.1 ...`: PyTorch pads the first value
         text = source[start : tag.end_pos]
         return TensorLiteral(tuple(values), shape, dtype, approximate=floating, printed=text)
 
