@@ -31,6 +31,7 @@ Profiles: the ``ci`` profile (default) runs 200 examples per property; run 10,00
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -77,14 +78,14 @@ class Scope:
     bools: list[Value] = attrs.field(factory=list)
     fresh: list[Value] = attrs.field(factory=list)  # float tensors made in this block, unaliased
 
-    def child(self) -> "Scope":
+    def child(self) -> Scope:
         return Scope(list(self.tensors), list(self.masks), list(self.ints), list(self.bools), [])
 
 
 class Builder:
     """Emits random valid statements into blocks of one graph."""
 
-    def __init__(self, draw: Callable[..., Any], graph: Graph, functions: dict[str, "FunctionSig"], depth: int) -> None:
+    def __init__(self, draw: Callable[..., Any], graph: Graph, functions: dict[str, FunctionSig], depth: int) -> None:
         self.draw = draw
         self.graph = graph
         self.functions = functions
@@ -362,12 +363,12 @@ class Builder:
         for meta in sig.params:
             matching = [v for v in scope.tensors if self.meta[v] == meta]
             if not matching:
-                return None
+                return
             args.append(self.pick(matching))
         fn = self.emit(block, "prim::Constant", [], [T.FUNCTION], name=name).output
         out = self.tensor(block, "prim::CallFunction", [fn, *args], sig.result)
         scope.tensors.append(out)
-        return None
+        return
 
 
 @attrs.frozen
@@ -582,6 +583,6 @@ def same_value(a: Any, b: Any) -> bool:
             and list(a) == list(b)
             and all(same_value(x, y) for x, y in zip(a.values(), b.values()))
         )
-    if isinstance(a, float) and isinstance(b, float) and a != a:
-        return b != b
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
     return type(a) is type(b) and a == b

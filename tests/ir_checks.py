@@ -94,7 +94,7 @@ def _graph_structure(graph: Graph) -> Any:
 def dump(target: Graph | Module) -> str:
     """The module as text, for failure messages (the printer when it exists)."""
     try:
-        from compiler.printer import print_module, print_graph
+        from compiler.printer import print_graph, print_module
 
         return print_graph(target) if isinstance(target, Graph) else print_module(target)
     except ImportError:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from filecheck import CheckError, check_output, strip_checks
 
 OUT = """graph(%x):

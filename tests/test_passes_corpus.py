@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from graph_strategies import run_reference, same_value
 
 from compiler.parser import parse
 from compiler.pipeline import DEFAULT_PIPELINE, optimize
-from graph_strategies import run_reference, same_value
 from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 from vm.weights import bind_self
 
@@ -35,7 +35,7 @@ def _run(module: Any, name: str) -> tuple[str, Any]:
         inputs = [bind_self(main, weights), *inputs]
     try:
         return "ok", run_reference(module, inputs, weights)
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001
         return "raised", f"{type(err).__name__}: {err}"
 
 

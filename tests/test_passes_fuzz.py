@@ -18,7 +18,9 @@ import io
 from typing import Any
 
 import pytest
+from graph_strategies import FreedValueError, graphs, run_reference, same_value
 from hypothesis import given, note
+from ir_checks import check_wellformed, dump, structure
 
 from compiler.analysis.effects import is_pure
 from compiler.analysis.last_uses import last_uses
@@ -28,8 +30,6 @@ from compiler.passes.group_fusions import GROUP, is_fusible
 from compiler.passes.inline_calls import _recursive_functions, callee_name
 from compiler.passes.pool_constants import constant_key
 from compiler.pipeline import DEFAULT_PIPELINE, get_pass, optimize
-from graph_strategies import FreedValueError, graphs, run_reference, same_value
-from ir_checks import check_wellformed, dump, structure
 
 ALL_PASSES = [*DEFAULT_PIPELINE, "insert_drops"]
 
@@ -59,7 +59,7 @@ def _run(module: Module, inputs: list[Any], free_dead: bool = False) -> Any:
         return ("ok", (result, out.getvalue()))
     except FreedValueError:
         raise
-    except Exception as err:  # a program may fail at run time; the pass must keep that
+    except Exception as err:  # noqa: BLE001 -- a program may fail at run time; the pass must keep that
         return ("raised", type(err).__name__)
 
 

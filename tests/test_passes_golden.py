@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from filecheck import check_output, parse_checks, strip_checks
 
 from compiler import parse
 from compiler.pipeline import get_pass
 from compiler.printer import print_module
 from compiler.verify import verify
-from filecheck import check_output, parse_checks, strip_checks
 
 ROOT = Path(__file__).parent / "passes"
 SPLIT = "# -----"

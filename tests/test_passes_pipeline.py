@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from compiler import parse
@@ -46,7 +48,7 @@ def test_optimize_leaves_its_input_alone_and_records_each_pass() -> None:
     assert dict(by_name["pool_constants"].counters)["constants pooled"] == 1
     assert dict(by_name["eliminate_dead_code"].counters)["nodes removed"] == 1
     assert dict(by_name["group_fusions"].counters)["groups formed"] == 1
-    for before, after in zip(records, records[1:]):
+    for before, after in itertools.pairwise(records):
         assert after.nodes_before == before.nodes_after
     assert str(by_name["pool_constants"]) == "pool_constants: 7 -> 6 nodes, constants pooled 1"
 

@@ -17,7 +17,7 @@ This is a coarse stand-in for TorchScript's AliasDb, sound for what the passes n
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from compiler import types as T
 from compiler.ir import Graph, Node, Value
@@ -94,11 +94,12 @@ def op_info(node: Node) -> OpInfo | None:
 
 
 def _resolve_info(node: Node) -> OpInfo | None:
-    try:
-        from compiler.resolve import resolve
+    from compiler.diagnostics import CompileError
+    from compiler.resolve import resolve
 
+    try:
         ref = resolve(node)
-    except Exception:  # unresolvable here: the caller falls back to the overload set
+    except CompileError:  # unresolvable here: the caller falls back to the overload set
         return None
     try:
         return registry.lookup(ref.name)
@@ -106,7 +107,7 @@ def _resolve_info(node: Node) -> OpInfo | None:
         return None  # a prim factory
 
 
-@lru_cache(maxsize=None)
+@cache
 def _kind_facts(kind: str) -> tuple[bool, bool, bool, bool]:
     """(known, pure, mutates, aliases) over every overload of ``kind``, conservatively."""
     infos = registry.overloads(kind)

@@ -60,21 +60,9 @@ def node_count(target: Graph | Module) -> int:
     return sum(1 for g in graphs_of(target) for _ in g.walk())
 
 
-def is_before(a: Node, b: Node) -> bool:
-    """True when ``a`` comes before ``b`` in their common block (both must be in it)."""
-    assert a.owner is b.owner and a.owner is not None
-    return a.owner.index_of(a) < a.owner.index_of(b)
-
-
 def ancestor_in(node: Node | None, block: Block) -> Node | None:
     """The node of ``block`` that is ``node`` or contains it; None if ``node`` is not inside."""
     while node is not None and node.owner is not block:
         owner = node.owner
         node = owner.owner if owner is not None else None
     return node
-
-
-def user_node(user: Node | Block) -> Node | None:
-    """The node a use belongs to: the user itself, or for a block's return, the block's
-    owning node (None for the graph's own return)."""
-    return user if isinstance(user, Node) else user.owner

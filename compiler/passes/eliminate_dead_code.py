@@ -112,7 +112,7 @@ class _Marker:
 
 
 def _sweep_block(block: Block, live: tuple[set[Node], set[Value]]) -> None:
-    live_nodes, live_values = live
+    live_nodes = live[0]
     for node in reversed(list(block.nodes)):
         if node not in live_nodes:
             for out in node.outputs:

@@ -24,7 +24,8 @@ its defining block, and the emitter turns each ``prim::Drop`` input into DROPR.
 
 from __future__ import annotations
 
-from compiler.ir import Block, Graph, Module, Node, Value
+from compiler.diagnostics import Span
+from compiler.ir import Block, Node, Value
 from compiler.passes import Target, ancestor_in, graphs_of, note
 
 DROP = "prim::Drop"
@@ -36,7 +37,7 @@ def insert_drops(target: Target) -> Target:
     copy = target.clone()
     for graph in graphs_of(copy):
         _drop_unused(graph.block)
-        _LastUses(graph).scan_block(graph.block)
+        _LastUses().scan_block(graph.block)
     return copy
 
 
@@ -44,8 +45,8 @@ def _is_constant(value: Value) -> bool:
     return value.node is not None and value.node.kind == "prim::Constant"
 
 
-def _drop_node(values: list[Value], span: object = None) -> Node:
-    node = Node(DROP, span=span)  # type: ignore[arg-type]
+def _drop_node(values: list[Value], span: Span | None = None) -> Node:
+    node = Node(DROP, span=span)
     for v in values:
         node.add_input(v)
     return node
@@ -66,7 +67,7 @@ def _drop_unused(block: Block) -> None:
 
 
 class _LastUses:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self) -> None:
         self.seen: set[Value] = set()
         self.drop_after: dict[Node, Node] = {}
 
@@ -101,5 +102,3 @@ class _LastUses:
             drop.add_input(value)
             note("last uses moved out of blocks")
 
-
-__all__ = ["insert_drops", "DROP", "Module"]

@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.analysis.effects import AliasClasses
-from compiler.resolve import constant_value
 from compiler.ir import Graph, Node, TensorLiteral, Value
 from compiler.passes import Target, apply_to_clone, note
+from compiler.resolve import constant_value
 
 
 def pool_constants(target: Target) -> Target:

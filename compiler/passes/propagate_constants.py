@@ -82,7 +82,7 @@ def _fold_node(node: Node, graph: Graph, is_written: Any) -> bool:
         fn = bind(resolve(node))
         args = [constant_value(v.node) for v in node.inputs]  # type: ignore[arg-type]
         result = fn(*args)
-    except Exception:
+    except Exception:  # noqa: BLE001
         return False  # unknown operator, or it raises: leave it to run time
     results = list(result) if len(node.outputs) > 1 else [result]
     if len(results) != len(node.outputs):
