@@ -44,6 +44,7 @@ from vm.ops.registry import OpRef
 SKIPPED = frozenset({"prim::Constant", "prim::Drop"})
 _MAX_NESTING = 18  # CPython refuses more than 20 statically nested loops
 
+
 class LineMap(dict):  # type: ignore[type-arg]
     """{line: node} of one generated source (a dict that can be weakly referenced)."""
 
@@ -122,6 +123,7 @@ class GraphCode:
         is_entry: bool,
         max_depth: int,
         groups: list[FusionInfo] | None = None,
+        fold_attributes: bool = False,
     ):
         self.graph, self.label, self.functions = graph, label, functions
         self.groups = {g.gid: g for g in groups or ()}
@@ -129,6 +131,7 @@ class GraphCode:
         self.is_entry, self.max_depth = is_entry, max_depth
         self.slots: dict[Value, int] = {}
         self.constants: dict[int, Any] = {}
+        self.folded: set[Node] = set()  # GetAttr nodes read at construction
         self.pnodes: list[ProcessedNode] = []
         self.by_node: dict[Node, ProcessedNode] = {}
         self._lock = threading.Lock()
@@ -149,6 +152,18 @@ class GraphCode:
                 continue
             ref = refs.get(node)
             kernel = bind(ref) if ref is not None else None
+            if (
+                fold_attributes
+                and node.kind == "prim::GetAttr"
+                and node.inputs[0] in self.slots
+            ):
+                owner = self.slots[node.inputs[0]]
+                if (
+                    owner in self.constants and kernel is not None
+                ):  # %self.fc.weight: read once, here
+                    self.constants[outs[0]] = kernel(self.constants[owner])
+                    self.folded.add(node)
+                    continue
             out = bind_out(ref) if ref is not None and len(outs) == 1 else None
             pn = ProcessedNode(
                 next(index),
@@ -208,7 +223,11 @@ class _Generator:
         filename = f"<static:{code.label}:{next(_counter)}>"
         linemap = LineMap((line + shift, node) for line, node in self.linemap.items())
         LINEMAPS[filename] = linemap
-        namespace: dict[str, Any] = {"_nd": np.ndarray, "GROUPS": code.groups, "__linemap__": linemap}
+        namespace: dict[str, Any] = {
+            "_nd": np.ndarray,
+            "GROUPS": code.groups,
+            "__linemap__": linemap,
+        }
         exec(compile("\n".join(lines) + "\n", filename, "exec"), namespace)
         made = namespace["__make"]
         made.source = "\n".join(lines)
@@ -277,7 +296,7 @@ class _Generator:
             if group is not None and group.gid in self.mode.fused:
                 if not items or items[-1] is not group:
                     items.append(group)
-            elif node.kind not in SKIPPED:
+            elif node.kind not in SKIPPED and node not in self.code.folded:
                 items.append(node)
         return items
 

@@ -121,6 +121,12 @@ class StaticModule:
         )
         main = module.main
         bound = _bind_self(main, weights)
+        # %self's attributes are constants of the module unless the program assigns one
+        common["fold_attributes"] = not any(
+            n.kind == "prim::SetAttr"
+            for g in (main, *module.functions.values())
+            for n in g.walk()
+        )
         self.entry = GraphCode(
             main,
             "main",
@@ -158,11 +164,11 @@ class StaticModule:
     def _prepare_planning(self, refs: dict) -> None:
         """Slot-level facts for the planner (empty when out variants are off)."""
         code, opts = self.entry, self.options
-        has_out = (
-            (lambda node: code.by_node[node].out is not None)
-            if opts.enable_out_variant
-            else (lambda node: False)
-        )
+
+        def has_out(node: Any) -> bool:
+            pn = code.by_node.get(node)  # None for a folded attribute read
+            return opts.enable_out_variant and pn is not None and pn.out is not None
+
         facts = self.facts = analyze(code.graph, refs, has_out)
         s = code.slots
         self.candidates = {s[v]: step for v, step in facts.produced_at.items()}
