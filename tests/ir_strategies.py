@@ -16,6 +16,7 @@ PyTorch's 6-digit printing, so ``parse(print(m))`` can be compared with ``m`` ex
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -32,6 +33,9 @@ _KINDS = ["aten::add", "aten::mul", "aten::__getitem__", "my_ns::op", "prim::Get
 _IDENT = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 
+_SOURCES = st.from_regex(r"[a-z_/]{1,8}\.py:[0-9]{1,3}:[0-9]{1,2}", fullmatch=True)
+_SCOPES = st.from_regex(r"__module(\.[a-z0-9_]{1,4}){0,2}(/[a-z_.0-9]{1,6})?", fullmatch=True)
+_CLASSES = st.from_regex(r"__torch__(\.[A-Za-z_][A-Za-z0-9_]{0,5}){1,3}", fullmatch=True).map(T.ClassType)
 value_names = st.one_of(
     st.integers(0, 10**6).map(str),
     st.from_regex(r"[a-z_][a-z0-9_]{0,5}(\.[0-9]{1,3})?", fullmatch=True),
@@ -39,6 +43,7 @@ value_names = st.one_of(
 )
 
 
+@lru_cache(maxsize=None)
 def _tensor_types() -> st.SearchStrategy[T.Type]:
     sizes = st.lists(st.one_of(st.none(), st.integers(0, 64)), max_size=4)
 
@@ -57,12 +62,13 @@ def _tensor_types() -> st.SearchStrategy[T.Type]:
     return st.one_of(st.just(T.TENSOR), refined())
 
 
+@lru_cache(maxsize=None)
 def types(max_leaves: int = 6) -> st.SearchStrategy[T.Type]:
     """Any IR type, nested (lists, optionals, tuples, dicts, unions, futures, classes)."""
     leaves = st.one_of(
         st.sampled_from(_LEAVES),
         _tensor_types(),
-        st.from_regex(r"__torch__(\.[A-Za-z_][A-Za-z0-9_]{0,5}){1,3}", fullmatch=True).map(T.ClassType),
+        _CLASSES,
     )
     return st.recursive(
         leaves,
@@ -78,6 +84,7 @@ def types(max_leaves: int = 6) -> st.SearchStrategy[T.Type]:
     )
 
 
+@lru_cache(maxsize=None)
 def _floats(typed: bool = True) -> st.SearchStrategy[float]:
     """Floats; PyTorch prints an integral double >= 1e10 like an int (``10000000000000000``),
     which only a float-typed constant can read back as a float, so ``typed=False`` avoids them."""
@@ -106,11 +113,13 @@ def _tensor_literals(draw: st.DrawFn) -> TensorLiteral:
     return TensorLiteral(values, shape, dtype, approximate=dtype == "Float")
 
 
+@lru_cache(maxsize=None)
 def _attr_types() -> st.SearchStrategy[T.Type]:
     # a bare tuple type is not an attribute value (it would read as a tuple of values)
     return types(3).filter(lambda t: not str(t).startswith("("))
 
 
+@lru_cache(maxsize=None)
 def attr_payloads(max_leaves: int = 8) -> st.SearchStrategy[Any]:
     """Any attribute payload: numbers, strings, None, lists, tuples, dicts, types, tensors."""
     scalars = st.one_of(
@@ -150,16 +159,18 @@ class _Builder:
         self.taken: set[str] = set()
 
     def name(self) -> str:
-        name = self.draw(value_names.filter(lambda n: n not in self.taken))
+        name = self.draw(value_names)
+        while name in self.taken:
+            name += "_"
         self.taken.add(name)
         return name
 
     def maybe_type(self) -> T.Type | None:
-        return self.draw(st.none() | types(4))
+        return self.draw(st.none() | types(3))
 
     def fill(self, block: Block, scope: list[Value], level: int) -> None:
         scope = list(scope) + list(block.params)
-        for _ in range(self.draw(st.integers(0, 5))):
+        for _ in range(self.draw(st.integers(0, 4 if level == 0 else 2))):
             node = self.node(scope, level)
             block.append(node)
             scope.extend(node.outputs)
@@ -178,9 +189,9 @@ class _Builder:
         what = self.draw(st.sampled_from(choices))
         node = getattr(self, "_" + what)(scope, level)
         if self.draw(st.booleans()):
-            node.source = self.draw(st.from_regex(r"[a-z_/]{1,8}\.py:[0-9]{1,3}:[0-9]{1,2}", fullmatch=True))
+            node.source = self.draw(_SOURCES)
         if self.draw(st.integers(0, 5)) == 0:
-            node.scope = self.draw(st.from_regex(r"__module(\.[a-z0-9_]{1,4}){0,2}(/[a-z_.0-9]{1,6})?", fullmatch=True))
+            node.scope = self.draw(_SCOPES)
         return node
 
     def _constant(self, scope: list[Value], level: int) -> Node:
@@ -201,11 +212,11 @@ class _Builder:
         draw = self.draw
         if draw(st.integers(0, 6)) == 0:
             node = Node("prim::PythonOp", attrs={"^name": draw(_IDENT)})
-            node.attrs.update(draw(st.dictionaries(_IDENT.filter(lambda s: not s.startswith("^")), attr_payloads(4), max_size=2)))
+            node.attrs.update(draw(st.dictionaries(_IDENT, attr_payloads(4), max_size=2)))
             node.attrs["^scalars"] = draw(st.sampled_from(["()", "(2.5)", "(1, None)"]))
         else:
             node = Node(draw(st.sampled_from(_KINDS)))
-            node.attrs.update(draw(st.dictionaries(_IDENT, attr_payloads(), max_size=3)))
+            node.attrs.update(draw(st.dictionaries(_IDENT, attr_payloads(5), max_size=2)))
         for value in self.pick(scope, draw(st.integers(0, 3))):
             node.add_input(value)
         for _ in range(draw(st.integers(0, 3))):
@@ -291,13 +302,13 @@ def _draw_graph(draw: st.DrawFn, depth: int, subgraphs: bool, n_inputs: int | No
 
 
 @st.composite
-def graphs(draw: st.DrawFn, depth: int = 3, subgraphs: bool = True) -> Graph:
+def graphs(draw: st.DrawFn, depth: int = 2, subgraphs: bool = True) -> Graph:
     """A well-formed graph with nested blocks up to ``depth`` and optional fusion sub-graphs."""
     return _draw_graph(draw, depth, subgraphs)
 
 
 @st.composite
-def modules(draw: st.DrawFn, depth: int = 3) -> Module:
+def modules(draw: st.DrawFn, depth: int = 2) -> Module:
     """A module: a main graph and 0-2 functions (``with NAME = graph(...)``)."""
     main = draw(graphs(depth))
     names = draw(st.lists(_IDENT.filter(lambda s: s not in ("graph", "with", "return")), max_size=2, unique=True))
