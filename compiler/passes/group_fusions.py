@@ -16,9 +16,10 @@ write).  A producer whose results are also used after the consumer gives the gro
 extra output.  Pulling a group in merges the two subgraphs.  The scan repeats until
 nothing changes, since a merge can make new producers adjacent, and every nested block
 is fused on its own (groups never cross blocks).  Finally the constants of each subgraph
-are pooled (merging brings copies of the same scalar constants), and dead code is swept
-from the graph (the scalar constants that were cloned into groups), as PyTorch's fuser
-does.
+are pooled (merging brings copies of the same scalar constants).  Dead code is swept
+before fusing (a dead use between a producer and its consumer would block the move, and
+removing it later would make a second run fuse more) and after (the scalar constants
+that were cloned into groups), as PyTorch runs DCE around its fuser.
 
 The group node's ``attrs["Subgraph"]`` is a ``compiler.ir.Graph`` whose parameters match
 the group's inputs and whose returns match its outputs; the printer shows it as PyTorch
@@ -52,6 +53,7 @@ def group_fusions(target: Target) -> Target:
 
 
 def _fuse_graph(graph: Graph) -> None:
+    sweep_dead_code(graph)  # a dead user in between would block a move
     before = sum(1 for n in graph.walk() if n.kind == GROUP)
     _fuse_block(graph.block)
     groups = [n for n in graph.walk() if n.kind == GROUP]
