@@ -14,6 +14,7 @@ named leaf types by name, so a 10k-node graph does not build 10k ``Tensor`` obje
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, ClassVar
 
 from attrs import define, field
@@ -58,6 +59,11 @@ _LEAVES["Tensor"] = T.TENSOR
 _TENSOR_NAMES = frozenset(T.SCALAR_TYPE_CODES) | {"Tensor"}
 _FLOATING = frozenset({"Float", "Double", "Half", "BFloat16", "ComplexFloat", "ComplexDouble", "ComplexHalf"})
 _NUMBERS = {"INF": math.inf, "NEG_INF": -math.inf, "NAN": math.nan, "NEG_NAN": math.nan}
+
+
+_TENSOR_TYPES: dict[str, T.Type] = {}
+_STRIDES = re.compile(r"strides=\[([^\]]*)\]")
+_SIZE_ITEM = re.compile(r"(\*|-?[0-9]+)(?::(-?[0-9]+))?|(requires_grad|device|strides)(?:=([A-Za-z0-9_:]+))?")
 
 
 class _Size(tuple):  # type: ignore[type-arg]
@@ -305,6 +311,45 @@ class Builder(Transformer):  # type: ignore[type-arg]
     def device(self, children: list[Any]) -> str:
         name = children[0].value
         return name if len(children) == 1 else f"{name}:{children[1]}"
+
+    def tensor_type(self, children: list[Token]) -> T.Type:
+        """One TENSOR_TYPE token such as ``Float(2, *, strides=[3, 1], device=cpu)``; each
+        distinct spelling is read once per process."""
+        token = children[0]
+        found = _TENSOR_TYPES.get(token.value)
+        if found is None:
+            found = self._read_tensor_type(token)
+            if len(_TENSOR_TYPES) < 100_000:
+                _TENSOR_TYPES[token.value] = found
+        return found
+
+    def _read_tensor_type(self, token: Token) -> T.Type:
+        head = Token("QUALNAME", token.value[: token.value.index("(")])
+        head.line, head.column = token.line, token.column
+        body = token.value[len(head) + 1 : -1]
+        args: list[_Size] = []
+        strides = _STRIDES.search(body)
+        if strides is not None:
+            body = body[: strides.start()] + "strides" + body[strides.end() :]
+        for item in (x.strip() for x in body.split(",")) if body.strip() else ():
+            m = _SIZE_ITEM.fullmatch(item)
+            if m is None:
+                raise IRSyntaxError(f"bad tensor type item {item!r} in {token.value}", self.context.at(token))
+            size, stride, key, value = m.groups()
+            if key in ("requires_grad", "device") and value is None:
+                raise IRSyntaxError(f"{key} needs a value in {token.value}", self.context.at(token))
+            if key == "strides" and strides is not None:
+                items = [x.strip() for x in strides.group(1).split(",") if x.strip()]
+                if not all(x == "*" or x.lstrip("-").isdigit() for x in items):
+                    raise IRSyntaxError(f"bad strides in {token.value}", self.context.at(token))
+                args.append(_Size(("kw", "strides", [None if x == "*" else int(x) for x in items])))
+            elif key is not None:
+                args.append(_Size(("kw", key, value)))
+            elif stride is not None:
+                args.append(_Size(("sizestride", int(size), int(stride))))
+            else:
+                args.append(_Size(("size", None if size == "*" else int(size))))
+        return self._tensor_type(head, args)
 
     def call_type(self, children: list[Any]) -> T.Type:
         head: Token = children[0]

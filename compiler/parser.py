@@ -24,6 +24,7 @@ line, column and source line; lark's exceptions are converted at the boundary.
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
 from collections.abc import Iterator
@@ -73,11 +74,18 @@ def parse(text: str, filename: str | None = None) -> Module:
     ctx = _Context(file, text)
     if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in ctx.lines):
         raise IRSyntaxError("empty file: expected a graph, `graph(%x : Tensor): ...`", ctx.span(1, 1))
-    tree = _run_lark(text, ctx)
-    main_raw, sections = tree
-    main = _resolve_graph(main_raw, ctx)
-    module = Module(main, {}, file)
-    _attach_sections(module, main_raw, sections, ctx)
+    # The IR is full of reference cycles (a Value knows its Node and its users); letting
+    # the cyclic GC rescan the growing heap while parsing makes big graphs superlinear.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        main_raw, sections = _run_lark(text, ctx)
+        main = _resolve_graph(main_raw, ctx)
+        module = Module(main, {}, file)
+        _attach_sections(module, main_raw, sections, ctx)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     return module
 
 

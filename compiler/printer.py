@@ -19,8 +19,10 @@ kinds, attributes, types, names, sources, scopes, wiring and nested blocks/sub-g
 
 from __future__ import annotations
 
+import gc
 import math
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Value
@@ -33,18 +35,32 @@ __all__ = ["print_module", "print_graph", "format_attr_value", "structurally_equ
 def print_module(module: Module) -> str:
     """The module as text: the main graph, its sub-graphs, then its functions."""
     out: list[str] = []
-    _print_graph_into(module.main, out)
-    for name, graph in module.functions.items():
-        out.append(f"with {name} = ")
-        _print_graph_into(graph, out)
+    with _no_gc():
+        _print_graph_into(module.main, out)
+        for name, graph in module.functions.items():
+            out.append(f"with {name} = ")
+            _print_graph_into(graph, out)
     return "".join(out)
 
 
 def print_graph(graph: Graph) -> str:
     """One graph (and its fusion sub-graphs as ``with`` sections)."""
     out: list[str] = []
-    _print_graph_into(graph, out)
+    with _no_gc():
+        _print_graph_into(graph, out)
     return "".join(out)
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Printing allocates no cycles; keep the cyclic GC from rescanning a big IR meanwhile."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _print_graph_into(graph: Graph, out: list[str]) -> None:
