@@ -298,7 +298,7 @@ def _finish_node(raw: RawNode, scope: _Scope, local: list[str], ctx: _Context) -
     if node.kind == "prim::Constant" and node.outputs:
         _float_payload(node)
     if node.blocks and node.kind in ("prim::If", "prim::Loop"):
-        _check_arity(node)
+        check_block_arity(node)
 
 
 def _float_payload(node: Node) -> None:
@@ -311,7 +311,7 @@ def _float_payload(node: Node) -> None:
         node.attrs["value"] = [float(v) if type(v) is int else v for v in value]
 
 
-def _check_arity(node: Node) -> None:
+def check_block_arity(node: Node) -> None:
     """prim::If: two blocks, no params, each returning one value per output.
     prim::Loop: one block; params = carried + 1 (the iteration), returns = carried + 1
     (the condition), with carried = len(inputs) - 2 = len(outputs)."""

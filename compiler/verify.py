@@ -30,7 +30,7 @@ from typing import Any
 from compiler import types as T
 from compiler.diagnostics import IRValidationError
 from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Use, Value
-from compiler.parser import _check_arity
+from compiler.parser import check_block_arity
 
 __all__ = ["verify", "assignable"]
 
@@ -129,7 +129,7 @@ def _finish_node(node: Node, define: Any) -> None:
             raise _fail(node, f"output %{out.name} does not point back to {node.kind}")
         define(out, node)
     if node.kind in ("prim::If", "prim::Loop"):
-        _check_arity(node)
+        check_block_arity(node)
     _check_types(node)
 
 
