@@ -86,7 +86,9 @@ def matmul_out(buf: Array, self: Array, other: Array) -> Array:
 
 def _add_scaled(prod: Array, bias: Array | None, beta: Any, alpha: Any) -> Array:
     t = prod.dtype
-    if alpha != 1:
+    if alpha == 0:  # as BLAS: the product is not referenced (no nan from 0 * inf)
+        prod[...] = 0
+    elif alpha != 1:
         np.multiply(prod, scalar_for(alpha, t), out=prod)
     if bias is not None and beta != 0:
         b = bias if beta == 1 else np.multiply(bias, scalar_for(beta, t))

@@ -151,7 +151,9 @@ def _lerp(self: Array, end: Array, weight: Any) -> Array:
         raise RuntimeError(f'"lerp_kernel_scalar" not implemented for \'{dt}\'')
     a, b = self.astype(dt, copy=False), end.astype(dt, copy=False)
     w = _conv(weight, dt)
-    return wrap(a + w * (b - a))
+    diff = b - a
+    # PyTorch's two-sided formula: exact at both ends, and nan/inf exactly where torch has them
+    return wrap(np.where(np.abs(w) < 0.5, a + w * diff, b - diff * (dt.type(1) - w)))
 
 
 _register("aten::lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", _lerp)

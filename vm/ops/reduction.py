@@ -212,8 +212,10 @@ def _softmax_input(x: Array, dim: int, dtype: int | None, op: str) -> tuple[Arra
 @np.errstate(all="ignore")
 def _softmax(self: Array, dim: int, dtype: int | None) -> Array:
     x, d = _softmax_input(self, dim, dtype, "softmax")
-    if x.ndim == 0 or x.size == 0:
-        return np.ones_like(x)
+    if x.ndim == 0:
+        return _softmax(x.reshape(1), 0, None).reshape(())
+    if x.size == 0:
+        return x.copy()
     e = x - x.max(axis=d, keepdims=True)
     np.exp(e, out=e)
     e /= e.sum(axis=d, keepdims=True)
@@ -223,8 +225,10 @@ def _softmax(self: Array, dim: int, dtype: int | None) -> Array:
 @np.errstate(all="ignore")
 def _log_softmax(self: Array, dim: int, dtype: int | None) -> Array:
     x, d = _softmax_input(self, dim, dtype, "log_softmax")
-    if x.ndim == 0 or x.size == 0:
-        return np.zeros_like(x)
+    if x.ndim == 0:
+        return _log_softmax(x.reshape(1), 0, None).reshape(())
+    if x.size == 0:
+        return x.copy()
     shifted = x - x.max(axis=d, keepdims=True)
     shifted -= np.log(np.exp(shifted).sum(axis=d, keepdims=True))
     return shifted
