@@ -351,12 +351,17 @@ class Builder(Transformer):  # type: ignore[type-arg]
                 args.append(_Size(("size", None if size == "*" else int(size))))
         return self._tensor_type(head, args)
 
+    def named_field(self, children: list[Any]) -> _Size:
+        return _Size(("field", children[0].value, children[1]))
+
     def call_type(self, children: list[Any]) -> T.Type:
         head: Token = children[0]
         args = [] if children[1:] == [None] else children[1:]
-        name = head.value
+        name = head.value.rstrip("[")
         if name in _TENSOR_NAMES:
             return self._tensor_type(head, args)
+        if name == "NamedTuple" and args and all(isinstance(a, _Size) and a[0] == "field" for a in args):
+            return T.TupleType(tuple(a[2] for a in args), tuple(a[1] for a in args))
         if any(isinstance(a, _Size) for a in args):
             raise IRSyntaxError(f"{name}(...) takes types only", self.context.at(head))
         if name == "Dict" and len(args) == 2:
@@ -365,6 +370,8 @@ class Builder(Transformer):  # type: ignore[type-arg]
             return T.UnionType(tuple(args))
         if name == "Future" and len(args) == 1:
             return T.FutureType(args[0])
+        if name in ("RRef", "Await") and len(args) == 1:
+            return T.NamedType(f"{name}[{args[0]}]")
         if name == "Optional" and len(args) == 1:
             return T.OptionalType(args[0])
         raise IRSyntaxError(f"unknown type {name}({', '.join(map(str, args))})", self.context.at(head))

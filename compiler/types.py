@@ -103,9 +103,16 @@ class OptionalType(Type):
 
 @attrs.frozen
 class TupleType(Type):
+    """``(Tensor, int)``; a named tuple keeps its field ``names`` and prints as PyTorch
+    prints it: ``NamedTuple(a : Tensor, b : int)``."""
+
     elems: tuple[Type, ...]
+    names: tuple[str, ...] | None = None
 
     def __str__(self) -> str:
+        if self.names is not None:
+            fields = ", ".join(f"{n} : {e}" for n, e in zip(self.names, self.elems))
+            return f"NamedTuple({fields})"
         return "(" + ", ".join(str(e) for e in self.elems) + ")"
 
 
@@ -123,7 +130,7 @@ class FutureType(Type):
     elem: Type
 
     def __str__(self) -> str:
-        return f"Future({self.elem})"
+        return f"Future[{self.elem}]"  # as PyTorch 2.x prints it
 
 
 @attrs.frozen

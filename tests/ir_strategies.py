@@ -76,6 +76,9 @@ def types(max_leaves: int = 6) -> st.SearchStrategy[T.Type]:
             inner.map(T.ListType),
             inner.filter(lambda t: not isinstance(t, T.OptionalType)).map(T.OptionalType),
             st.lists(inner, max_size=3).map(lambda ts: T.TupleType(tuple(ts))),
+            st.lists(inner, min_size=1, max_size=3).map(
+                lambda ts: T.TupleType(tuple(ts), tuple(f"f{i}" for i in range(len(ts))))
+            ),
             st.tuples(st.sampled_from([T.STR, T.INT]), inner).map(lambda kv: T.DictType(*kv)),
             st.lists(inner, min_size=2, max_size=3).map(lambda ts: T.UnionType(tuple(ts))),
             inner.map(T.FutureType),

@@ -19,7 +19,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import torch
 import torch.nn as nn
@@ -146,7 +146,20 @@ def _calls(x: torch.Tensor) -> torch.Tensor:
     return _helper(x, 2) + _helper(x, 3)
 
 
-for _fn in (_control_flow, _loops, _lists, _dicts, _strings, _tuples, _optional, _raises, _floats,
+class _Pair(NamedTuple):
+    a: torch.Tensor
+    b: int
+
+
+def _fork_union_namedtuple(x: torch.Tensor, u: Union[int, str], anything: Any) -> _Pair:
+    fut = torch.jit.fork(torch.neg, x)
+    y = torch.jit.wait(fut)
+    if isinstance(u, int):
+        y = y + u
+    return _Pair(y, 2)
+
+
+for _fn in (_fork_union_namedtuple, _control_flow, _loops, _lists, _dicts, _strings, _tuples, _optional, _raises, _floats,
             _tensor_ops, _nested, _devices, _calls):  # fmt: skip
     CASES["script" + _fn.__name__] = (lambda f: lambda: scripted(f))(_fn)
 
