@@ -38,7 +38,7 @@ from compiler.diagnostics import IRSyntaxError, IRValidationError, Span
 from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.parse_tree import Builder, RawBlock, RawGraph, RawNode
 
-__all__ = ["parse", "grammar"]
+__all__ = ["parse", "grammar", "check_block_arity"]
 
 _PARSER: Lark | None = None
 _LOCK = threading.Lock()
