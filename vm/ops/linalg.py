@@ -84,9 +84,9 @@ def matmul_out(buf: Array, self: Array, other: Array) -> Array:
     return into(buf, matmul(self, other))
 
 
-def _add_scaled(prod: Array, bias: Array | None, beta: Any, alpha: Any) -> Array:
+def _add_scaled(prod: Array, bias: Array | None, beta: Any, alpha: Any, blas: bool = False) -> Array:
     t = prod.dtype
-    if alpha == 0:  # as BLAS: the product is not referenced (no nan from 0 * inf)
+    if alpha == 0 and blas:  # addmm is one BLAS gemm: alpha == 0 never reads the product
         prod[...] = 0
     elif alpha != 1:
         np.multiply(prod, scalar_for(alpha, t), out=prod)
@@ -102,7 +102,7 @@ def _add_scaled(prod: Array, bias: Array | None, beta: Any, alpha: Any) -> Array
 @kernel("aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
 def addmm(self: Array, mat1: Array, mat2: Array, beta: Any, alpha: Any) -> Array:
     _same_dtype(self, mat1, "self and mat1")
-    return _add_scaled(mm(mat1, mat2), self, beta, alpha)
+    return _add_scaled(mm(mat1, mat2), self, beta, alpha, blas=True)
 
 
 @addmm.out
@@ -110,7 +110,7 @@ def addmm_out(buf: Array, self: Array, mat1: Array, mat2: Array, beta: Any, alph
     if mat1.ndim == 2 and mat2.ndim == 2 and buf.shape == (mat1.shape[0], mat2.shape[1]) and (
         buf.dtype == mat1.dtype == mat2.dtype == self.dtype
     ):
-        return _add_scaled(np.matmul(mat1, mat2, out=buf), self, beta, alpha)
+        return _add_scaled(np.matmul(mat1, mat2, out=buf), self, beta, alpha, blas=True)
     return into(buf, addmm(self, mat1, mat2, beta, alpha))
 
 
@@ -183,10 +183,11 @@ def baddbmm(self: Array, batch1: Array, batch2: Array, beta: Any, alpha: Any) ->
 baddbmm.out(copy_out(baddbmm))
 
 
-@lru_cache(maxsize=256)
-def _einsum_path(equation: str, shapes: tuple[tuple[int, ...], ...]) -> Any:
-    dummies = [np.empty(s, np.float32) for s in shapes]
-    return np.einsum_path(equation, *dummies, optimize="greedy")[0]
+@lru_cache(maxsize=64)
+def _einsum_path(n: int) -> list[Any]:
+    """Left to right, as torch.einsum contracts without opt_einsum (the order decides
+    where 0 * inf becomes nan, so it is part of the semantics)."""
+    return ["einsum_path"] + [(0, 1)] * (n - 1)
 
 
 @kernel("aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor")
@@ -197,7 +198,7 @@ def einsum(equation: str, tensors: Sequence[Array], path: Sequence[int] | None) 
         _same_dtype(tensors[0], x, "all operands")
     if len(tensors) <= 2:
         return wrap(np.einsum(eq, *tensors, optimize=len(tensors) == 2 and _big(tensors)))
-    opt = _einsum_path(eq, tuple(x.shape for x in tensors))
+    opt = _einsum_path(len(tensors))
     return wrap(np.asarray(np.einsum(eq, *tensors, optimize=opt), dtype=dt))
 
 

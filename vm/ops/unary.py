@@ -234,7 +234,10 @@ def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
         raise RuntimeError(f'"GeluKernelImpl" not implemented for \'{x.dtype}\'')
     t = x.dtype.type
     if approximate == "none":
-        return t(0.5) * x * (t(1) + _erf(x * t(_SQRT1_2)))
+        r = t(0.5) * x * (t(1) + _erf(x * t(_SQRT1_2)))
+        if x.dtype == np.float32:  # PyTorch's float32 kernel gives nan at +inf (float64 gives inf)
+            r = np.where(x == np.inf, np.float32(np.nan), r)
+        return r
     if approximate == "tanh":
         inner = t(_SQRT_2_PI) * (x + t(0.044715) * x * x * x)
         return t(0.5) * x * (t(1) + np.tanh(inner))
