@@ -114,8 +114,7 @@ class Scripted:
     def theirs(self, *args: Any) -> Any:
         import torch
 
-        targs = [torch.from_numpy(a.copy()) if isinstance(a, np.ndarray) else _copy(a) for a in args]
-        return from_torch_value(self.fn(*targs))
+        return from_torch_value(self.fn(*(_to_torch(a) for a in args)))
 
     def ours(self, *args: Any) -> Any:
         env: dict[int, Any] = {id(p): _copy(a) for p, a in zip(self.graph.inputs, args)}
@@ -131,6 +130,20 @@ class Scripted:
                     env[id(out)] = value
         outs = [env[id(v)] for v in self.graph.outputs]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _to_torch(a: Any) -> Any:
+    import torch
+
+    if isinstance(a, np.ndarray):
+        return torch.from_numpy(a.copy())
+    if isinstance(a, list):
+        return [_to_torch(x) for x in a]
+    if isinstance(a, tuple):
+        return tuple(_to_torch(x) for x in a)
+    if isinstance(a, dict):
+        return {k: _to_torch(v) for k, v in a.items()}
+    return a
 
 
 def _copy(a: Any) -> Any:

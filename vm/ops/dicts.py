@@ -78,11 +78,15 @@ def pop_default(d: dict[Any, Any], key: Any, default: Any) -> Any:
     return d.pop(dict_key(key), default)
 
 
+def delete(d: dict[Any, Any], key: Any) -> None:
+    pop(d, key)
+
+
 def popitem(d: dict[Any, Any]) -> tuple[Any, Any]:
     if not d:
         raise KeyError("popitem(): dictionary is empty")
-    key, value = d.popitem()
-    return unkey(key), value
+    key = next(iter(d))  # TorchScript pops the first (oldest) item, not the last
+    return unkey(key), d.pop(key)
 
 
 def setdefault(d: dict[Any, Any], key: Any, default: Any) -> Any:
@@ -121,6 +125,7 @@ for _k in _KEYS:
         f"aten::popitem.{_k}({_d}(a!) self) -> (({_k}, t))": popitem,
         f"aten::setdefault.{_k}({_d}(a!) self, {_k}(b -> *) key, t(c -> *) default_value) -> t(*)": setdefault,
         f"aten::update.{_k}({_d}(a!) self, {_d}(a!) to_add) -> ()": update,
+        f"aten::Delete.Dict_{_k}({_d}(a!) self, {_k} key) -> ()": delete,
         f"aten::clear.{_k}({_d}(a!) self) -> ()": dict.clear,
         f"aten::keys.{_k}({_d} self) -> {_k}[](*)": keys,
         f"aten::values.{_k}({_d} self) -> t[](*)": lambda d: list(d.values()),

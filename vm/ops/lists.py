@@ -117,6 +117,10 @@ def sorted_(lst: list[Any]) -> list[Any]:
     return sorted(lst, key=_key())
 
 
+def delete(lst: list[Any], idx: int) -> None:
+    del lst[_norm(lst, idx)]
+
+
 def reverse(lst: list[Any]) -> None:
     lst.reverse()
 
@@ -132,8 +136,8 @@ def slice_(lst: list[Any], start: int | None, end: int | None, step: int) -> lis
 
 
 def repeat(lst: list[Any], n: int) -> list[Any]:
-    if n < 0:
-        raise RuntimeError("vector::reserve")  # what TorchScript raises for l * -1
+    if n < 0 and lst:
+        raise RuntimeError("vector::reserve")  # what TorchScript raises for [1] * -1
     return lst * n
 
 
@@ -144,6 +148,7 @@ _MUTATING = {
     "aten::insert.t(t[](a!) self, int idx, t(b -> *) el) -> ()": insert,
     "aten::pop.t(t[](a!) self, int idx=-1) -> t(*)": pop,
     "aten::reverse.t(t[](a!) self) -> ()": reverse,
+    "aten::Delete.t(t[](a!) self, int idx) -> ()": delete,
     "aten::clear.t(t[](a!) self) -> ()": clear,
     "aten::sort.any(t[](a!) self, bool reverse=False) -> ()": sort,
 }

@@ -63,6 +63,7 @@ _PAIRS = {"int": ("int", "int"), "float": ("float", "float"), "int_float": ("int
 
 
 def _ieee_div(a: Number, b: Number) -> float:
+    a, b = float(a), float(b)  # C++ converts each operand to double first
     if b == 0:
         a = float(a)
         if a == 0 or math.isnan(a):
@@ -112,7 +113,8 @@ def _pow(a: Number, b: Number) -> float:
     try:
         return math.pow(a, b)
     except OverflowError:
-        return math.inf if a > 0 or float(b).is_integer() and int(b) % 2 == 0 else -math.inf
+        even = float(b) % 2.0 == 0.0  # parity of the exponent as a double, as C's pow sees it
+        return math.inf if a > 0 or even else -math.inf
     except ValueError:
         return math.nan
 
@@ -328,7 +330,7 @@ register_op("aten::round.Scalar(Scalar a) -> Scalar", _round)
 register_op("aten::floor.int(int a) -> int", lambda a: _int_via_double(a))
 register_op("aten::floor.float(float a) -> int", lambda a: to_int(math.floor(a)) if math.isfinite(a) else to_int(a))
 register_op("aten::floor.Scalar(Scalar a) -> Scalar", lambda a: a if isinstance(a, int) else to_int(a // 1))
-register_op("aten::ceil.int(int a) -> int", lambda a: _int_via_double(a))
+register_op("aten::ceil.int(int a) -> int", lambda a: a)  # exact, unlike floor.int
 register_op("aten::ceil.float(float a) -> int", lambda a: to_int(math.ceil(a)) if math.isfinite(a) else to_int(a))
 register_op("aten::ceil.Scalar(Scalar a) -> Scalar", lambda a: a if isinstance(a, int) else to_int(-(-a // 1)))
 register_op("aten::neg.int(int a) -> int", lambda a: wrap_int(-a))

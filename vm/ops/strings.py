@@ -235,14 +235,21 @@ def replace(s: str, old: str, new: str, max: int) -> str:
     return s.replace(old, new, max)
 
 
-def _window(s: str, start: int, end: int) -> tuple[str, int]:
-    """The part of ``s`` from start to end as the C++ string methods cut it (end=-1: to the end)."""
+def _window(s: str, start: int, end: int, empty_if_reversed: bool = False) -> tuple[str, int]:
+    """The part of ``s`` the C++ string methods look at: negative bounds count from the end
+    (``end=-1`` is the end itself), a start past the end raises as ``std::string::substr``
+    does, and an end before the start means "to the end" (a negative ``size_t`` count), or
+    nothing at all for find/count, which test ``end > start`` first."""
     n = len(s)
     if start < 0:
         start = max(0, start + n)
     if end < 0:
         end = max(0, end + n + 1)
-    return (s[start:end] if end > start else ""), start
+    if empty_if_reversed and end <= start:
+        return "", start
+    if start > n:
+        raise IndexError(f"basic_string::substr: __pos (which is {start}) > this->size() (which is {n})")
+    return (s[start:end] if end >= start else s[start:]), start
 
 
 @kernel("aten::startswith(str self, str substr, int start=0, int end=-1) -> bool")
@@ -256,7 +263,7 @@ def endswith(s: str, substr: str, start: int, end: int) -> bool:
 
 
 def _find(s: str, substr: str, start: int, end: int, reverse: bool) -> int:
-    window, offset = _window(s, start, end)
+    window, offset = _window(s, start, end, empty_if_reversed=True)
     pos = window.rfind(substr) if reverse else window.find(substr)
     return -1 if pos < 0 else pos + offset
 
@@ -289,7 +296,10 @@ def rindex_str(s: str, substr: str, start: int, end: int) -> int:
 
 @kernel("aten::count(str self, str substr, int start=0, int end=-1) -> int")
 def count_str(s: str, substr: str, start: int, end: int) -> int:
-    return _window(s, start, end)[0].count(substr)
+    n = len(s)
+    if (start + n if start < 0 else start) > n:
+        return 0  # count checks the start before cutting, unlike find
+    return _window(s, start, end, empty_if_reversed=True)[0].count(substr)
 
 
 for _name in ("strip", "lstrip", "rstrip"):  # the default is written as PyTorch prints it
