@@ -17,9 +17,11 @@ extra output.  Pulling a group in merges the two subgraphs.  The scan repeats un
 nothing changes, since a merge can make new producers adjacent, and every nested block
 is fused on its own (groups never cross blocks).  Finally the constants of each subgraph
 are pooled (merging brings copies of the same scalar constants).  Dead code is swept
-before fusing (a dead use between a producer and its consumer would block the move, and
-removing it later would make a second run fuse more) and after (the scalar constants
-that were cloned into groups), as PyTorch runs DCE around its fuser.
+before every round of fusing, and rounds repeat until one merges nothing: a dead use
+between a producer and its consumer blocks a move, and fusing can make code dead (the
+scalar constants cloned into groups; a write whose target became a fresh group output),
+so without the rounds a second run would fuse more.  PyTorch runs DCE around its fuser
+for the same reasons.
 
 The group node's ``attrs["Subgraph"]`` is a ``compiler.ir.Graph`` whose parameters match
 the group's inputs and whose returns match its outputs; the printer shows it as PyTorch
@@ -53,13 +55,15 @@ def group_fusions(target: Target) -> Target:
 
 
 def _fuse_graph(graph: Graph) -> None:
-    sweep_dead_code(graph)  # a dead user in between would block a move
     before = sum(1 for n in graph.walk() if n.kind == GROUP)
-    _fuse_block(graph.block)
+    fused = True
+    while fused:
+        # Dead code goes before each round: a dead user in between blocks a move, and a
+        # fused group can make a write dead (its target becomes a fresh group output).
+        sweep_dead_code(graph)
+        fused = _fuse_block(graph.block)
     groups = [n for n in graph.walk() if n.kind == GROUP]
     note("groups formed", len(groups) - before)
-    if len(groups) > before:
-        sweep_dead_code(graph)  # scalar constants now live inside the groups
     for node in groups:  # merged subgraphs bring copies of the same constants
         with collecting():  # not this pass's news: the group's internals
             pool_graph(node.attrs["Subgraph"])  # type: ignore[arg-type]
@@ -99,10 +103,12 @@ def _cloned_constant(v: Value) -> bool:
     return _is_constant(v) and not _is_tensor(v)
 
 
-def _fuse_block(block: Block) -> None:
+def _fuse_block(block: Block) -> bool:
+    """Fuse ``block`` and its nested blocks to a fixpoint; True if anything merged."""
+    any_change = False
     for node in block.nodes:
         for inner in node.blocks:
-            _fuse_block(inner)
+            any_change |= _fuse_block(inner)
     changed = True
     while changed:
         changed = False
@@ -110,6 +116,8 @@ def _fuse_block(block: Block) -> None:
             if consumer.owner is block and (consumer.kind == GROUP or is_fusible(consumer)):
                 while (merged := _absorb_one_producer(consumer, block)) is not None:
                     consumer, changed = merged, True
+        any_change |= changed
+    return any_change
 
 
 def _absorb_one_producer(consumer: Node, block: Block) -> Node | None:
