@@ -76,13 +76,8 @@ def _print_format(values: np.ndarray) -> tuple[float, int, str]:
     int_mode = bool(np.all(finite == np.ceil(finite)))
     exp_min = exp_max = 1.0
     if finite.size:
-        lo = abs(float(finite[0]))
-        hi = lo
-        for z in finite:  # PyTorch compares the signed value against expMax: kept as is
-            if abs(z) < lo:
-                lo = abs(float(z))
-            if z > hi:
-                hi = abs(float(z))
+        magnitudes = np.abs(finite)
+        lo, hi = float(magnitudes.min()), float(magnitudes.max())
         exp_min = math.floor(math.log10(lo)) + 1 if lo != 0 else 1
         exp_max = math.floor(math.log10(hi)) + 1 if hi != 0 else 1
     if int_mode:
@@ -94,13 +89,23 @@ def _print_format(values: np.ndarray) -> tuple[float, int, str]:
     return 1.0, (7 if exp_max == 0 else int(exp_max) + 6), "%.4f"
 
 
+def _shortest(v: float) -> str:
+    """The shortest round-trip form, without a trailing ``.0``: ``0.1``, ``1e-05``, ``123456789``."""
+    text = repr(float(v))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _scale_line(scale: float) -> str:
+    return f"{_shortest(scale)} *\n"
+
+
 def _cell(style: str, width: int, v: float) -> str:
     return (style % v).rjust(width)
 
 
 def _print_matrix(m: np.ndarray, indent: int, linesize: int = 80) -> str:
     scale, width, style = _print_format(m)
-    out = [" " * indent]
+    out: list[str] = []
     per_line = max((linesize - indent) // (width + 1), 1)
     rows, cols = m.shape
     first = 0
@@ -111,7 +116,7 @@ def _print_matrix(m: np.ndarray, indent: int, linesize: int = 80) -> str:
                 out.append("\n")
             out.append(f"Columns {first + 1} to {last + 1}" + " " * indent)
         if scale != 1:
-            out.append(f"{scale:g} *\n" + " " * indent)
+            out.append(_scale_line(scale) + " " * indent)
         for r in range(rows):
             for c in range(first, last + 1):
                 out.append(_cell(style, width, m[r, c] / scale))
@@ -131,11 +136,11 @@ def format_tensor(t: np.ndarray) -> str:
     values = t.astype(np.float64) if t.dtype.kind != "c" else t
     dims = ",".join(str(s) for s in t.shape)
     if t.ndim == 0:
-        return f"{float(values):g}\n[ {name}{{}} ]"
+        return f"{_shortest(float(values))}\n[ {name}{{}} ]"
     body = ""
     if t.size and t.ndim == 1:
         scale, width, style = _print_format(values)
-        body = f"{scale:g} *\n" if scale != 1 else ""
+        body = _scale_line(scale) if scale != 1 else ""
         body += "".join(_cell(style, width, v / scale) + "\n" for v in values)
     elif t.size and t.ndim == 2:
         body = _print_matrix(values, 0)
