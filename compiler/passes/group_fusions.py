@@ -43,7 +43,14 @@ MAX_INPUTS = 128
 # PyTorch's isSimpleMap set (graph_fuser.cpp), by node kind.
 SIMPLE_MAPS = frozenset(
     "aten::" + name
-    for name in ["abs", "acos", "add", "asin", "atan", "atan2", "ceil", "clamp", "cos", "cosh", "div", "exp", "expm1", "erf", "erfc", "floor", "fmod", "frac", "lgamma", "log", "log10", "log1p", "log2", "logit", "lerp", "max", "min", "mul", "neg", "pow", "reciprocal", "relu", "threshold", "remainder", "round", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "sub", "tan", "tanh", "trunc", "eq", "ne", "ge", "gt", "le", "lt", "addcmul", "where", "type_as", "_cast_Float"]
+    for name in [
+        "abs", "acos", "add", "asin", "atan", "atan2", "ceil", "clamp", "cos", "cosh", "div",
+        "exp", "expm1", "erf", "erfc", "floor", "fmod", "frac", "lgamma", "log", "log10",
+        "log1p", "log2", "logit", "lerp", "max", "min", "mul", "neg", "pow", "reciprocal",
+        "relu", "threshold", "remainder", "round", "rsqrt", "sigmoid", "sin", "sinh", "sqrt",
+        "sub", "tan", "tanh", "trunc", "eq", "ne", "ge", "gt", "le", "lt", "addcmul", "where",
+        "type_as", "_cast_Float"
+    ]
 )
 
 
