@@ -30,6 +30,8 @@ def format_float(d: float) -> str:
     """A double as IValue printing writes it: ``2.``, ``1.5``, ``1e+20``, ``0.10000000000000001``."""
     if math.isfinite(d) and d == math.floor(d) and abs(d) < 2.0**63:
         return f"{int(d)}."  # -0.0 prints as 0. too
+    if math.isnan(d) and math.copysign(1.0, d) < 0:
+        return "-nan"  # glibc's printf
     return "%.17g" % d
 
 
@@ -301,10 +303,17 @@ def rindex_str(s: str, substr: str, start: int, end: int) -> int:
 
 @kernel("aten::count(str self, str substr, int start=0, int end=-1) -> int")
 def count_str(s: str, substr: str, start: int, end: int) -> int:
+    """Non-overlapping matches that *begin* in [start, end) (a match may run past ``end``)."""
     n = len(s)
-    if (start + n if start < 0 else start) > n:
-        return 0  # count checks the start before cutting, unlike find
-    return _window(s, start, end, empty_if_reversed=True)[0].count(substr)
+    start = max(0, start + n) if start < 0 else start
+    end = max(0, end + n + 1) if end < 0 else end
+    if start > n:
+        return 0
+    found, pos = 0, start
+    while (pos := s.find(substr, pos)) >= 0 and pos < end:
+        found += 1
+        pos += max(len(substr), 1)
+    return found
 
 
 for _name in ("strip", "lstrip", "rstrip"):  # the default is written as PyTorch prints it
