@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -127,19 +128,27 @@ def _pow_int(a: int, b: int) -> int:
     return wrap_int(pow(a, b, 2**64)) if a not in (0, 1) else a
 
 
+_FLOAT_SAFE = (operator.add, operator.sub, operator.mul)
 _BINARY: dict[str, tuple[Callable[[Any, Any], Any], str]] = {
     # name: (function, what the int/int overload returns)
-    "add": (lambda a, b: a + b, "int"),
-    "sub": (lambda a, b: a - b, "int"),
-    "mul": (lambda a, b: a * b, "int"),
+    "add": (operator.add, "int"),
+    "sub": (operator.sub, "int"),
+    "mul": (operator.mul, "int"),
     "floordiv": (_floordiv, "int"),
     "remainder": (_remainder, "int"),
 }
 
 
 def _typed(fn: Callable[[Any, Any], Any], result: str) -> Callable[[Any, Any], Any]:
+    if fn in _FLOAT_SAFE and result == "float":
+        return fn  # float op float (or int): already a float, and these are C functions (hot loops)
     if result == "int":
-        return lambda a, b: wrap_int(fn(a, b))
+
+        def int_result(a: int, b: int) -> int:
+            r = fn(a, b)
+            return r if _I64_MIN <= r <= _I64_MAX else wrap_int(r)
+
+        return int_result
     if result == "float":
         return lambda a, b: float(fn(a, b))
     return lambda a, b: _num(fn(a, b))
@@ -220,13 +229,8 @@ register_op("aten::__rshift__.int(int a, int b) -> int", lambda a, b: a >> min(b
 # Comparisons
 
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "eq": lambda a, b: a == b,
-    "ne": lambda a, b: a != b,
-    "lt": lambda a, b: a < b,
-    "le": lambda a, b: a <= b,
-    "gt": lambda a, b: a > b,
-    "ge": lambda a, b: a >= b,
-}
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+}  # fmt: skip
 for _name, _cmp in _COMPARE.items():
     for _overload, (_ta, _tb) in _PAIRS.items():
         register_op(f"aten::{_name}.{_overload}({_ta} a, {_tb} b) -> bool", _cmp)
