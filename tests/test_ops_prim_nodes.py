@@ -161,3 +161,26 @@ def _str_of_tensor():  # type: ignore[no-untyped-def]
     if "f" not in _CACHE:
         _CACHE["f"] = script("def f(t: torch.Tensor):\n    return str(t)")
     return _CACHE["f"]
+
+
+def test_profiling_nodes_are_identities_and_type_check_checks() -> None:
+    from compiler import types as T
+    from vm.ops.registry import OpRef, bind
+
+    x = np.zeros((2, 3), dtype=np.float32)
+    assert bind(OpRef("prim::profile", 1, 1))(x) is x
+    assert bind(OpRef("prim::BailOut", 2, 1))(x, 7) is x
+    check = bind(OpRef("prim::TypeCheck", 1, 2, attrs=(("types", (T.TensorType("Float", (2, 3)),)),)))
+    assert check(x)[0] is x and check(x)[1] is True
+    assert check(x.astype(np.float64))[1] is False
+    assert check(np.zeros((3, 2), np.float32))[1] is False
+
+
+def test_set_attr_then_get_attr_on_a_created_object() -> None:
+    ir = """graph(%v : int):
+  %o : __torch__.Foo = prim::CreateObject()
+   = prim::SetAttr[name="x"](%o, %v)
+  %r : int = prim::GetAttr[name="x"](%o)
+  return (%r)
+"""
+    assert run_both(ir, 5) == 5
