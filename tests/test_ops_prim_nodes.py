@@ -184,3 +184,19 @@ def test_set_attr_then_get_attr_on_a_created_object() -> None:
   return (%r)
 """
     assert run_both(ir, 5) == 5
+
+
+def test_tolist_checks_depth_and_element_kind() -> None:
+    ir = """graph(%t : Tensor):
+  %d : int = prim::Constant[value=2]()
+  %k : int = prim::Constant[value=1]()
+  %l : float[][] = prim::tolist(%t, %d, %k)
+  return (%l)
+"""
+    t = np.array([[1.5, 2.0], [3.0, 4.0]], dtype=np.float32)
+    assert run_both(ir, t) == [[1.5, 2.0], [3.0, 4.0]]
+    program = compiler.compile_source(ir)
+    with pytest.raises(RunError, match="dimension must match"):
+        vm.Interpreter(program)(np.zeros(3, np.float32))
+    with pytest.raises(RunError, match="element type must match"):
+        vm.Interpreter(program)(np.zeros((1, 1), np.int64))

@@ -462,3 +462,26 @@ def len_tensor(t: np.ndarray) -> int:
     if t.ndim == 0:
         raise RuntimeError("len() of a 0-d tensor")
     return int(t.shape[0])
+
+
+@prim_factory("prim::tolist")
+def _tolist(attrs: dict[str, Any], n_in: int, n_out: int) -> Callable[..., Any]:
+    """``t.tolist()`` under a ``List[List[float]]`` annotation: inputs are the tensor, the
+    annotated nesting depth and the element kind (0 int, 1 float, 2 bool), both checked."""
+    kinds = {0: ("int", _dtypes.is_integral), 1: ("float", _dtypes.is_floating), 2: ("bool", _dtypes.is_bool)}
+
+    def tolist(t: np.ndarray, dim: int, elem: int) -> Any:
+        if t.ndim != dim:
+            raise RuntimeError(
+                f"Output annotation list dimension and runtime tensor dimension must match for tolist() "
+                f"(got {dim} and {t.ndim})"
+            )
+        name, ok = kinds[elem]
+        if not ok(t.dtype):
+            raise RuntimeError(
+                f"Output annotation element type and runtime tensor element type must match for tolist() "
+                f"(got {name} and {t.dtype})"
+            )
+        return t.tolist()
+
+    return tolist
