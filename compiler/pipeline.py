@@ -7,9 +7,12 @@ phases; we keep the phases that matter for a numpy runtime and drop the autograd
     Phase 0  inline_calls                       Inline: callee bodies replace calls
     Phase 2  propagate_constants                ConstantPropagation: run what is known
              pool_constants                     ConstantPooling: one node per constant
-    Phase 3  eliminate_dead_code                runOptimization: DCE, CSE, peephole
-             eliminate_common_subexpressions
-             peephole
+    Phase 3  eliminate_dead_code                runOptimization: DCE, CSE, peephole,
+             eliminate_common_subexpressions    then constant propagation and pooling
+             peephole                           again, and DCE
+             propagate_constants
+             pool_constants
+             eliminate_dead_code
     Phase 5  group_fusions                      runNondiffOptimization: FuseGraph
 
 (PyTorch pools constants right after inlining and again inside runOptimization; we pool
@@ -41,6 +44,11 @@ DEFAULT_PIPELINE: list[str] = [
     "eliminate_dead_code",
     "eliminate_common_subexpressions",
     "peephole",
+    # runOptimization follows peephole with constant propagation and pooling: a rewrite
+    # such as t(t(x)) -> x can make both arms of an If return the same value
+    "propagate_constants",
+    "pool_constants",
+    "eliminate_dead_code",
     # Phase 5: group elementwise operators (only when fusion is on)
     "group_fusions",
 ]
