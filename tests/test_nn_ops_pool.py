@@ -41,6 +41,9 @@ def test_max_pool2d_values_and_indices_match_torch(data):
     for size, ki, pi, di in zip(x.shape[2:], k, p, d):
         assume(size + 2 * pi >= di * (ki - 1) + 1)
     want = F.max_pool2d(torch.from_numpy(x), k, s, p, d, ceil, return_indices=True)
+    # A dilated window that falls wholly in the padding gives -inf and an index torch
+    # takes from past the row (undefined): compare only windows that see the input.
+    assume(bool(torch.isfinite(want[0]).all()))
     close(op("aten::max_pool2d_with_indices")(x, k, s, p, d, ceil), want)
     close(op("aten::max_pool2d")(x, k, s, p, d, ceil), want[0])
 
