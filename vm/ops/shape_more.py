@@ -19,6 +19,7 @@ import numpy as np
 from vm.ops._common import copy_out, norm_dim
 from vm.ops._dtypes import INT64, wrap
 from vm.ops.registry import kernel
+from vm.ops.shape import _join_dtype
 
 Array = np.ndarray
 
@@ -198,3 +199,30 @@ def unsafe_split(self: Array, split_size: int, dim: int) -> list[Array]:
     from vm.ops.shape import split
 
     return split.__wrapped__(self, split_size, dim)
+
+
+# ---------------------------------------------------------------------------------------
+# one stride; hstack/vstack/dstack/column_stack (numpy's helpers, PyTorch's dtype rules)
+
+
+@kernel("aten::stride.int(Tensor self, int dim) -> int")
+def stride_int(self: np.ndarray, dim: int) -> int:
+    if self.ndim == 0:
+        raise IndexError("dimension specified as 0 but tensor has no dimensions")
+    return self.strides[norm_dim(dim, self.ndim)] // self.itemsize
+
+
+def _stacker(name: str, join: Any) -> None:
+    def run(tensors: Sequence[np.ndarray]) -> np.ndarray:
+        if not tensors:
+            raise RuntimeError(f"{name} expects a non-empty TensorList")
+        dt = _join_dtype(tensors)
+        return np.ascontiguousarray(join([np.asarray(t, dtype=dt) for t in tensors]))
+
+    run.__name__ = name
+    kernel(f"aten::{name}(Tensor[] tensors) -> Tensor")(run).out(copy_out(run))
+
+
+for _name, _join in (("hstack", np.hstack), ("vstack", np.vstack), ("dstack", np.dstack),
+                     ("column_stack", np.column_stack)):
+    _stacker(_name, _join)
