@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from vm.ops import _erf as _cody
+
 from vm.ops._common import copy_out, write_inplace
 from vm.ops._dtypes import BOOL, DEFAULT_FLOAT, FLOAT_CAT, INT64, category, wrap
 from vm.ops.registry import kernel
@@ -64,27 +66,17 @@ def _float_ufunc(ufunc: Callable[..., Any]) -> Fn:
 
 
 # ---------------------------------------------------------------------------------------
-# erf: scipy's when scipy is installed; otherwise math.erf per element (exact, slower)
-
-
-def _erf_numpy(x: np.ndarray) -> np.ndarray:
-    return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
-
-
-try:  # scipy is optional: irvm depends on numpy only
-    from scipy.special import erf as _erf_impl  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover - exercised where scipy is absent
-    _erf_impl = _erf_numpy
+# erf / erfc: vm.ops._erf (Cody's rational approximations, vectorized; no scipy)
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
     x = _floating(x)
-    return np.asarray(_erf_impl(x)).astype(x.dtype, copy=False)
+    return np.asarray(_cody.erf(x)).astype(x.dtype, copy=False)
 
 
 def _erfc(x: np.ndarray) -> np.ndarray:
     x = _floating(x)
-    return (x.dtype.type(1) - _erf(x)).astype(x.dtype, copy=False)
+    return np.asarray(_cody.erfc(x)).astype(x.dtype, copy=False)
 
 
 # ---------------------------------------------------------------------------------------
