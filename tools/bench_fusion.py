@@ -8,12 +8,13 @@ Columns (median ms): hand-written numpy, the group's ops unfused (irvm kernels o
 one), fused-blocked (numpy, cache-blocked, threads), fused-numba (when numba is
 installed), torch.jit.script (when torch is installed), and the memory-bandwidth bound
 (bytes the group must read and write / measured copy bandwidth).  Ratios are to torch.jit.
-Runs alternate between variants, so machine noise hits them alike.
+Variants run in interleaved blocks of consecutive calls (see ``measure``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -21,7 +22,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# OpenMP threads (torch's, numba's) spin after each parallel region by default; on two
+# cores shared with irvm's own fusion threads that spinning starves the next variant.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
 
 try:
     import torch
@@ -33,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import compiler
 from compiler.pipeline import optimize
+from vm import fusion_numba  # noqa: E402
 from vm.fusion import FusedKernel
 
 CHAIN_IR = """\
@@ -96,13 +102,17 @@ def _time(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t
 
 
-def measure(variants: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+def measure(variants: dict[str, Callable[[], Any]], repeats: int, rounds: int = 3) -> dict[str, float]:
+    """Median ms of each variant.  Variants run in blocks of consecutive calls, the blocks
+    interleaved over ``rounds``: per-call interleaving would pit torch's OpenMP threads,
+    which spin for a while after each parallel region, against the next variant's."""
     times: dict[str, list[float]] = {k: [] for k in variants}
-    for fn in variants.values():
-        fn()  # warm-up: first-touch page faults, thread pools
-    for _ in range(repeats):
+    for _ in range(rounds):
         for name, fn in variants.items():
-            times[name].append(_time(fn))
+            fn()  # warm-up of this block: page faults, thread pools waking up
+            for _ in range(repeats):
+                times[name].append(_time(fn))
+            time.sleep(0.2)  # let spinning worker threads go idle before the next variant
     return {k: statistics.median(v) * 1e3 for k, v in times.items()}
 
 
@@ -111,7 +121,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--out", default=str(ROOT / "bench_results" / "fusion.md"))
     args = parser.parse_args()
-    repeats = 5 if args.quick else 15
+    repeats = 3 if args.quick else 7
     if torch is not None:
         torch.set_num_threads(2)
     bandwidth = copy_bandwidth()
@@ -133,7 +143,11 @@ def main() -> None:
             "unfused": lambda: kernel._run_whole(inputs),
             "fused-blocked": lambda: kernel(*inputs),
         }
-        if not numba_problems:
+        if numba_problems:
+            pass
+        elif n < fusion_numba.THRESHOLD:
+            numba_problems = [f"below numba's threshold ({fusion_numba.THRESHOLD} elements): the kernel runs blocked"]
+        else:
             variants["fused-numba"] = lambda: numba_kernel(*inputs)
         if torch is not None:
             scripted = torch.jit.script(torch_fn)
@@ -145,6 +159,8 @@ def main() -> None:
         bound = (n_in + 1) * n * 4 / bandwidth * 1e3
         rows.append((f"{name} n={n:.0e}", result, bound, numba_problems))
         assert numba_kernel.stats["numba"] > 0 or numba_problems, "the numba column must run numba"
+        if kernel.stats["fused"] == 0:
+            numba_problems = [*numba_problems, f"fused-blocked ran unfused: {', '.join(kernel.fallback_reasons)}"]
     columns = ["numpy", "unfused", "fused-blocked", "fused-numba", "torch.jit"]
     lines = [
         f"copy bandwidth: {bandwidth / 1e9:.1f} GB/s; times are medians in ms; (x) is the ratio to torch.jit "
@@ -166,7 +182,7 @@ def main() -> None:
         numba_vs_bound = f" (numba {result['fused-numba'] / bound:.2f}x of it)" if "fused-numba" in result else ""
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {bound:.3f}{numba_vs_bound} |")
         if problems:
-            lines.append(f"|   numba unavailable: {'; '.join(problems)} |")
+            lines.append(f"|   numba column: {'; '.join(problems)} |")
     text = "\n".join(lines) + "\n"
     print(text)
     out = Path(args.out)
