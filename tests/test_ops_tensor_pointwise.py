@@ -24,7 +24,7 @@ BINARY_TENSOR = ["mul.Tensor", "eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor
 BINARY_SCALAR = ["mul.Scalar", "eq.Scalar", "ne.Scalar", "lt.Scalar", "le.Scalar", "gt.Scalar", "ge.Scalar",
                  "div.Scalar"]
 UNARY_FLOATING = ["exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-                  "sigmoid", "erf", "erfc", "reciprocal", "atan", "sinh", "cosh", "asin", "acos", "exp2", "asinh"]
+                  "sigmoid", "erf", "erfc", "erfinv", "reciprocal", "atan", "sinh", "cosh", "asin", "acos", "exp2", "asinh"]
 UNARY_KEEP = ["abs", "neg", "floor", "ceil", "round", "trunc", "sign", "square", "relu", "bitwise_not",
               "logical_not", "silu", "frac"]
 

@@ -94,6 +94,7 @@ OUT_SCHEMAS: dict[str, str] = {
     'aten::eq.Tensor': 'aten::eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)',
     'aten::erf': 'aten::erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)',
     'aten::erfc': 'aten::erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)',
+    'aten::erfinv': 'aten::erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)',
     'aten::exp': 'aten::exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)',
     'aten::exp2': 'aten::exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)',
     'aten::expm1': 'aten::expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)',

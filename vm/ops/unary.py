@@ -120,6 +120,7 @@ _register("rsqrt", _rsqrt)
 _register("reciprocal", _reciprocal)
 _register("erf", _erf)
 _register("erfc", _erfc)
+_register("erfinv", lambda x: _cody.erfinv(_floating(x)))
 
 
 # ---------------------------------------------------------------------------------------
