@@ -366,11 +366,11 @@ class _Generator:
                 if kind == "s" or x in self.code.constants:
                     self.used.add(name)
                 parts.append(name)
-            if slot is not None and slot in self.mode.managed:
+            if slot is not None and slot in self.mode.managed:  # out= by keyword: numpy deprecates positional out
                 self.used.add(f"b{slot}")
-                parts.append(f"b{slot}")
+                parts.append(f"out=b{slot}")
             elif slot is not None and slot in self.mode.out_managed:
-                parts.append(f"OB[{self.mode.out_managed.index(slot)}]")
+                parts.append(f"out=OB[{self.mode.out_managed.index(slot)}]")
             self.used.add(f"u{pn.index}")
             call = f"u{pn.index}({', '.join(parts)})"
             if guarded:
