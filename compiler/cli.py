@@ -45,6 +45,9 @@ def run_guarded(tool: str, body: Callable[[], int]) -> int:
         from compiler.diagnostics import RunError
 
         return 1 if isinstance(err, RunError) else EXIT_COMPILE_ERROR
+    except BrokenPipeError:  # the reader went away (`irvm run ... | head`): not an error
+        sys.stderr.close()
+        return 0
     except OSError as err:
         where = f" {err.filename}" if getattr(err, "filename", None) else ""
         print(f"{tool}: cannot access{where}: {err.strerror or err}", file=sys.stderr)
