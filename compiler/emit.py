@@ -255,6 +255,9 @@ class _FunctionEmitter:
                 self.emit_node(node)
             except CompileError as err:
                 self.table.errors.append(err)
+                # the node's results get registers anyway, so its users do not report a
+                # second, misleading "used before it is defined"
+                self.allocate([v for v in node.outputs if v not in self.registers])
 
     def emit_node(self, node: Node) -> None:
         kind = node.kind
@@ -346,7 +349,9 @@ class _FunctionEmitter:
         if name not in self.table.index:
             known = ", ".join(sorted(self.table.index)) or "none"
             raise CompileError(
-                f"call of unknown function {name!r} (module functions: {known})",
+                f"call of unknown function {name!r} (module functions: {known}); the dump calls a "
+                "graph it does not contain: print the function's inlined_graph instead of its graph, "
+                "or export it with tools/export_torch.py",
                 node.span,
             )
         callee = self.table.graphs[self.table.index[name]]

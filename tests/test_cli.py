@@ -177,3 +177,23 @@ def test_disasm_and_profile() -> None:
     proc = irvm("profile", str(EXAMPLES / "ratio_iou.ir"), "--inputs", str(EXAMPLES / "ratio_iou.inputs.npz"), "--runs", "3")
     assert proc.returncode == 0, proc.stderr
     assert "aten::" in proc.stdout
+
+
+def test_calls_to_functions_missing_from_the_dump_are_named_once_each(tmp_path: Path) -> None:
+    """fn.graph (not inlined_graph) calls helpers it does not print: each call is reported,
+    with the way out, and nothing downstream cascades into 'used before it is defined'."""
+    bad = tmp_path / "calls.ir"
+    bad.write_text(
+        "graph(%x.1 : Tensor):\n"
+        "  %9 : int = prim::Constant[value=1]()\n"
+        '  %3 : Function = prim::Constant[name="_helper"]()\n'
+        "  %4 : Tensor = prim::CallFunction(%3, %x.1)\n"
+        "  %8 : Tensor = prim::CallFunction(%3, %4)\n"
+        "  %10 : Tensor = aten::add(%4, %8, %9)\n"
+        "  return (%10)\n"
+    )
+    proc = irc("compile", str(bad))
+    assert_one_paragraph(proc, 65)
+    assert proc.stderr.count("unknown function '_helper'") == 2
+    assert "inlined_graph" in proc.stderr
+    assert "before it is defined" not in proc.stderr
