@@ -346,7 +346,7 @@ register_op("prim::abs.Scalar(Scalar a) -> Scalar", lambda a: _num(abs(a)))
 register_op("aten::isnan.float(float a) -> bool", math.isnan)
 register_op("aten::isinf.float(float a) -> bool", math.isinf)
 register_op("aten::isfinite.float(float a) -> bool", math.isfinite)
-register_op("aten::gcd.int(int a, int b) -> int", math.gcd)
+register_op("aten::gcd.int(int a, int b) -> int", lambda a, b: wrap_int(math.gcd(a, b)))  # gcd(INT_MIN, 0) wraps
 register_op("aten::factorial.int(int a) -> int", lambda a: wrap_int(math.factorial(a)))
 register_op("aten::modf(float a) -> (float, float)", math.modf)
 register_op("aten::frexp(float a) -> (float, int)", math.frexp)
