@@ -7,6 +7,7 @@ Unit properties run the two planners on random lifetimes; the runtime tests use 
 from __future__ import annotations
 
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,34 +18,7 @@ from vm import memory_planner as mp
 from vm.profile import profile
 from vm.static_runtime import StaticModule, StaticOptions, StaticRuntime
 
-RATIO_IOU = """
-graph(%x1 : Tensor, %y1 : Tensor, %w1 : Tensor, %h1 : Tensor,
-      %x2 : Tensor, %y2 : Tensor, %w2 : Tensor, %h2 : Tensor):
-  %one : int = prim::Constant[value=1]()
-  %zero : float = prim::Constant[value=0.]()
-  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
-  %none : NoneType = prim::Constant()
-  %xi : Tensor = aten::max(%x1, %x2)
-  %yi : Tensor = aten::max(%y1, %y2)
-  %a : Tensor = aten::add(%x1, %w1, %one)
-  %b : Tensor = aten::add(%x2, %w2, %one)
-  %m : Tensor = aten::min(%a, %b)
-  %s : Tensor = aten::sub(%m, %xi, %one)
-  %wi : Tensor = aten::clamp(%s, %zero, %none)
-  %a2 : Tensor = aten::add(%y1, %h1, %one)
-  %b2 : Tensor = aten::add(%y2, %h2, %one)
-  %m2 : Tensor = aten::min(%a2, %b2)
-  %s2 : Tensor = aten::sub(%m2, %yi, %one)
-  %hi : Tensor = aten::clamp(%s2, %zero, %none)
-  %ai : Tensor = aten::mul(%wi, %hi)
-  %p1 : Tensor = aten::mul(%w1, %h1)
-  %p2 : Tensor = aten::mul(%w2, %h2)
-  %q : Tensor = aten::add(%p1, %p2, %one)
-  %au : Tensor = aten::sub(%q, %ai, %one)
-  %c : Tensor = aten::clamp(%au, %eps, %none)
-  %r : Tensor = aten::div(%ai, %c)
-  return (%r)
-"""
+RATIO_IOU = (Path(__file__).resolve().parent.parent / "examples" / "ratio_iou.ir").read_text()
 
 # Only ops whose out variant writes the buffer directly (no temporary inside the kernel).
 CHAIN = """

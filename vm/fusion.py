@@ -129,9 +129,11 @@ class FusedKernel:
         self._count("fused", None)
         return self._result(self._run_blocked(args, shape, n))
 
-    def _count(self, kind: str, reason: str | None) -> None:
+    def _count(self, kind: str | None, reason: str | None) -> None:
+        """Count a call of ``kind`` (fused, unfused, numba) and, if given, why it fell back."""
         with self._lock:
-            self.stats[kind] += 1
+            if kind is not None:
+                self.stats[kind] += 1
             if reason is not None:
                 self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
 
@@ -267,9 +269,7 @@ class FusedKernel:
     def _run_numba(self, args: Sequence[Any], shape: tuple[int, ...], n: int) -> list[Any] | None:
         compiled = self.numba_kernels.get(_numba_key(args))
         if compiled is None:
-            with self._lock:
-                reason = "numba: dtypes not compiled ahead"
-                self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
+            self._count(None, "numba: dtypes not compiled ahead")  # the blocked run is counted after
             return None
         values: list[Any] = [None] * self.n_slots
         for slot, out in zip(dict.fromkeys(self.outputs), self._call_numba(compiled, args, n)):
