@@ -80,11 +80,13 @@ class FusedKernel:
     calls and the reasons of the latter.
     """
 
-    def __init__(self, subgraph: Any, name: str = "prim::FusionGroup", min_block: int | None = None):
+    def __init__(self, subgraph: Any, name: str = "prim::FusionGroup", min_block: int | None = None,
+                 max_block: int | None = None):
         from compiler.resolve import constant_value, resolve
 
         self.name = name
         self.min_block = MIN_BLOCK if min_block is None else min_block
+        self.max_block = max(self.min_block, MAX_BLOCK if max_block is None else max_block)
         index: dict[int, int] = {}
         self.n_inputs = len(subgraph.inputs)
         for i, v in enumerate(subgraph.inputs):
@@ -128,6 +130,10 @@ class FusedKernel:
                 return self._result(values)
         self._count("fused", None)
         return self._result(self._run_blocked(args, shape, n))
+
+    def run_unfused(self, *args: Any) -> Any:
+        """The group's operators one by one over whole arrays: what the kernel must equal."""
+        return self._result(self._run_whole(args))
 
     def _count(self, kind: str | None, reason: str | None) -> None:
         """Count a call of ``kind`` (fused, unfused, numba) and, if given, why it fell back."""
@@ -189,7 +195,7 @@ class FusedKernel:
         full = [isinstance(a, np.ndarray) and a.ndim > 0 for a in args] + [False] * (self.n_slots - self.n_inputs)
         for step in self.steps:
             full[step.output] = any(full[i] for i in step.inputs)
-        block = min(MAX_BLOCK, max(self.min_block, -(-n // (2 * THREADS))))
+        block = min(self.max_block, max(self.min_block, -(-n // (2 * THREADS))))
         # The first block, with the plain kernels, gives every value's dtype.
         first = self._slots([a[:block] if f else a for a, f in zip(flat, full)])
         for step in self.steps:
