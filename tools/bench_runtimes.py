@@ -1,6 +1,6 @@
 """Benchmark every way of running the same programs, in one process.
 
-    python tools/bench_runtimes.py [--quick] [--out bench_results/runtimes]
+    python tools/bench_runtimes.py [--quick] [--only CASE] [--out bench_results/runtimes]
 
 Columns: hand-written numpy, irvm's interpreter (``vm.Interpreter``), irvm's static
 runtime (``vm.StaticRuntime``), and when torch is installed ``torch.jit.script`` and
@@ -317,14 +317,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="short timing budget (a smoke run)"
     )
-    parser.add_argument("--out", default=str(ROOT / "bench_results" / "runtimes"))
+    parser.add_argument(
+        "--out", default=None, help="results file stem (default bench_results/runtimes)"
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="CASE",
+        help="run only rows whose label starts with CASE (repeatable; e.g. 'mlp3 b=256');"
+        " the results file is then not written unless --out is given",
+    )
     args = parser.parse_args(argv)
+    out = Path(args.out) if args.out else ROOT / "bench_results" / "runtimes"
     budget = 0.05 if args.quick else 0.6
     if torch is not None:
         torch.set_num_threads(1)
     results = []
     built: dict[str, dict[str, Callable[..., Any]]] = {}
     for label, program, inputs in cases():
+        if args.only and not any(label.startswith(prefix) for prefix in args.only):
+            continue
         row = built.setdefault(program, runners(program))
         tensors = [torch.from_numpy(a) for a in inputs] if torch is not None else None
         calls = {}
@@ -336,11 +348,15 @@ def main(argv: list[str] | None = None) -> int:
         medians = {column: m[1] for column, m in measured.items()}
         results.append({"case": label, "seconds": times, "median_seconds": medians})
         print(format_row(label, times), flush=True)
+    if args.only:  # a partial run: rows only, and a results file only when asked for
+        if args.out:
+            write_results(out, results, None)
+        return 0
     overhead = dispatch_overhead(budget)
     print(
         f"static runtime dispatch: {overhead['overhead_us_per_node']:.3f} us per node beyond the kernel"
     )
-    write_results(Path(args.out), results, overhead)
+    write_results(out, results, overhead)
     return 0
 
 
@@ -357,7 +373,7 @@ def format_row(label: str, times: dict[str, float]) -> str:
 
 
 def write_results(
-    out: Path, results: list[dict[str, Any]], overhead: dict[str, float]
+    out: Path, results: list[dict[str, Any]], overhead: dict[str, float] | None
 ) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
@@ -387,9 +403,10 @@ def write_results(
             text += f", {s[c] / s['torch.jit']:.2f}x jit)" if "torch.jit" in s else ")"
             cells.append(text)
         lines.append(f"| {r['case']} | " + " | ".join(cells) + " |")
-    lines += ["", f"Static runtime dispatch overhead: {overhead['overhead_us_per_node']:.3f} us per node "
+    if overhead is not None:
+        lines += ["", f"Static runtime dispatch overhead: {overhead['overhead_us_per_node']:.3f} us per node "
               f"(200 chained int adds: {overhead['static_us_per_node']:.3f} us/node vs "
-              f"{overhead['kernel_loop_us_per_node']:.3f} us/node calling the kernel from a loop)."]  # fmt: skip
+                  f"{overhead['kernel_loop_us_per_node']:.3f} us/node calling the kernel from a loop)."]  # fmt: skip
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 

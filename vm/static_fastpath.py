@@ -16,6 +16,18 @@ kernel's ``scalar_for`` does.  For those operands the kernel would call the very
 ufunc, so the result is bit for bit the kernel's.  Ops that can warn (division, exp) or
 whose kernels use another formula are left to their kernels; sigmoid is called as the
 kernel's own four-ufunc recipe.
+
+One more step for ``maximum``/``minimum`` (relu, clamp, clamp_min/max, max/min with a
+constant): numpy 2's SIMD loops for these two ufuncs only run when both operands are
+contiguous arrays; with a scalar operand they take a slow element-by-element path.
+Measured here on float32: relu of a 256x512 tensor costs 44 us as ``np.maximum(x, 0)``
+and 14 us as ``np.maximum(x, zeros)``; 272 vs 99 us at 8e5 elements, 0.92 vs 0.46 us at
+1e3.  So when the plan key fixes the node's shape (an unguarded node) and the tensor has
+at least ``FILL_MIN_ELEMENTS`` elements, the plan passes the constant as an array of the
+output's shape filled with it (``filled``; one read-only array per value, dtype and
+shape, shared by the nodes of a plan).  Each element is the same ``maximum(x_i, c)``, so
+the bits are those of the scalar call (checked over random bit patterns, NaN payloads and
+signed zeros by the tests).
 """
 
 from __future__ import annotations
@@ -67,6 +79,11 @@ _NO = object()  # "not a constant"
 
 
 Choice = tuple[np.ufunc, tuple[Arg, ...], "np.dtype | None"]
+
+# maximum/minimum take their SIMD loop only with array operands (see the module docstring)
+FILLABLE = (np.maximum, np.minimum)
+FILL_MIN_ELEMENTS = 256
+FILL_MAX_BYTES = 1 << 26  # a filled constant costs as much memory as the tensor itself
 
 
 def choose(
@@ -154,3 +171,35 @@ def _specialize(
     if not any(kind == "v" for kind, _ in args):
         return None
     return ufunc, tuple(args), out.dtype if guarded else None
+
+
+def filled(
+    choice: Choice,
+    out: Any,
+    cache: dict[tuple[Any, ...], np.ndarray],
+) -> Choice:
+    """``choice`` with its scalar constants as arrays of ``out``'s shape, when that pays.
+
+    Only for an unguarded ``maximum``/``minimum`` node (its shape is fixed by the plan key)
+    whose output ``out`` (the recorded result) is big enough; ``cache`` shares one array
+    per (value bits, dtype, shape) among the nodes of a plan."""
+    ufunc, args, guard = choice
+    if (
+        ufunc not in FILLABLE
+        or guard is not None
+        or type(out) is not np.ndarray
+        or out.size < FILL_MIN_ELEMENTS
+        or out.nbytes > FILL_MAX_BYTES
+    ):
+        return choice
+    wide: list[Arg] = []
+    for kind, value in args:
+        if kind == "s":
+            key = (value.tobytes(), out.dtype.str, out.shape)
+            array = cache.get(key)
+            if array is None:
+                array = cache[key] = np.full(out.shape, value, dtype=out.dtype)
+                array.setflags(write=False)
+            value = array
+        wide.append((kind, value))
+    return ufunc, tuple(wide), guard

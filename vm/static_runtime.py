@@ -425,11 +425,12 @@ class StaticRuntime:
             and s not in interior
         )
         out_specs = [mp.spec_of(recorded[s]) for s in out_slots]
-        fast = {}
+        fast, fills = {}, {}
         for pn in sm.fast_candidates:
             choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
             if choice is not None:
-                fast[pn.index] = choice
+                out = recorded.get(pn.outputs[0])
+                fast[pn.index] = fastpath.filled(choice, out, fills)
         structure = tuple(
             (i, _arg_structure(args), guard is not None)
             for i, (_, args, guard) in sorted(fast.items())

@@ -62,7 +62,13 @@ def bmm(self: Array, mat2: Array) -> Array:
     return np.matmul(self, mat2)
 
 
-bmm.out(copy_out(bmm))
+@bmm.out
+def bmm_out(buf: Array, self: Array, mat2: Array) -> Array:
+    if self.ndim == 3 and mat2.ndim == 3 and buf.dtype == self.dtype == mat2.dtype and (
+        buf.shape == (self.shape[0], self.shape[1], mat2.shape[2]) and self.shape[0] == mat2.shape[0]
+    ):
+        return np.matmul(self, mat2, out=buf)
+    return into(buf, bmm(self, mat2))
 
 
 @kernel("aten::matmul(Tensor self, Tensor other) -> Tensor")

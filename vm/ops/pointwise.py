@@ -423,11 +423,30 @@ def _clamp(self: np.ndarray, min: Any = None, max: Any = None) -> np.ndarray:
     return wrap(r)
 
 
-kernel("aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", elementwise=True)(_clamp).out(copy_out(_clamp))
+def _clamp_out(buf: np.ndarray, self: np.ndarray, min: Any = None, max: Any = None) -> np.ndarray:
+    """``_clamp`` written into ``buf`` with ``out=`` (the kernel's ufuncs and operands, so its
+    bits) when ``buf`` has the result's dtype and shape; else computed and copied."""
+    if type(buf) is np.ndarray and type(self) is np.ndarray and (min is not None or max is not None):
+        if type(min) in _PY_NUMBER and type(max) in _PY_NUMBER and category(self.dtype) >= FLOAT_CAT:
+            if buf.dtype is self.dtype and buf.shape == self.shape:
+                r = np.maximum(self, min, out=buf) if min is not None else self
+                return np.minimum(r, max, out=buf) if max is not None else buf
+        else:
+            dt = result_type(self, min, max)
+            shape = np.broadcast_shapes(*(np.shape(x) for x in (self, min, max) if type(x) is np.ndarray))
+            if buf.dtype == dt and buf.shape == shape:
+                r = _conv(self, dt)
+                if min is not None:
+                    r = np.maximum(r, _conv(min, dt), out=buf)
+                return np.minimum(r, _conv(max, dt), out=buf) if max is not None else buf
+    return into(buf, _clamp(self, min, max))
+
+
+kernel("aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", elementwise=True)(_clamp).out(_clamp_out)
 kernel("aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", elementwise=True)(_clamp).out(
-    copy_out(_clamp)
+    _clamp_out
 )
-kernel("aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", elementwise=True)(_clamp).out(copy_out(_clamp))
+kernel("aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", elementwise=True)(_clamp).out(_clamp_out)
 kernel("aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)")(
     lambda self, lo, hi: write_inplace(self, _clamp(self, lo, hi))
 )
@@ -438,10 +457,10 @@ for _arg in ("Scalar", "Tensor"):
     _sfx = "" if _arg == "Scalar" else ".Tensor"
     kernel(f"aten::clamp_min{_sfx}(Tensor self, {_arg} min) -> Tensor", elementwise=True)(
         lambda self, lo: _clamp(self, lo, None)
-    ).out(copy_out(lambda self, lo: _clamp(self, lo, None)))
+    ).out(lambda buf, self, lo: _clamp_out(buf, self, lo, None))
     kernel(f"aten::clamp_max{_sfx}(Tensor self, {_arg} max) -> Tensor", elementwise=True)(
         lambda self, hi: _clamp(self, None, hi)
-    ).out(copy_out(lambda self, hi: _clamp(self, None, hi)))
+    ).out(lambda buf, self, hi: _clamp_out(buf, self, None, hi))
     kernel(f"aten::clamp_min_{_sfx}(Tensor(a!) self, {_arg} min) -> Tensor(a!)")(
         lambda self, lo: write_inplace(self, _clamp(self, lo, None))
     )

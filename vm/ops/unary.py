@@ -11,8 +11,12 @@ Three kinds, by what PyTorch does with the dtype:
   ``approximate``); the other ``torch.nn`` activations live in ``nn_activation.py``.
 
 Each op is one small function from an ndarray to an ndarray; ``_register`` adds the
-``foo`` kernel (with an out variant that writes through ``out=`` when the buffer fits) and
-the ``foo_`` in-place form that PyTorch has for nearly all of them.  Functions run under
+``foo`` kernel with its out variant, and the ``foo_`` in-place form that PyTorch has for
+nearly all of them.  The out variant of the float ufuncs (exp, tanh...), sigmoid and relu
+writes straight into the buffer through ``out=`` when the buffer has the input's shape and
+dtype and the input is floating (``_writing_out``): the same ufuncs on the same operands,
+so the same bits as the kernel, with no temporary; otherwise (integer inputs, a buffer
+planned for other shapes) it computes and copies (``_common.copy_out``).  Functions run under
 ``np.errstate(all="ignore")``: log(0) is -inf and sqrt(-1) nan, silently, as in PyTorch.
 """
 
@@ -39,11 +43,17 @@ def _floating(x: np.ndarray) -> np.ndarray:
     return x if category(x.dtype) >= FLOAT_CAT else x.astype(DEFAULT_FLOAT)
 
 
-def _register(name: str, fn: Callable[..., Any], extra: str = "", inplace: bool = True) -> None:
+Write = Callable[[np.ndarray, np.ndarray], Any]  # write(x, buf): fn(x) computed into buf
+
+
+def _register(
+    name: str, fn: Callable[..., Any], extra: str = "", inplace: bool = True, write: Write | None = None
+) -> None:
     """Register ``aten::name(Tensor self{extra})``, its out variant and ``name_``.
 
     Functions that can overflow or leave their domain (exp, log, sqrt...) run under
     ``np.errstate(all="ignore")``, about 1.5 us a call; the others (``_BARE``) run bare.
+    ``write(x, buf)``, when given, computes ``fn(x)`` into ``buf`` for the out variant.
     """
 
     def run(self: np.ndarray, *args: Any) -> np.ndarray:
@@ -54,11 +64,48 @@ def _register(name: str, fn: Callable[..., Any], extra: str = "", inplace: bool 
         run = np.errstate(all="ignore")(run)
 
     run.__name__ = name
-    kernel(f"aten::{name}(Tensor self{extra}) -> Tensor", elementwise=True)(run).out(copy_out(run))
+    out = copy_out(run) if write is None else _writing_out(name, write, copy_out(run))
+    kernel(f"aten::{name}(Tensor self{extra}) -> Tensor", elementwise=True)(run).out(out)
     if inplace:
         kernel(f"aten::{name}_(Tensor(a!) self{extra}) -> Tensor(a!)")(
             lambda self, *args: write_inplace(self, run(self, *args))
         )
+
+
+def _writing_out(name: str, write: Write, fallback: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """The out variant ``out(buf, x)``: ``write(x, buf)`` when ``x`` is a floating tensor of
+    at least one dimension and ``buf`` has its shape and dtype, else ``fallback``.
+
+    A 0-dim input takes the fallback because some kernels (sigmoid) use a scalar formula
+    there.  The ufuncs give the same bits whatever the memory layout of input and output
+    (checked by tests/test_ops_tensor_out.py), so writing into a planned buffer is exact."""
+    guarded = name not in _BARE
+
+    def out(buf: np.ndarray, x: np.ndarray, *args: Any) -> np.ndarray:
+        if (
+            type(buf) is np.ndarray
+            and type(x) is np.ndarray
+            and buf.dtype is x.dtype
+            and buf.shape == x.shape
+            and x.ndim
+            and category(x.dtype) >= FLOAT_CAT
+            and not args
+        ):
+            if guarded:
+                with np.errstate(all="ignore"):
+                    write(x, buf)
+            else:
+                write(x, buf)
+            return buf
+        return fallback(buf, x, *args)
+
+    out.__name__ = f"{name}_out"
+    return out
+
+
+def _into(ufunc: Callable[..., Any]) -> Write:
+    """The writer ``write(x, buf)`` of a kernel that is ``ufunc(x)`` on floating inputs."""
+    return lambda x, buf: ufunc(x, out=buf)
 
 
 def _float_ufunc(ufunc: Callable[..., Any]) -> Fn:
@@ -89,7 +136,7 @@ _FLOAT_UFUNCS: dict[str, Callable[..., Any]] = {
     "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
 }
 for _name, _uf in _FLOAT_UFUNCS.items():
-    _register(_name, _float_ufunc(_uf))
+    _register(_name, _float_ufunc(_uf), write=_into(_uf))
 
 
 def _one(x: np.ndarray) -> Any:
@@ -105,6 +152,14 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.reciprocal(e, out=e)
 
 
+def _sigmoid_into(x: np.ndarray, buf: np.ndarray) -> None:
+    """``_sigmoid`` of a floating ``x`` computed in ``buf`` (the same four ufuncs)."""
+    np.negative(x, out=buf)
+    np.exp(buf, out=buf)
+    buf += _one(buf)
+    np.reciprocal(buf, out=buf)
+
+
 def _rsqrt(x: np.ndarray) -> np.ndarray:
     x = _floating(x)
     return _one(x) / np.sqrt(x)
@@ -115,7 +170,7 @@ def _reciprocal(x: np.ndarray) -> np.ndarray:
     return _one(x) / x
 
 
-_register("sigmoid", _sigmoid)
+_register("sigmoid", _sigmoid, write=_sigmoid_into)
 _register("rsqrt", _rsqrt)
 _register("reciprocal", _reciprocal)
 _register("erf", _erf)
@@ -147,15 +202,15 @@ def _keep(name: str, op: Fn, int_identity: bool = False, bool_message: str | Non
     return fn
 
 
-_register("abs", _keep("abs", np.abs))
+_register("abs", _keep("abs", np.abs), write=_into(np.abs))
 _register("neg", _keep("neg", np.negative, bool_message=(
     "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
-    "use the `~` or `logical_not()` operator instead.")))
-_register("negative", _keep("neg", np.negative))
-_register("floor", _keep("floor", np.floor, int_identity=True))
-_register("ceil", _keep("ceil", np.ceil, int_identity=True))
-_register("trunc", _keep("trunc", np.trunc, int_identity=True))
-_register("round", _keep("round", np.rint, int_identity=True))
+    "use the `~` or `logical_not()` operator instead.")), write=_into(np.negative))
+_register("negative", _keep("neg", np.negative), write=_into(np.negative))
+_register("floor", _keep("floor", np.floor, int_identity=True), write=_into(np.floor))
+_register("ceil", _keep("ceil", np.ceil, int_identity=True), write=_into(np.ceil))
+_register("trunc", _keep("trunc", np.trunc, int_identity=True), write=_into(np.trunc))
+_register("round", _keep("round", np.rint, int_identity=True), write=_into(np.rint))
 
 
 
@@ -243,6 +298,6 @@ def _silu(x: np.ndarray) -> np.ndarray:
     return x * _sigmoid(x)
 
 
-_register("relu", _relu)
+_register("relu", _relu, write=lambda x, buf: np.maximum(x, x.dtype.type(0), out=buf))
 _register("gelu", _gelu, ', *, str approximate="none"')
 _register("silu", _silu)
