@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -136,3 +137,69 @@ def test_mlp_steady_state_allocates_no_managed_intermediate_and_matches_the_inte
     assert np.array_equal(_bits(got), _bits(expected))
     # the output (256 x 10 floats) and numpy's bounded iteration buffer, no 512 KiB tensor
     assert peak < intermediate // 4, f"peak {peak} bytes in a steady-state run"
+
+
+SIGMOID = """
+graph(%x : Tensor):
+  %s : Tensor = aten::sigmoid(%x)
+  return (%s)
+"""
+
+
+def test_fast_sigmoid_overflows_silently_like_its_kernel() -> None:
+    """exp(-x) overflows for x << 0; the kernel ignores it (sigmoid is 0 there), so a planned
+    run must not turn it into a RuntimeWarning (an error under -W error)."""
+    x = np.full(50_000, -200.0, np.float32)
+    rt = StaticRuntime(compiler.compile_source(SIGMOID))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            assert not rt(x).any()
+    assert rt._last_plan.fast, "the planned run called sigmoid through the fast path"
+
+
+LSTM_CELL = """
+graph(%x : Tensor, %hx : Tensor, %cx : Tensor, %w_ih : Tensor, %w_hh : Tensor, %b_ih : Tensor, %b_hh : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %four : int = prim::Constant[value=4]()
+  %t1 : Tensor = aten::t(%w_ih)
+  %g1 : Tensor = aten::mm(%x, %t1)
+  %t2 : Tensor = aten::t(%w_hh)
+  %g2 : Tensor = aten::mm(%hx, %t2)
+  %g3 : Tensor = aten::add(%g1, %g2, %one)
+  %g4 : Tensor = aten::add(%g3, %b_ih, %one)
+  %gates : Tensor = aten::add(%g4, %b_hh, %one)
+  %chunks : Tensor[] = aten::chunk(%gates, %four, %one)
+  %i0 : Tensor, %f0 : Tensor, %c0 : Tensor, %o0 : Tensor = prim::ListUnpack(%chunks)
+  %i : Tensor = aten::sigmoid(%i0)
+  %f : Tensor = aten::sigmoid(%f0)
+  %c : Tensor = aten::tanh(%c0)
+  %o : Tensor = aten::sigmoid(%o0)
+  %fc : Tensor = aten::mul(%f, %cx)
+  %ic : Tensor = aten::mul(%i, %c)
+  %cy : Tensor = aten::add(%fc, %ic, %one)
+  %tc : Tensor = aten::tanh(%cy)
+  %hy : Tensor = aten::mul(%o, %tc)
+  return (%hy, %cy)
+"""
+
+
+def test_chunk_pieces_have_planned_shapes_so_the_lstm_gates_run_in_the_slab() -> None:
+    """chunk's pieces follow from the input shapes, so the gate activations after it are
+    managed (slab views) and called unguarded, and the results keep the interpreter's bits."""
+    rng = np.random.default_rng(4)
+    b, h = 64, 256
+    f32 = lambda *shape: rng.standard_normal(shape, dtype=np.float32)  # noqa: E731
+    args = [f32(b, h), f32(b, h), f32(b, h), f32(4 * h, h), f32(4 * h, h), f32(4 * h), f32(4 * h)]
+    program = compiler.compile_source(LSTM_CELL)
+    expected = vm.Interpreter(program)(*args)
+    rt = StaticRuntime(program, options=StaticOptions(fused_kernels=False))
+    for _ in range(3):
+        got = rt(*args)
+        assert all(np.array_equal(_bits(g), _bits(e)) for g, e in zip(got, expected))
+    sm, plan = rt.module, rt._last_plan
+    names = {v.name: slot for v, slot in sm.entry.slots.items()}
+    gates = [names[n] for n in ("i", "f", "c", "o", "fc", "ic", "tc")]
+    assert set(gates) <= set(plan.views), "every gate activation writes a slab view"
+    assert not any(guarded for _, _, guarded in plan.mode.fast), "no dtype guard is needed"
+    assert not {names[n] for n in ("i0", "f0", "c0", "o0")} & sm.tainted

@@ -19,7 +19,8 @@ of the entry graph, all computed once when a ``StaticModule`` is built:
 The last condition is what makes a plan keyed by input shapes sound.  A forward taint
 marks the values whose size may depend on data: non-tensor graph inputs, non-tensor
 results computed from tensor contents (``aten::item``, ``aten::Int``...: every op that
-reads a tensor and returns a non-tensor, except shape queries such as ``aten::size``),
+reads a tensor and returns a non-tensor, except shape queries such as ``aten::size`` and
+the splits whose pieces follow from shapes, such as ``aten::chunk``),
 outputs of ops with data-dependent shapes (``aten::nonzero``...), outputs of control flow,
 and everything computed from a tainted value (an elementwise op only looks at its tensor
 operands, since a scalar operand cannot change its shape).  Tainted tensors run with their
@@ -46,6 +47,12 @@ DATA_DEPENDENT_SHAPES = frozenset(
     {"aten::nonzero", "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_consecutive",
      "aten::unique_dim", "aten::masked_select", "aten::index", "aten::argwhere", "aten::repeat_interleave",
      "aten::nonzero_numpy", "aten::bincount", "aten::histc", "aten::multinomial"}
+)  # fmt: skip
+# ops that read tensors and return a list of tensors whose number and shapes follow from
+# the input shapes and the non-tensor arguments alone (chunk(gates, 4, 1) in an LSTM cell)
+SHAPE_ONLY_LISTS = frozenset(
+    {"aten::chunk", "aten::unsafe_chunk", "aten::split", "aten::unsafe_split", "aten::split_with_sizes",
+     "aten::unsafe_split_with_sizes", "aten::unbind", "aten::broadcast_tensors", "aten::meshgrid"}
 )  # fmt: skip
 CONTAINER_KINDS = frozenset(
     {"prim::ListConstruct", "prim::ListUnpack", "prim::TupleConstruct", "prim::TupleUnpack", "prim::TupleIndex",
@@ -229,6 +236,8 @@ def _taints(node: Node, refs: dict[Node, OpRef], tainted: set[Value]) -> bool:
         return any(v in tainted for v in node.inputs if is_tensor_type(v.type))
     if any(v in tainted for v in node.inputs):
         return True
+    if node.kind in SHAPE_ONLY_LISTS:
+        return False
     reads_tensor = any(is_tensor_type(v.type) for v in node.inputs)
     makes_data = any(not is_tensor_type(v.type) for v in node.outputs)
     return reads_tensor and makes_data and node.kind not in CONTAINER_KINDS

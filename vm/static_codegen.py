@@ -393,8 +393,10 @@ class _Generator:
         line = f"{target}{call}"
         if self.mode.timed:
             line = f"_t = _pc(); {line}; T[{pn.index}] += _pc() - _t"
-        if self.mode.record and slot is not None and (slot in self.mode.candidates):
-            line += f"; R[{slot}] = {outs[0]}"
+        if self.mode.record:
+            for out_slot, name in zip(pn.outputs, outs):
+                if out_slot in self.mode.candidates:
+                    line += f"; R[{out_slot}] = {name}"
         self._emit(depth, line + tail, node)
 
     def _if(self, node: Node, depth: int, tail: str) -> None:

@@ -57,6 +57,7 @@ TABLE["aten::tanh"] = (np.tanh, (0,), {})
 TABLE["aten::clamp_min"] = (np.maximum, (0, 1), {})
 
 
+@np.errstate(all="ignore")  # as the kernel: exp(-x) overflows to inf silently
 def _sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """The kernel's own recipe (vm/ops/unary.py), minus its dtype dispatch: same bits."""
     e = np.negative(x, out=out)

@@ -194,8 +194,8 @@ class StaticModule:
             self.out_candidates
         )
         self.recorded_slots |= frozenset(
-            pn.outputs[0] for pn in code.pnodes if len(pn.outputs) == 1
-        )
+            slot for pn in code.pnodes for slot in pn.outputs
+        )  # every result (the pieces of a ListUnpack too): what the fast path reads
         # values not defined in the entry block (loop bodies, branches) vary per run: guard them
         block_values = {v for n in facts.steps for v in n.outputs} | set(
             code.graph.inputs
