@@ -9,11 +9,15 @@ notebook) at 10, 1e3, 1e5 and 8e5 elements; the LSTM cell (the seed article) at 
 1 / hidden 64 and batch 64 / hidden 256; a 3-layer MLP at batch 1 and 256; a 100-iteration
 loop over small tensors.  With torch installed, irvm runs the graph torch.jit.script
 prints for the same Python function (what a user would dump); without it, the same
-graphs written out below.  Each cell is the time of one call in the best of nine
-batches, interleaved across the columns (medians are kept in the JSON); the ratios are
-to hand-written numpy and to torch.jit.  Results go to ``OUT.json`` and ``OUT.md``.  A last measurement reports the static runtime's dispatch
-cost per node: a chain of 200 int additions, run by the static runtime and by calling the
-same bound kernel 200 times from a loop.
+graphs written out below.  Each cell is the time of one call in the best of ``--batches``
+(30) batches, interleaved across the columns (medians are kept in the JSON); the ratios
+are to hand-written numpy and to torch.jit.  30 batches of ~20 ms rather than 9 of ~67 ms
+for the same total time: on the shared 2-core machine a shorter batch is more often left
+alone by the other processes, so its minimum is less disturbed.  ``--only CASE`` runs the
+row labelled CASE or the rows "CASE ..." (``--only mlp3``), for quick measurements.
+Results go to ``OUT.json`` and ``OUT.md``.  A last measurement reports the static
+runtime's dispatch cost per node: a chain of 200 int additions, run by the static runtime
+and by calling the same bound kernel 200 times from a loop.
 """
 
 from __future__ import annotations
@@ -238,7 +242,7 @@ def cases() -> list[tuple[str, str, list[np.ndarray]]]:
 
 
 def median_calls(
-    fns: dict[str, Callable[[], Any]], budget: float, batches: int = 9
+    fns: dict[str, Callable[[], Any]], budget: float, batches: int = 30
 ) -> dict[str, tuple[float, float]]:
     """(minimum, median) seconds per call of each function over ``batches`` batches.
 
@@ -321,10 +325,16 @@ def main(argv: list[str] | None = None) -> int:
         "--out", default=None, help="results file stem (default bench_results/runtimes)"
     )
     parser.add_argument(
+        "--batches",
+        type=int,
+        default=30,
+        help="interleaved timing batches per row (the minimum over them is reported)",
+    )
+    parser.add_argument(
         "--only",
         action="append",
         metavar="CASE",
-        help="run only rows whose label starts with CASE (repeatable; e.g. 'mlp3 b=256');"
+        help="run only the row CASE, or the rows 'CASE ...' (repeatable; e.g. 'mlp3 b=256', 'mlp3');"
         " the results file is then not written unless --out is given",
     )
     args = parser.parse_args(argv)
@@ -335,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     built: dict[str, dict[str, Callable[..., Any]]] = {}
     for label, program, inputs in cases():
-        if args.only and not any(label.startswith(prefix) for prefix in args.only):
+        if args.only and not any(_selects(case, label) for case in args.only):
             continue
         row = built.setdefault(program, runners(program))
         tensors = [torch.from_numpy(a) for a in inputs] if torch is not None else None
@@ -343,21 +353,27 @@ def main(argv: list[str] | None = None) -> int:
         for column, fn in row.items():
             call_args = tensors if column.startswith("torch") else inputs
             calls[column] = lambda fn=fn, a=call_args: fn(*a)
-        measured = median_calls(calls, budget)
+        measured = median_calls(calls, budget, args.batches)
         times = {column: m[0] for column, m in measured.items()}
         medians = {column: m[1] for column, m in measured.items()}
         results.append({"case": label, "seconds": times, "median_seconds": medians})
         print(format_row(label, times), flush=True)
     if args.only:  # a partial run: rows only, and a results file only when asked for
         if args.out:
-            write_results(out, results, None)
+            write_results(out, results, None, args.batches)
         return 0
     overhead = dispatch_overhead(budget)
     print(
         f"static runtime dispatch: {overhead['overhead_us_per_node']:.3f} us per node beyond the kernel"
     )
-    write_results(out, results, overhead)
+    write_results(out, results, overhead, args.batches)
     return 0
+
+
+def _selects(case: str, label: str) -> bool:
+    """``--only CASE`` picks the row named CASE and the rows CASE + " ..." ("mlp3": both MLP
+    rows; "ratio_iou n=10" only that row, not n=1000)."""
+    return label == case or label.startswith(case + " ")
 
 
 COLUMNS = ["numpy", "interpreter", "static", "torch.jit", "torch static"]
@@ -373,13 +389,17 @@ def format_row(label: str, times: dict[str, float]) -> str:
 
 
 def write_results(
-    out: Path, results: list[dict[str, Any]], overhead: dict[str, float] | None
+    out: Path,
+    results: list[dict[str, Any]],
+    overhead: dict[str, float] | None,
+    batches: int = 30,
 ) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "numpy": np.__version__,
         "torch": getattr(torch, "__version__", None),
         "python": sys.version.split()[0],
+        "batches": batches,
     }
     out.with_suffix(".json").write_text(
         json.dumps({"meta": meta, "results": results, "dispatch": overhead}, indent=1)
@@ -389,7 +409,7 @@ def write_results(
         "# irvm runtimes benchmark",
         "",
         f"numpy {meta['numpy']}, torch {meta['torch']} (1 thread, 1 BLAS thread), Python {meta['python']},"
-        " on a shared 2-core machine. Time per call in the best of nine interleaved batches (us; the JSON"
+        f" on a shared 2-core machine. Time per call in the best of {batches} interleaved batches (us; the JSON"
         " also has medians); in parentheses the ratio to hand-written numpy, then to torch.jit.",
         "",
         "| case | " + " | ".join(cols) + " |",
