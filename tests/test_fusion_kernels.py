@@ -57,7 +57,7 @@ graph(%x : Tensor, %w : Tensor, %b : Tensor):
 def _chain_kernel(min_block: int = 64) -> FusedKernel:
     optimized, _ = optimize(compiler.parse(CHAIN, "chain.ir"))
     (node,) = _groups(optimized)
-    return FusedKernel(node.attrs["Subgraph"], min_block=min_block)
+    return FusedKernel(node.attrs["Subgraph"], min_block=min_block, max_block=4 * min_block)
 
 
 @settings(max_examples=200)

@@ -252,12 +252,8 @@ def bench(name: str, program: Program, scripted: Any, args: tuple[Any, ...], rep
     for _ in range(5):
         scripted(*targs)
     t_torch = best_of(lambda: scripted(*targs), repeat) if scripted is not None else float("nan")
-    # A fused kernel is one bytecode OP, but on small tensors the interpreter runs its
-    # group's function (FUSED): count the bytecode of that path, i.e. of groups as CALLs.
-    fused = any(ref.name == "prim::FusedKernel" for f in program.functions for ref in f.operators)
-    twin = compile_source(program.source, "twin.ir", fused_kernels=False) if fused else program
-    n_byte, _ = count_instructions(Interpreter(twin), args)
-    _, n_dec = count_instructions(interp, args)
+    # A fused kernel is one bytecode OP (its group's kernels count as kernel time).
+    n_byte, n_dec = count_instructions(interp, args)
     t_kern = kernel_time(interp, args, repeat)
     t_noop, n_calls = noop_dispatch(interp, args, repeat)
     cold, first, later = first_call(program, args)

@@ -15,10 +15,9 @@ superinstruction-forming loader would:
 - a push followed by JF becomes a test of the register;
 - the pushes of an If branch's outputs, with the JMP to the join (or the fall through
   into it) and the join's STORE, become one COPY from register to register;
-- a fused kernel whose operator names the function of its fusion group (``callee``)
-  becomes FUSED: a size test of one input picks the kernel (big tensors) or a CALLR of
-  the function (small ones, below ``vm.fusion.MIN_BLOCK * 2`` elements, where the kernel
-  itself would run the group unfused);
+- a fused kernel (``vm.fusion``) is an operator like any other: for small tensors it
+  calls the group's kernels itself, straight-line, which costs less than dispatching
+  them here one by one or calling the group's function;
 - the pushes of a CALL's arguments, the CALL and the store of its results become one
   CALLR that copies the arguments into the callee's registers and names the caller's
   registers that RET fills; ``push r; RET`` of a one-result function becomes RET1;
@@ -39,18 +38,13 @@ from typing import Any
 import attrs
 
 from vm.bytecode import Function, Instruction, Opcode, Program
-from vm.ops.registry import OpRef
-
-# Below this many elements a fused kernel runs its group unfused (vm.fusion: two blocks of
-# MIN_BLOCK); the interpreter's own register-form code does that faster.
-SMALL_FUSION = 2 * (1 << 16)
 
 # Decoded handler codes, most frequent first (the fast loop tests them in this order).
 OP1, OP1M, OP2, OP2M, OPG, OPGM = 0, 1, 2, 3, 4, 5
 PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS = range(6, 19)
-LOOPE, LOOPB, CALLR, RET1, COPY, FUSED = range(19, 25)
+LOOPE, LOOPB, CALLR, RET1, COPY = range(19, 24)
 NAMES = "OP1 OP1M OP2 OP2M OPG OPGM PUSH PUSHM STORE STOREN JFR JF JMP LOOP CALL RET DROPR DROP OPS".split()
-NAMES += "LOOPE LOOPB CALLR RET1 COPY FUSED".split()
+NAMES += "LOOPE LOOPB CALLR RET1 COPY".split()
 _JUMPS = {JFR: (2,), JF: (1,), JMP: (1,), LOOP: (1,), LOOPE: (1, 4), LOOPB: (5, 6), COPY: (4,)}  # target operands
 
 _PUSHES = (Opcode.LOAD, Opcode.MOVE, Opcode.LOADC)
@@ -204,11 +198,7 @@ class _Decoder:
         args = tuple(self.reg(p) for p in pushes)
         moved = tuple(sorted({p.x for p in pushes if p.op is Opcode.MOVE}))
         fn = self.kernels[self.code[j].x]
-        small = self.small_path(ref)
-        if small is not None:
-            callee, probe = small
-            self.emit(j, i, [FUSED, fn, args, moved, out[0], out[1], callee, args[probe], SMALL_FUSION])
-        elif out[1] == 1 and len(args) == 1:
+        if out[1] == 1 and len(args) == 1:
             self.emit(j, i, [OP1M if moved else OP1, fn, args[0], out[0]])
         elif out[1] == 1 and len(args) == 2:  # OP2M clears two registers (the same one twice if one)
             clears = [moved[0], moved[-1]] if moved else []
@@ -291,21 +281,6 @@ class _Decoder:
             [LOOPB, sources[0], sources[1:], moved, p, body, self.code[header].x],
         )
         return j + 1
-
-    def small_path(self, ref: OpRef) -> tuple[int, int] | None:
-        """(function, probe input) when ``ref`` is a fused kernel whose group was also
-        emitted as a function that takes and returns what the kernel does."""
-        if ref.name != "prim::FusedKernel":
-            return None
-        named = dict(ref.attrs)
-        callee, probe = named.get("callee"), named.get("probe", 0)
-        functions = self.program.functions
-        if not isinstance(callee, int) or not 0 <= callee < len(functions) or not isinstance(probe, int):
-            return None
-        f = functions[callee]
-        if f.n_inputs != ref.n_inputs or f.n_outputs != ref.n_outputs or not stores_inputs(f):
-            return None
-        return (callee, probe) if 0 <= probe < ref.n_inputs else None
 
     def plain(self, i: int) -> None:
         ins = self.code[i]

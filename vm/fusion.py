@@ -2,47 +2,54 @@
 
 A ``prim::FusionGroup`` holds a sub-graph of elementwise operators.  Run op by op, each
 operator streams its whole inputs from memory and writes a whole temporary back: for the
-ratio_iou group that is about thirty-seven array reads and twenty writes.  A fused kernel
-reads the group's inputs and writes its outputs once.
+ratio_iou group that is about thirty-seven array reads and twenty writes, and on this
+machine every fresh temporary also costs its page faults.  A fused kernel reads the
+group's inputs and writes its outputs once.
 
 ``FusedKernel`` does it with numpy alone, by cache blocking: the elements are cut into
-blocks (64K-256K elements, so a block's temporaries stay in L2), and the group's operators
-run block by block through scratch buffers with the registered out variants.  The blocks
-are split between the calling thread and a small thread pool (numpy releases the GIL in
-its ufuncs), so both cores work.  Because every operator is elementwise, a block computes
-exactly what the unfused operators compute for those elements: same kernels, same dtypes,
-same NaN and clamp behaviour, bit for bit.
+blocks (``MAX_BLOCK`` elements at most), and each block runs the group's *block plan*
+(``vm.fusion_plan``): straight-line ufunc calls with ``out=`` into a few per-thread
+scratch buffers that stay in L2, compiled once per dtype signature (the declared one
+when the kernel is built).  Calls with enough work (``PARALLEL_WORK``) split their blocks
+between the calling thread and a small thread pool made with the kernel (numpy releases
+the GIL in its ufuncs).  Because every operator is elementwise, a block computes exactly
+what the unfused operators compute for those elements: same dtypes, same NaN and clamp
+behaviour, the same bits.
 
 When the blocked path cannot apply, the group runs unfused, through the very same bound
-kernels, and the kernel counts it with the reason (``irvm profile`` reports it): the
-group is small (below two blocks, where blocking only adds overhead), or its tensor inputs
-do not share one shape (broadcasting other than against 0-dim tensors and scalars).
+kernels called straight-line (no interpreter in between), and the kernel counts it with
+the reason (``irvm profile`` reports it): the call is small (below two ``MIN_BLOCK``s,
+where blocking only adds overhead), its tensor inputs do not share one shape
+(broadcasting other than against 0-dim tensors and scalars), or its dtypes have no plan.
 
-The first block of a call is run with the plain kernels; it tells each value's dtype and
-whether it is elementwise-full (depends on a full-shape input) or a 0-dim constant of the
-call.  Later blocks write into per-thread scratch of those dtypes.
+With numba installed and enabled (``enable_numba``), big calls run a compiled single-pass
+loop instead (``vm.fusion_numba``).
 
-Errors inside a group name the original node and its ``file:line:col``, not the group.
+Errors inside a group name the original node and its ``file:line:col``, not the group:
+a failing call is re-run operator by operator to find it.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
 from compiler.diagnostics import RunError, Span
 from vm import fusion_numba
+from vm.fusion_plan import BlockPlan, make_plan, make_whole, probe_dtypes
 from vm.ops.registry import OpRef, bind, bind_out, prim_factory
 
-MIN_BLOCK = 1 << 16  # 64K elements: below this, per-call overhead eats the cache win
-MAX_BLOCK = 1 << 18  # 256K elements: the best block measured for a 16M-element chain
+MIN_BLOCK = 1 << 13  # 8K elements: calls below two blocks run unfused (tools/bench_fusion.py)
+MAX_BLOCK = 1 << 16  # 64K elements: the block that measured best (tools/bench_fusion.py --sweep-blocks)
 THREADS = max(1, min(4, os.cpu_count() or 1))
+PARALLEL_WORK = 1 << 20  # element-operations per thread before a call is split over threads
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -60,10 +67,11 @@ def _thread_pool() -> ThreadPoolExecutor:
 class _Step:
     """One operator of the group: its kernels, where its inputs are, where it writes."""
 
-    __slots__ = ("inputs", "kernel", "out", "output", "ref", "span", "text")
+    __slots__ = ("defaults", "inputs", "kernel", "name", "out", "output", "ref", "span", "text")
 
     def __init__(self, ref: OpRef, inputs: tuple[int, ...], output: int, span: Span | None, text: str):
         self.kernel, self.out, self.ref = bind(ref), bind_out(ref), ref
+        self.name, self.defaults = ref.name, ref.defaults
         self.inputs, self.output, self.span, self.text = inputs, output, span, text
 
 
@@ -72,12 +80,18 @@ class _NumbaKernel(NamedTuple):
     out_dtypes: tuple[np.dtype, ...]
 
 
+_NOT_PLANNED = "no block plan"
+_SMALL = "smaller than two blocks"
+
+
 class FusedKernel:
     """A fusion group's sub-graph compiled into one callable.
 
     Built once, when the program is compiled or loaded, and shared by every thread: a call
     keeps its state in locals and per-thread scratch.  ``stats`` counts fused and unfused
-    calls and the reasons of the latter.
+    calls and the reasons of the latter.  The block plan of the dtypes the sub-graph
+    declares (float32 for a plain ``Tensor``) is compiled here; another signature gets
+    its plan, a few hundred microseconds of planning, on its first call.
     """
 
     def __init__(self, subgraph: Any, name: str = "prim::FusionGroup", min_block: int | None = None,
@@ -108,40 +122,87 @@ class FusedKernel:
         self.n_slots = n_slots
         self.outputs = tuple(index[id(v)] for v in subgraph.outputs)
         self.input_types = tuple(v.type for v in subgraph.inputs)
+        self.whole_source, self._whole = make_whole(self.steps, self.constants, self.n_inputs, self.outputs)
+        self.plans: dict[tuple[Any, ...], BlockPlan | str] = {}
         self.numba_kernels: dict[tuple[Any, ...], _NumbaKernel] = {}
-        self.stats = {"fused": 0, "unfused": 0, "numba": 0}
+        self._stats = {"fused": 0, "unfused": 0, "numba": 0}
+        self._small = 2 * self.min_block
+        self._small_calls = itertools.count()
         self._pool = _thread_pool()  # made now, so the first big call costs what later ones do
-        self.fallback_reasons: dict[str, int] = {}
+        self._reasons: dict[str, int] = {}
         self._lock = threading.Lock()
+        self.plan_for(_declared_sample(self.input_types))
 
     # -- running ------------------------------------------------------------------------
 
     def __call__(self, *args: Any) -> Any:
+        for a in args:  # the first tensor tells a small call at once: the common case in loops
+            if type(a) is np.ndarray:
+                if a.size < self._small:
+                    next(self._small_calls)
+                    try:
+                        return self._whole(*args)
+                    except Exception as exc:  # noqa: BLE001 - re-run step by step to name the node
+                        self._raise_located(args, exc)
+                break
         shape = self._common_shape(args)
         n = math.prod(shape) if shape is not None else 0
-        if shape is None or n < 2 * self.min_block:
-            reason = "inputs of different shapes" if shape is None else "smaller than two blocks"
-            self._count("unfused", reason)
-            return self._result(self._run_whole(args))
+        if shape is None or n < self._small:
+            self._count("unfused", "inputs of different shapes" if shape is None else _SMALL)
+            return self.run_unfused(*args)
         if self.numba_kernels and n >= fusion_numba.THRESHOLD:
             values = self._run_numba(args, shape, n)
             if values is not None:
                 self._count("numba", None)
                 return self._result(values)
+        plan = self.plan_for(args)
+        if isinstance(plan, str):
+            self._count("unfused", plan)
+            return self.run_unfused(*args)
         self._count("fused", None)
-        return self._result(self._run_blocked(args, shape, n))
+        return self._run_blocked(plan, args, shape, n)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Calls so far: ``fused`` (blocked), ``numba``, ``unfused`` (with the reasons in
+        ``fallback_reasons``)."""
+        small = self._small_count()
+        stats = dict(self._stats)
+        stats["unfused"] += small
+        return stats
+
+    @property
+    def fallback_reasons(self) -> dict[str, int]:
+        reasons = dict(self._reasons)
+        small = self._small_count()
+        if small:
+            reasons[_SMALL] = reasons.get(_SMALL, 0) + small
+        return reasons
+
+    def _small_count(self) -> int:
+        # itertools.count advances atomically under the GIL, with no lock on the hot path;
+        # its repr, "count(N)", shows how many times it was advanced.
+        return int(repr(self._small_calls)[6:-1])
 
     def run_unfused(self, *args: Any) -> Any:
         """The group's operators one by one over whole arrays: what the kernel must equal."""
-        return self._result(self._run_whole(args))
+        try:
+            return self._whole(*args)
+        except Exception as exc:  # noqa: BLE001 - re-run step by step to name the failing node
+            self._raise_located(args, exc)
+
+    def _raise_located(self, args: Sequence[Any], exc: Exception) -> NoReturn:
+        """Re-run the call operator by operator, so the error names the node that failed."""
+        self._run_whole(args)
+        raise RunError(f"{type(exc).__name__}: {exc}\n  while executing {self.name}", None) from exc
 
     def _count(self, kind: str | None, reason: str | None) -> None:
         """Count a call of ``kind`` (fused, unfused, numba) and, if given, why it fell back."""
         with self._lock:
             if kind is not None:
-                self.stats[kind] += 1
+                self._stats[kind] += 1
             if reason is not None:
-                self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
+                self._reasons[reason] = self._reasons.get(reason, 0) + 1
 
     def _result(self, values: list[Any]) -> Any:
         outs = [values[i] for i in self.outputs]
@@ -154,16 +215,9 @@ class FusedKernel:
             values[slot] = value
         return values
 
-    def _apply(self, step: _Step, values: list[Any], out: np.ndarray | None = None) -> None:
+    def _apply(self, step: _Step, values: list[Any]) -> None:
         try:
-            args = [values[i] for i in step.inputs]
-            if out is not None and step.out is not None:
-                result = step.out(out, *args)
-                if result is not out:  # the out variant declined the buffer
-                    out[...] = result
-                    result = out
-            else:
-                result = step.kernel(*args)
+            result = step.kernel(*[values[i] for i in step.inputs])
         except RunError:
             raise
         except Exception as exc:
@@ -190,37 +244,80 @@ class FusedKernel:
                     return None
         return shape if shape is not None else None
 
-    def _run_blocked(self, args: Sequence[Any], shape: tuple[int, ...], n: int) -> list[Any]:
-        flat = [a.reshape(-1) if isinstance(a, np.ndarray) and a.ndim > 0 else a for a in args]
-        full = [isinstance(a, np.ndarray) and a.ndim > 0 for a in args] + [False] * (self.n_slots - self.n_inputs)
+    # -- the blocked fuser --------------------------------------------------------------
+
+    def plan_for(self, args: Sequence[Any]) -> BlockPlan | str:
+        """The block plan for the signature of ``args`` (made once per signature), or why
+        there is none: the group then runs unfused."""
+        key = _signature(args)
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self._make_plan(args)
+            with self._lock:
+                if len(self.plans) >= 32:  # a bounded cache: signatures are few in practice
+                    self.plans.clear()
+                self.plans[key] = plan
+        return plan
+
+    def _make_plan(self, args: Sequence[Any]) -> BlockPlan | str:
+        full = [_is_full(a) for a in args] + [False] * (self.n_slots - self.n_inputs)
         for step in self.steps:
             full[step.output] = any(full[i] for i in step.inputs)
-        block = min(self.max_block, max(self.min_block, -(-n // (2 * THREADS))))
-        # The first block, with the plain kernels, gives every value's dtype.
-        first = self._slots([a[:block] if f else a for a, f in zip(flat, full)])
-        for step in self.steps:
-            self._apply(step, first)
-        results: dict[int, Any] = {}
-        for slot in set(self.outputs):
-            if full[slot]:
-                out = np.empty(n, dtype=first[slot].dtype)
-                out[:block] = first[slot]
-                results[slot] = out
-            else:
-                results[slot] = first[slot]
-        starts = list(range(block, n, block))
-        chunks = [starts[i::THREADS] for i in range(THREADS)] if len(starts) > 1 else [starts]
-        chunks = [c for c in chunks if c]
-        dtypes = {s.output: first[s.output].dtype for s in self.steps if full[s.output]}
-        futures = [self._pool.submit(self._run_blocks, flat, full, results, dtypes, c, block, n) for c in chunks[1:]]
-        if chunks:
-            self._run_blocks(flat, full, results, dtypes, chunks[0], block, n)
-        for f in futures:
-            f.result()
-        values: list[Any] = [None] * self.n_slots
-        for slot, value in results.items():
-            values[slot] = value.reshape(shape) if full[slot] else value
-        return values
+        probe = self._slots([a.reshape(-1)[:1] if f else a for a, f in zip(args, full)])
+        try:
+            with np.errstate(all="ignore"):
+                dtypes = probe_dtypes(self.steps, probe, full)
+            return make_plan(self.steps, self.constants, self.n_inputs, self.outputs, full, dtypes)
+        except Exception as exc:  # noqa: BLE001 - e.g. a dtype an operator refuses: the run says so
+            return f"{_NOT_PLANNED}: {type(exc).__name__}: {exc}"
+
+    def _run_blocked(self, plan: BlockPlan, args: Sequence[Any], shape: tuple[int, ...], n: int) -> Any:
+        values = self._slots(args)
+        try:
+            for step in plan.prologue:
+                values[step.output] = step.kernel(*[values[i] for i in step.inputs])
+            flat: list[Any] = [a.reshape(-1) if plan.full[i] else None for i, a in enumerate(args)]
+            results: dict[int, np.ndarray] = {}
+            for slot in self.outputs:
+                if plan.full[slot] and slot >= self.n_inputs and slot not in results:
+                    results[slot] = np.empty(n, dtype=plan.dtypes[slot])
+            out: list[Any] = [results.get(slot) for slot in range(self.n_slots)]
+            threads = self._threads(n)
+            n_blocks = -(-max(threads, -(-n // self.max_block)) // threads) * threads
+            block = -(-n // n_blocks)
+            per_thread = block * (n_blocks // threads)
+            spans = [(lo, min(lo + per_thread, n)) for lo in range(0, n, per_thread)]
+            futures = [self._pool.submit(self._run_blocks, plan, flat, values, out, lo, hi, block)
+                       for lo, hi in spans[1:]]
+            error: BaseException | None = None
+            try:
+                self._run_blocks(plan, flat, values, out, *spans[0], block)
+            except Exception as exc:  # noqa: BLE001 - wait for the other threads first
+                error = exc
+            for f in futures:
+                exc = f.exception()
+                error = error or exc
+            if error is not None:
+                raise error
+        except Exception as exc:  # noqa: BLE001
+            self._raise_located(args, exc)
+        for slot, array in results.items():
+            values[slot] = array.reshape(shape)
+        return self._result(values)
+
+    def _threads(self, n: int) -> int:
+        """How many threads share a call of ``n`` elements: one below PARALLEL_WORK
+        element-operations per extra thread, where waking a pool thread costs more than
+        it saves."""
+        return max(1, min(THREADS, n * len(self.steps) // PARALLEL_WORK))
+
+    def _run_blocks(self, plan: BlockPlan, flat: list[Any], values: list[Any], out: list[Any],
+                    lo: int, hi: int, block: int) -> None:
+        scratch, constants = _thread_buffers(plan, self.max_block)
+        run = plan.run_block
+        with np.errstate(all="ignore"):
+            for start in range(lo, hi, block):
+                run(start, min(start + block, hi), flat, values, scratch, constants, out)
 
     # -- the numba fuser ----------------------------------------------------------------
 
@@ -264,7 +361,7 @@ class FusedKernel:
         except Exception:  # noqa: BLE001 - a stale disk cache: compile afresh, once
             compiled = _NumbaKernel(fusion_numba.load_kernel(source, fresh=True), out_dtypes)
             self._call_numba(compiled, tiny, 1)
-        return _numba_key(args), compiled
+        return _signature(args), compiled
 
     def _call_numba(self, compiled: _NumbaKernel, args: Sequence[Any], n: int) -> list[np.ndarray]:
         outs = [np.empty(n, dtype=dtype) for dtype in compiled.out_dtypes]
@@ -273,7 +370,7 @@ class FusedKernel:
         return outs
 
     def _run_numba(self, args: Sequence[Any], shape: tuple[int, ...], n: int) -> list[Any] | None:
-        compiled = self.numba_kernels.get(_numba_key(args))
+        compiled = self.numba_kernels.get(_signature(args))
         if compiled is None:
             self._count(None, "numba: dtypes not compiled ahead")  # the blocked run is counted after
             return None
@@ -282,28 +379,11 @@ class FusedKernel:
             values[slot] = out.reshape(shape)
         return values
 
-    def _run_blocks(self, flat: list[Any], full: list[bool], results: dict[int, Any], dtypes: dict[int, np.dtype],
-                    starts: list[int], block: int, n: int) -> None:
-        scratch = _thread_scratch(dtypes, block)
-        for lo in starts:
-            hi = min(lo + block, n)
-            values = self._slots([a[lo:hi] if f else a for a, f in zip(flat, full)])
-            for step in self.steps:
-                slot = step.output
-                if not full[slot]:
-                    self._apply(step, values)
-                elif slot in results:
-                    self._apply(step, values, results[slot][lo:hi])
-                else:
-                    self._apply(step, values, scratch[slot][: hi - lo])
-
 
 def _is_full(a: Any) -> bool:
     return isinstance(a, np.ndarray) and a.ndim > 0
 
 
-def _numba_key(args: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple((a.dtype.str, a.ndim > 0) if isinstance(a, np.ndarray) else type(a).__name__ for a in args)
 
 
 _DECLARED = {"Float": np.float32, "Double": np.float64, "Long": np.int64, "Int": np.int32, "Bool": np.bool_,
@@ -328,21 +408,30 @@ def _declared_sample(types: Sequence[Any]) -> list[Any]:
     return sample
 
 
-def _thread_scratch(dtypes: dict[int, np.dtype], block: int) -> dict[int, np.ndarray]:
-    """This thread's scratch buffers for one call's intermediates, reused across calls."""
-    cache: dict[tuple[str, int], list[np.ndarray]] = getattr(_scratch, "buffers", None) or {}
-    _scratch.buffers = cache
-    taken: dict[tuple[str, int], int] = {}
-    out: dict[int, np.ndarray] = {}
-    for slot, dtype in dtypes.items():
-        key = (dtype.str, block)
-        k = taken.get(key, 0)
-        pool = cache.setdefault(key, [])
-        if k == len(pool):
-            pool.append(np.empty(block, dtype=dtype))
-        out[slot] = pool[k]
-        taken[key] = k + 1
-    return out
+def _signature(args: Sequence[Any]) -> tuple[Any, ...]:
+    """What a block plan depends on: each input's dtype and whether it is full-size, or
+    the Python type of a scalar."""
+    return tuple((a.dtype.str, a.ndim > 0) if isinstance(a, np.ndarray) else type(a).__name__ for a in args)
+
+
+def _thread_buffers(plan: BlockPlan, cap: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """This thread's scratch buffers and constant blocks for ``plan`` (``cap`` elements
+    each), reused across calls and kernels."""
+    cache: dict[Any, Any] | None = getattr(_scratch, "buffers", None)
+    if cache is None or len(cache) > 64:
+        cache = _scratch.buffers = {}
+    key = (plan.scratch_key, cap)
+    scratch = cache.get(key)
+    if scratch is None:
+        scratch = cache[key] = [np.empty(cap, dtype=d) for d in plan.scratch]
+    constants = []
+    for dtype, value in plan.constants:
+        ckey = (dtype.str, repr(value), cap)
+        block = cache.get(ckey)
+        if block is None:
+            block = cache[ckey] = np.full(cap, value, dtype=dtype)
+        constants.append(block)
+    return scratch, constants
 
 
 FUSERS = ("blocked", "numba")

@@ -201,26 +201,6 @@ class Interpreter:
                         fn = functions[fid]
                         code, regs, pc = fn.code, list(fn.template), fn.start
                         regs[: len(args)] = args
-                    elif op == 24:  # FUSED: a fused kernel for big tensors, else CALLR of its group
-                        if getattr(regs[ins[7]], "size", 0) >= ins[8]:
-                            result = ins[1](*[regs[r] for r in ins[2]])
-                            for r in ins[3]:
-                                regs[r] = None
-                            if ins[5] == 1:
-                                regs[ins[4]] = result
-                            elif ins[5]:
-                                regs[ins[4] : ins[4] + ins[5]] = result
-                        else:
-                            if len(frames) >= max_depth:
-                                raise _DepthExceeded
-                            frames.append((code, pc, regs, fid, ins[4], ins[5]))
-                            args = [regs[r] for r in ins[2]]
-                            for r in ins[3]:
-                                regs[r] = None
-                            fid = ins[6]
-                            fn = functions[fid]
-                            code, regs, pc = fn.code, list(fn.template), fn.start
-                            regs[: len(args)] = args
                     else:  # LOOPE: [trip, max, cond, carried...] -> body or exit
                         n = ins[2]
                         base = len(stack) - n - 1
