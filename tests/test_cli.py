@@ -62,6 +62,23 @@ def test_run_prints_results_without_output() -> None:
     assert proc.stdout.startswith("out0 = tensor(")
 
 
+@pytest.mark.parametrize("backend", ["interp", "static"])
+def test_nan_from_inf_minus_inf_is_silent_as_in_torch(tmp_path: Path, backend: str) -> None:
+    """inf - inf is NaN without a numpy RuntimeWarning on stderr (PyTorch says nothing)."""
+    program = tmp_path / "sub.ir"
+    program.write_text(
+        "graph(%x : Tensor, %y : Tensor):\n"
+        "  %one : int = prim::Constant[value=1]()\n"
+        "  %z : Tensor = aten::sub(%x, %y, %one)\n"
+        "  return (%z)\n"
+    )
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.array([np.inf, 1.0], np.float32), y=np.array([np.inf, 2.0], np.float32))
+    proc = irvm("run", str(program), "--inputs", str(inputs), "--backend", backend)
+    assert proc.returncode == 0, proc.stderr
+    assert "nan" in proc.stdout and proc.stderr == ""
+
+
 def test_trace_saves_every_intermediate_by_ir_name(tmp_path: Path) -> None:
     trace = tmp_path / "trace.npz"
     proc = irvm("run", str(EXAMPLES / "ratio_iou.ir"), "--inputs", str(EXAMPLES / "ratio_iou.inputs.npz"), "--trace", str(trace))

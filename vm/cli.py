@@ -32,7 +32,9 @@ from compiler.cli import check_writable, read_source, run_guarded
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
-    return run_guarded("irvm", lambda: args.handler(args))
+    # PyTorch computes inf - inf or 0 / 0 silently; numpy would print RuntimeWarnings.
+    with np.errstate(all="ignore"):
+        return run_guarded("irvm", lambda: args.handler(args))
 
 
 def _build_parser() -> argparse.ArgumentParser:
