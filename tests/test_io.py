@@ -88,6 +88,17 @@ def test_inputs_by_name_by_position_and_by_graph_type() -> None:
     assert xs == [1, 2] and type(xs[0]) is int and len(ts) == 2 and f == 2.0 and type(f) is float
 
 
+def test_inputs_keyed_by_python_argument_names() -> None:
+    """A file keyed by the Python arguments (``x``) feeds TorchScript's ``%x.1``; when two
+    inputs share a Python name (``%x.1``, ``%x.2``) only their IR names are accepted."""
+    g = graph_with(("x.1", T.TENSOR), ("n.3", T.INT))
+    x, n = load_inputs({"x": np.ones(2, np.float32), "n": np.array(4)}, g)
+    assert x.dtype == np.float32 and n == 4 and type(n) is int
+    twins = graph_with(("x.1", T.TENSOR), ("x.2", T.TENSOR))
+    with pytest.raises(RunError, match="'x.1'.*missing"):
+        load_inputs({"x": np.ones(2)}, twins)
+
+
 def test_inputs_with_a_spec_keep_their_kinds(tmp_path: Path) -> None:
     g = graph_with(("x", T.TENSOR), ("t", T.TupleType((T.INT, T.TENSOR))), ("o", T.OptionalType(T.INT)))
     save_values(tmp_path / "i.npz", {"x": np.array(1.5, np.float32), "t": (4, np.zeros(2)), "o": None})

@@ -195,7 +195,8 @@ def load_inputs(source: str | Path | Mapping[str, np.ndarray], program: Any) -> 
 
     Each graph input (but a leading ``%self`` of module type, which comes from the
     weights) is read under its name without ``%`` or under ``arg<i>`` (i counting the
-    non-self inputs), as its ``__spec__`` entry says, else as its graph type says.
+    non-self inputs), or under the Python argument's name (``x`` for ``%x.1``) when no
+    other input shares it, as its ``__spec__`` entry says, else as its graph type says.
     """
     flat = read_npz(source) if isinstance(source, (str, Path)) else dict(source)
     spec = spec_of(flat)
@@ -206,7 +207,18 @@ def load_inputs(source: str | Path | Mapping[str, np.ndarray], program: Any) -> 
     stray = sorted({k.split(".")[0] for k in flat if k != SPEC_KEY} - {n.split(".")[0] for n in known})
     if stray:
         raise RunError(f"inputs file has entries for no graph input: {', '.join(stray)}")
-    return [_load_one(flat, spec, p.name, f"arg{i}", p.type) for i, p in enumerate(params)]
+    bases = [_python_name(p.name) for p in params]
+    unique = {b for b in bases if bases.count(b) == 1}
+    return [
+        _load_one(flat, spec, p.name, f"arg{i}", p.type, bases[i] if bases[i] in unique else None)
+        for i, p in enumerate(params)
+    ]
+
+
+def _python_name(name: str) -> str:
+    """The Python argument name behind a graph input: TorchScript names ``x`` ``x.1``."""
+    base, _, suffix = name.rpartition(".")
+    return base if base and suffix.isdigit() else name
 
 
 def _graph_inputs(program: Any) -> list[Any]:
@@ -232,13 +244,19 @@ def _signature(names: Sequence[str], type_texts: Sequence[str]) -> list[Any]:
     return list(parse(f"graph({params}):\n  return ()\n", "<signature>").main.inputs)
 
 
-def _load_one(flat: Mapping[str, np.ndarray], spec: dict[str, Kind], name: str, alias: str, type_: Any) -> Any:
+def _load_one(flat: Mapping[str, np.ndarray], spec: dict[str, Kind], name: str, alias: str, type_: Any,
+              python_name: str | None = None) -> Any:
     for key in (name, alias):
         if key in spec:
             return _rebuild(flat, key, spec[key])
     for key in (name, alias):
         if key in flat or any(k.startswith(key + ".") for k in flat):
             return _by_type(flat, key, type_ if type_ is not None else T.TENSOR)
+    if python_name is not None and python_name != name:  # keyed by the Python argument's name
+        if python_name in spec:
+            return _rebuild(flat, python_name, spec[python_name])
+        if python_name in flat:
+            return _by_type(flat, python_name, type_ if type_ is not None else T.TENSOR)
     if isinstance(type_, T.OptionalType) or type_ == T.NONE:
         return None
     raise RunError(f"input {name!r} (or {alias!r}) is missing from the inputs file; it has {sorted(flat)}")
