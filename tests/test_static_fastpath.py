@@ -203,3 +203,12 @@ def test_chunk_pieces_have_planned_shapes_so_the_lstm_gates_run_in_the_slab() ->
     assert set(gates) <= set(plan.views), "every gate activation writes a slab view"
     assert not any(guarded for _, _, guarded in plan.mode.fast), "no dtype guard is needed"
     assert not {names[n] for n in ("i0", "f0", "c0", "o0")} & sm.tainted
+
+
+def test_profile_reports_the_filled_constants() -> None:
+    from vm.profile import profile
+
+    report = profile(compiler.compile_source(MLP), _mlp_inputs(256), runs=1)
+    # the two relus share one zeros array of the hidden layer's shape
+    assert report.filled_constants == 1 and report.filled_bytes == 256 * 512 * 4
+    assert "constants filled to arrays for maximum/minimum: 1, 524288 bytes" in str(report)

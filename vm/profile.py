@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
+import numpy as np
 
 from vm.static_codegen import Mode
 from vm.static_runtime import StaticModule, StaticOptions, StaticRuntime
@@ -58,6 +59,8 @@ class ProfileReport:
     out_variant_fallbacks: tuple[str, ...]
     fusion_fallbacks: tuple[str, ...]
     planner: str
+    filled_constants: int = 0  # constants widened to arrays for maximum/minimum (static_fastpath)
+    filled_bytes: int = 0
 
     @property
     def bytes_saved(self) -> int:
@@ -86,6 +89,11 @@ class ProfileReport:
             f" slab {self.slab_bytes} bytes in {self.storage_groups} storage groups;"
             f" saved {self.bytes_saved} bytes",
         ]
+        if self.filled_constants:
+            lines.append(
+                f"  constants filled to arrays for maximum/minimum: {self.filled_constants},"
+                f" {self.filled_bytes} bytes"
+            )
         if self.out_variant_fallbacks:
             lines.append(
                 f"  out variants that allocated anyway: {', '.join(self.out_variant_fallbacks)}"
@@ -198,6 +206,12 @@ def _report(sm, plan, times, setup, first, per_run, runs, fallbacks) -> ProfileR
     )[:8]
     per_node = tuple((f"{pn.node!r} @ {pn.node.span}", times[pn.index]) for pn in slow)
     memory = plan.memory if plan is not None else None
+    filled = {
+        id(a): a
+        for _, scalars, _ in (plan.fast.values() if plan is not None else ())
+        for a in scalars
+        if type(a) is np.ndarray
+    }
     return ProfileReport(
         setup_seconds=setup,
         first_run_seconds=first,
@@ -220,4 +234,6 @@ def _report(sm, plan, times, setup, first, per_run, runs, fallbacks) -> ProfileR
             if plan is None or g.gid not in plan.mode.fused
         ),
         planner=sm.options.planner,
+        filled_constants=len(filled),
+        filled_bytes=sum(a.nbytes for a in filled.values()),
     )
