@@ -8,7 +8,8 @@ summed per operator kind, with its share of the summed time and its instance cou
 
 The memory section reads the plan of the profiled input shapes: managed bytes (what the
 managed intermediates would take if each were allocated), slab bytes, the number of
-storage groups, and the bytes saved.  It also counts out-variant fallbacks (a managed
+storage groups, and the bytes saved, plus the constants the fast path widened to arrays
+for maximum/minimum (``vm/static_fastpath.py``).  It also counts out-variant fallbacks (a managed
 node whose out variant returned a fresh array instead of writing its slab view) and the
 fusion groups that ran as their subgraph because no fused kernel exists.
 
