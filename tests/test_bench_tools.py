@@ -33,7 +33,11 @@ def fusion_smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
 
 
 def _table(text: str) -> dict[str, dict[str, str]]:
-    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    """The first markdown table of ``text``, as {case: {column: cell}}."""
+    all_lines = text.splitlines()
+    start = next(i for i, line in enumerate(all_lines) if line.startswith("| "))
+    end = next((i for i in range(start, len(all_lines)) if not all_lines[i].startswith("|")), len(all_lines))
+    lines = [line for line in all_lines[start:end] if line.startswith("| ")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     assert header[0] == "case"
     return {cells[0]: dict(zip(header[1:], cells[1:]))

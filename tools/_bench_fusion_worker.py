@@ -166,8 +166,7 @@ def describe(column: str) -> dict[str, Any]:
     if column == "torch.jit":
         import torch
 
-        info.update(torch=torch.__version__, torch_threads=torch.get_num_threads(),
-                    omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", "(unset)"))
+        info.update(torch=torch.__version__, torch_threads=torch.get_num_threads())
     if column == "fused-numba":
         from vm import fusion_numba
 

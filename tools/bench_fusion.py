@@ -38,6 +38,7 @@ import math
 import multiprocessing as mp
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -54,9 +55,15 @@ CASES = [("ratio_iou", 10_000), ("ratio_iou", 100_000), ("ratio_iou", 800_000), 
 SWEEP_CASES = [("ratio_iou", 800_000), ("5-op chain", 16_000_000)]
 SWEEP_BLOCKS = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10]
 N_INPUTS = {"ratio_iou": 8, "5-op chain": 3}
-# Measured (see the report of this tool's rework): OMP_WAIT_POLICY=PASSIVE makes no
-# difference to torch.jit alone in its process, so torch runs with OpenMP's defaults.
-TORCH_ENV: dict[str, str] = {}
+# torch.jit and the numba fuser (its "omp" threading layer) run on libgomp, whose idle
+# threads spin before they sleep.  Measured on this shared 2-core machine, alone in their
+# processes: with the cores quiet, spinning wins (torch.jit ratio_iou 8e5, best call 1.6 ms
+# spinning vs 3.1 ms PASSIVE); with other jobs on the cores, a spinning thread whose peer
+# was descheduled wastes whole time slices (median 148 ms spinning vs 3.8 ms PASSIVE).
+# Neither setting is right for every run, so by default each OpenMP column runs in two
+# workers, one per policy, and the table takes the faster median (the other is reported).
+OMP_POLICIES = {"default": {}, "PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"}}
+OMP_COLUMNS = ("fused-numba", "torch.jit")
 
 
 class Settings:
@@ -82,41 +89,42 @@ def size_label(n: int) -> str:
     return f"{n / 10 ** exponent:g}e{exponent}"
 
 
-def copy_bandwidth(n_bytes: int) -> dict[str, float]:
-    """Bytes per second (read + write) of a large numpy copy, best of five, on one thread
-    and on two threads copying a half each (numpy releases the GIL in copyto)."""
-    a = np.ones(n_bytes // 4, np.float32)
+def best_copy_seconds(n_bytes: int, repeats: int) -> dict[str, float]:
+    """Best time of a numpy copy of ``n_bytes`` (so ``2 * n_bytes`` of traffic), repeated
+    with the buffers warm, on one thread and on two threads copying a half each (numpy
+    releases the GIL in copyto).  A small copy stays in cache, as the group's data does
+    between the calls of a timed block, so each row's bound is measured at its own size."""
+    a = np.ones(max(n_bytes // 4, 2), np.float32)
     b = np.empty_like(a)
-    np.copyto(b, a)  # faults the pages in
-
-    def one() -> None:
-        np.copyto(b, a)
+    half = a.size // 2
 
     def two() -> None:
-        half = a.size // 2
         t = threading.Thread(target=np.copyto, args=(b[half:], a[half:]))
         t.start()
         np.copyto(b[:half], a[:half])
         t.join()
 
     result = {}
-    for name, fn in (("1 thread", one), ("2 threads", two)):
+    for name, fn in (("1 thread", lambda: np.copyto(b, a)), ("2 threads", two)):
+        fn()  # faults the pages in
         best = math.inf
-        for _ in range(5):
+        for _ in range(repeats):
             t = time.perf_counter()
             fn()
             best = min(best, time.perf_counter() - t)
-        result[name] = 2 * a.nbytes / best
+        result[name] = best
     return result
 
 
 class Worker:
-    """One column's process and the parent's end of its pipe."""
+    """One column's process (``name`` tells apart two workers of one column) and the
+    parent's end of its pipe."""
 
-    def __init__(self, ctx: Any, column: str, env: dict[str, str]):
-        self.column = column
+    def __init__(self, ctx: Any, column: str, env: dict[str, str], name: str | None = None):
+        self.column, self.name, self.env = column, name or column, env
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=worker_main, args=(child, column, env), name=f"bench-{column}", daemon=True)
+        self.process = ctx.Process(target=worker_main, args=(child, column, env), name=f"bench-{self.name}",
+                                   daemon=True)
         self.process.start()
         child.close()
 
@@ -126,7 +134,7 @@ class Worker:
     def receive(self) -> dict[str, Any]:
         answer = self.conn.recv()
         if "error" in answer:
-            raise RuntimeError(f"the {self.column} worker failed:\n{answer['error']}")
+            raise RuntimeError(f"the {self.name} worker failed:\n{answer['error']}")
         return answer
 
     def ask(self, *message: Any) -> dict[str, Any]:
@@ -151,7 +159,7 @@ def interleave(jobs: list[tuple[Worker, str, int]], settings: Settings) -> dict[
         k = r % len(jobs)
         for worker, variant, repeats in jobs[k:] + jobs[:k]:
             answer = worker.ask("run", variant, repeats)
-            slot = results.setdefault((worker.column, variant), {"times": [], "calls": 0, "paths": {}, "reasons": {}})
+            slot = results.setdefault((worker.name, variant), {"times": [], "calls": 0, "paths": {}, "reasons": {}})
             slot["times"] += answer["times"]
             slot["calls"] += answer["calls"]
             for key in ("paths", "reasons"):
@@ -178,28 +186,34 @@ def summarize(column: str, result: dict[str, Any], setup: dict[str, Any]) -> dic
     return cell
 
 
-def run_case(workers: dict[str, Worker], case: str, n: int, settings: Settings, sweep: bool) -> dict[str, Any]:
-    variants = {column: {"default": {}} for column in workers}
-    if sweep and "fused-blocked" in workers:
+def run_case(workers: list[Worker], case: str, n: int, settings: Settings, sweep: bool) -> dict[str, Any]:
+    variants = {w.name: {"default": {}} for w in workers}
+    blocked = next((w for w in workers if w.name == "fused-blocked"), None)
+    if sweep and blocked is not None:
         for block in SWEEP_BLOCKS:
-            variants["fused-blocked"][f"max_block={block}"] = {"min_block": SWEEP_BLOCKS[0], "max_block": block}
-    for column, worker in workers.items():  # the workers set up in parallel
-        worker.send("setup", case, n, variants[column])
-    setups = {column: worker.receive() for column, worker in workers.items()}
-    jobs = [(w, "default", settings.repeats(setups[c]["default"]["call_ms"])) for c, w in workers.items()]
+            variants[blocked.name][f"max_block={block}"] = {"min_block": SWEEP_BLOCKS[0], "max_block": block}
+    for worker in workers:  # the workers set up in parallel
+        worker.send("setup", case, n, variants[worker.name])
+    setups = {w.name: w.receive() for w in workers}
+    jobs = [(w, "default", settings.repeats(setups[w.name]["default"]["call_ms"])) for w in workers]
     results = interleave(jobs, settings)
-    row: dict[str, Any] = {"case": case, "n": n, "label": f"{case} n={size_label(n)}", "columns": {}}
-    for column in workers:
-        row["columns"][column] = summarize(column, results[(column, "default")], setups[column]["default"])
+    cells = {w.name: summarize(w.column, results[(w.name, "default")], setups[w.name]["default"]) for w in workers}
+    row: dict[str, Any] = {"case": case, "n": n, "label": f"{case} n={size_label(n)}", "columns": {}, "omp": {}}
+    for worker in workers:  # of two workers of a column, the faster median goes in the table
+        cell = cells[worker.name]
+        best = row["columns"].get(worker.column)
+        if best is None or cell["median_ms"] < best["median_ms"]:
+            row["columns"][worker.column] = {**cell, "worker": worker.name}
+        if worker.column in OMP_COLUMNS:
+            row["omp"][worker.name] = {"median_ms": cell["median_ms"], "min_ms": cell["min_ms"]}
     row["bytes"] = (N_INPUTS[case] + 1) * n * 4
-    row["checksum_problems"] = _checksum_problems(row["columns"])
-    if sweep and "fused-blocked" in workers:
-        blocked = workers["fused-blocked"]
-        names = list(variants["fused-blocked"])
-        setup = setups["fused-blocked"]
+    row["checksum_problems"] = _checksum_problems(cells)
+    if sweep and blocked is not None:
+        names = list(variants[blocked.name])
+        setup = setups[blocked.name]
         jobs = [(blocked, name, settings.repeats(setup[name]["call_ms"])) for name in names]
         sweep_results = interleave(jobs, settings)
-        row["sweep"] = {name: summarize("fused-blocked", sweep_results[("fused-blocked", name)], setup[name])
+        row["sweep"] = {name: summarize("fused-blocked", sweep_results[(blocked.name, name)], setup[name])
                         for name in names}
     return row
 
@@ -223,14 +237,12 @@ def _cell(cell: dict[str, Any] | None, ref: float | None) -> str:
     return f"{cell['median_ms']:.3f}{mark}{ratio}"
 
 
-def main_table(rows: list[dict[str, Any]], bandwidth: float) -> list[str]:
+def main_table(rows: list[dict[str, Any]]) -> list[str]:
     head = [*COLUMNS, "bandwidth bound", "numba / bound"]
     lines = ["| case | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
     notes: list[str] = []
     for row in rows:
-        cells = row["columns"]
-        bound = row["bytes"] / bandwidth * 1e3
-        row["bound_ms"] = bound
+        cells, bound = row["columns"], row["bound_ms"]
         ref = cells["torch.jit"]["median_ms"] if "torch.jit" in cells else None
         numba = cells.get("fused-numba")
         vs_bound = f"{numba['median_ms'] / bound:.2f}x" if numba and numba.get("took_path") else "n/a"
@@ -239,7 +251,21 @@ def main_table(rows: list[dict[str, Any]], bandwidth: float) -> list[str]:
         for column, cell in cells.items():
             notes += [f"- {row['label']}, {column}: {note}" for note in cell["notes"]]
         notes += [f"- {row['label']}: RESULTS DIFFER: {p}" for p in row["checksum_problems"]]
-    return lines + ([""] + notes if notes else [])
+    return lines + (["", "Notes (†: the kernel did not take the path its column names):", *notes] if notes else [])
+
+
+def omp_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Median (min) ms of each OpenMP column's worker per wait policy, when there were two."""
+    names = list(dict.fromkeys(name for row in rows for name in row["omp"]))
+    if len(names) <= len({n.split(" (")[0] for n in names}):
+        return []
+    lines = ["", "## OpenMP wait policy: median (min) ms per worker; the table above shows the faster median", "",
+             "| case | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for row in rows:
+        cells = [row["omp"].get(name) for name in names]
+        lines.append(f"| {row['label']} | " + " | ".join(
+            "n/a" if c is None else f"{c['median_ms']:.3f} ({c['min_ms']:.3f})" for c in cells) + " |")
+    return lines
 
 
 def sweep_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -258,38 +284,66 @@ def sweep_table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def report(rows: list[dict[str, Any]], meta: dict[str, Any], out: Path) -> str:
-    bw = meta["bandwidth"]
-    bandwidth = max(bw.values())
     info = meta["workers"]
-    torch_info = info.get("torch.jit", {})
-    numba_info = info.get("fused-numba", {})
+    by_column = {i["column"]: i for i in reversed(list(info.values()))}  # the first worker of each column
+    torch_info, numba_info = by_column.get("torch.jit", {}), by_column.get("fused-numba", {})
+    pool = by_column.get("fused-blocked", {}).get("fusion_threads")
+    policies = sorted({i["omp_wait_policy"] for i in info.values() if "omp_wait_policy" in i})
+    load = " / ".join(f"{x:.1f}" for x in meta["load_before"]) + " before, " + \
+        " / ".join(f"{x:.1f}" for x in meta["load_after"]) + " after"
     lines = [
         "# Fused kernels vs torch.jit",
         "",
-        f"`{meta['command']}` at {meta['when']}, {os.cpu_count()} cores, {meta['seconds']:.0f} s.",
+        f"`{meta['command']}` at {meta['when']} on {meta['git']}; {os.cpu_count()} cores, load average "
+        f"(1/5/15 min) {load}; {meta['seconds']:.0f} s.",
         "",
-        f"Each column in its own worker process; {meta['rounds']} rounds of one block per column "
-        "(R timed calls, R per column for ~{:g} ms), in rotated order; cells are median ms ".format(meta["block_ms"])
-        + "(ratio to torch.jit: below 1 is faster); minima are in the JSON file.",
+        f"Each column runs in its own worker process; {meta['rounds']} round(s) of one block per column, in an order "
+        f"rotated each round (a block: one untimed call, then R timed calls, R per column for ~{meta['block_ms']:g} ms). "
+        "Cells are median ms (ratio to torch.jit: below 1 is faster); minima are in the JSON file.",
         f"torch {torch_info.get('torch', 'absent')}: {torch_info.get('torch_threads', '-')} threads (its default), "
-        f"OMP_WAIT_POLICY {torch_info.get('omp_wait_policy', '-')}; numba {numba_info.get('numba', 'absent')}: "
+        f"OMP_WAIT_POLICY {' and '.join(policies) or '-'} (see below); numba {numba_info.get('numba', 'absent')}: "
         f"{numba_info.get('numba_threads', '-')} threads, layer {numba_info.get('numba_layer', '-')}; "
-        f"irvm fusion pool: {numba_info.get('fusion_threads', info.get('fused-blocked', {}).get('fusion_threads'))} threads.",
-        f"Copy bandwidth {bandwidth / 1e9:.1f} GB/s (best of " + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in bw.items())
-        + "); the bound is (inputs + 1 output) x n x 4 bytes / that.",
+        f"irvm fusion pool: {pool} threads.",
+        f"Bandwidth bound: the time of a warm numpy copy moving the group's bytes ((inputs + 1 output) x n x 4, "
+        f"read + written), best of 1 and 2 threads, measured at each row's size (so 8e5 is L3-resident: 32 MB L3 "
+        f"here); a 256 MB copy runs at {meta['dram_gbps']:.1f} GB/s.",
         "",
-        *main_table(rows, bandwidth),
+        *main_table(rows),
     ]
+    lines += omp_table(rows)
     if any("sweep" in row for row in rows):
         lines += ["", f"## Block sweep: fused-blocked median ms by max_block (min_block {SWEEP_BLOCKS[0] >> 10}K)",
                   "", *sweep_table(rows), "",
                   "The fuser may use blocks smaller than max_block when n is small (it splits the "
-                  "elements over its threads); the JSON has every cell's path counts."]
+                  "elements over its threads); the JSON has every cell's minimum and path counts."]
     text = "\n".join(lines) + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     return text
+
+
+def git_state() -> str:
+    """The commit measured, and whether vm/ or compiler/ differ from it."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "(no git)"
+    dirty = git("status", "--porcelain", "--", "vm", "compiler")
+    return f"commit {commit}" + (" with uncommitted changes in vm/ or compiler/" if dirty else "")
+
+
+def measure_bounds(cases: list[tuple[str, int]], smoke: bool) -> tuple[dict[tuple[str, int], dict[str, float]], float]:
+    """Each case's bound (ms) and the 256 MB copy bandwidth (GB/s), before the workers start."""
+    bounds = {}
+    for case, n in cases:
+        group_bytes = (N_INPUTS[case] + 1) * n * 4
+        seconds = best_copy_seconds(group_bytes // 2, 5 if smoke else 30)
+        bounds[(case, n)] = {k: v * 1e3 for k, v in seconds.items()}
+    big = 32 << 20 if smoke else 256 << 20
+    dram = 2 * big / min(best_copy_seconds(big, 5).values()) / 1e9
+    return bounds, dram
 
 
 def main() -> None:
@@ -298,33 +352,41 @@ def main() -> None:
     mode.add_argument("--quick", action="store_true", help="3 rounds of ~0.1 s blocks (under a minute)")
     mode.add_argument("--smoke", action="store_true", help="1/100 sizes, 1 round of 1 call, no sweep")
     parser.add_argument("--sweep-blocks", action="store_true", help="also time fused-blocked over max_block")
-    parser.add_argument("--torch-omp-passive", action="store_true",
-                        help="run the torch worker with OMP_WAIT_POLICY=PASSIVE (to compare)")
+    parser.add_argument("--omp-wait", choices=["both", *OMP_POLICIES], default="both",
+                        help="OMP_WAIT_POLICY of the torch.jit and fused-numba workers (both: one worker "
+                             "per policy, the faster median is shown)")
     parser.add_argument("--out", default=str(ROOT / "bench_results" / "fusion.md"))
     args = parser.parse_args()
     settings = SMOKE if args.smoke else QUICK if args.quick else FULL
-    sweep = args.sweep_blocks and not args.smoke
-    started = time.perf_counter()
-    bandwidth = copy_bandwidth(32 << 20 if args.smoke else 256 << 20)  # before the workers exist
+    started, load_before = time.perf_counter(), os.getloadavg()
+    cases = [(case, n // settings.scale) for case, n in CASES]
+    sweep_cases = [] if args.smoke or not args.sweep_blocks else SWEEP_CASES
+    bounds, dram = measure_bounds(cases, args.smoke)
     columns = [c for c in COLUMNS if c != "torch.jit" or importlib.util.find_spec("torch") is not None]
-    torch_env = {**TORCH_ENV, **({"OMP_WAIT_POLICY": "PASSIVE"} if args.torch_omp_passive else {})}
+    policies = list(OMP_POLICIES) if args.omp_wait == "both" else [args.omp_wait]
     ctx = mp.get_context("spawn")
-    workers = {c: Worker(ctx, c, torch_env if c == "torch.jit" else {}) for c in columns}
+    workers = [Worker(ctx, c, {}) for c in columns if c not in OMP_COLUMNS]
+    workers += [Worker(ctx, c, OMP_POLICIES[p], f"{c} ({p})") for c in columns if c in OMP_COLUMNS for p in policies]
     try:
         rows = []
-        for case, n in CASES:
-            n //= settings.scale
-            rows.append(run_case(workers, case, n, settings, sweep and (case, n) in SWEEP_CASES))
-            print(f"{rows[-1]['label']}: " + ", ".join(f"{c} {v['median_ms']:.3f} ms"
-                                                      for c, v in rows[-1]["columns"].items()), flush=True)
-        info = {c: w.ask("describe") for c, w in workers.items()}
+        for case, n in cases:
+            row = run_case(workers, case, n, settings, (case, n) in sweep_cases)
+            row["copy_ms"] = bounds[(case, n)]
+            row["bound_ms"] = min(bounds[(case, n)].values())
+            rows.append(row)
+            print(f"{row['label']}: " + ", ".join(f"{c} {v['median_ms']:.3f} ms" for c, v in row["columns"].items())
+                  + f"; bound {row['bound_ms']:.3f} ms", flush=True)
+        info = {w.name: w.ask("describe") for w in workers}
+        for w in workers:
+            if w.column in OMP_COLUMNS:
+                info[w.name]["omp_wait_policy"] = w.env.get("OMP_WAIT_POLICY", "default")
     finally:
-        for worker in workers.values():
+        for worker in workers:
             worker.stop()
-    meta = {"command": "python tools/bench_fusion.py " + " ".join(sys.argv[1:]),
+    meta = {"command": "python tools/bench_fusion.py " + " ".join(sys.argv[1:]), "git": git_state(),
             "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "seconds": time.perf_counter() - started, "rounds": settings.rounds, "block_ms": settings.block_ms,
-            "bandwidth": {k: v for k, v in bandwidth.items()}, "workers": info}
+            "seconds": time.perf_counter() - started, "load_before": load_before, "load_after": os.getloadavg(),
+            "rounds": settings.rounds, "block_ms": settings.block_ms, "dram_gbps": dram, "workers": info}
     print(report(rows, meta, Path(args.out)))
 
 
