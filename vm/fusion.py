@@ -136,8 +136,8 @@ class FusedKernel:
     # -- running ------------------------------------------------------------------------
 
     def __call__(self, *args: Any) -> Any:
-        for a in args:  # the first tensor tells a small call at once: the common case in loops
-            if type(a) is np.ndarray:
+        for a in args:  # the first full tensor tells a small call at once: the common case in loops
+            if type(a) is np.ndarray and a.ndim:
                 if a.size < self._small:
                     next(self._small_calls)
                     try:
