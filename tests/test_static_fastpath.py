@@ -8,13 +8,18 @@
 - nodes whose shape is not fixed by the plan (inside a loop) keep the scalar;
 - the benchmark's 3-layer MLP in a steady state allocates no managed intermediate: every
   linear and relu writes its slab view, tracemalloc sees only the output and numpy's own
-  small iteration buffer.
+  small iteration buffer;
+- chunk's pieces have planned shapes, so the LSTM gates run in the slab;
+- a fusion group near the fused kernel's size threshold is timed both ways when the plan
+  is made, and the faster way runs.
 """
 
 from __future__ import annotations
 
+import time
 import tracemalloc
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,3 +217,58 @@ def test_profile_reports_the_filled_constants() -> None:
     # the two relus share one zeros array of the hidden layer's shape
     assert report.filled_constants == 1 and report.filled_bytes == 256 * 512 * 4
     assert "constants filled to arrays for maximum/minimum: 1, 524288 bytes" in str(report)
+
+
+class _Timed:
+    """A fused kernel stand-in: delegates to the real one, the fused call made slower or
+    faster than the unfused one by sleeping in the other."""
+
+    def __init__(self, kernel, slow: str):
+        self.kernel, self.slow = kernel, slow
+        self.min_block, self.calls = kernel.min_block, {"fused": 0, "unfused": 0}
+
+    def __call__(self, *args):
+        self.calls["fused"] += 1
+        if self.slow == "fused":
+            time.sleep(0.002)
+        return self.kernel(*args)
+
+    def run_unfused(self, *args):
+        self.calls["unfused"] += 1
+        if self.slow == "unfused":
+            time.sleep(0.002)
+        return self.kernel.run_unfused(*args)
+
+
+RATIO_IOU = (Path(__file__).resolve().parent.parent / "examples" / "ratio_iou.ir").read_text()
+
+
+@pytest.mark.parametrize("slow", ["fused", "unfused"])
+def test_a_plan_times_a_small_fused_group_against_its_nodes_and_keeps_the_faster(slow) -> None:
+    """Near the fused kernel's size threshold the plan measures both ways on the recorded
+    inputs; the faster one runs, and the results equal the interpreter's either way."""
+    from vm.fusion import MIN_BLOCK
+
+    program = compiler.compile_source(RATIO_IOU, fusion=True)
+    rt = StaticRuntime(program)
+    (group,) = rt.module.groups
+    group.kernel = _Timed(group.kernel, slow)
+    rng = np.random.default_rng(9)
+    n = 2 * MIN_BLOCK
+    assert n < fastpath.MEASURE_BELOW
+    args = [rng.random(n, dtype=np.float32) + 0.1 for _ in range(8)]
+    expected = vm.Interpreter(program)(*args)
+    for _ in range(3):
+        np.testing.assert_array_equal(rt(*args), expected)
+    assert group.kernel.calls["unfused"] == fastpath.MEASURE_CALLS  # timed once, at plan time
+    assert rt._last_plan.mode.fused == (frozenset() if slow == "fused" else frozenset({0}))
+
+
+def test_big_groups_are_fused_without_timing() -> None:
+    program = compiler.compile_source(RATIO_IOU, fusion=True)
+    rt = StaticRuntime(program)
+    (group,) = rt.module.groups
+    group.kernel = _Timed(group.kernel, "fused")
+    args = [np.full(fastpath.MEASURE_BELOW, 0.5, np.float32) for _ in range(8)]
+    rt(*args), rt(*args)
+    assert group.kernel.calls["unfused"] == 0 and rt._last_plan.mode.fused == frozenset({0})

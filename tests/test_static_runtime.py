@@ -227,7 +227,9 @@ def test_big_fusion_groups_run_their_fused_kernel_small_ones_their_nodes() -> No
     from vm.profile import profile
 
     program = compiler.compile_source(RATIO_IOU, fusion=True)
-    static, interp = StaticRuntime(program), Interpreter(program)
+    # the size rule alone (measure_fused=False): timing is tested in test_static_fastpath.py
+    static = StaticRuntime(program, options=StaticOptions(measure_fused=False))
+    interp = Interpreter(program)
     rng = np.random.default_rng(3)
     for n in (100, 2 * MIN_BLOCK, 100):
         args = [rng.random(n, dtype=np.float32) + 0.1 for _ in range(8)]

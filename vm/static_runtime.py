@@ -66,6 +66,9 @@ class StaticOptions:
         True  # call a few float pointwise ops as bare ufuncs (vm/static_fastpath.py)
     )
     fused_kernels: bool = True  # run big fusion groups with vm.fusion's fused kernel
+    # below MEASURE_BELOW elements, time the fused kernel against its group's own nodes
+    # when a plan is made, and keep the faster (vm/static_fastpath.py)
+    measure_fused: bool = True
     fuser: str = "blocked"  # "numba": compile the fused kernels with numba when the module is built
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
 
@@ -389,7 +392,11 @@ class StaticRuntime:
 
     def _make_plan(self, recorded: dict[int, Any]) -> _Plan:
         sm, opts = self.module, self.module.options
-        fused = _groups_to_fuse(sm, recorded) if opts.fused_kernels else frozenset()
+        fused = (
+            fastpath.groups_to_fuse(sm, recorded, opts.measure_fused)
+            if opts.fused_kernels
+            else frozenset()
+        )
         interior = {
             sm.entry.slots[v]
             for g in sm.groups
@@ -472,24 +479,6 @@ class _Plan:
     arena: list[np.ndarray]
     outputs: list[np.ndarray] = attrs.field(factory=list)  # the OB list the code reads
     fast: dict[int, Any] = attrs.field(factory=dict)  # index -> (ufunc, scalars)
-
-
-def _groups_to_fuse(sm: StaticModule, recorded: Mapping[int, Any]) -> frozenset[int]:
-    """The fusion groups whose recorded inputs are big enough for the fused kernel to pay
-    (the kernel's own rule: one common shape, at least two cache blocks of elements)."""
-    chosen = set()
-    for group in sm.groups:
-        slots = [sm.entry.slots[v] for v in group.inputs]
-        if any(s in sm.tainted for s in slots):
-            continue
-        values = [sm.entry.constants.get(s, recorded.get(s)) for s in slots]
-        shapes = {v.shape for v in values if isinstance(v, np.ndarray) and v.ndim}
-        if (
-            len(shapes) == 1
-            and math.prod(next(iter(shapes))) >= 2 * group.kernel.min_block
-        ):
-            chosen.add(group.gid)
-    return frozenset(chosen)
 
 
 def _arg_structure(args: tuple) -> tuple[tuple[str, int], ...]:
