@@ -262,6 +262,11 @@ def test_a_plan_times_a_small_fused_group_against_its_nodes_and_keeps_the_faster
         np.testing.assert_array_equal(rt(*args), expected)
     assert group.kernel.calls["unfused"] == fastpath.MEASURE_CALLS  # timed once, at plan time
     assert rt._last_plan.mode.fused == (frozenset() if slow == "fused" else frozenset({0}))
+    if slow == "fused":
+        from vm.profile import profile
+
+        report = profile(rt.module, args, runs=1)
+        assert any(fastpath.TIMED_SLOWER in f for f in report.fusion_fallbacks)
 
 
 def test_big_groups_are_fused_without_timing() -> None:

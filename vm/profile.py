@@ -230,7 +230,7 @@ def _report(sm, plan, times, setup, first, per_run, runs, fallbacks) -> ProfileR
         out_variant_fallbacks=tuple(fallbacks),
         fusion_fallbacks=tuple(f"{span} ({n} nodes)" for span, n in sm.fusion_fallbacks)
         + tuple(
-            f"{g.span} ({len(g.nodes)} nodes, below the fused kernel's size)"
+            f"{g.span} ({len(g.nodes)} nodes, {plan.unfused.get(g.gid, 'no plan') if plan else 'no plan'})"
             for g in sm.groups
             if plan is None or g.gid not in plan.mode.fused
         ),

@@ -223,26 +223,33 @@ MEASURE_BELOW = 1 << 17  # elements; groups this small are timed fused vs unfuse
 MEASURE_CALLS = 3
 
 
-def groups_to_fuse(sm: Any, recorded: Mapping[int, Any], measure: bool = True) -> frozenset[int]:
+TIMED_SLOWER = "timed slower than its nodes when the plan was made"
+
+
+def groups_to_fuse(
+    sm: Any, recorded: Mapping[int, Any], measure: bool = True
+) -> tuple[frozenset[int], dict[int, str]]:
     """The fusion groups of ``sm`` (a StaticModule) that this plan runs fused: the recorded
     inputs are untainted, share one shape of at least two cache blocks, and (below
-    ``MEASURE_BELOW`` elements, when ``measure``) the fused kernel timed faster."""
-    chosen = set()
+    ``MEASURE_BELOW`` elements, when ``measure``) the fused kernel timed faster.  Also,
+    for each group that runs as its nodes, why (``irvm profile`` prints it)."""
+    chosen, why = set(), {}
     for group in sm.groups:
         slots = [sm.entry.slots[v] for v in group.inputs]
-        if any(s in sm.tainted for s in slots):
-            continue
         values = [sm.entry.constants.get(s, recorded.get(s)) for s in slots]
         shapes = {v.shape for v in values if isinstance(v, np.ndarray) and v.ndim}
-        if len(shapes) != 1:
-            continue
-        n = math.prod(next(iter(shapes)))
-        if n < 2 * group.kernel.min_block:
-            continue
-        if measure and n < MEASURE_BELOW and not _fused_is_faster(group.kernel, values):
-            continue
-        chosen.add(group.gid)
-    return frozenset(chosen)
+        n = math.prod(next(iter(shapes))) if len(shapes) == 1 else 0
+        if any(s in sm.tainted for s in slots):
+            why[group.gid] = "inputs whose shapes the plan does not fix"
+        elif len(shapes) != 1:
+            why[group.gid] = "inputs of different shapes"
+        elif n < 2 * group.kernel.min_block:
+            why[group.gid] = "below the fused kernel's size"
+        elif measure and n < MEASURE_BELOW and not _fused_is_faster(group.kernel, values):
+            why[group.gid] = TIMED_SLOWER
+        else:
+            chosen.add(group.gid)
+    return frozenset(chosen), why
 
 
 def _fused_is_faster(kernel: Any, values: list[Any]) -> bool:

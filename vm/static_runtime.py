@@ -392,10 +392,10 @@ class StaticRuntime:
 
     def _make_plan(self, recorded: dict[int, Any]) -> _Plan:
         sm, opts = self.module, self.module.options
-        fused = (
+        fused, unfused_why = (
             fastpath.groups_to_fuse(sm, recorded, opts.measure_fused)
             if opts.fused_kernels
-            else frozenset()
+            else (frozenset(), {g.gid: "fused kernels turned off" for g in sm.groups})
         )
         interior = {
             sm.entry.slots[v]
@@ -461,7 +461,9 @@ class StaticRuntime:
             tables,
         )
         arena = mp.arena(out_specs) if out_specs else []
-        return _Plan(memory, mode, slab, views, fn, out_specs, arena, outputs, tables)
+        return _Plan(
+            memory, mode, slab, views, fn, out_specs, arena, outputs, tables, unfused_why
+        )
 
     @property
     def plans(self) -> list[mp.MemoryPlan]:
@@ -479,6 +481,7 @@ class _Plan:
     arena: list[np.ndarray]
     outputs: list[np.ndarray] = attrs.field(factory=list)  # the OB list the code reads
     fast: dict[int, Any] = attrs.field(factory=dict)  # index -> (ufunc, scalars)
+    unfused: dict[int, str] = attrs.field(factory=dict)  # group id -> why it runs as nodes
 
 
 def _arg_structure(args: tuple) -> tuple[tuple[str, int], ...]:
