@@ -147,3 +147,18 @@ def test_in_place_op_on_a_constant_fails_instead_of_changing_the_program() -> No
             run(np.array(1.0, np.float32))
         assert "const.ir:4:" in str(info.value)
     assert float(program.main.constants[0]) == 2.0
+
+
+def test_dict_and_tuple_inputs_are_not_taken_for_refined_tensors() -> None:
+    """``Dict(str, Tensor)`` starts like ``Float(3)`` but is a container: a dict passes,
+    anything else is refused as not a dict."""
+    text = (
+        "graph(%d : Dict(str, Tensor)):\n"
+        "  %k : str = prim::Constant[value=\"a\"]()\n"
+        "  %t : Tensor = aten::__getitem__(%d, %k)\n"
+        "  return (%t)\n"
+    )
+    interp = Interpreter(compile_source(text, "dict.ir"))
+    np.testing.assert_array_equal(interp({"a": np.arange(3)}), np.arange(3))
+    with pytest.raises(RunError, match="declared Dict"):
+        interp(np.arange(3))

@@ -33,7 +33,9 @@ _DTYPES = {
     "ComplexFloat": "complex64",
     "ComplexDouble": "complex128",
 }
-_REFINED = re.compile(r"^([A-Z][A-Za-z]*)\(")
+# A refined tensor type names its dtype: ``Float(2, 3, strides=[3, 1], ...)``; ``Dict(str, Tensor)``
+# and other container types start the same way but are not tensors.
+_REFINED = re.compile(r"^(" + "|".join(_DTYPES) + r")\(")
 
 
 def check_inputs(program: Program, args: Sequence[Any]) -> list[Any]:
