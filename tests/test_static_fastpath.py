@@ -277,3 +277,16 @@ def test_big_groups_are_fused_without_timing() -> None:
     args = [np.full(fastpath.MEASURE_BELOW, 0.5, np.float32) for _ in range(8)]
     rt(*args), rt(*args)
     assert group.kernel.calls["unfused"] == 0 and rt._last_plan.mode.fused == frozenset({0})
+
+
+def test_nodes_inside_a_fused_kernel_get_no_filled_constants() -> None:
+    """A plan that runs a group fused does not fill constants for the group's clamps."""
+    program = compiler.compile_source(RATIO_IOU, fusion=True)
+    rt = StaticRuntime(program, options=StaticOptions(measure_fused=False))
+    args = [np.full(fastpath.MEASURE_BELOW, 0.5, np.float32) for _ in range(8)]
+    rt(*args), rt(*args)
+    assert rt._last_plan.mode.fused == frozenset({0}) and not rt._last_plan.fast
+    unfused = StaticRuntime(program, options=StaticOptions(fused_kernels=False))
+    unfused(*args), unfused(*args)
+    filled = {id(a) for _, scalars, _ in unfused._last_plan.fast.values() for a in scalars if type(a) is np.ndarray}
+    assert len(filled) == 2, "the zero and the 1e-5 of the three clamps, shared"

@@ -434,6 +434,9 @@ class StaticRuntime:
         out_specs = [mp.spec_of(recorded[s]) for s in out_slots]
         fast, fills = {}, {}
         for pn in sm.fast_candidates:
+            group = sm.entry.group_of.get(pn.node)
+            if group is not None and group.gid in fused:
+                continue  # inside a fused kernel: the node does not run
             choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
             if choice is not None:
                 out = recorded.get(pn.outputs[0])
