@@ -162,7 +162,8 @@ def build(column: str, case: str, inputs: list[np.ndarray], options: dict[str, A
 
 def describe(column: str) -> dict[str, Any]:
     """What the parent prints about this worker's runtime: versions and thread counts."""
-    info: dict[str, Any] = {"column": column, "pid": os.getpid(), "numpy": np.__version__}
+    info: dict[str, Any] = {"column": column, "pid": os.getpid(), "numpy": np.__version__,
+                            "env": {k: v for k, v in os.environ.items() if k.startswith(("MALLOC_", "OMP_"))}}
     if column == "torch.jit":
         import torch
 
@@ -236,9 +237,9 @@ def _run(state: dict[str, Variant], name: str, repeats: int) -> dict[str, Any]:
     return answer
 
 
-def worker_main(conn: Connection, column: str, env: dict[str, str]) -> None:
-    """Entry point of a worker process (spawned): serve commands until "stop"."""
-    os.environ.update(env)  # before torch or numba is imported, so their runtimes see it
+def worker_main(conn: Connection, column: str) -> None:
+    """Entry point of a worker process (spawned, with its environment set from the start,
+    as glibc's malloc and OpenMP read it once): serve commands until "stop"."""
     sys.path.insert(0, str(ROOT))
     state: dict[str, Variant] = {}
     while True:

@@ -64,6 +64,14 @@ N_INPUTS = {"ratio_iou": 8, "5-op chain": 3}
 # workers, one per policy, and the table takes the faster median (the other is reported).
 OMP_POLICIES = {"default": {}, "PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"}}
 OMP_COLUMNS = ("fused-numba", "torch.jit")
+# glibc's malloc, in these processes, hands every large temporary back to the kernel when it
+# is freed (numpy's do not raise its dynamic mmap threshold), so each call of ratio_iou 8e5
+# by hand-written numpy takes ~10K page faults: 29 ms instead of 6 ms.  A long-running
+# process with a warm heap does not pay that, and it is the allocator we would measure, not
+# the kernels.  "steady" (the default) keeps freed memory in the heap for every worker
+# alike; "default" leaves glibc as it is.
+MALLOC = {"steady": {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 31)},
+          "default": {}}
 
 
 class Settings:
@@ -123,9 +131,17 @@ class Worker:
     def __init__(self, ctx: Any, column: str, env: dict[str, str], name: str | None = None):
         self.column, self.name, self.env = column, name or column, env
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=worker_main, args=(child, column, env), name=f"bench-{self.name}",
-                                   daemon=True)
-        self.process.start()
+        self.process = ctx.Process(target=worker_main, args=(child, column), name=f"bench-{self.name}", daemon=True)
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)  # a spawned process starts with the parent's environment of the moment
+        try:
+            self.process.start()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    del os.environ[k]
+                else:
+                    os.environ[k] = v
         child.close()
 
     def send(self, *message: Any) -> None:
@@ -303,7 +319,9 @@ def report(rows: list[dict[str, Any]], meta: dict[str, Any], out: Path) -> str:
         f"torch {torch_info.get('torch', 'absent')}: {torch_info.get('torch_threads', '-')} threads (its default), "
         f"OMP_WAIT_POLICY {' and '.join(policies) or '-'} (see below); numba {numba_info.get('numba', 'absent')}: "
         f"{numba_info.get('numba_threads', '-')} threads, layer {numba_info.get('numba_layer', '-')}; "
-        f"irvm fusion pool: {pool} threads.",
+        f"irvm fusion pool: {pool} threads.  glibc malloc: {meta['malloc']} in every worker "
+        f"({' '.join(f'{k}={v}' for k, v in MALLOC[meta['malloc']].items()) or 'no MALLOC_ variables'}: "
+        "see --malloc).",
         f"Bandwidth bound: the time of a warm numpy copy moving the group's bytes ((inputs + 1 output) x n x 4, "
         f"read + written), best of 1 and 2 threads, measured at each row's size (so 8e5 is L3-resident: 32 MB L3 "
         f"here); a 256 MB copy runs at {meta['dram_gbps']:.1f} GB/s.",
@@ -355,6 +373,8 @@ def main() -> None:
     parser.add_argument("--omp-wait", choices=["both", *OMP_POLICIES], default="both",
                         help="OMP_WAIT_POLICY of the torch.jit and fused-numba workers (both: one worker "
                              "per policy, the faster median is shown)")
+    parser.add_argument("--malloc", choices=list(MALLOC), default="steady",
+                        help="glibc malloc settings of every worker (see MALLOC in the source)")
     parser.add_argument("--out", default=str(ROOT / "bench_results" / "fusion.md"))
     args = parser.parse_args()
     settings = SMOKE if args.smoke else QUICK if args.quick else FULL
@@ -365,8 +385,10 @@ def main() -> None:
     columns = [c for c in COLUMNS if c != "torch.jit" or importlib.util.find_spec("torch") is not None]
     policies = list(OMP_POLICIES) if args.omp_wait == "both" else [args.omp_wait]
     ctx = mp.get_context("spawn")
-    workers = [Worker(ctx, c, {}) for c in columns if c not in OMP_COLUMNS]
-    workers += [Worker(ctx, c, OMP_POLICIES[p], f"{c} ({p})") for c in columns if c in OMP_COLUMNS for p in policies]
+    malloc = MALLOC[args.malloc]
+    workers = [Worker(ctx, c, malloc) for c in columns if c not in OMP_COLUMNS]
+    workers += [Worker(ctx, c, {**malloc, **OMP_POLICIES[p]}, f"{c} ({p})")
+                for c in columns if c in OMP_COLUMNS for p in policies]
     try:
         rows = []
         for case, n in cases:
@@ -386,7 +408,7 @@ def main() -> None:
     meta = {"command": "python tools/bench_fusion.py " + " ".join(sys.argv[1:]), "git": git_state(),
             "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "seconds": time.perf_counter() - started, "load_before": load_before, "load_after": os.getloadavg(),
-            "rounds": settings.rounds, "block_ms": settings.block_ms, "dram_gbps": dram, "workers": info}
+            "malloc": args.malloc, "rounds": settings.rounds, "block_ms": settings.block_ms, "dram_gbps": dram, "workers": info}
     print(report(rows, meta, Path(args.out)))
 
 
