@@ -92,7 +92,7 @@ def _interpreted(text: str, *args: np.ndarray):
 def test_filled_constants_give_the_interpreters_bits(dtype) -> None:
     x, y = _specials(4096, dtype, 1), _specials(4096, dtype, 2)
     expected = _interpreted(CLAMPS, x, y)
-    rt = StaticRuntime(compiler.compile_source(CLAMPS), options=StaticOptions(fusion=False))
+    rt = StaticRuntime(compiler.compile_source(CLAMPS, fusion=False))
     with np.errstate(all="ignore"):
         runs = [rt(x, y) for _ in range(3)]  # the recording run, then two planned runs
     for got in runs:
@@ -109,7 +109,7 @@ def test_small_tensors_and_loop_bodies_keep_the_scalar() -> None:
     small = np.linspace(-1, 1, fastpath.FILL_MIN_ELEMENTS - 1, dtype=np.float32)
     big = np.linspace(-1, 1, 4096, dtype=np.float32)
     for text, x, args in ((CLAMPS, small, (small, small)), (LOOP_RELU, big, (big,))):
-        rt = StaticRuntime(compiler.compile_source(text), options=StaticOptions(fusion=False))
+        rt = StaticRuntime(compiler.compile_source(text, fusion=False))
         expected = _interpreted(text, *args)
         for _ in range(2):
             got = rt(*args)
@@ -290,3 +290,18 @@ def test_nodes_inside_a_fused_kernel_get_no_filled_constants() -> None:
     unfused(*args), unfused(*args)
     filled = {id(a) for _, scalars, _ in unfused._last_plan.fast.values() for a in scalars if type(a) is np.ndarray}
     assert len(filled) == 2, "the zero and the 1e-5 of the three clamps, shared"
+
+
+def test_a_constant_for_a_huge_tensor_is_filled_as_one_broadcast_row(monkeypatch) -> None:
+    """Past FILL_MAX_BYTES the filled constant is one row of the last dimension (little
+    memory, still an array operand); the bits stay the interpreter's."""
+    monkeypatch.setattr(fastpath, "FILL_MAX_BYTES", 1 << 12)
+    x = _specials(64 * 512, np.float32, 5).reshape(64, 512)
+    y = _specials(64 * 512, np.float32, 6).reshape(64, 512)
+    rt = StaticRuntime(compiler.compile_source(CLAMPS, fusion=False))
+    expected = _interpreted(CLAMPS, x, y)
+    with np.errstate(all="ignore"):
+        got = [rt(x, y) for _ in range(2)][-1]
+    assert all(np.array_equal(_bits(g), _bits(e)) for g, e in zip(got, expected))
+    filled = [a for _, scalars, _ in rt._last_plan.fast.values() for a in scalars if type(a) is np.ndarray]
+    assert filled and all(a.shape == (512,) for a in filled)
