@@ -214,9 +214,9 @@ def test_profile_reports_the_filled_constants() -> None:
     from vm.profile import profile
 
     report = profile(compiler.compile_source(MLP), _mlp_inputs(256), runs=1)
-    # the two relus share one zeros array of the hidden layer's shape
-    assert report.filled_constants == 1 and report.filled_bytes == 256 * 512 * 4
-    assert "constants filled to arrays for maximum/minimum: 1, 524288 bytes" in str(report)
+    # the two relus share one zeros row of the hidden layer's width
+    assert report.filled_constants == 1 and report.filled_bytes == 512 * 4
+    assert "constants filled to arrays for maximum/minimum: 1, 2048 bytes" in str(report)
 
 
 class _Timed:
@@ -292,10 +292,19 @@ def test_nodes_inside_a_fused_kernel_get_no_filled_constants() -> None:
     assert len(filled) == 2, "the zero and the 1e-5 of the three clamps, shared"
 
 
-def test_a_constant_for_a_huge_tensor_is_filled_as_one_broadcast_row(monkeypatch) -> None:
-    """Past FILL_MAX_BYTES the filled constant is one row of the last dimension (little
-    memory, still an array operand); the bits stay the interpreter's."""
+def test_a_long_last_dim_is_filled_as_one_broadcast_row_a_short_one_in_full(monkeypatch) -> None:
+    """With a long last dimension the filled constant is one row of it (little memory,
+    still an array operand); with a short one a full array up to FILL_MAX_BYTES, then the
+    scalar; the bits stay the interpreter's."""
+    short = np.linspace(-1, 1, 2048 * 8, dtype=np.float32).reshape(2048, 8)
+    rt = StaticRuntime(compiler.compile_source(CLAMPS, fusion=False))
+    rt(short, short), rt(short, short)
+    shapes = {a.shape for _, scalars, _ in rt._last_plan.fast.values() for a in scalars if type(a) is np.ndarray}
+    assert shapes == {(2048, 8)}
     monkeypatch.setattr(fastpath, "FILL_MAX_BYTES", 1 << 12)
+    rt = StaticRuntime(compiler.compile_source(CLAMPS, fusion=False))
+    rt(short, short), rt(short, short)
+    assert not any(type(a) is np.ndarray for _, scalars, _ in rt._last_plan.fast.values() for a in scalars)
     x = _specials(64 * 512, np.float32, 5).reshape(64, 512)
     y = _specials(64 * 512, np.float32, 6).reshape(64, 512)
     rt = StaticRuntime(compiler.compile_source(CLAMPS, fusion=False))

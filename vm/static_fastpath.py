@@ -23,12 +23,17 @@ contiguous arrays; with a scalar operand they take a slow element-by-element pat
 Measured here on float32: relu of a 256x512 tensor costs 44 us as ``np.maximum(x, 0)``
 and 14 us as ``np.maximum(x, zeros)``; 272 vs 99 us at 8e5 elements, 0.92 vs 0.46 us at
 1e3.  So when the plan key fixes the node's shape (an unguarded node) and the tensor has
-at least ``FILL_MIN_ELEMENTS`` elements, the plan passes the constant as an array of the
-output's shape filled with it (``filled``; one read-only array per value, dtype and
-shape, shared by the nodes of a plan); past ``FILL_MAX_BYTES`` only a row of the last
-dimension, which broadcasts (17 us instead of 14 for that relu, no big constant).  Each element is the same ``maximum(x_i, c)``, so
-the bits are those of the scalar call (checked over random bit patterns, NaN payloads and
-signed zeros by the tests).
+at least ``FILL_MIN_ELEMENTS`` elements, the plan passes the constant as an array filled
+with it (``filled``; read-only, one per value, dtype and shape, shared by the nodes of a
+plan).  When the last dimension is long (``FILL_MIN_ROW``) that array is one row, which
+broadcasts: alone a full array is a little faster (14 us against 17 us for the relu
+above), but inside a run the full array is one more tensor to stream from memory, and
+the row stays in L1 -- measured on the 3-layer MLP at batch 256 under load, p10 of a run
+2268 us with a row, 2365 us with a full array, 2313 us with the scalar.  For 1-d tensors
+(or short rows) the full array it is, up to ``FILL_MAX_BYTES``: ratio_iou at 1e5
+elements run as nodes took 342 us (p10) with full arrays, 377 us with scalars.  Each
+element is the same ``maximum(x_i, c)``, so the bits are those of the scalar call
+(checked over random bit patterns, NaN payloads and signed zeros by the tests).
 
 Last, which fusion groups a plan runs with their fused kernel (``vm.fusion``) rather than
 as their own nodes (``groups_to_fuse``).  The kernel's rule is size: one common shape of
@@ -98,8 +103,8 @@ Choice = tuple[np.ufunc, tuple[Arg, ...], "np.dtype | None"]
 # maximum/minimum take their SIMD loop only with array operands (see the module docstring)
 FILLABLE = (np.maximum, np.minimum)
 FILL_MIN_ELEMENTS = 256
-FILL_MAX_BYTES = 1 << 24  # a filled constant costs as much memory as the tensor itself;
-FILL_MIN_ROW = 256  # past FILL_MAX_BYTES, a row of the last dim (when this long) broadcasts
+FILL_MIN_ROW = 256  # a last dim at least this long: fill one row, which broadcasts
+FILL_MAX_BYTES = 1 << 24  # otherwise a full array, which costs the tensor's memory
 
 
 def choose(
@@ -208,10 +213,10 @@ def filled(
     ):
         return choice
     shape = out.shape
-    if out.nbytes > FILL_MAX_BYTES:  # measured: a broadcast row is 17 us where a full array is 14 (256x512 relu)
-        if out.ndim < 2 or shape[-1] < FILL_MIN_ROW:
-            return choice
-        shape = shape[-1:]
+    if out.ndim >= 2 and shape[-1] >= FILL_MIN_ROW:
+        shape = shape[-1:]  # one row that broadcasts: it stays in L1 between calls
+    elif out.nbytes > FILL_MAX_BYTES:
+        return choice
     wide: list[Arg] = []
     for kind, value in args:
         if kind == "s":
