@@ -1,14 +1,16 @@
 """Fused kernels against hand-written numpy, unfused irvm kernels and torch.jit.
 
-    python tools/bench_fusion.py [--quick | --smoke] [--sweep-blocks] [--out bench_results/fusion.md]
+    python tools/bench_fusion.py [--quick | --smoke] [--sweep-blocks] [--omp-wait both|default|PASSIVE]
+                                 [--malloc steady|default] [--out bench_results/fusion.md]
 
 Rows: ratio_iou (the seed notebook's box IoU, 20 elementwise ops, 8 inputs) at 1e4, 1e5
 and 8e5 elements, and the 5-op chain ``relu(x*w + b)*0.5 + x`` at 16M elements, all
 float32.  Columns (median ms): hand-written numpy, the group's ops one by one
 (``FusedKernel.run_unfused``), fused-blocked (numpy, cache-blocked, threads), fused-numba
 (the kernel with ``enable_numba()``), torch.jit.script of the same Python function, the
-memory-bandwidth bound (bytes the group reads and writes / measured copy bandwidth), each
-column's ratio to torch.jit and numba's ratio to the bound.
+memory-bandwidth bound (the group's bytes read and written, timed as a warm numpy copy of
+that many bytes at the row's size), each column's ratio to torch.jit and numba's ratio to
+the bound.
 
 How it measures.  Each column runs in its own long-lived worker process (see
 ``tools/_bench_fusion_worker.py``), started with ``spawn`` once per run: in one process,
@@ -20,7 +22,14 @@ lasts about ``block_ms``), over several rounds, so that noise on the machine lan
 column alike.  While one worker runs, the others are blocked on their pipes.  The table
 shows medians; minima, all settings and the raw sample counts go to the JSON file next to
 the markdown.  A cell marked † did not take the path its column names (the kernel fell
-back: too small, or numba missing); the notes under the table say what ran and why.
+back: too small, or numba missing); the notes under the table say what ran and why.  The
+workers also send a checksum of their result: a column that computes something else
+(e.g. inputs passed in the wrong order) is reported, not timed silently.
+
+Two settings of the environment decide results more than the kernels do, so they are
+explicit (see ``OMP_POLICIES`` and ``MALLOC`` below): the OpenMP columns (torch.jit and
+numba) run once per ``OMP_WAIT_POLICY`` and the table shows the faster, and every worker
+gets the same glibc malloc settings.
 
 ``--sweep-blocks`` also times fused-blocked with ``max_block`` from 16K to 512K elements
 (and ``min_block`` 16K, so small settings are not raised) on ratio_iou 8e5 and the chain
@@ -49,27 +58,27 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_fusion_worker import COLUMNS, KERNEL_PATH, ROOT, worker_main  # noqa: E402
+from _bench_fusion_worker import COLUMNS, KERNEL_PATH, ROOT, worker_main
 
 CASES = [("ratio_iou", 10_000), ("ratio_iou", 100_000), ("ratio_iou", 800_000), ("5-op chain", 16_000_000)]
 SWEEP_CASES = [("ratio_iou", 800_000), ("5-op chain", 16_000_000)]
 SWEEP_BLOCKS = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10]
 N_INPUTS = {"ratio_iou": 8, "5-op chain": 3}
 # torch.jit and the numba fuser (its "omp" threading layer) run on libgomp, whose idle
-# threads spin before they sleep.  Measured on this shared 2-core machine, alone in their
-# processes: with the cores quiet, spinning wins (torch.jit ratio_iou 8e5, best call 1.6 ms
-# spinning vs 3.1 ms PASSIVE); with other jobs on the cores, a spinning thread whose peer
-# was descheduled wastes whole time slices (median 148 ms spinning vs 3.8 ms PASSIVE).
-# Neither setting is right for every run, so by default each OpenMP column runs in two
-# workers, one per policy, and the table takes the faster median (the other is reported).
+# threads spin before they sleep.  Measured here, each alone in its process: on quiet cores
+# spinning wins (torch.jit ratio_iou 1e5, median 0.18 ms spinning vs 1.4 ms PASSIVE); with
+# other jobs on the two cores, a thread spinning for a descheduled peer wastes whole time
+# slices (ratio_iou 8e5, median 148 ms spinning vs 3.8 ms PASSIVE).  Neither is right for
+# every run, so by default each OpenMP column runs in two workers, one per policy, and the
+# table shows the faster median (both are reported under it).
 OMP_POLICIES = {"default": {}, "PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"}}
 OMP_COLUMNS = ("fused-numba", "torch.jit")
-# glibc's malloc, in these processes, hands every large temporary back to the kernel when it
-# is freed (numpy's do not raise its dynamic mmap threshold), so each call of ratio_iou 8e5
-# by hand-written numpy takes ~10K page faults: 29 ms instead of 6 ms.  A long-running
-# process with a warm heap does not pay that, and it is the allocator we would measure, not
-# the kernels.  "steady" (the default) keeps freed memory in the heap for every worker
-# alike; "default" leaves glibc as it is.
+# glibc's malloc (2.36 here) gave the large temporaries of these processes back to the
+# kernel on every free, so each call re-faulted them: hand-written numpy took ~10K page
+# faults per ratio_iou 8e5 call (29 ms instead of 6 ms) and torch.jit 141 ms instead of
+# 24 ms on the 16M chain.  That measures the allocator's heuristics, not the kernels, and a
+# warm long-running process does not pay it.  "steady" (the default) keeps freed memory in
+# the heap, for every worker alike; "default" leaves glibc as it is.
 MALLOC = {"steady": {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 31)},
           "default": {}}
 
@@ -93,7 +102,7 @@ def size_label(n: int) -> str:
     """1e4, 8e5, 1.6e5, 16M: how the issue names sizes."""
     if n >= 1_000_000 and n % 1_000_000 == 0:
         return f"{n // 1_000_000}M"
-    exponent = int(math.floor(math.log10(n)))
+    exponent = math.floor(math.log10(n))
     return f"{n / 10 ** exponent:g}e{exponent}"
 
 
@@ -299,41 +308,45 @@ def sweep_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def report(rows: list[dict[str, Any]], meta: dict[str, Any], out: Path) -> str:
+def header(meta: dict[str, Any]) -> list[str]:
+    """The lines above the table: what was run, where, and how each column was set up."""
     info = meta["workers"]
     by_column = {i["column"]: i for i in reversed(list(info.values()))}  # the first worker of each column
     torch_info, numba_info = by_column.get("torch.jit", {}), by_column.get("fused-numba", {})
     pool = by_column.get("fused-blocked", {}).get("fusion_threads")
-    policies = sorted({i["omp_wait_policy"] for i in info.values() if "omp_wait_policy" in i})
-    load = " / ".join(f"{x:.1f}" for x in meta["load_before"]) + " before, " + \
-        " / ".join(f"{x:.1f}" for x in meta["load_after"]) + " after"
-    lines = [
+    policies = " and ".join(sorted({i["omp_wait_policy"] for i in info.values() if "omp_wait_policy" in i})) or "-"
+    load = [" / ".join(f"{x:.1f}" for x in meta[k]) for k in ("load_before", "load_after")]
+    malloc = " ".join(f"{k}={v}" for k, v in MALLOC[meta["malloc"]].items()) or "no MALLOC_ variables"
+    return [
         "# Fused kernels vs torch.jit",
         "",
-        f"`{meta['command']}` at {meta['when']} on {meta['git']}; {os.cpu_count()} cores, load average "
-        f"(1/5/15 min) {load}; {meta['seconds']:.0f} s.",
+        (f"`{meta['command']}` at {meta['when']} on {meta['git']}; {os.cpu_count()} cores; load average "
+         f"(1/5/15 min) {load[0]} before, {load[1]} after; {meta['seconds']:.0f} s."),
         "",
-        f"Each column runs in its own worker process; {meta['rounds']} round(s) of one block per column, in an order "
-        f"rotated each round (a block: one untimed call, then R timed calls, R per column for ~{meta['block_ms']:g} ms). "
-        "Cells are median ms (ratio to torch.jit: below 1 is faster); minima are in the JSON file.",
-        f"torch {torch_info.get('torch', 'absent')}: {torch_info.get('torch_threads', '-')} threads (its default), "
-        f"OMP_WAIT_POLICY {' and '.join(policies) or '-'} (see below); numba {numba_info.get('numba', 'absent')}: "
-        f"{numba_info.get('numba_threads', '-')} threads, layer {numba_info.get('numba_layer', '-')}; "
-        f"irvm fusion pool: {pool} threads.  glibc malloc: {meta['malloc']} in every worker "
-        f"({' '.join(f'{k}={v}' for k, v in MALLOC[meta['malloc']].items()) or 'no MALLOC_ variables'}: "
-        "see --malloc).",
-        f"Bandwidth bound: the time of a warm numpy copy moving the group's bytes ((inputs + 1 output) x n x 4, "
-        f"read + written), best of 1 and 2 threads, measured at each row's size (so 8e5 is L3-resident: 32 MB L3 "
-        f"here); a 256 MB copy runs at {meta['dram_gbps']:.1f} GB/s.",
+        (f"- Each column runs in its own worker process; {meta['rounds']} round(s) of one block per column, in an "
+         "order rotated each round (a block: one untimed call, then R timed calls, R per column for "
+         f"~{meta['block_ms']:g} ms).  Cells are median ms (ratio to torch.jit: below 1 is faster); minima are "
+         "in the JSON file."),
+        (f"- torch {torch_info.get('torch', 'absent')}: {torch_info.get('torch_threads', '-')} threads (its "
+         f"default); numba {numba_info.get('numba', 'absent')}: {numba_info.get('numba_threads', '-')} threads, "
+         f"layer {numba_info.get('numba_layer', '-')}; irvm fusion pool: {pool} threads.  OMP_WAIT_POLICY "
+         f"{policies} (see below)."),
+        f"- glibc malloc: {meta['malloc']} in every worker ({malloc}; see --malloc).",
+        ("- Bandwidth bound: the best time of a warm numpy copy moving the group's bytes ((inputs + 1 output) "
+         "x n x 4, read + written) on 1 or 2 threads, measured at each row's size (a row whose data fits in the "
+         f"last-level cache gets a cache-speed bound); a 256 MB copy runs at {meta['dram_gbps']:.1f} GB/s."),
         "",
-        *main_table(rows),
     ]
+
+
+def report(rows: list[dict[str, Any]], meta: dict[str, Any], out: Path) -> str:
+    lines = [*header(meta), *main_table(rows)]
     lines += omp_table(rows)
     if any("sweep" in row for row in rows):
         lines += ["", f"## Block sweep: fused-blocked median ms by max_block (min_block {SWEEP_BLOCKS[0] >> 10}K)",
                   "", *sweep_table(rows), "",
-                  "The fuser may use blocks smaller than max_block when n is small (it splits the "
-                  "elements over its threads); the JSON has every cell's minimum and path counts."]
+                  ("The fuser may use blocks smaller than max_block when n is small (it splits the "
+                   "elements over its threads); the JSON has every cell's minimum and path counts.")]
     text = "\n".join(lines) + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
@@ -344,7 +357,7 @@ def report(rows: list[dict[str, Any]], meta: dict[str, Any], out: Path) -> str:
 def git_state() -> str:
     """The commit measured, and whether vm/ or compiler/ differ from it."""
     def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run(["git", *args], check=False, cwd=ROOT, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "--short", "HEAD") or "(no git)"
