@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import itertools
 import os
 import sys
 import time
@@ -49,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 COLUMNS = ("numpy", "unfused", "fused-blocked", "fused-numba", "torch.jit")
 KERNEL_PATH = {"fused-blocked": "fused", "fused-numba": "numba"}  # the path each column must take
+COPY = "copy"  # not a column: the worker timing the bandwidth bound (variants "1 thread", "2 threads")
 TORCH_WARMUP = 5  # the profiling executor specialises after a couple of calls; 5 is safe
 
 CHAIN_IR = """\
@@ -151,6 +153,8 @@ def build(column: str, case: str, inputs: list[np.ndarray], options: dict[str, A
         kernel, args = group_kernel(case, inputs, **options)
         problems = kernel.enable_numba()
         return Variant(lambda: kernel(*args), kernel, [f"numba did not compile: {p}" for p in problems])
+    if column == COPY:
+        return copy_variant(inputs, options["threads"])
     if column == "torch.jit":
         import torch
 
@@ -158,6 +162,29 @@ def build(column: str, case: str, inputs: list[np.ndarray], options: dict[str, A
         t_inputs = [torch.from_numpy(a) for a in inputs]
         return Variant(lambda: scripted(*t_inputs).numpy())
     raise ValueError(f"unknown column {column!r}")
+
+
+def copy_variant(inputs: list[np.ndarray], threads: int) -> Variant:
+    """A numpy copy moving as many bytes as the group reads and writes (the inputs and one
+    output: half of that read, half written), on one thread or split over two (numpy
+    releases the GIL in copyto).  Its time is the row's bandwidth bound."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = np.ones((len(inputs) + 1) * inputs[0].size // 2, dtype=inputs[0].dtype)
+    dst = np.empty_like(src)
+    if threads == 1:
+        return Variant(lambda: np.copyto(dst, src) or dst)
+    pool = ThreadPoolExecutor(threads - 1)
+    cuts = np.linspace(0, src.size, threads + 1).astype(int)
+
+    def split() -> np.ndarray:
+        futures = [pool.submit(np.copyto, dst[lo:hi], src[lo:hi]) for lo, hi in itertools.pairwise(cuts[1:])]
+        np.copyto(dst[: cuts[1]], src[: cuts[1]])
+        for f in futures:
+            f.result()
+        return dst
+
+    return Variant(split)
 
 
 def describe(column: str) -> dict[str, Any]:

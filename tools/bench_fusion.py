@@ -8,8 +8,8 @@ and 8e5 elements, and the 5-op chain ``relu(x*w + b)*0.5 + x`` at 16M elements, 
 float32.  Columns (median ms): hand-written numpy, the group's ops one by one
 (``FusedKernel.run_unfused``), fused-blocked (numpy, cache-blocked, threads), fused-numba
 (the kernel with ``enable_numba()``), torch.jit.script of the same Python function, the
-memory-bandwidth bound (the group's bytes read and written, timed as a warm numpy copy of
-that many bytes at the row's size), each column's ratio to torch.jit and numba's ratio to
+memory-bandwidth bound (the group's bytes read and written, timed as a numpy copy of that
+many bytes at the row's size, in a worker of its own interleaved with the columns), each column's ratio to torch.jit and numba's ratio to
 the bound.
 
 How it measures.  Each column runs in its own long-lived worker process (see
@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_fusion_worker import COLUMNS, KERNEL_PATH, ROOT, worker_main
+from _bench_fusion_worker import COLUMNS, COPY, KERNEL_PATH, ROOT, worker_main
 
 CASES = [("ratio_iou", 10_000), ("ratio_iou", 100_000), ("ratio_iou", 800_000), ("5-op chain", 16_000_000)]
 SWEEP_CASES = [("ratio_iou", 800_000), ("5-op chain", 16_000_000)]
@@ -79,6 +79,7 @@ OMP_COLUMNS = ("fused-numba", "torch.jit")
 # 24 ms on the 16M chain.  That measures the allocator's heuristics, not the kernels, and a
 # warm long-running process does not pay it.  "steady" (the default) keeps freed memory in
 # the heap, for every worker alike; "default" leaves glibc as it is.
+COPY_VARIANTS = {"1 thread": {"threads": 1}, "2 threads": {"threads": 2}}
 MALLOC = {"steady": {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 31)},
           "default": {}}
 
@@ -107,10 +108,8 @@ def size_label(n: int) -> str:
 
 
 def best_copy_seconds(n_bytes: int, repeats: int) -> dict[str, float]:
-    """Best time of a numpy copy of ``n_bytes`` (so ``2 * n_bytes`` of traffic), repeated
-    with the buffers warm, on one thread and on two threads copying a half each (numpy
-    releases the GIL in copyto).  A small copy stays in cache, as the group's data does
-    between the calls of a timed block, so each row's bound is measured at its own size."""
+    """Best time of a numpy copy of ``n_bytes`` (so ``2 * n_bytes`` of traffic) on one
+    thread and on two threads copying a half each (numpy releases the GIL in copyto)."""
     a = np.ones(max(n_bytes // 4, 2), np.float32)
     b = np.empty_like(a)
     half = a.size // 2
@@ -212,7 +211,8 @@ def summarize(column: str, result: dict[str, Any], setup: dict[str, Any]) -> dic
 
 
 def run_case(workers: list[Worker], case: str, n: int, settings: Settings, sweep: bool) -> dict[str, Any]:
-    variants = {w.name: {"default": {}} for w in workers}
+    variants = {w.name: {"default": {}} for w in workers if w.column != COPY}
+    variants.update({w.name: COPY_VARIANTS for w in workers if w.column == COPY})
     blocked = next((w for w in workers if w.name == "fused-blocked"), None)
     if sweep and blocked is not None:
         for block in SWEEP_BLOCKS:
@@ -220,11 +220,15 @@ def run_case(workers: list[Worker], case: str, n: int, settings: Settings, sweep
     for worker in workers:  # the workers set up in parallel
         worker.send("setup", case, n, variants[worker.name])
     setups = {w.name: w.receive() for w in workers}
-    jobs = [(w, "default", settings.repeats(setups[w.name]["default"]["call_ms"])) for w in workers]
+    jobs = [(w, name, settings.repeats(setups[w.name][name]["call_ms"])) for w in workers for name in variants[w.name]]
     results = interleave(jobs, settings)
-    cells = {w.name: summarize(w.column, results[(w.name, "default")], setups[w.name]["default"]) for w in workers}
+    columns = [w for w in workers if w.column != COPY]
+    cells = {w.name: summarize(w.column, results[(w.name, "default")], setups[w.name]["default"]) for w in columns}
     row: dict[str, Any] = {"case": case, "n": n, "label": f"{case} n={size_label(n)}", "columns": {}, "omp": {}}
-    for worker in workers:  # of two workers of a column, the faster median goes in the table
+    row["copy_ms"] = {name: {"median_ms": statistics.median(r["times"]), "min_ms": min(r["times"])}
+                      for (worker, name), r in results.items() if worker == COPY}
+    row["bound_ms"] = min((c["median_ms"] for c in row["copy_ms"].values()), default=math.nan)
+    for worker in columns:  # of two workers of a column, the faster median goes in the table
         cell = cells[worker.name]
         best = row["columns"].get(worker.column)
         if best is None or cell["median_ms"] < best["median_ms"]:
@@ -234,7 +238,7 @@ def run_case(workers: list[Worker], case: str, n: int, settings: Settings, sweep
     row["bytes"] = (N_INPUTS[case] + 1) * n * 4
     row["checksum_problems"] = _checksum_problems(cells)
     if sweep and blocked is not None:
-        names = list(variants[blocked.name])
+        names = list(variants[blocked.name])  # the sweep runs after the main rounds, in the same worker
         setup = setups[blocked.name]
         jobs = [(blocked, name, settings.repeats(setup[name]["call_ms"])) for name in names]
         sweep_results = interleave(jobs, settings)
@@ -332,9 +336,10 @@ def header(meta: dict[str, Any]) -> list[str]:
          f"layer {numba_info.get('numba_layer', '-')}; irvm fusion pool: {pool} threads.  OMP_WAIT_POLICY "
          f"{policies} (see below)."),
         f"- glibc malloc: {meta['malloc']} in every worker ({malloc}; see --malloc).",
-        ("- Bandwidth bound: the best time of a warm numpy copy moving the group's bytes ((inputs + 1 output) "
-         "x n x 4, read + written) on 1 or 2 threads, measured at each row's size (a row whose data fits in the "
-         f"last-level cache gets a cache-speed bound); a 256 MB copy runs at {meta['dram_gbps']:.1f} GB/s."),
+        ("- Bandwidth bound: the median time of a numpy copy moving the group's bytes ((inputs + 1 output) "
+         "x n x 4, read + written), on 1 or 2 threads (the faster), timed in a worker of its own interleaved with "
+         "the columns at each row's size (a row whose data fits in the last-level cache gets a cache-speed "
+         f"bound); a 256 MB copy runs at {meta['dram_gbps']:.1f} GB/s."),
         "",
     ]
 
@@ -365,16 +370,10 @@ def git_state() -> str:
     return f"commit {commit}" + (" with uncommitted changes in vm/ or compiler/" if dirty else "")
 
 
-def measure_bounds(cases: list[tuple[str, int]], smoke: bool) -> tuple[dict[tuple[str, int], dict[str, float]], float]:
-    """Each case's bound (ms) and the 256 MB copy bandwidth (GB/s), before the workers start."""
-    bounds = {}
-    for case, n in cases:
-        group_bytes = (N_INPUTS[case] + 1) * n * 4
-        seconds = best_copy_seconds(group_bytes // 2, 5 if smoke else 30)
-        bounds[(case, n)] = {k: v * 1e3 for k, v in seconds.items()}
-    big = 32 << 20 if smoke else 256 << 20
-    dram = 2 * big / min(best_copy_seconds(big, 5).values()) / 1e9
-    return bounds, dram
+def dram_bandwidth(n_bytes: int) -> float:
+    """GB/s of the best warm numpy copy of ``n_bytes`` (read + written), on 1 or 2 threads,
+    measured before the workers start: the machine's streaming bandwidth, for the header."""
+    return 2 * n_bytes / min(best_copy_seconds(n_bytes, 5).values()) / 1e9
 
 
 def main() -> None:
@@ -394,7 +393,7 @@ def main() -> None:
     started, load_before = time.perf_counter(), os.getloadavg()
     cases = [(case, n // settings.scale) for case, n in CASES]
     sweep_cases = [] if args.smoke or not args.sweep_blocks else SWEEP_CASES
-    bounds, dram = measure_bounds(cases, args.smoke)
+    dram = dram_bandwidth(32 << 20 if args.smoke else 256 << 20)
     columns = [c for c in COLUMNS if c != "torch.jit" or importlib.util.find_spec("torch") is not None]
     policies = list(OMP_POLICIES) if args.omp_wait == "both" else [args.omp_wait]
     ctx = mp.get_context("spawn")
@@ -402,12 +401,11 @@ def main() -> None:
     workers = [Worker(ctx, c, malloc) for c in columns if c not in OMP_COLUMNS]
     workers += [Worker(ctx, c, {**malloc, **OMP_POLICIES[p]}, f"{c} ({p})")
                 for c in columns if c in OMP_COLUMNS for p in policies]
+    workers.append(Worker(ctx, COPY, malloc))
     try:
         rows = []
         for case, n in cases:
             row = run_case(workers, case, n, settings, (case, n) in sweep_cases)
-            row["copy_ms"] = bounds[(case, n)]
-            row["bound_ms"] = min(bounds[(case, n)].values())
             rows.append(row)
             print(f"{row['label']}: " + ", ".join(f"{c} {v['median_ms']:.3f} ms" for c, v in row["columns"].items())
                   + f"; bound {row['bound_ms']:.3f} ms", flush=True)
