@@ -94,7 +94,7 @@ class Settings:
         return max(self.min_repeats, min(self.max_repeats, math.ceil(self.block_ms / max(call_ms, 1e-3))))
 
 
-FULL = Settings(rounds=9, block_ms=250, min_repeats=5, max_repeats=400, scale=1, gap_s=0.05)
+FULL = Settings(rounds=7, block_ms=250, min_repeats=5, max_repeats=400, scale=1, gap_s=0.05)
 QUICK = Settings(rounds=3, block_ms=100, min_repeats=3, max_repeats=200, scale=1, gap_s=0.05)
 SMOKE = Settings(rounds=1, block_ms=0, min_repeats=1, max_repeats=1, scale=100, gap_s=0.0)
 
