@@ -142,6 +142,13 @@ def test_mlp_steady_state_allocates_no_managed_intermediate_and_matches_the_inte
     assert np.array_equal(_bits(got), _bits(expected))
     # the output (256 x 10 floats) and numpy's bounded iteration buffer, no 512 KiB tensor
     assert peak < intermediate // 4, f"peak {peak} bytes in a steady-state run"
+    # each relu writes over its linear's output (it dies there): two buffers, not four
+    names = {v.name: slot for v, slot in rt.module.entry.slots.items()}
+    views = plan.views
+    assert np.shares_memory(views[names["l1"]], views[names["h1"]])
+    assert np.shares_memory(views[names["l2"]], views[names["h2"]])
+    assert not np.shares_memory(views[names["h1"]], views[names["l2"]])
+    assert plan.memory.slab_bytes == 2 * intermediate
 
 
 SIGMOID = """

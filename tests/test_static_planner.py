@@ -9,6 +9,7 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 from hypothesis import given
@@ -130,7 +131,7 @@ def test_a_broken_planner_is_stopped_before_any_run_uses_it(
     """The runtime validates each plan it makes: a planner that overlaps live tensors
     raises PlanError instead of computing wrong results."""
 
-    def overlapping(specs, spans, algorithm="standard"):
+    def overlapping(specs, spans, algorithm="standard", inplace=None):
         size = max((mp.align(s.nbytes) for s in specs.values()), default=0)
         return mp.MemoryPlan(
             algorithm,
@@ -260,7 +261,8 @@ def test_profile_reports_time_per_operator_and_the_memory_plan() -> None:
     kinds = {k.kind: k for k in report.per_kind}
     assert kinds["aten::add"].instances == 5 and kinds["aten::clamp"].instances == 3
     assert abs(sum(k.share for k in report.per_kind) - 1) < 1e-6
-    assert report.managed_tensors == 18 and report.storage_groups == 5
+    # 5 storage groups without in-place reuse: the clamp after each sub writes over it
+    assert report.managed_tensors == 18 and report.storage_groups == 4
     assert report.bytes_saved == report.managed_bytes - report.slab_bytes > 0
     text = str(report)
     assert "aten::clamp" in text and "storage groups" in text
@@ -287,3 +289,40 @@ def test_one_module_shared_read_only() -> None:
     assert not np.shares_memory(
         next(iter(a._plans.values())).slab, next(iter(b._plans.values())).slab
     )
+
+
+def test_in_place_chains_share_one_offset_and_pass_validation() -> None:
+    """An output named in-place of an input that dies at its node takes the input's bytes
+    (the whole chain is placed as one tensor); a pair whose lifetimes do not touch, or
+    whose specs differ, is planned normally; validate rejects a chain split over offsets."""
+    f = np.dtype(np.float32)
+    specs = {s: mp.TensorSpec((256,), f) for s in (1, 2, 3, 4)} | {5: mp.TensorSpec((8,), f)}
+    spans = {1: (0, 1), 2: (1, 2), 3: (2, 3), 4: (0, 3), 5: (3, 4)}
+    for algorithm in ("standard", "precomputed"):
+        p = mp.plan(specs, spans, algorithm, {2: 1, 3: 2, 5: 3})
+        mp.validate(p)
+        assert p.offsets[1] == p.offsets[2] == p.offsets[3] != p.offsets[4]
+        assert p.inplace == {1: 1, 2: 1, 3: 1}, "5 differs in shape: not part of the chain"
+        assert p.slab_bytes == 2 * mp.align(1024) + mp.align(32)  # 5 meets the chain at step 3
+    broken = attrs.evolve(p, offsets={**p.offsets, 3: p.offsets[4]})
+    with pytest.raises(mp.PlanError):
+        mp.validate(broken)
+    far = mp.plan(specs, {**spans, 2: (2, 2)}, "standard", {2: 1})
+    assert not far.inplace
+
+
+@given(tensor_lifetimes(), st.data(), st.sampled_from(["standard", "precomputed"]))
+def test_plans_with_in_place_pairs_are_valid_and_never_larger(drawn, data, algorithm) -> None:
+    """Any in-place requests (qualifying or not) give a valid plan whose chains share one
+    offset, and a standard slab that is the sum of its groups' largest tensors.  (Not
+    always smaller than without them: merging a chain can change the free-list walk.)"""
+    specs, spans = drawn
+    slots = sorted(specs)
+    inplace = data.draw(st.dictionaries(st.sampled_from(slots), st.sampled_from(slots), max_size=len(slots)))
+    inplace = {o: i for o, i in inplace.items() if o != i}
+    plan = mp.plan(specs, spans, algorithm, inplace)
+    mp.validate(plan)
+    for slot, root in plan.inplace.items():
+        assert plan.offsets[slot] == plan.offsets[root] and specs[slot] == specs[root]
+    if algorithm == "standard":
+        assert plan.slab_bytes == sum(mp.align(max(specs[s].nbytes for s in g)) for g in plan.groups)

