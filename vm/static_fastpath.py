@@ -15,7 +15,10 @@ with the constant pre-converted to a numpy scalar of the tensor's dtype exactly 
 kernel's ``scalar_for`` does.  For those operands the kernel would call the very same
 ufunc, so the result is bit for bit the kernel's.  Ops that can warn (division, exp) or
 whose kernels use another formula are left to their kernels; sigmoid is called as the
-kernel's own four-ufunc recipe.
+kernel's own four-ufunc recipe, overflow ignored as the kernel ignores it.  An unguarded
+bare ufunc is also what lets the planner write its result over an operand that dies at
+the node (in-place reuse, ``vm/memory_planner.py``): a ufunc is exact with ``out=`` equal
+to an input.
 
 One more step for ``maximum``/``minimum`` (relu, clamp, clamp_min/max, max/min with a
 constant): numpy 2's SIMD loops for these two ufuncs only run when both operands are
