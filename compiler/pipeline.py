@@ -32,6 +32,7 @@ import attrs
 
 from compiler.diagnostics import IRError
 from compiler.ir import Module
+from compiler.known_modules import add_known_methods
 from compiler.passes import collecting, node_count
 
 DEFAULT_PIPELINE: list[str] = [
@@ -106,6 +107,8 @@ def optimize(
     ``print_after`` (``"all"`` for every pass), ``printer(pass_name, module_text)`` is
     called (default: print to stdout).  ``verify_each`` runs the verifier after every
     pass, as the tests do.  Returns the optimized module and one record per pass run.
+    First, ``compiler.known_modules.add_known_methods`` gives every call of a standard
+    ``torch.nn`` submodule without a body (a dump of ``.graph``) irvm's forward graph.
     """
     names = list(DEFAULT_PIPELINE if passes is None else passes)
     if not fusion:
@@ -115,7 +118,8 @@ def optimize(
     for name in wanted - {"all"}:
         get_pass(name)
     show = printer or _print_stage
-    current = module.clone()
+    # calls of standard torch.nn submodules (a dump of `.graph`) get irvm's forward bodies
+    current = add_known_methods(module.clone())
     records: list[PassRecord] = []
     for name, run in chosen:
         before = node_count(current)

@@ -9,12 +9,18 @@ and writes into OUTDIR:
 
     NAME.ir            the inlined graph, exactly as PyTorch prints it (``--no-inline``: the
                        function's own graph with its prim::CallFunction nodes, then each
-                       callee's graph as a ``with NAME = graph(...)`` section)
+                       callee's graph as a ``with NAME = graph(...)`` section; for a module,
+                       its ``.graph`` with prim::CallMethod nodes, then the methods of
+                       classes irvm has no body for as ``with <class>.<method> = ...``)
     NAME.weights.npz   for a module: its state_dict (buffers included) under dotted keys,
                        plain attributes the graph reads with prim::GetAttr (``training``,
                        ``eps``...) as 0-d arrays (a list or tuple as indexed entries
                        ``sizes.0``, ``sizes.1``; None left out), and every tensor constant PyTorch prints
-                       as ``<Tensor>`` or rounded (frozen parameters) under its value name
+                       as ``<Tensor>`` or rounded (frozen parameters) under its value name;
+                       with ``--no-inline``, also the settings (``conv.stride``,
+                       ``norm.eps``...) that irvm's bodies of standard submodules read
+                       (``compiler.known_modules``; ``known_module_settings`` gives them
+                       for a ``.graph`` dumped by hand)
     NAME.inputs.npz    sample inputs, in the conventions of ``vm/io.py``
 
 Sample inputs come from, in this order: ``--inputs SPEC``; a callable ``NAME_inputs`` in
@@ -214,6 +220,35 @@ def module_text(target: Any, compiled: Any) -> str:
     return "".join(s if s.endswith("\n") else s + "\n" for s in sections)
 
 
+def module_method_text(compiled: Any) -> str:
+    """A scripted module as ``.graph`` shows it (each submodule call a ``prim::CallMethod``),
+    then one ``with <class>.<method> = graph(...)`` per method it calls (transitively) on a
+    class that ``compiler.known_modules`` does not know (``Sequential``, the model's own
+    submodules), so the dump runs without inlining: known classes get irvm's bodies, and
+    their settings are in the weights (``known_module_settings``)."""
+    from compiler.known_modules import is_known
+
+    by_type = {_class_qualname(sub): sub for _, sub in compiled.named_modules()}
+    sections = [str(compiled.graph)]
+    pending, seen = _called_methods(compiled.graph), set()
+    while pending:
+        qualname, method = pending.pop(0)
+        if (qualname, method) in seen or (is_known(qualname) and method == "forward"):
+            continue
+        seen.add((qualname, method))
+        if qualname not in by_type:
+            raise ExportError(f"cannot find the submodule of class {qualname} to dump its {method}()")
+        graph = getattr(by_type[qualname], method).graph
+        sections.append(f"with {qualname}.{method} = {graph}")
+        pending.extend(_called_methods(graph))
+    return "".join(s if s.endswith("\n") else s + "\n" for s in sections)
+
+
+def _called_methods(graph: Any) -> list[tuple[str, str]]:
+    return [(str(n.input().type() if n.inputsSize() == 1 else list(n.inputs())[0].type()), n.s("name"))
+            for n in _all_nodes(graph) if n.kind() == "prim::CallMethod"]
+
+
 def _called_names(graph: Any) -> list[str]:
     return [n.s("name") for n in _all_nodes(graph)
             if n.kind() == "prim::Constant" and n.output().type().kind() == "FunctionType"]
@@ -240,6 +275,65 @@ def module_weights(compiled: Any, graph: Any) -> dict[str, np.ndarray]:
     weights.update(getattr_values(compiled, graph, weights))
     weights.update(tensor_constants(graph))
     return weights
+
+
+def known_module_settings(model: Any) -> dict[str, np.ndarray]:
+    """The plain settings (stride, eps, inplace...) that irvm's known ``forward`` bodies
+    (``compiler.known_modules``) read from each standard submodule of ``model``, under
+    dotted keys (``conv.stride``), so that a dump of ``.graph`` (calls kept) runs.
+
+    An int setting of a list attribute is repeated to the module's rank (``kernel_size=3``
+    of a Conv2d is ``[3, 3]``); ``padding="valid"`` is zeros and ``"same"`` the symmetric
+    padding it means (an ``ExportError`` when the total is odd); a None is the string
+    ``"None"``.  Tensors are left to the state_dict."""
+    from compiler import types as T
+    from compiler.known_modules import attributes_read, is_known, list_rank
+
+    found: dict[str, np.ndarray] = {}
+    for path, sub in model.named_modules():
+        qualname = _class_qualname(sub)
+        if not is_known(qualname):
+            continue
+        for name, type_ in attributes_read(qualname):
+            plain = type_.elem if isinstance(type_, T.OptionalType) else type_
+            if isinstance(plain, T.TensorType):
+                continue
+            key = f"{path}.{name}" if path else name
+            value = _lookup(sub, name)
+            if name == "padding" and isinstance(value, str):
+                value = _string_padding(sub, value, key)
+            found[key] = _setting(value, plain, list_rank(qualname), key)
+    return found
+
+
+def _class_qualname(sub: Any) -> str:
+    if isinstance(sub, torch.jit.ScriptModule):
+        return sub._c._type().qualified_name()
+    return f"__torch__.{type(sub).__module__}.{type(sub).__qualname__}"
+
+
+def _string_padding(sub: Any, padding: str, key: str) -> list[int]:
+    kernel, dilation = list(sub.kernel_size), list(sub.dilation)
+    if padding == "valid":
+        return [0] * len(kernel)
+    totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    if padding != "same" or any(t % 2 for t in totals):
+        raise ExportError(f"{key}={padding!r} pads asymmetrically; irvm's known Conv body takes int padding")
+    return [t // 2 for t in totals]
+
+
+def _setting(value: Any, type_: Any, rank: int, key: str) -> np.ndarray:
+    from compiler import types as T
+
+    if value is None:
+        return np.array("None")
+    if isinstance(type_, T.ListType):
+        items = [value] * rank if isinstance(value, int) else list(value)
+        if any(not isinstance(v, int) for v in items):
+            raise ExportError(f"{key}={value!r}: irvm's known body takes a list of ints here")
+        return np.array(items, dtype=np.int64)
+    kinds = {"bool": np.bool_, "int": np.int64, "float": np.float64}
+    return np.array(value, dtype=kinds[str(type_)]) if str(type_) in kinds else np.array(str(value))
 
 
 def getattr_values(compiled: Any, graph: Any, known: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -313,9 +407,11 @@ def export(
     graph = compiled.inlined_graph if hasattr(compiled, "inlined_graph") else compiled.graph
     if inline:
         text = graph_text(compiled, source_dir, base)
+    elif trace or freeze:
+        raise ExportError("--no-inline needs a scripted function or a scripted, unfrozen module")
+    elif is_module:
+        text = normalize_paths(module_method_text(compiled), source_dir, base)
     else:
-        if is_module or trace:
-            raise ExportError("--no-inline needs a scripted function")
         text = normalize_paths(module_text(target, compiled), source_dir, base)
     result = Export(name, text, {}, is_module=is_module)
     names = input_names(graph, is_module)
@@ -326,6 +422,9 @@ def export(
     result.inputs = {n: to_numpy(a) for n, a in zip(names, args)}
     if is_module:
         result.weights = module_weights(compiled, graph)
+        if not inline:  # the dump calls submodules: irvm's known bodies read their settings
+            for key, value in known_module_settings(target).items():
+                result.weights.setdefault(key, value)
     else:
         result.weights = tensor_constants(graph)
     try:

@@ -61,8 +61,10 @@ def matches_stored(name: str, outdir: Path = CORPUS) -> bool:
 
 
 def _unmangled(text: str) -> str:
-    # ___torch_mangle_N numbers count the classes scripted so far in the process, so they
-    # depend on what ran before; they carry no meaning for irvm.
+    # ___torch_mangle_N numbers count the classes scripted so far in the process, and
+    # aten::warn's warn_id the warnings compiled so far, so both depend on what ran before;
+    # they carry no meaning for irvm.
+    text = re.sub(r"warn_id=\d+", "warn_id=N", text)
     return re.sub(r"___torch_mangle_\d+\.", "", text).rstrip("\n")
 
 

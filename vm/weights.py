@@ -22,7 +22,9 @@ first touches it:
   (``weight_ih_l0``...) in PyTorch's order.  Absent attributes default only where the
   meaning is clear: an Optional (``Tensor?``) is None and ``training`` is False
   (inference); every other absent attribute is listed, with its dotted path and type, in
-  one ``RunError``.
+  one ``RunError``.  A GetAttr marked ``required=1`` (``compiler.known_modules`` reads
+  ``Embedding.max_norm`` so) must be present even when Optional; a stored 0-d string
+  ``"None"`` is None for any Optional attribute.
 - ``bind_constants(graph, weights) -> dict[str, ndarray]`` is for frozen graphs, whose
   parameters are ``prim::Constant[value=<Tensor>]()`` named like ``%self.0.weight``.  It
   maps each tensor constant's value name (``"self.0.weight"``) to its array, looked up
@@ -117,10 +119,19 @@ def bind_self(graph: Graph, weights: Mapping[str, Any] | ModuleObject | None) ->
     if missing.entries:
         listing = "\n  ".join(missing.entries)
         raise RunError(
-            f"the weights lack {len(missing.entries)} attribute(s) the graph reads from %self:\n  {listing}",
+            f"the weights lack {len(missing.entries)} attribute(s) the graph reads from %self:\n  {listing}"
+            + (_PLAIN_HINT if any(not e.endswith(" : Tensor") for e in missing.entries) else ""),
             missing.span,
         )
     return root
+
+
+_PLAIN_HINT = (
+    "\nplain module settings (stride, eps, inplace...) are in no state_dict: add each to the weights file "
+    "under its dotted path as an array (`conv.stride` = [2, 2], `norm.eps` = 1e-5 as a 0-d array, a None as "
+    "the string 'None'), or export the model with tools/export_torch.py (which writes them), or, for a dump "
+    "of `.graph`, dump `module.inlined_graph` (or a torch.jit.freeze'd module) instead"
+)
 
 
 def _bind_reads(value: Value, obj: ModuleObject, missing: _Missing) -> None:
@@ -147,7 +158,8 @@ def _bind_leaf(obj: ModuleObject, name: str, type_: T.Type | None, node: Node, m
     if raw is _ABSENT and name == "_flat_weights":
         raw = _rnn_flat_weights(obj)
     if raw is _ABSENT:
-        if isinstance(type_, T.OptionalType) or type_ == T.NONE:
+        optional = isinstance(type_, T.OptionalType) or type_ == T.NONE
+        if optional and not node.attrs.get("required"):
             obj.attributes[name] = None
         elif name == "training" and type_ == T.BOOL:
             obj.attributes[name] = False
@@ -161,14 +173,20 @@ def _bind_leaf(obj: ModuleObject, name: str, type_: T.Type | None, node: Node, m
 
 
 _ABSENT: Any = object()
+NONE_MARKER = "None"  # a stored 0-d string array "None" is None for an Optional attribute
+
+
+def is_none_marker(raw: Any) -> bool:
+    array = np.asarray(raw) if isinstance(raw, (str, np.ndarray)) else None
+    return array is not None and array.ndim == 0 and array.dtype.kind == "U" and str(array.item()) == NONE_MARKER
 _SCALARS: dict[T.Type, type] = {T.BOOL: bool, T.INT: int, T.FLOAT: float, T.STR: str}
 
 
 def convert_attribute(raw: Any, type_: T.Type) -> Any:
     """A stored weight as the runtime value of an attribute of type ``type_``."""
     if isinstance(type_, T.OptionalType):
-        return None if raw is None else convert_attribute(raw, type_.elem)
-    if raw is None:
+        return None if raw is None or is_none_marker(raw) else convert_attribute(raw, type_.elem)
+    if raw is None or (type_ == T.NONE and is_none_marker(raw)):
         if type_ == T.NONE:
             return None
         raise TypeError("the weight is None")

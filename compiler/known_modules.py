@@ -1,0 +1,547 @@
+"""Known modules: the ``forward`` bodies of standard ``torch.nn`` modules, as IR.
+
+``print(torch.jit.script(model).graph)`` shows only the model's own method: each
+submodule is a ``prim::GetAttr`` typed by its class (``__torch__.torch.nn.modules.
+linear.Linear``) and a ``prim::CallMethod[name="forward"]`` on it, whose body is not in
+the dump.  The inliner (``compiler.passes.inline_calls``) replaces such a call by the
+graph stored in ``Module.functions`` under ``"<class qualname>.forward"``; this module
+supplies that graph for the classes it knows, before the passes run
+(``compiler.pipeline.optimize`` calls ``add_known_methods`` first, so ``compile_source``,
+``irc compile`` and the static runtime's re-optimized ``.irbc`` all get the bodies).
+
+The bodies are written here, after PyTorch's documented semantics of each module's
+``forward`` in eval mode; they are not copies of what TorchScript prints (which bakes the
+module's ``__constants__``, such as a convolution's stride, into ``prim::Constant``
+nodes).  Every setting the forward depends on is therefore read from ``%self`` with a
+``prim::GetAttr``: tensors (``weight``, ``bias``, ``running_mean``) come from the
+state_dict; the plain attributes (``stride``, ``eps``, ``negative_slope``, ``inplace``,
+``padding_mode``...) are in no state_dict, so the weights file must carry them (as
+``tools/export_torch.py`` writes them: ``conv.stride`` = ``array([2, 2])``).  Nothing is
+defaulted: ``vm.weights.bind_self`` lists every attribute a run lacks before it starts.
+Two reading rules follow the state_dict: an absent ``Tensor?`` (a bias or running
+statistic the module does not have) is None, and an absent ``training`` is False, the
+rule irvm applies to every module (inference).  A non-tensor Optional the forward depends
+on (``Embedding.max_norm``, ``Softmax.dim``) is read with ``required=1``: it must be in
+the weights, a None value written as the string ``"None"``.
+
+Eval mode only: BatchNorm and InstanceNorm raise when ``training`` is True and running
+statistics would be updated; dropout in training raises in its kernel.  Settings irvm
+does not implement raise at run time with the reason (a convolution's string padding
+cannot even be stored; ``ConvTranspose`` with an ``output_size`` argument; an
+``Embedding`` with ``max_norm``).  Arguments that change only gradients
+(``Embedding.padding_idx``, ``sparse``) are not read.
+
+Containers: ``ModuleList`` and ``ModuleDict`` have no forward; scripting unrolls their
+loops into the caller, whose dump shows each child's class, so those calls resolve.
+``Sequential.forward`` calls its children from its own (unprinted) body: the dump does
+not say what they are, and a call of it is a ``CompileError`` naming the ways out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import cache
+
+from compiler import types as T
+from compiler.diagnostics import CompileError
+from compiler.ir import Graph, Module, Node
+from compiler.passes.inline_calls import callee_name
+
+NN = "__torch__.torch.nn.modules."
+_MANGLE = re.compile(r"\.___torch_mangle_\d+(?=\.)")
+
+_HINT = (
+    "print `module.inlined_graph` (or torch.jit.freeze the module) instead of `.graph`, "
+    "or export with tools/export_torch.py"
+)
+
+
+def base_qualname(qualname: str) -> str:
+    """``qualname`` without TorchScript's per-instance ``___torch_mangle_N`` segment."""
+    return _MANGLE.sub("", qualname)
+
+
+# ---------------------------------------------------------------------------------------
+# Writing bodies.  Each builder returns the text of a graph whose %self has type $SELF.
+
+
+def _attr(name: str, type_: str, *, required: bool = False) -> str:
+    flag = ", required=1" if required else ""
+    return f'  %{name} : {type_} = prim::GetAttr[name="{name}"{flag}](%self)\n'
+
+
+def _graph(params: str, body: str, result: str = "%out") -> str:
+    return f"graph(%self : $SELF, {params}):\n{body}  return ({result})\n"
+
+
+def _raise_if(cond: str, message: str, tag: str) -> str:
+    """Raise ``message`` when the bool ``cond`` holds (as TorchScript prints a raise)."""
+    text = message.replace("\\", "\\\\").replace('"', '\\"')
+    return (
+        f'  %{tag}_msg : str = prim::Constant[value="{text}"]()\n'
+        f"  %{tag}_cls : NoneType = prim::Constant()\n"
+        f"   = prim::If({cond})\n"
+        f"    block0():\n"
+        f"       = prim::RaiseException(%{tag}_msg, %{tag}_cls)\n"
+        f"      -> ()\n"
+        f"    block1():\n"
+        f"      -> ()\n"
+    )
+
+
+def _ints(name: str, values: list[int]) -> str:
+    consts = "".join(f"  %{name}_{i} : int = prim::Constant[value={v}]()\n" for i, v in enumerate(values))
+    items = ", ".join(f"%{name}_{i}" for i in range(len(values)))
+    return consts + f"  %{name} : int[] = prim::ListConstruct({items})\n"
+
+
+def _inplace_or_not(op: str, args: str = "", *, inplace_op: str | None = None) -> str:
+    """``op(input, args)``, or its in-place variant when the module's ``inplace`` is set."""
+    extra = f", {args}" if args else ""
+    return (
+        _attr("inplace", "bool")
+        + "  %out : Tensor = prim::If(%inplace)\n"
+        + "    block0():\n"
+        + f"      %out_a : Tensor = {inplace_op or op + '_'}(%input{extra})\n"
+        + "      -> (%out_a)\n"
+        + "    block1():\n"
+        + f"      %out_b : Tensor = {op}(%input{extra})\n"
+        + "      -> (%out_b)\n"
+    )
+
+
+def _unary(op: str) -> Callable[[], str]:
+    return lambda: _graph("%input : Tensor", f"  %out : Tensor = {op}(%input)\n")
+
+
+def _activation(op: str, attrs: tuple[tuple[str, str], ...] = (), consts: str = "") -> Callable[[], str]:
+    """``op(input, *attrs, *consts)``; ``consts`` are ``name=value`` float constants."""
+    fixed = [c.split("=") for c in consts.split()]
+
+    def build() -> str:
+        reads = "".join(_attr(n, t) for n, t in attrs)
+        reads += "".join(f"  %{n} : float = prim::Constant[value={v}]()\n" for n, v in fixed)
+        args = ", ".join([f"%{n}" for n, _ in attrs] + [f"%{n}" for n, _ in fixed])
+        return _graph("%input : Tensor", reads + _inplace_or_not(op, args))
+
+    return build
+
+
+def _linear() -> str:
+    body = _attr("weight", "Tensor") + _attr("bias", "Tensor?")
+    return _graph("%input : Tensor", body + "  %out : Tensor = aten::linear(%input, %weight, %bias)\n")
+
+
+def _bilinear() -> str:
+    # y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]
+    body = (
+        _attr("weight", "Tensor")
+        + _attr("bias", "Tensor?")
+        + '  %eq : str = prim::Constant[value="...i,oij,...j->...o"]()\n'
+        + "  %operands : Tensor[] = prim::ListConstruct(%input1, %weight, %input2)\n"
+        + "  %none : NoneType = prim::Constant()\n"
+        + "  %prod : Tensor = aten::einsum(%eq, %operands, %none)\n"
+        + "  %no_bias : bool = aten::__is__(%bias, %none)\n"
+        + "  %out : Tensor = prim::If(%no_bias)\n"
+        + "    block0():\n"
+        + "      -> (%prod)\n"
+        + "    block1():\n"
+        + "      %b : Tensor = prim::unchecked_cast(%bias)\n"
+        + "      %one : int = prim::Constant[value=1]()\n"
+        + "      %with_bias : Tensor = aten::add(%prod, %b, %one)\n"
+        + "      -> (%with_bias)\n"
+    )
+    return _graph("%input1 : Tensor, %input2 : Tensor", body)
+
+
+def _identity() -> str:
+    return _graph("%input : Tensor", "", "%input")
+
+
+def _conv(n: int) -> Callable[[], str]:
+    def build() -> str:
+        reads = "".join(
+            _attr(name, t)
+            for name, t in [("weight", "Tensor"), ("bias", "Tensor?"), ("stride", "int[]"), ("padding", "int[]"),
+                            ("dilation", "int[]"), ("groups", "int"), ("padding_mode", "str")]
+        )
+        # padding_mode != "zeros": pad explicitly (F.pad's pad list runs from the last
+        # dimension back, each side twice), then convolve without padding
+        pads = "".join(f"  %p{i} : int = aten::__getitem__(%padding, %i{i})\n" for i in range(n))
+        idx = "".join(f"  %i{i} : int = prim::Constant[value={i}]()\n" for i in range(n))
+        order = ", ".join(f"%p{i}, %p{i}" for i in reversed(range(n)))
+        op = f"aten::conv{n}d"
+        body = (
+            reads
+            + '  %zeros : str = prim::Constant[value="zeros"]()\n'
+            + "  %is_zeros : bool = aten::eq(%padding_mode, %zeros)\n"
+            + "  %out : Tensor = prim::If(%is_zeros)\n"
+            + "    block0():\n"
+            + f"      %out_a : Tensor = {op}(%input, %weight, %bias, %stride, %padding, %dilation, %groups)\n"
+            + "      -> (%out_a)\n"
+            + "    block1():\n"
+            + _indent(idx + pads + f"  %pad : int[] = prim::ListConstruct({order})\n"
+                      + "  %none : NoneType = prim::Constant()\n"
+                      + "  %padded : Tensor = aten::pad(%input, %pad, %padding_mode, %none)\n"
+                      + _ints("no_pad", [0] * n)
+                      + f"  %out_b : Tensor = {op}(%padded, %weight, %bias, %stride, %no_pad, %dilation, %groups)\n")
+            + "      -> (%out_b)\n"
+        )
+        return _graph("%input : Tensor", body)
+
+    return build
+
+
+def _indent(text: str) -> str:
+    return "".join("    " + line + "\n" for line in text.splitlines())
+
+
+def _conv_transpose(n: int) -> Callable[[], str]:
+    def build() -> str:
+        reads = "".join(
+            _attr(name, t)
+            for name, t in [("weight", "Tensor"), ("bias", "Tensor?"), ("stride", "int[]"), ("padding", "int[]"),
+                            ("output_padding", "int[]"), ("groups", "int"), ("dilation", "int[]"),
+                            ("padding_mode", "str")]
+        )
+        body = (
+            reads
+            + '  %zeros : str = prim::Constant[value="zeros"]()\n'
+            + "  %not_zeros : bool = aten::ne(%padding_mode, %zeros)\n"
+            + _raise_if("%not_zeros", f"ValueError: Only 'zeros' padding mode is supported for ConvTranspose{n}d", "mode")
+            + "  %none : NoneType = prim::Constant()\n"
+            + "  %sized : bool = aten::__isnot__(%output_size, %none)\n"
+            + _raise_if("%sized", f"irvm: ConvTranspose{n}d with an output_size argument is not supported", "size")
+            + f"  %out : Tensor = aten::conv_transpose{n}d(%input, %weight, %bias, %stride, %padding, "
+            "%output_padding, %groups, %dilation)\n"
+        )
+        return _graph("%input : Tensor, %output_size : int[]?", body)
+
+    return build
+
+
+def _dim_check(allowed: tuple[int, ...], name: str) -> str:
+    """Raise PyTorch's ValueError unless ``input.dim()`` is one of ``allowed``."""
+    text = " or ".join(f"{d}D" for d in allowed)
+    checks = "".join(f"  %dim_{d} : bool = aten::ne(%ndim, %c{d})\n" for d in allowed)
+    consts = "".join(f"  %c{d} : int = prim::Constant[value={d}]()\n" for d in allowed)
+    conds = [f"%dim_{d}" for d in allowed]
+    combine, last = "", conds[0]
+    for i, c in enumerate(conds[1:]):
+        combine += f"  %dim_all{i} : bool = aten::__and__({last}, {c})\n"
+        last = f"%dim_all{i}"
+    return (
+        "  %ndim : int = aten::dim(%input)\n" + consts + checks + combine
+        + _raise_if(last, f"ValueError: {name}: expected {text} input", "dim")
+    )
+
+
+def _batch_norm(allowed: tuple[int, ...], name: str) -> Callable[[], str]:
+    def build() -> str:
+        body = (
+            _attr("training", "bool")
+            + _raise_if("%training", f"irvm: {name} in training mode updates running statistics; irvm runs "
+                        "inference (set the module's `training` attribute to False)", "train")
+            + _dim_check(allowed, name)
+            + "".join(_attr(n, "Tensor?") for n in ("weight", "bias", "running_mean", "running_var"))
+            + _attr("eps", "float")
+            # eval: batch statistics only when the module keeps no running ones
+            + "  %none : NoneType = prim::Constant()\n"
+            + "  %no_mean : bool = aten::__is__(%running_mean, %none)\n"
+            + "  %no_var : bool = aten::__is__(%running_var, %none)\n"
+            + "  %batch_stats : bool = aten::__and__(%no_mean, %no_var)\n"
+            + "  %momentum : float = prim::Constant[value=0.]()\n"
+            + "  %cudnn : bool = prim::Constant[value=0]()\n"
+            + "  %out : Tensor = aten::batch_norm(%input, %weight, %bias, %running_mean, %running_var, "
+            "%batch_stats, %momentum, %eps, %cudnn)\n"
+        )
+        return _graph("%input : Tensor", body)
+
+    return build
+
+
+def _instance_norm(n: int) -> Callable[[], str]:
+    name = f"InstanceNorm{n}d"
+
+    def build() -> str:
+        norm = (
+            "  %use_input_stats : bool = aten::__or__(%training, %untracked)\n"
+            "  %momentum : float = prim::Constant[value=0.]()\n"
+            "  %cudnn : bool = prim::Constant[value=0]()\n"
+        )
+        call = ("aten::instance_norm({x}, %weight, %bias, %running_mean, %running_var, %use_input_stats, "
+                "%momentum, %eps, %cudnn)")
+        body = (
+            _attr("training", "bool")
+            + _attr("track_running_stats", "bool")
+            + "  %update : bool = aten::__and__(%training, %track_running_stats)\n"
+            + _raise_if("%update", f"irvm: {name} in training mode updates running statistics; irvm runs "
+                        "inference (set the module's `training` attribute to False)", "train")
+            + "  %untracked : bool = aten::__not__(%track_running_stats)\n"
+            + _dim_check((n + 1, n + 2), name)
+            + "".join(_attr(a, "Tensor?") for a in ("weight", "bias", "running_mean", "running_var"))
+            + _attr("eps", "float")
+            + norm
+            + "  %zero : int = prim::Constant[value=0]()\n"
+            + "  %unbatched : bool = aten::eq(%ndim, %c" + str(n + 1) + ")\n"
+            + "  %out : Tensor = prim::If(%unbatched)\n"
+            + "    block0():\n"
+            + "      %batched : Tensor = aten::unsqueeze(%input, %zero)\n"
+            + f"      %normed : Tensor = {call.format(x='%batched')}\n"
+            + "      %out_a : Tensor = aten::squeeze(%normed, %zero)\n"
+            + "      -> (%out_a)\n"
+            + "    block1():\n"
+            + f"      %out_b : Tensor = {call.format(x='%input')}\n"
+            + "      -> (%out_b)\n"
+        )
+        return _graph("%input : Tensor", body)
+
+    return build
+
+
+def _layer_norm() -> str:
+    body = (
+        _attr("normalized_shape", "int[]") + _attr("weight", "Tensor?") + _attr("bias", "Tensor?")
+        + _attr("eps", "float")
+        + "  %cudnn : bool = prim::Constant[value=1]()\n"
+        + "  %out : Tensor = aten::layer_norm(%input, %normalized_shape, %weight, %bias, %eps, %cudnn)\n"
+    )
+    return _graph("%input : Tensor", body)
+
+
+def _group_norm() -> str:
+    body = (
+        _attr("num_groups", "int") + _attr("weight", "Tensor?") + _attr("bias", "Tensor?") + _attr("eps", "float")
+        + "  %cudnn : bool = prim::Constant[value=1]()\n"
+        + "  %out : Tensor = aten::group_norm(%input, %num_groups, %weight, %bias, %eps, %cudnn)\n"
+    )
+    return _graph("%input : Tensor", body)
+
+
+def _embedding() -> str:
+    body = (
+        _attr("weight", "Tensor") + _attr("max_norm", "float?", required=True)
+        + "  %none : NoneType = prim::Constant()\n"
+        + "  %renorm : bool = aten::__isnot__(%max_norm, %none)\n"
+        + _raise_if("%renorm", "irvm: Embedding with max_norm renormalizes its weight in place; not supported",
+                    "renorm")
+        # padding_idx, scale_grad_by_freq and sparse change only gradients
+        + "  %no_padding : int = prim::Constant[value=-1]()\n"
+        + "  %false : bool = prim::Constant[value=0]()\n"
+        + "  %out : Tensor = aten::embedding(%weight, %input, %no_padding, %false, %false)\n"
+    )
+    return _graph("%input : Tensor", body)
+
+
+def _dropout(op: str) -> Callable[[], str]:
+    def build() -> str:
+        # in eval mode every dropout is the identity (inplace or not); the kernel raises
+        # in training mode
+        body = _attr("p", "float") + _attr("training", "bool") + f"  %out : Tensor = {op}(%input, %p, %training)\n"
+        return _graph("%input : Tensor", body)
+
+    return build
+
+
+def _softmax(op: str) -> Callable[[], str]:
+    def build() -> str:
+        # dim=None: PyTorch's legacy choice, 0 for 0-, 1- and 3-dimensional inputs, else 1
+        body = (
+            _attr("dim", "int?", required=True)
+            + "  %none : NoneType = prim::Constant()\n"
+            + "  %implicit : bool = aten::__is__(%dim, %none)\n"
+            + "  %axis : int = prim::If(%implicit)\n"
+            + "    block0():\n"
+            + "      %nd : int = aten::dim(%input)\n"
+            + "      %legacy : int[] = prim::ListConstruct(%c0, %c1, %c3)\n"
+            + "      %first : bool = aten::__contains__(%legacy, %nd)\n"
+            + "      %chosen : int = prim::If(%first)\n"
+            + "        block0():\n"
+            + "          -> (%c0)\n"
+            + "        block1():\n"
+            + "          -> (%c1)\n"
+            + "      -> (%chosen)\n"
+            + "    block1():\n"
+            + "      %given : int = prim::unchecked_cast(%dim)\n"
+            + "      -> (%given)\n"
+            + f"  %out : Tensor = {op}(%input, %axis, %none)\n"
+        )
+        consts = "".join(f"  %c{v} : int = prim::Constant[value={v}]()\n" for v in (0, 1, 3))
+        return _graph("%input : Tensor", consts + body)
+
+    return build
+
+
+def _pool(op: str, attrs: list[tuple[str, str]]) -> Callable[[], str]:
+    def build() -> str:
+        reads = "".join(_attr(n, t, required=t.endswith("?")) for n, t in attrs)
+        args = ", ".join(f"%{n}" for n, _ in attrs)
+        return _graph("%input : Tensor", reads + f"  %out : Tensor = {op}(%input, {args})\n")
+
+    return build
+
+
+def _flatten() -> str:
+    body = _attr("start_dim", "int") + _attr("end_dim", "int")
+    return _graph("%input : Tensor", body + "  %out : Tensor = aten::flatten(%input, %start_dim, %end_dim)\n")
+
+
+_MAX_POOL = [("kernel_size", "int[]"), ("stride", "int[]"), ("padding", "int[]"), ("dilation", "int[]"),
+             ("ceil_mode", "bool")]
+_AVG_POOL = [("kernel_size", "int[]"), ("stride", "int[]"), ("padding", "int[]"), ("ceil_mode", "bool"),
+             ("count_include_pad", "bool")]
+
+# base class qualname -> (body builder, rank of its int[] attributes: an int setting such
+# as kernel_size=3 means [3] * rank)
+KNOWN: dict[str, tuple[Callable[[], str], int]] = {
+    NN + "linear.Linear": (_linear, 0),
+    NN + "linear.Bilinear": (_bilinear, 0),
+    NN + "linear.Identity": (_identity, 0),
+    NN + "conv.Conv1d": (_conv(1), 1),
+    NN + "conv.Conv2d": (_conv(2), 2),
+    NN + "conv.Conv3d": (_conv(3), 3),
+    NN + "conv.ConvTranspose1d": (_conv_transpose(1), 1),
+    NN + "conv.ConvTranspose2d": (_conv_transpose(2), 2),
+    NN + "normalization.LayerNorm": (_layer_norm, 0),
+    NN + "normalization.GroupNorm": (_group_norm, 0),
+    NN + "batchnorm.BatchNorm1d": (_batch_norm((2, 3), "BatchNorm1d"), 0),
+    NN + "batchnorm.BatchNorm2d": (_batch_norm((4,), "BatchNorm2d"), 0),
+    NN + "batchnorm.BatchNorm3d": (_batch_norm((5,), "BatchNorm3d"), 0),
+    NN + "instancenorm.InstanceNorm1d": (_instance_norm(1), 0),
+    NN + "instancenorm.InstanceNorm2d": (_instance_norm(2), 0),
+    NN + "instancenorm.InstanceNorm3d": (_instance_norm(3), 0),
+    NN + "sparse.Embedding": (_embedding, 0),
+    NN + "dropout.Dropout": (_dropout("aten::dropout"), 0),
+    NN + "dropout.Dropout1d": (_dropout("aten::feature_dropout"), 0),
+    NN + "dropout.Dropout2d": (_dropout("aten::feature_dropout"), 0),
+    NN + "dropout.Dropout3d": (_dropout("aten::feature_dropout"), 0),
+    NN + "dropout.AlphaDropout": (_dropout("aten::alpha_dropout"), 0),
+    NN + "activation.ReLU": (_activation("aten::relu"), 0),
+    NN + "activation.ReLU6": (_activation("aten::hardtanh", consts="lo=0. hi=6."), 0),
+    NN + "activation.Hardtanh": (_activation("aten::hardtanh", (("min_val", "float"), ("max_val", "float"))), 0),
+    NN + "activation.LeakyReLU": (_activation("aten::leaky_relu", (("negative_slope", "float"),)), 0),
+    NN + "activation.ELU": (_activation("aten::elu", (("alpha", "float"),)), 0),
+    NN + "activation.SiLU": (_activation("aten::silu"), 0),
+    NN + "activation.Hardswish": (_activation("aten::hardswish"), 0),
+    NN + "activation.Hardsigmoid": (_activation("aten::hardsigmoid"), 0),
+    NN + "activation.Mish": (_activation("aten::mish"), 0),
+    NN + "activation.GELU": (lambda: _graph("%input : Tensor", _attr("approximate", "str")
+                                            + "  %out : Tensor = aten::gelu(%input, %approximate)\n"), 0),
+    NN + "activation.Sigmoid": (_unary("aten::sigmoid"), 0),
+    NN + "activation.Tanh": (_unary("aten::tanh"), 0),
+    NN + "activation.Softmax": (_softmax("aten::softmax"), 0),
+    NN + "activation.LogSoftmax": (_softmax("aten::log_softmax"), 0),
+    NN + "pooling.MaxPool1d": (_pool("aten::max_pool1d", _MAX_POOL), 1),
+    NN + "pooling.MaxPool2d": (_pool("aten::max_pool2d", _MAX_POOL), 2),
+    NN + "pooling.AvgPool1d": (_pool("aten::avg_pool1d", _AVG_POOL), 1),
+    NN + "pooling.AvgPool2d": (_pool("aten::avg_pool2d", _AVG_POOL + [("divisor_override", "int?")]), 2),
+    NN + "pooling.AdaptiveAvgPool1d": (_pool("aten::adaptive_avg_pool1d", [("output_size", "int[]")]), 1),
+    NN + "pooling.AdaptiveAvgPool2d": (_pool("aten::adaptive_avg_pool2d", [("output_size", "int[]")]), 2),
+    NN + "flatten.Flatten": (_flatten, 0),
+}
+
+CONTAINERS = {NN + "container.Sequential", NN + "container.ModuleList", NN + "container.ModuleDict"}
+
+
+# ---------------------------------------------------------------------------------------
+# Supplying the bodies
+
+
+def is_known(qualname: str) -> bool:
+    return base_qualname(qualname) in KNOWN
+
+
+@cache
+def known_forward(qualname: str) -> Graph:
+    """The forward graph of the known class ``qualname`` (mangled or not), its ``%self``
+    typed ``qualname``.  The caller must not mutate it (``add_known_methods`` clones)."""
+    from compiler.parser import parse
+
+    builder, _ = KNOWN[base_qualname(qualname)]
+    short = base_qualname(qualname).rsplit(".", 1)[-1]
+    text = builder().replace("$SELF", qualname)
+    return parse(text, f"<irvm known body of torch.nn.{short}.forward>").main
+
+
+def attributes_read(qualname: str) -> list[tuple[str, T.Type]]:
+    """The attributes the known forward of ``qualname`` reads from ``%self``, with their
+    types, in reading order (what a weights file must provide beside the state_dict)."""
+    graph = known_forward(qualname)
+    seen: dict[str, T.Type] = {}
+    for node in graph.walk():
+        if node.kind == "prim::GetAttr" and node.inputs[0] is graph.inputs[0]:
+            seen.setdefault(str(node.attrs["name"]), node.outputs[0].type or T.TENSOR)
+    return list(seen.items())
+
+
+def list_rank(qualname: str) -> int:
+    """How many elements the ``int[]`` settings of ``qualname`` have (2 for Conv2d)."""
+    return KNOWN[base_qualname(qualname)][1]
+
+
+def add_known_methods(module: Module) -> Module:
+    """``module`` with the forward graph of every known class it calls without a body.
+
+    Afterwards, each ``prim::CallMethod[name="forward"]`` on a known ``torch.nn`` class
+    whose method graph ``module`` lacks has one in ``functions`` under
+    ``"<class qualname>.forward"`` (what ``inline_calls`` looks up).  Graphs the module
+    already has are kept, so a dump that carries a method's own body uses it.  Returns
+    ``module`` itself when nothing was added, else a shallow copy with a new
+    ``functions`` dict (the input is untouched).  Raises ``CompileError`` at the call
+    for a ``Sequential`` (its body depends on children the dump does not show) and for a
+    known class called with arguments or results its body does not have.
+    """
+    added: dict[str, Graph] = {}
+    for graph in [module.main, *module.functions.values()]:
+        for node in graph.walk():
+            if node.kind != "prim::CallMethod" or not node.inputs:
+                continue
+            if callee_name(node, {**module.functions, **added}) is not None:
+                continue
+            body = _body_for(node)
+            if body is not None:
+                added[f"{node.inputs[0].type.qualname}.{node.attrs['name']}"] = body  # type: ignore[union-attr]
+    if not added:
+        return module
+    return Module(module.main, {**module.functions, **added}, module.filename)
+
+
+def _body_for(call: Node) -> Graph | None:
+    self_type = call.inputs[0].type
+    if not isinstance(self_type, T.ClassType):
+        return None
+    base = base_qualname(self_type.qualname)
+    method = call.attrs.get("name")
+    if base in CONTAINERS:
+        raise CompileError(
+            f"prim::CallMethod {base.rsplit('.', 1)[-1]}.{method}: its body calls the container's children, "
+            f"whose classes `.graph` does not show; {_HINT}",
+            call.span,
+        )
+    if base not in KNOWN or method != "forward":
+        return None
+    body = known_forward(self_type.qualname)
+    _check_signature(call, body, base)
+    return body.clone()
+
+
+def _check_signature(call: Node, body: Graph, base: str) -> None:
+    short = base.rsplit(".", 1)[-1]
+    if len(call.inputs) != len(body.inputs):
+        raise CompileError(
+            f"{short}.forward takes {len(body.inputs) - 1} argument(s) in irvm's known body, the call passes "
+            f"{len(call.inputs) - 1}; {_HINT}",
+            call.span,
+        )
+    got = [str(v.type or T.TENSOR) for v in call.outputs]
+    want = [str(v.type or T.TENSOR) for v in body.outputs]
+    if len(got) != len(want) or any(g not in (w, "Tensor") for g, w in zip(got, want)):
+        raise CompileError(
+            f"{short}.forward returns ({', '.join(got)}) here, irvm's known body returns ({', '.join(want)}) "
+            f"(settings such as return_indices=True are not supported); {_HINT}",
+            call.span,
+        )
+
+
+__all__ = ["KNOWN", "add_known_methods", "attributes_read", "base_qualname", "is_known", "known_forward", "list_rank"]

@@ -1,0 +1,327 @@
+"""Dumps of ``torch.jit.script(model).graph``: standard submodules run from irvm's own bodies.
+
+Such a dump calls each submodule through ``prim::CallMethod[name="forward"]`` without its
+body; ``compiler.known_modules`` supplies the forward of standard ``torch.nn`` classes and
+reads every setting (stride, eps, inplace...) from the weights, which
+``tools/export_torch.known_module_settings`` writes.  Each model here is dumped at test
+time, run on both engines and compared with torch; settings are non-default where the
+module has any, so a body that ignored one would fail.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+ROOT = Path(__file__).parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import export_torch  # noqa: E402
+
+import compiler  # noqa: E402
+import vm  # noqa: E402
+from compiler.diagnostics import CompileError, RunError  # noqa: E402
+
+
+class Wrap(nn.Module):
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.m = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.m(x)
+
+
+class Wrap2(nn.Module):
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.m = inner
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.m(x, y)
+
+
+class AliasedInplace(nn.Module):
+    """An in-place activation changes its input, which the caller reads again."""
+
+    def __init__(self, act: nn.Module) -> None:
+        super().__init__()
+        self.act = act
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.act(x)
+        return x + y
+
+
+def _stats(bn: nn.Module) -> nn.Module:
+    """Running statistics away from 0 and 1, so that using them (or not) shows."""
+    if getattr(bn, "running_mean", None) is not None:
+        g = torch.Generator().manual_seed(1)
+        bn.running_mean.copy_(torch.randn(bn.running_mean.shape, generator=g))
+        bn.running_var.copy_(torch.rand(bn.running_var.shape, generator=g) + 0.5)
+    return bn
+
+
+def f32(*shape: int) -> Callable[[], torch.Tensor]:
+    return lambda: torch.randn(*shape)
+
+
+CASES: list[tuple[str, Callable[[], nn.Module], Callable[[], Any]]] = [
+    ("linear", lambda: nn.Linear(5, 3), f32(2, 4, 5)),
+    ("linear_nobias", lambda: nn.Linear(5, 3, bias=False), f32(4, 5)),
+    ("bilinear", lambda: nn.Bilinear(3, 4, 2), lambda: (torch.randn(5, 3), torch.randn(5, 4))),
+    ("bilinear_nobias", lambda: nn.Bilinear(3, 4, 2, bias=False), lambda: (torch.randn(2, 5, 3), torch.randn(2, 5, 4))),
+    ("identity", lambda: nn.Identity(), f32(3, 2)),
+    ("conv1d", lambda: nn.Conv1d(2, 4, 3), f32(2, 2, 9)),
+    ("conv1d_strided_circular", lambda: nn.Conv1d(2, 4, 3, stride=2, padding=2, dilation=2, groups=2,
+                                                  padding_mode="circular"), f32(2, 2, 11)),
+    ("conv1d_same_nobias", lambda: nn.Conv1d(3, 2, 5, padding="same", bias=False), f32(1, 3, 8)),
+    ("conv2d_groups", lambda: nn.Conv2d(3, 6, (3, 5), stride=(2, 1), padding=(1, 2), groups=3), f32(2, 3, 8, 9)),
+    ("conv2d_reflect", lambda: nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode="reflect"), f32(1, 2, 6, 7)),
+    ("conv2d_replicate_valid", lambda: nn.Conv2d(2, 3, 2, padding="valid", padding_mode="replicate"), f32(1, 2, 5, 5)),
+    ("conv3d", lambda: nn.Conv3d(2, 2, 3, padding=1, stride=(1, 2, 1)), f32(1, 2, 4, 5, 4)),
+    ("conv_transpose1d", lambda: nn.ConvTranspose1d(2, 3, 3, stride=2, padding=1, output_padding=1), f32(2, 2, 5)),
+    ("conv_transpose2d", lambda: nn.ConvTranspose2d(4, 2, 3, stride=2, groups=2, dilation=2), f32(1, 4, 4, 5)),
+    ("layer_norm_eps", lambda: nn.LayerNorm(6, eps=1e-2), f32(2, 3, 6)),
+    ("layer_norm_plain", lambda: nn.LayerNorm([3, 6], elementwise_affine=False), f32(2, 3, 6)),
+    ("layer_norm_nobias", lambda: nn.LayerNorm(6, bias=False), f32(4, 6)),
+    ("batch_norm1d_2d", lambda: _stats(nn.BatchNorm1d(4, eps=1e-1)), f32(3, 4)),
+    ("batch_norm1d_3d", lambda: _stats(nn.BatchNorm1d(4)), f32(3, 4, 5)),
+    ("batch_norm2d_plain", lambda: _stats(nn.BatchNorm2d(3, eps=1e-2, affine=False)), f32(2, 3, 4, 4)),
+    ("batch_norm2d_untracked", lambda: nn.BatchNorm2d(3, track_running_stats=False), f32(2, 3, 4, 4)),
+    ("group_norm", lambda: nn.GroupNorm(2, 4, eps=1e-3), f32(2, 4, 5)),
+    ("group_norm_plain", lambda: nn.GroupNorm(4, 4, affine=False), f32(2, 4, 3, 3)),
+    ("instance_norm1d_affine", lambda: nn.InstanceNorm1d(3, affine=True, eps=1e-2), f32(2, 3, 7)),
+    ("instance_norm2d_unbatched", lambda: nn.InstanceNorm2d(3), f32(3, 4, 5)),
+    ("instance_norm2d_tracked", lambda: _stats(nn.InstanceNorm2d(3, track_running_stats=True)), f32(2, 3, 4, 5)),
+    ("embedding", lambda: nn.Embedding(10, 4, padding_idx=0), lambda: torch.randint(0, 10, (3, 5))),
+    ("dropout", lambda: nn.Dropout(0.3), f32(4, 5)),
+    ("dropout1d", lambda: nn.Dropout1d(0.5), f32(2, 3, 4)),
+    ("dropout2d", lambda: nn.Dropout2d(0.5), f32(2, 3, 4, 4)),
+    ("relu", lambda: nn.ReLU(), f32(3, 4)),
+    ("relu6", lambda: nn.ReLU6(), lambda: torch.randn(3, 4) * 5),
+    ("leaky_relu", lambda: nn.LeakyReLU(0.2), f32(3, 4)),
+    ("gelu", lambda: nn.GELU(), f32(3, 4)),
+    ("gelu_tanh", lambda: nn.GELU("tanh"), f32(3, 4)),
+    ("silu", lambda: nn.SiLU(), f32(3, 4)),
+    ("sigmoid", lambda: nn.Sigmoid(), f32(3, 4)),
+    ("tanh", lambda: nn.Tanh(), f32(3, 4)),
+    ("softmax0", lambda: nn.Softmax(dim=0), f32(3, 4)),
+    ("softmax_last", lambda: nn.Softmax(dim=-1), f32(2, 3, 4)),
+    ("softmax_implicit", lambda: nn.Softmax(), f32(2, 3, 4)),
+    ("log_softmax", lambda: nn.LogSoftmax(1), f32(3, 4, 2)),
+    ("elu", lambda: nn.ELU(0.5), f32(3, 4)),
+    ("hardswish", lambda: nn.Hardswish(), lambda: torch.randn(3, 4) * 4),
+    ("hardtanh", lambda: nn.Hardtanh(-2.0, 0.5), lambda: torch.randn(3, 4) * 3),
+    ("max_pool1d", lambda: nn.MaxPool1d(3, stride=2, padding=1), f32(2, 3, 9)),
+    ("max_pool2d", lambda: nn.MaxPool2d(2), f32(1, 2, 6, 7)),
+    ("max_pool2d_dilated_ceil", lambda: nn.MaxPool2d((3, 2), stride=1, padding=1, dilation=(1, 2), ceil_mode=True),
+     f32(1, 2, 6, 7)),
+    ("avg_pool1d", lambda: nn.AvgPool1d(3, stride=2, padding=1, count_include_pad=False), f32(2, 3, 9)),
+    ("avg_pool2d", lambda: nn.AvgPool2d(2), f32(1, 2, 6, 6)),
+    ("avg_pool2d_divisor", lambda: nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, divisor_override=4),
+     f32(1, 2, 7, 6)),
+    ("adaptive_avg_pool1d", lambda: nn.AdaptiveAvgPool1d(3), f32(2, 3, 8)),
+    ("adaptive_avg_pool2d", lambda: nn.AdaptiveAvgPool2d((2, 3)), f32(1, 2, 7, 8)),
+    ("adaptive_avg_pool2d_one", lambda: nn.AdaptiveAvgPool2d(1), f32(1, 2, 5, 5)),
+    ("flatten", lambda: nn.Flatten(), f32(2, 3, 4)),
+    ("flatten_0_1", lambda: nn.Flatten(0, 1), f32(2, 3, 4)),
+]
+
+
+def _args(made: Any) -> tuple[Any, ...]:
+    return made if isinstance(made, tuple) else (made,)
+
+
+def weights_of(model: nn.Module) -> dict[str, np.ndarray]:
+    """What a user of tools/export_torch.py gets: the state_dict plus the known settings."""
+    weights = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    weights.update(export_torch.known_module_settings(model))
+    return weights
+
+
+def run_both(text: str, weights: dict[str, Any], args: tuple[Any, ...]) -> list[Any]:
+    program = compiler.compile_source(text, "<graph>")
+    inputs = [a.numpy().copy() for a in args]
+    return [
+        vm.Interpreter(program, weights)(*[a.copy() for a in inputs]),
+        vm.StaticRuntime(program, weights)(*[a.copy() for a in inputs]),
+    ]
+
+
+def check_against_torch(model: nn.Module, args: tuple[Any, ...]) -> str:
+    """Dump ``model``'s ``.graph``, run it on both engines, compare with torch; the dump."""
+    model = model.eval()
+    scripted = torch.jit.script(model)
+    text = str(scripted.graph)
+    with torch.no_grad():
+        expected = model(*[a.clone() for a in args]).numpy()
+    for got in run_both(text, weights_of(model), args):
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    return text
+
+
+@pytest.mark.parametrize("name,make,inputs", CASES, ids=[c[0] for c in CASES])
+def test_standard_module_called_from_a_graph_dump_matches_torch(name: str, make: Any, inputs: Any) -> None:
+    torch.manual_seed(0)
+    inner = make()
+    args = _args(inputs())
+    model = Wrap2(inner) if len(args) == 2 else Wrap(inner)
+    text = check_against_torch(model, args)
+    assert 'prim::CallMethod[name="forward"]' in text  # the dump really lacks the body
+
+
+@pytest.mark.parametrize("act", [nn.ReLU(inplace=True), nn.LeakyReLU(0.1, inplace=True), nn.SiLU(inplace=True)])
+def test_inplace_activation_changes_the_input_the_caller_reads_again(act: nn.Module) -> None:
+    torch.manual_seed(0)
+    check_against_torch(AliasedInplace(act), (torch.randn(3, 4),))
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, padding=1, stride=2)
+        self.norm = nn.BatchNorm2d(4)
+        self.act = nn.Hardswish()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.norm(self.conv(x)))
+
+
+class Net(nn.Module):
+    """Known modules inside a user module, in a ModuleList loop, and in a Sequential."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block()
+        self.pool = nn.AdaptiveAvgPool2d(2)
+        self.flat = nn.Flatten()
+        self.layers = nn.ModuleList([nn.Linear(16, 8), nn.Linear(8, 8)])
+        self.drop = nn.Dropout(0.2)
+        self.head = nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 3), nn.LogSoftmax(dim=1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.flat(self.pool(self.block(x)))
+        for layer in self.layers:
+            y = torch.tanh(layer(y))
+        return self.head(self.drop(y))
+
+
+def test_model_export_without_inlining_runs_on_both_engines() -> None:
+    """export_torch --no-inline: `.graph` + bodies of the user's and container classes."""
+    torch.manual_seed(0)
+    model = Net().eval()
+    _stats(model.block.norm)
+    x = torch.randn(2, 2, 8, 8)
+    exp = export_torch.export(model, "net", (x,), inline=False)
+    assert "with __torch__.torch.nn.modules.container.Sequential.forward = graph(" in exp.ir
+    assert "Linear.forward = graph" not in exp.ir  # known classes get irvm's body
+    for got in run_both(exp.ir, exp.weights, (x,)):
+        np.testing.assert_allclose(got, exp.outputs[0], rtol=1e-4, atol=1e-5)
+
+
+def test_sequential_without_its_body_is_a_compile_error_naming_the_ways_out() -> None:
+    text = str(torch.jit.script(Net().eval()).graph)
+    with pytest.raises(CompileError, match=r"Sequential\.forward.*inlined_graph.*export_torch"):
+        compiler.compile_source(text)
+
+
+def test_plain_state_dict_fails_before_running_naming_each_missing_setting() -> None:
+    model = Wrap(nn.Conv2d(2, 3, 3, padding=1)).eval()
+    program = compiler.compile_source(str(torch.jit.script(model).graph))
+    state = {k: v.numpy() for k, v in model.state_dict().items()}
+    for engine in (vm.Interpreter, vm.StaticRuntime):
+        with pytest.raises(RunError) as info:
+            engine(program, state)  # constructing the engine: nothing has run
+        message = str(info.value)
+        for key in ("m.padding : int[]", "m.stride : int[]", "m.padding_mode : str", "m.groups : int"):
+            assert key in message
+        assert "m.weight" not in message and "export_torch" in message and "inlined_graph" in message
+
+
+def test_a_setting_of_the_wrong_kind_is_reported_with_its_path() -> None:
+    model = Wrap(nn.Conv1d(1, 1, 3)).eval()
+    program = compiler.compile_source(str(torch.jit.script(model).graph))
+    weights = weights_of(model) | {"m.padding": np.array("same")}
+    with pytest.raises(RunError, match=r"'m\.padding'.*int\[\]"):
+        vm.Interpreter(program, weights)
+
+
+def test_a_dump_with_the_methods_own_body_keeps_it() -> None:
+    """A `with <class>.forward = graph(...)` section wins over irvm's known body."""
+    scripted = torch.jit.script(Wrap(nn.Linear(2, 2)).eval())
+    linear = scripted.m._c._type().qualified_name()  # mangled when other Linears were scripted
+    text = str(scripted.graph)
+    own = (
+        f"with {linear}.forward = graph(%self : {linear}, %input : Tensor):\n"
+        "  %two : int = prim::Constant[value=2]()\n"
+        "  %y : Tensor = aten::mul(%input, %two)\n"
+        "  return (%y)\n"
+    )
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    for got in run_both(text + own, {}, (torch.from_numpy(x),)):  # no weight is read
+        np.testing.assert_array_equal(got, x * 2)
+
+
+def test_optional_settings_must_be_given_and_none_is_spelled_out() -> None:
+    model = Wrap(nn.Embedding(6, 3)).eval()
+    program = compiler.compile_source(str(torch.jit.script(model).graph))
+    ids = np.array([[1, 5], [0, 2]])
+    with pytest.raises(RunError, match=r"m\.max_norm : float\?"):
+        vm.Interpreter(program, {"m.weight": model.m.weight.detach().numpy()})
+    weights = weights_of(model)
+    assert str(weights["m.max_norm"]) == "None"
+    np.testing.assert_array_equal(vm.Interpreter(program, weights)(ids), model.m.weight.detach().numpy()[ids])
+    with pytest.raises(RunError, match="max_norm"):
+        vm.Interpreter(program, weights | {"m.max_norm": np.array(1.0)})(ids)
+
+
+def test_training_mode_batch_norm_is_refused_not_silently_run_in_eval() -> None:
+    model = Wrap(nn.BatchNorm1d(3)).eval()
+    program = compiler.compile_source(str(torch.jit.script(model).graph))
+    weights = weights_of(model) | {"m.training": np.array(True)}
+    with pytest.raises(RunError, match="training"):
+        vm.Interpreter(program, weights)(np.ones((2, 3), np.float32))
+
+
+def test_a_wrong_input_rank_raises_as_torch_does() -> None:
+    model = Wrap(nn.BatchNorm2d(3)).eval()
+    program = compiler.compile_source(str(torch.jit.script(model).graph))
+    with pytest.raises(RunError, match="expected 4D input"):
+        vm.Interpreter(program, weights_of(model))(np.ones((2, 3, 4), np.float32))
+
+
+def test_results_the_known_body_does_not_have_are_a_compile_error() -> None:
+    with pytest.raises(CompileError, match="return_indices"):
+        compiler.compile_source(str(torch.jit.script(_PoolIdx().eval()).graph))
+
+
+class _PoolIdx(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool = nn.MaxPool1d(2, return_indices=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, i = self.pool(x)
+        return y
+
+
+def test_irc_compile_supplies_the_bodies_too(tmp_path: Path) -> None:
+    from compiler.cli import main
+
+    path = tmp_path / "m.ir"
+    path.write_text(str(torch.jit.script(Wrap(nn.Linear(2, 2)).eval()).graph))
+    assert main(["compile", str(path), "-o", str(tmp_path / "m.irbc")]) == 0
+    from compiler.printer import print_module
+    from vm.irbc import load
+
+    program = load(tmp_path / "m.irbc")
+    assert program.module is not None and "prim::CallMethod" not in print_module(program.module)
