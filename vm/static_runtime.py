@@ -24,7 +24,6 @@ output arena that the runtime reuses only after ``release_outputs()``.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -418,29 +417,13 @@ class StaticRuntime:
         spans = mp.lifetimes(
             {s: sm.candidates[s] for s in specs}, sm.used_at, sm.may_alias
         )
-        fast, fills = {}, {}
-        for pn in sm.fast_candidates:
-            group = sm.entry.group_of.get(pn.node)
-            if group is not None and group.gid in fused:
-                continue  # inside a fused kernel: the node does not run
-            choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
-            if choice is not None:
-                out = recorded.get(pn.outputs[0])
-                fast[pn.index] = fastpath.filled(choice, out, fills)
+        fast = _fast_calls(sm, recorded, fused)
         inplace: dict[int, int] = {}
         if not opts.optimize_memory:  # every tensor alive for the whole run: no sharing
             last = max((end for _, end in spans.values()), default=0)
             spans = {s: (0, last) for s in spans}
-        else:  # a bare ufunc may write over an operand that dies at its node
-            by_index = {pn.index: pn for pn in sm.entry.pnodes}
-            for i, (_, args, guard) in fast.items():
-                out = by_index[i].outputs[0]
-                if guard is not None or out not in specs:
-                    continue
-                for v in (v for kind, v in args if kind == "v" and v in specs):
-                    if specs[v] == specs[out] and spans[v][1] == spans[out][0]:
-                        inplace[out] = v
-                        break
+        else:
+            inplace = _inplace_pairs(sm, fast, specs, spans)
         memory = mp.plan(specs, spans, opts.planner, inplace)
         mp.validate(memory)
         slab, views = mp.allocate(memory)
@@ -496,6 +479,45 @@ class _Plan:
     outputs: list[np.ndarray] = attrs.field(factory=list)  # the OB list the code reads
     fast: dict[int, Any] = attrs.field(factory=dict)  # index -> (ufunc, scalars)
     unfused: dict[int, str] = attrs.field(factory=dict)  # group id -> why it runs as nodes
+
+
+def _fast_calls(
+    sm: StaticModule, recorded: Mapping[int, Any], fused: frozenset[int]
+) -> dict[int, Any]:
+    """node index -> (ufunc, args, guard) for the nodes this plan calls as bare ufuncs
+    (``vm/static_fastpath.py``), constants of maximum/minimum filled to arrays."""
+    fast, fills = {}, {}
+    for pn in sm.fast_candidates:
+        group = sm.entry.group_of.get(pn.node)
+        if group is not None and group.gid in fused:
+            continue  # inside a fused kernel: the node does not run
+        choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
+        if choice is not None:
+            out = recorded.get(pn.outputs[0])
+            fast[pn.index] = fastpath.filled(choice, out, fills)
+    return fast
+
+
+def _inplace_pairs(
+    sm: StaticModule,
+    fast: Mapping[int, Any],
+    specs: Mapping[int, mp.TensorSpec],
+    spans: Mapping[int, tuple[int, int]],
+) -> dict[int, int]:
+    """output slot -> operand slot, for unguarded bare ufuncs whose managed operand has
+    the output's spec and dies at the node: the output may take its bytes (a ufunc is
+    exact with ``out=`` equal to an input; see ``vm/memory_planner.py``)."""
+    by_index = {pn.index: pn for pn in sm.entry.pnodes}
+    pairs = {}
+    for i, (_, args, guard) in fast.items():
+        out = by_index[i].outputs[0]
+        if guard is not None or out not in specs:
+            continue
+        for v in (v for kind, v in args if kind == "v" and v in specs):
+            if specs[v] == specs[out] and spans[v][1] == spans[out][0]:
+                pairs[out] = v
+                break
+    return pairs
 
 
 def _arg_structure(args: tuple) -> tuple[tuple[str, int], ...]:
