@@ -25,6 +25,9 @@ The protocol is three commands, each answered with one dict (or ``{"error": trac
 ``("stop",)``
     Exit.
 
+One more worker, ``copy``, times a numpy copy moving as many bytes as the case's group
+reads and writes: the row's bandwidth bound, measured interleaved like the columns.
+
 Only the public face of ``vm.fusion.FusedKernel`` is used: the constructor with
 ``name``/``min_block``/``max_block``, the call, ``run_unfused``, ``enable_numba``,
 ``stats`` and ``fallback_reasons``.
@@ -135,6 +138,9 @@ def group_kernel(case: str, inputs: list[np.ndarray], **options: Any) -> tuple[A
 
 
 class Variant:
+    """A callable of no arguments doing one call of the column, the FusedKernel behind it
+    (for the path check) and notes for the report (e.g. why numba did not compile)."""
+
     def __init__(self, fn: Callable[[], Any], kernel: Any = None, notes: list[str] | None = None):
         self.fn, self.kernel, self.notes = fn, kernel, notes or []
 
