@@ -120,7 +120,7 @@ def test_small_tensors_and_loop_bodies_keep_the_scalar() -> None:
 
 def _mlp_inputs(batch: int) -> list[np.ndarray]:
     rng = np.random.default_rng(0)
-    f32 = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * 0.1  # noqa: E731
+    f32 = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * 0.1
     return [f32(batch, 256), f32(512, 256), f32(512), f32(512, 512), f32(512), f32(10, 512), f32(10)]
 
 
@@ -201,7 +201,7 @@ def test_chunk_pieces_have_planned_shapes_so_the_lstm_gates_run_in_the_slab() ->
     managed (slab views) and called unguarded, and the results keep the interpreter's bits."""
     rng = np.random.default_rng(4)
     b, h = 64, 256
-    f32 = lambda *shape: rng.standard_normal(shape, dtype=np.float32)  # noqa: E731
+    f32 = lambda *shape: rng.standard_normal(shape, dtype=np.float32)
     args = [f32(b, h), f32(b, h), f32(b, h), f32(4 * h, h), f32(4 * h, h), f32(4 * h), f32(4 * h)]
     program = compiler.compile_source(LSTM_CELL)
     expected = vm.Interpreter(program)(*args)
