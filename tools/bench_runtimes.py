@@ -424,9 +424,14 @@ def write_results(
             cells.append(text)
         lines.append(f"| {r['case']} | " + " | ".join(cells) + " |")
     if overhead is not None:
-        lines += ["", f"Static runtime dispatch overhead: {overhead['overhead_us_per_node']:.3f} us per node "
-              f"(200 chained int adds: {overhead['static_us_per_node']:.3f} us/node vs "
-                  f"{overhead['kernel_loop_us_per_node']:.3f} us/node calling the kernel from a loop)."]  # fmt: skip
+        lines += [
+            "",
+            (
+                f"Static runtime dispatch overhead: {overhead['overhead_us_per_node']:.3f} us per node"
+                f" (200 chained int adds: {overhead['static_us_per_node']:.3f} us/node vs"
+                f" {overhead['kernel_loop_us_per_node']:.3f} us/node calling the kernel from a loop)."
+            ),
+        ]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
