@@ -95,7 +95,7 @@ def test_module_export_writes_graph_weights_inputs_and_the_command(
         assert weights["gain"].shape == () and weights["gain"].dtype == np.float64  # a plain attribute
 
 
-@pytest.mark.parametrize("mode", [[], ["--trace"], ["--freeze"]])
+@pytest.mark.parametrize("mode", [[], ["--trace"], ["--freeze"], ["--no-inline"]])
 def test_the_printed_command_reproduces_torch(source: Path, mode: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("vm.interpreter", reason="vm.Interpreter cannot be imported yet")
     outdir, command = export(source, "net", *mode, capsys=capsys)
@@ -140,3 +140,11 @@ def test_no_inline_writes_one_graph_per_called_function(source: Path, capsys: py
     except ImportError as err:
         pytest.skip(f"compiler.parser cannot be imported yet: {err}")
     assert sorted(parse(text, "twice.ir").functions) == ["_double", "_quad"]
+
+
+def test_no_inline_module_keeps_its_submodule_calls(source: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A module's `.graph`: fc stays a prim::CallMethod, run through irvm's known Linear body."""
+    outdir, _ = export(source, "net", "--no-inline", capsys=capsys)
+    text = (outdir / "net.ir").read_text()
+    assert 'prim::CallMethod[name="forward"](%fc' in text and "aten::linear" not in text
+    assert "with " not in text  # Linear is known: no section needed

@@ -23,11 +23,11 @@ nn = torch.nn
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-import export_torch  # noqa: E402
+import export_torch
 
-import compiler  # noqa: E402
-import vm  # noqa: E402
-from compiler.diagnostics import CompileError, RunError  # noqa: E402
+import compiler
+import vm
+from compiler.diagnostics import CompileError, RunError
 
 
 class Wrap(nn.Module):
@@ -96,15 +96,20 @@ CASES: list[tuple[str, Callable[[], nn.Module], Callable[[], Any]]] = [
     ("batch_norm1d_3d", lambda: _stats(nn.BatchNorm1d(4)), f32(3, 4, 5)),
     ("batch_norm2d_plain", lambda: _stats(nn.BatchNorm2d(3, eps=1e-2, affine=False)), f32(2, 3, 4, 4)),
     ("batch_norm2d_untracked", lambda: nn.BatchNorm2d(3, track_running_stats=False), f32(2, 3, 4, 4)),
+    ("batch_norm3d", lambda: _stats(nn.BatchNorm3d(2)), f32(1, 2, 3, 3, 2)),
     ("group_norm", lambda: nn.GroupNorm(2, 4, eps=1e-3), f32(2, 4, 5)),
     ("group_norm_plain", lambda: nn.GroupNorm(4, 4, affine=False), f32(2, 4, 3, 3)),
     ("instance_norm1d_affine", lambda: nn.InstanceNorm1d(3, affine=True, eps=1e-2), f32(2, 3, 7)),
     ("instance_norm2d_unbatched", lambda: nn.InstanceNorm2d(3), f32(3, 4, 5)),
     ("instance_norm2d_tracked", lambda: _stats(nn.InstanceNorm2d(3, track_running_stats=True)), f32(2, 3, 4, 5)),
+    ("instance_norm1d_unbatched", lambda: nn.InstanceNorm1d(3, affine=True), f32(3, 6)),
+    ("instance_norm3d", lambda: nn.InstanceNorm3d(2), f32(1, 2, 3, 4, 3)),
     ("embedding", lambda: nn.Embedding(10, 4, padding_idx=0), lambda: torch.randint(0, 10, (3, 5))),
     ("dropout", lambda: nn.Dropout(0.3), f32(4, 5)),
     ("dropout1d", lambda: nn.Dropout1d(0.5), f32(2, 3, 4)),
     ("dropout2d", lambda: nn.Dropout2d(0.5), f32(2, 3, 4, 4)),
+    ("dropout3d", lambda: nn.Dropout3d(0.5), f32(1, 2, 3, 2, 2)),
+    ("alpha_dropout", lambda: nn.AlphaDropout(0.5), f32(3, 4)),
     ("relu", lambda: nn.ReLU(), f32(3, 4)),
     ("relu6", lambda: nn.ReLU6(), lambda: torch.randn(3, 4) * 5),
     ("leaky_relu", lambda: nn.LeakyReLU(0.2), f32(3, 4)),
@@ -120,6 +125,8 @@ CASES: list[tuple[str, Callable[[], nn.Module], Callable[[], Any]]] = [
     ("elu", lambda: nn.ELU(0.5), f32(3, 4)),
     ("hardswish", lambda: nn.Hardswish(), lambda: torch.randn(3, 4) * 4),
     ("hardtanh", lambda: nn.Hardtanh(-2.0, 0.5), lambda: torch.randn(3, 4) * 3),
+    ("hardsigmoid", lambda: nn.Hardsigmoid(), lambda: torch.randn(3, 4) * 4),
+    ("mish", lambda: nn.Mish(), f32(3, 4)),
     ("max_pool1d", lambda: nn.MaxPool1d(3, stride=2, padding=1), f32(2, 3, 9)),
     ("max_pool2d", lambda: nn.MaxPool2d(2), f32(1, 2, 6, 7)),
     ("max_pool2d_dilated_ceil", lambda: nn.MaxPool2d((3, 2), stride=1, padding=1, dilation=(1, 2), ceil_mode=True),
@@ -310,7 +317,7 @@ class _PoolIdx(nn.Module):
         self.pool = nn.MaxPool1d(2, return_indices=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y, i = self.pool(x)
+        y, _indices = self.pool(x)
         return y
 
 

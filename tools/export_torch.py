@@ -245,8 +245,7 @@ def module_method_text(compiled: Any) -> str:
 
 
 def _called_methods(graph: Any) -> list[tuple[str, str]]:
-    return [(str(n.input().type() if n.inputsSize() == 1 else list(n.inputs())[0].type()), n.s("name"))
-            for n in _all_nodes(graph) if n.kind() == "prim::CallMethod"]
+    return [(str(next(iter(n.inputs())).type()), n.s("name")) for n in _all_nodes(graph) if n.kind() == "prim::CallMethod"]
 
 
 def _called_names(graph: Any) -> list[str]:
