@@ -347,6 +347,16 @@ class _FunctionEmitter:
             raise CompileError("prim::CallFunction of a function that is not a constant", node.span)
         name = str(producer.attrs["name"])
         if name not in self.table.index:
+            from compiler.known_functions import describe
+
+            signatures = describe(name)
+            if signatures is not None:  # inline_calls found no body that fits this call
+                args = ", ".join(str(v.type) for v in node.inputs[1:])
+                raise CompileError(
+                    f"call of {name}({args}) with {len(node.outputs)} result(s) fits no body irvm knows for "
+                    f"{name!r}: {signatures}; print the function's inlined_graph instead of its graph",
+                    node.span,
+                )
             known = ", ".join(sorted(self.table.index)) or "none"
             raise CompileError(
                 f"call of unknown function {name!r} (module functions: {known}); the dump calls a "

@@ -9,6 +9,13 @@ arguments (without the function constant), every copied value gets a name fresh 
 caller, the call's outputs are replaced by the copied return values, and each copied
 node keeps its own span.  Calls inside nested blocks are inlined in place.
 
+A call of a name the module does not define, but that ``compiler.known_functions``
+knows (``relu``, ``layer_norm``, ``pad``... which a ``.graph`` dump calls without their
+bodies), first gets irvm's body for it in ``Module.functions``, when the call's arity and
+argument types fit one; the nodes copied from such a body take the call's span.  Known
+bodies that no call uses any more are removed again, so the result holds no function the
+input did not (a call that fits no body stays, and the emitter reports it).
+
 Callees are inlined bottom-up, so a body arrives with its own calls already inlined.  A
 function that can reach itself through calls (directly or through others) is never
 inlined: its calls stay calls, and the emitter gives them a frame.  Functions stay in
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 from compiler import types as T
 from compiler.ir import Block, Graph, Module, Node, Value, clone_node
+from compiler.known_functions import known_body
 from compiler.passes import Target, graphs_of, note
 
 
@@ -27,10 +35,50 @@ def inline_calls(target: Target) -> Target:
     that are (mutually) recursive."""
     copy = target.clone()
     functions = copy.functions if isinstance(copy, Module) else {}
+    added = _add_known_functions(graphs_of(copy), functions)
     recursive = _recursive_functions(functions)
     for graph in graphs_of(copy):
         _inline_graph(graph, functions, recursive)
+    for name in added:
+        if not any(callee_name(n, {name: functions[name]}) for g in graphs_of(copy) for n in g.walk()):
+            del functions[name]
     return copy
+
+
+def _add_known_functions(graphs: list[Graph], functions: dict[str, Graph]) -> list[str]:
+    """Give every call of an undefined function that ``known_functions`` has a fitting
+    body for that body in ``functions``; returns the keys added.  A second overload of
+    the same name goes under ``name#k``, and the call is pointed at it."""
+    added: list[str] = []
+    for graph in graphs:
+        for node in graph.walk():
+            if node.kind != "prim::CallFunction" or not node.inputs:
+                continue
+            producer = node.inputs[0].node
+            name = producer.attrs.get("name") if producer is not None and producer.kind == "prim::Constant" else None
+            if not isinstance(name, str) or (name in functions and name not in added):
+                continue
+            found = known_body(name, node)
+            if found is None:
+                continue
+            index, body = found
+            key = name if index == 0 else f"{name}#{index}"
+            if key not in functions:
+                functions[key] = body
+                added.append(key)
+            if key != name:
+                _point_at(node, key)
+    return added
+
+
+def _point_at(call: Node, key: str) -> None:
+    """Make ``call`` use a function constant named ``key`` (a new one before it)."""
+    old = call.inputs[0]
+    assert old.node is not None and call.owner is not None
+    constant = Node("prim::Constant", attrs={"name": key}, span=old.node.span)
+    constant.add_output(f"{old.name}.{key.replace('#', '_')}", old.type)
+    call.owner.insert_before(call, constant)
+    call.replace_input(0, constant.output)
 
 
 def callee_name(node: Node, functions: dict[str, Graph]) -> str | None:
@@ -92,10 +140,19 @@ def _inline_call(call: Node, callee: Graph, taken: set[str]) -> None:
     for node in callee.nodes:
         copy = clone_node(node, mapping)
         _rename(copy, taken)
+        _adopt_span(copy, call)
         block.insert_before(call, copy)
     for out, ret in zip(call.outputs, callee.outputs):
         out.replace_all_uses_with(mapping.get(id(ret), ret))
     call.destroy()
+
+
+def _adopt_span(node: Node, call: Node) -> None:
+    """A copied node without a span (one of a known body) points at the call instead."""
+    for inner in [node, *node.walk()]:
+        if inner.span is None:
+            inner.span = call.span
+            inner.source = call.source
 
 
 def _rename(node: Node, taken: set[str]) -> None:

@@ -1,0 +1,198 @@
+"""Known functions: irvm's own IR bodies for the Python functions a ``.graph`` dump calls.
+
+``print(torch.jit.script(fn).graph)`` shows calls of many ``torch.nn.functional`` and
+``torch.functional`` helpers as a function constant and a call, without the callee's
+body::
+
+    %9 : Function = prim::Constant[name="relu"]()
+    %10 : Tensor = prim::CallFunction(%9, %x.1, %8)     # F.relu(x, inplace=False)
+
+TorchScript passes every Python argument positionally, defaults filled in, in the order
+of the function's Python signature, so the call's inputs are exactly the parameters of
+that signature.  This module keeps, for each such printed name, one or more graphs
+written for irvm (``KNOWN``): the exact parameter list of the torch 2.13 function,
+lowered to operators ``vm.ops`` implements.  Where the Python function branches on an
+argument (``inplace``, ``training``, ``dim=None``, a reduction string, a pad mode) the
+body branches too, with ``prim::If``, so each argument value torch accepts gives torch's
+answer; what irvm cannot do (training-mode dropout draws random numbers) raises a
+``prim::RaiseException`` with the reason.  After inlining, constant propagation folds
+those branches away for the constant arguments a dump usually passes.
+
+A few functions are overloaded in TorchScript (``torch.norm``, ``tensordot``,
+``F.interpolate``): the dump prints the same name for each overload, and only the
+argument types say which.  They have one body per overload; a call takes the first body
+whose parameter types accept its argument types (``NoneType`` fits any Optional, a
+refined tensor type fits ``Tensor``).  A second overload used in the same module is
+stored as ``name#k`` and its calls are pointed at that key.
+
+``compiler.passes.inline_calls`` asks ``known_body`` for every call of a name the module
+does not define, adds the body to ``Module.functions`` and inlines it like any other;
+the copied nodes take the call's span (the body's own text is not the user's).  A name
+the dump defines itself (``with relu = graph(...)``) is never replaced.  A call whose
+arity or types fit no body is left alone, and the emitter's "unknown function" error
+names the signatures irvm knows (``describe``).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from compiler import types as T
+from compiler.ir import Graph, Node
+
+# ---------------------------------------------------------------------------------------
+# Writing bodies: small text helpers shared by the body modules.
+
+
+def graph(params: str, body: str, result: str = "%out") -> str:
+    """The text of ``graph(params): body return (result)``; ``body`` lines are indented by
+    two spaces already."""
+    return f"graph({params}):\n{body}  return ({result})\n"
+
+
+def const(name: str, type_: str, value: object = None) -> str:
+    """A ``prim::Constant`` line; ``value`` None makes a None constant."""
+    if value is None:
+        return f"  %{name} : {type_} = prim::Constant()\n"
+    if isinstance(value, str):
+        text = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'  %{name} : {type_} = prim::Constant[value="{text}"]()\n'
+    if isinstance(value, bool):
+        return f"  %{name} : {type_} = prim::Constant[value={int(value)}]()\n"
+    return f"  %{name} : {type_} = prim::Constant[value={value!r}]()\n"
+
+
+def raise_if(cond: str, message: str, tag: str, cls: str = "builtins.ValueError") -> str:
+    """Lines that raise ``cls(message)`` when the bool value ``cond`` is true."""
+    return (
+        const(f"{tag}_msg", "str", message)
+        + const(f"{tag}_cls", "str", cls)
+        + f"   = prim::If({cond})\n"
+        + "    block0():\n"
+        + f"       = prim::RaiseException(%{tag}_msg, %{tag}_cls)\n"
+        + "      -> ()\n"
+        + "    block1():\n"
+        + "      -> ()\n"
+    )
+
+
+def choose(out: str, type_: str, cond: str, then: tuple[str, str], other: tuple[str, str], indent: int = 2) -> str:
+    """``%out = prim::If(cond)`` whose arms run ``then[0]`` / ``other[0]`` (lines at two
+    spaces, re-indented here) and yield ``then[1]`` / ``other[1]``."""
+    pad = " " * indent
+
+    def arm(lines: str) -> str:
+        return "".join(f"{pad}    {line[2:]}\n" for line in lines.splitlines())
+
+    return (
+        f"{pad}%{out} : {type_} = prim::If({cond})\n"
+        f"{pad}  block0():\n{arm(then[0])}{pad}    -> ({then[1]})\n"
+        f"{pad}  block1():\n{arm(other[0])}{pad}    -> ({other[1]})\n"
+    )
+
+
+def unwrap(name: str, optional: str, type_: str, default: str) -> str:
+    """``%name = optional if optional is not None else default`` (``default`` a value)."""
+    return (
+        const(f"{name}_none", "NoneType")
+        + f"  %{name}_is_none : bool = aten::__is__(%{optional}, %{name}_none)\n"
+        + choose(
+            name,
+            type_,
+            f"%{name}_is_none",
+            ("", default),
+            (f"  %{name}_given : {type_} = prim::unchecked_cast(%{optional})\n", f"%{name}_given"),
+        )
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# The table: printed function name -> the texts of its bodies (one per overload).
+
+
+def _table() -> dict[str, list[str]]:
+    from compiler import known_functions_activation as act
+    from compiler import known_functions_nn as nn
+
+    table: dict[str, list[str]] = {}
+    for part in (act.BODIES, nn.BODIES):
+        for name, texts in part.items():
+            table.setdefault(name, []).extend(texts)
+    return table
+
+
+@cache
+def known_table() -> dict[str, list[str]]:
+    return _table()
+
+
+def is_known(name: str) -> bool:
+    return name in known_table()
+
+
+@cache
+def known_graphs(name: str) -> tuple[Graph, ...]:
+    """The parsed bodies of ``name``, their spans cleared (a copied node then takes the
+    span of the call it replaces).  Callers must not mutate them."""
+    from compiler.parser import parse
+
+    graphs = []
+    for i, text in enumerate(known_table()[name]):
+        body = parse(text, f"<irvm known function {name}#{i}>").main
+        for node in body.walk():
+            node.span = None
+            node.source = None
+        graphs.append(body)
+    return tuple(graphs)
+
+
+def signature(name: str, body: Graph) -> str:
+    params = ", ".join(f"{v.type} {v.name}" for v in body.inputs)
+    results = ", ".join(str(v.type) for v in body.outputs)
+    return f"{name}({params}) -> {results}"
+
+
+def describe(name: str) -> str | None:
+    """The signatures irvm knows for ``name``, or None when it knows none."""
+    if not is_known(name):
+        return None
+    return "; ".join(signature(name, g) for g in known_graphs(name))
+
+
+def fits(arg: T.Type | None, param: T.Type | None) -> bool:
+    """Whether a value of type ``arg`` can be passed for a parameter of type ``param``."""
+    if arg is None or param is None or arg == param:
+        return True
+    if isinstance(param, T.TensorType):
+        return isinstance(arg, T.TensorType)
+    if isinstance(param, T.OptionalType):
+        return arg == T.NONE or fits(arg, param.elem) or (isinstance(arg, T.OptionalType) and fits(arg.elem, param.elem))
+    if isinstance(param, T.ListType):
+        return isinstance(arg, T.ListType) and fits(arg.elem, param.elem)
+    if isinstance(param, T.TupleType):
+        return (
+            isinstance(arg, T.TupleType)
+            and len(arg.elems) == len(param.elems)
+            and all(fits(a, p) for a, p in zip(arg.elems, param.elems))
+        )
+    if param in (T.SCALAR, T.NUMBER):
+        return arg in (T.INT, T.FLOAT, T.SCALAR, T.NUMBER)
+    return False
+
+
+def known_body(name: str, call: Node) -> tuple[int, Graph] | None:
+    """The index and a fresh copy of the first body of ``name`` that ``call`` (a
+    ``prim::CallFunction``) fits by arity, argument types and result count, or None."""
+    if not is_known(name):
+        return None
+    args = call.inputs[1:]
+    for i, body in enumerate(known_graphs(name)):
+        if len(args) != len(body.inputs) or len(call.outputs) != len(body.outputs):
+            continue
+        if all(fits(a.type, p.type) for a, p in zip(args, body.inputs)):
+            return i, body.clone()
+    return None
+
+
+__all__ = ["choose", "const", "describe", "fits", "graph", "is_known", "known_body", "known_graphs",
+           "known_table", "raise_if", "signature", "unwrap"]
