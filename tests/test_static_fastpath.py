@@ -321,3 +321,35 @@ def test_a_long_last_dim_is_filled_as_one_broadcast_row_a_short_one_in_full(monk
     assert all(np.array_equal(_bits(g), _bits(e)) for g, e in zip(got, expected))
     filled = [a for _, scalars, _ in rt._last_plan.fast.values() for a in scalars if type(a) is np.ndarray]
     assert filled and all(a.shape == (512,) for a in filled)
+
+
+LINEAR_3D = """
+graph(%x : Tensor, %w : Tensor, %b : Tensor):
+  %y : Tensor = aten::linear(%x, %w, %b)
+  %r : Tensor = aten::relu(%y)
+  return (%r)
+"""
+
+
+@pytest.mark.parametrize("batch", [1, 256])
+def test_linear_runs_as_matmul_and_add_with_the_kernels_bits(batch) -> None:
+    """A 2-d linear with a bias is called as the kernel's own two numpy calls (no dtype
+    dispatch), unguarded; the MLP's result keeps the interpreter's bits."""
+    inputs = _mlp_inputs(batch)
+    program = compiler.compile_source(MLP)
+    expected = vm.Interpreter(program)(*inputs)
+    rt = StaticRuntime(program)
+    for _ in range(3):
+        assert np.array_equal(_bits(rt(*inputs)), _bits(expected))
+    ufuncs = [u for u, _, guard in rt._last_plan.fast.values() if guard is None]
+    assert ufuncs.count(fastpath._linear) == 3
+
+
+def test_linear_of_a_3d_input_keeps_its_kernel() -> None:
+    rng = np.random.default_rng(8)
+    args = [rng.standard_normal(s, dtype=np.float32) for s in ((4, 64, 32), (48, 32), (48,))]
+    program = compiler.compile_source(LINEAR_3D)
+    rt = StaticRuntime(program)
+    for _ in range(2):
+        assert np.array_equal(_bits(rt(*args)), _bits(vm.Interpreter(program)(*args)))
+    assert fastpath._linear not in [u for u, _, _ in rt._last_plan.fast.values()]

@@ -510,9 +510,10 @@ def _inplace_pairs(
     by_index = {pn.index: pn for pn in sm.entry.pnodes}
     pairs = {}
     for i, (_, args, guard) in fast.items():
-        out = by_index[i].outputs[0]
-        if guard is not None or out not in specs:
-            continue
+        pn = by_index[i]
+        out = pn.outputs[0]
+        if guard is not None or out not in specs or pn.ref.name not in fastpath.ELEMENTWISE:
+            continue  # guarded, unplanned, or not elementwise (linear's matmul reads rows)
         for v in (v for kind, v in args if kind == "v" and v in specs):
             if specs[v] == specs[out] and spans[v][1] == spans[out][0]:
                 pairs[out] = v
