@@ -18,14 +18,17 @@ state_dict; the plain attributes (``stride``, ``eps``, ``negative_slope``, ``inp
 ``padding_mode``...) are in no state_dict, so the weights file must carry them (as
 ``tools/export_torch.py`` writes them: ``conv.stride`` = ``array([2, 2])``).  Nothing is
 defaulted: ``vm.weights.bind_self`` lists every attribute a run lacks before it starts.
-Two reading rules follow the state_dict: an absent ``Tensor?`` (a bias or running
-statistic the module does not have) is None, and an absent ``training`` is False, the
-rule irvm applies to every module (inference).  A non-tensor Optional the forward depends
+One reading rule follows the state_dict: an absent ``Tensor?`` (a bias or running
+statistic the module does not have) is None.  A non-tensor Optional the forward depends
 on (``Embedding.max_norm``, ``Softmax.dim``) is read with ``required=1``: it must be in
 the weights, a None value written as the string ``"None"``.
 
-Eval mode only: BatchNorm and InstanceNorm raise when ``training`` is True and running
-statistics would be updated; dropout in training raises in its kernel.  Settings irvm
+Eval mode only, and only when the weights say so: the modules whose forward depends on
+``training`` (dropout, BatchNorm, InstanceNorm) read it with ``required=1``, so the
+``bind_self`` rule that an absent ``training`` is False does not apply to them; True
+raises at run time (dropout is random, batch norm would update running statistics),
+except where PyTorch's training forward is the same computation (an InstanceNorm without
+running statistics).  In eval mode a dropout returns its input itself.  Settings irvm
 does not implement raise at run time with the reason (a convolution's string padding
 cannot even be stored; ``ConvTranspose`` with an ``output_size`` argument; an
 ``Embedding`` with ``max_norm``).  Arguments that change only gradients
@@ -240,7 +243,7 @@ def _dim_check(allowed: tuple[int, ...], name: str) -> str:
 def _batch_norm(allowed: tuple[int, ...], name: str) -> Callable[[], str]:
     def build() -> str:
         body = (
-            _attr("training", "bool")
+            _attr("training", "bool", required=True)
             + _raise_if("%training", f"irvm: {name} in training mode updates running statistics; irvm runs "
                         "inference (set the module's `training` attribute to False)", "train")
             + _dim_check(allowed, name)
@@ -273,7 +276,7 @@ def _instance_norm(n: int) -> Callable[[], str]:
         call = ("aten::instance_norm({x}, %weight, %bias, %running_mean, %running_var, %use_input_stats, "
                 "%momentum, %eps, %cudnn)")
         body = (
-            _attr("training", "bool")
+            _attr("training", "bool", required=True)
             + _attr("track_running_stats", "bool")
             + "  %update : bool = aten::__and__(%training, %track_running_stats)\n"
             + _raise_if("%update", f"irvm: {name} in training mode updates running statistics; irvm runs "
@@ -334,17 +337,25 @@ def _embedding() -> str:
     return _graph("%input : Tensor", body)
 
 
-def _dropout(op: str) -> Callable[[], str]:
+def _dropout(name: str, allowed: tuple[int, ...] = ()) -> Callable[[], str]:
+    """Eval mode: the input itself (PyTorch returns it, not a copy); training raises."""
+
     def build() -> str:
-        # in eval mode every dropout is the identity (inplace or not); the kernel raises
-        # in training mode
-        body = _attr("p", "float") + _attr("training", "bool") + f"  %out : Tensor = {op}(%input, %p, %training)\n"
-        return _graph("%input : Tensor", body)
+        body = (
+            _attr("training", "bool", required=True)
+            + _raise_if("%training", f"irvm: {name} in training mode is random; irvm runs inference (set the "
+                        "module's `training` attribute to False)", "train")
+            + (_dim_check(allowed, name) if allowed else "")
+        )
+        return _graph("%input : Tensor", body, "%input")
 
     return build
 
 
-def _softmax(op: str) -> Callable[[], str]:
+def _softmax(op: str, negate: bool = False) -> Callable[[], str]:
+    """``op(input, dim)`` (Softmin: of ``-input``), ``dim`` None meaning PyTorch's legacy
+    choice."""
+
     def build() -> str:
         # dim=None: PyTorch's legacy choice, 0 for 0-, 1- and 3-dimensional inputs, else 1
         body = (
@@ -365,7 +376,8 @@ def _softmax(op: str) -> Callable[[], str]:
             + "    block1():\n"
             + "      %given : int = prim::unchecked_cast(%dim)\n"
             + "      -> (%given)\n"
-            + f"  %out : Tensor = {op}(%input, %axis, %none)\n"
+            + ("  %negated : Tensor = aten::neg(%input)\n" if negate else "")
+            + f"  %out : Tensor = {op}({'%negated' if negate else '%input'}, %axis, %none)\n"
         )
         consts = "".join(f"  %c{v} : int = prim::Constant[value={v}]()\n" for v in (0, 1, 3))
         return _graph("%input : Tensor", consts + body)
@@ -373,11 +385,48 @@ def _softmax(op: str) -> Callable[[], str]:
     return build
 
 
-def _pool(op: str, attrs: list[tuple[str, str]]) -> Callable[[], str]:
+def _call(op: str, attrs: list[tuple[str, str]], extra: str = "") -> Callable[[], str]:
+    """``op(input, *attrs, *extra)``: the module's settings passed straight to one operator
+    (``extra``: IR constants after them, ``"float 0."``)."""
+    consts = [(f"c{i}", item.split()) for i, item in enumerate(extra.split(",")) if item.strip()]
+
     def build() -> str:
         reads = "".join(_attr(n, t, required=t.endswith("?")) for n, t in attrs)
-        args = ", ".join(f"%{n}" for n, _ in attrs)
-        return _graph("%input : Tensor", reads + f"  %out : Tensor = {op}(%input, {args})\n")
+        reads += "".join(
+            f"  %{n} : {t} = prim::Constant" + (f"[value={v[0]}]" if v else "") + "()\n" for n, (t, *v) in consts
+        )
+        args = "".join(f", %{n}" for n, _ in attrs) + "".join(f", %{n}" for n, _ in consts)
+        return _graph("%input : Tensor", reads + f"  %out : Tensor = {op}(%input{args})\n")
+
+    return build
+
+
+def _softmax2d() -> str:
+    body = (
+        _dim_check((3, 4), "Softmax2d")
+        + "  %channels : int = prim::Constant[value=-3]()\n"
+        + "  %none : NoneType = prim::Constant()\n"
+        + "  %out : Tensor = aten::softmax(%input, %channels, %none)\n"
+    )
+    return _graph("%input : Tensor", body)
+
+
+def _tanhshrink() -> str:
+    body = (
+        "  %t : Tensor = aten::tanh(%input)\n"
+        "  %one : int = prim::Constant[value=1]()\n"
+        "  %out : Tensor = aten::sub(%input, %t, %one)\n"
+    )
+    return _graph("%input : Tensor", body)
+
+
+def _adaptive_max_pool(n: int) -> Callable[[], str]:
+    def build() -> str:
+        body = (
+            _attr("output_size", "int[]")
+            + f"  %out : Tensor, %indices : Tensor = aten::adaptive_max_pool{n}d(%input, %output_size)\n"
+        )
+        return _graph("%input : Tensor", body)
 
     return build
 
@@ -412,11 +461,11 @@ KNOWN: dict[str, tuple[Callable[[], str], int]] = {
     NN + "instancenorm.InstanceNorm2d": (_instance_norm(2), 0),
     NN + "instancenorm.InstanceNorm3d": (_instance_norm(3), 0),
     NN + "sparse.Embedding": (_embedding, 0),
-    NN + "dropout.Dropout": (_dropout("aten::dropout"), 0),
-    NN + "dropout.Dropout1d": (_dropout("aten::feature_dropout"), 0),
-    NN + "dropout.Dropout2d": (_dropout("aten::feature_dropout"), 0),
-    NN + "dropout.Dropout3d": (_dropout("aten::feature_dropout"), 0),
-    NN + "dropout.AlphaDropout": (_dropout("aten::alpha_dropout"), 0),
+    NN + "dropout.Dropout": (_dropout("Dropout"), 0),
+    NN + "dropout.Dropout1d": (_dropout("Dropout1d", (2, 3)), 0),
+    NN + "dropout.Dropout2d": (_dropout("Dropout2d"), 0),
+    NN + "dropout.Dropout3d": (_dropout("Dropout3d"), 0),
+    NN + "dropout.AlphaDropout": (_dropout("AlphaDropout"), 0),
     NN + "activation.ReLU": (_activation("aten::relu"), 0),
     NN + "activation.ReLU6": (_activation("aten::hardtanh", consts="lo=0. hi=6."), 0),
     NN + "activation.Hardtanh": (_activation("aten::hardtanh", (("min_val", "float"), ("max_val", "float"))), 0),
@@ -432,13 +481,39 @@ KNOWN: dict[str, tuple[Callable[[], str], int]] = {
     NN + "activation.Tanh": (_unary("aten::tanh"), 0),
     NN + "activation.Softmax": (_softmax("aten::softmax"), 0),
     NN + "activation.LogSoftmax": (_softmax("aten::log_softmax"), 0),
-    NN + "pooling.MaxPool1d": (_pool("aten::max_pool1d", _MAX_POOL), 1),
-    NN + "pooling.MaxPool2d": (_pool("aten::max_pool2d", _MAX_POOL), 2),
-    NN + "pooling.AvgPool1d": (_pool("aten::avg_pool1d", _AVG_POOL), 1),
-    NN + "pooling.AvgPool2d": (_pool("aten::avg_pool2d", _AVG_POOL + [("divisor_override", "int?")]), 2),
-    NN + "pooling.AdaptiveAvgPool1d": (_pool("aten::adaptive_avg_pool1d", [("output_size", "int[]")]), 1),
-    NN + "pooling.AdaptiveAvgPool2d": (_pool("aten::adaptive_avg_pool2d", [("output_size", "int[]")]), 2),
+    NN + "pooling.MaxPool1d": (_call("aten::max_pool1d", _MAX_POOL), 1),
+    NN + "pooling.MaxPool2d": (_call("aten::max_pool2d", _MAX_POOL), 2),
+    NN + "pooling.AvgPool1d": (_call("aten::avg_pool1d", _AVG_POOL), 1),
+    NN + "pooling.AvgPool2d": (_call("aten::avg_pool2d", _AVG_POOL + [("divisor_override", "int?")]), 2),
+    NN + "pooling.AdaptiveAvgPool1d": (_call("aten::adaptive_avg_pool1d", [("output_size", "int[]")]), 1),
+    NN + "pooling.AdaptiveAvgPool2d": (_call("aten::adaptive_avg_pool2d", [("output_size", "int[]")]), 2),
+    NN + "pooling.AdaptiveMaxPool1d": (_adaptive_max_pool(1), 1),
+    NN + "pooling.AdaptiveMaxPool2d": (_adaptive_max_pool(2), 2),
     NN + "flatten.Flatten": (_flatten, 0),
+    NN + "flatten.Unflatten": (_call("aten::unflatten", [("dim", "int"), ("unflattened_size", "int[]")]), 0),
+    NN + "activation.PReLU": (_call("aten::prelu", [("weight", "Tensor")]), 0),
+    NN + "activation.Softplus": (_call("aten::softplus", [("beta", "float"), ("threshold", "float")]), 0),
+    NN + "activation.CELU": (_activation("aten::celu", (("alpha", "float"),)), 0),
+    NN + "activation.SELU": (_activation("aten::selu"), 0),
+    NN + "activation.Threshold": (_activation("aten::threshold", (("threshold", "float"), ("value", "float"))), 0),
+    NN + "activation.GLU": (_call("aten::glu", [("dim", "int")]), 0),
+    NN + "activation.LogSigmoid": (_unary("aten::log_sigmoid"), 0),
+    NN + "activation.Softshrink": (_call("aten::softshrink", [("lambd", "float")]), 0),
+    NN + "activation.Hardshrink": (_call("aten::hardshrink", [("lambd", "float")]), 0),
+    NN + "activation.Tanhshrink": (_tanhshrink, 0),
+    NN + "activation.Softmin": (_softmax("aten::softmax", negate=True), 0),
+    NN + "activation.Softmax2d": (_softmax2d, 0),
+    NN + "pixelshuffle.PixelShuffle": (_call("aten::pixel_shuffle", [("upscale_factor", "int")]), 0),
+    NN + "pixelshuffle.PixelUnshuffle": (_call("aten::pixel_unshuffle", [("downscale_factor", "int")]), 0),
+    # padding layers: `padding` holds both sides of each padded dimension, last first
+    NN + "padding.ZeroPad1d": (_call("aten::constant_pad_nd", [("padding", "int[]"), ("value", "float")]), 2),
+    NN + "padding.ZeroPad2d": (_call("aten::constant_pad_nd", [("padding", "int[]"), ("value", "float")]), 4),
+    NN + "padding.ConstantPad1d": (_call("aten::constant_pad_nd", [("padding", "int[]"), ("value", "float")]), 2),
+    NN + "padding.ConstantPad2d": (_call("aten::constant_pad_nd", [("padding", "int[]"), ("value", "float")]), 4),
+    NN + "padding.ReflectionPad1d": (_call("aten::pad", [("padding", "int[]")], 'str "reflect", NoneType'), 2),
+    NN + "padding.ReflectionPad2d": (_call("aten::pad", [("padding", "int[]")], 'str "reflect", NoneType'), 4),
+    NN + "padding.ReplicationPad1d": (_call("aten::pad", [("padding", "int[]")], 'str "replicate", NoneType'), 2),
+    NN + "padding.ReplicationPad2d": (_call("aten::pad", [("padding", "int[]")], 'str "replicate", NoneType'), 4),
 }
 
 CONTAINERS = {NN + "container.Sequential", NN + "container.ModuleList", NN + "container.ModuleDict"}

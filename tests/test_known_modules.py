@@ -138,6 +138,29 @@ CASES: list[tuple[str, Callable[[], nn.Module], Callable[[], Any]]] = [
     ("adaptive_avg_pool1d", lambda: nn.AdaptiveAvgPool1d(3), f32(2, 3, 8)),
     ("adaptive_avg_pool2d", lambda: nn.AdaptiveAvgPool2d((2, 3)), f32(1, 2, 7, 8)),
     ("adaptive_avg_pool2d_one", lambda: nn.AdaptiveAvgPool2d(1), f32(1, 2, 5, 5)),
+    ("adaptive_max_pool1d", lambda: nn.AdaptiveMaxPool1d(3), f32(2, 3, 8)),
+    ("adaptive_max_pool2d", lambda: nn.AdaptiveMaxPool2d((2, 3)), f32(1, 2, 7, 8)),
+    ("unflatten", lambda: nn.Unflatten(1, (2, 3)), f32(4, 6, 2)),
+    ("prelu", lambda: nn.PReLU(3, init=0.1), f32(2, 3, 4)),
+    ("softplus", lambda: nn.Softplus(beta=2.0, threshold=1.5), f32(3, 4)),
+    ("celu", lambda: nn.CELU(0.7), f32(3, 4)),
+    ("selu", lambda: nn.SELU(), f32(3, 4)),
+    ("threshold", lambda: nn.Threshold(0.1, -2.0), f32(3, 4)),
+    ("glu", lambda: nn.GLU(dim=0), f32(4, 3)),
+    ("log_sigmoid", lambda: nn.LogSigmoid(), f32(3, 4)),
+    ("softshrink", lambda: nn.Softshrink(0.3), f32(3, 4)),
+    ("hardshrink", lambda: nn.Hardshrink(0.7), f32(3, 4)),
+    ("tanhshrink", lambda: nn.Tanhshrink(), f32(3, 4)),
+    ("softmin", lambda: nn.Softmin(dim=1), f32(3, 4)),
+    ("softmax2d", lambda: nn.Softmax2d(), f32(2, 3, 4, 2)),
+    ("pixel_shuffle", lambda: nn.PixelShuffle(2), f32(1, 8, 3, 2)),
+    ("pixel_unshuffle", lambda: nn.PixelUnshuffle(2), f32(1, 2, 4, 6)),
+    ("zero_pad1d", lambda: nn.ZeroPad1d((1, 2)), f32(2, 3, 4)),
+    ("zero_pad2d", lambda: nn.ZeroPad2d(1), f32(1, 2, 3, 4)),
+    ("constant_pad2d", lambda: nn.ConstantPad2d((0, 1, 2, 3), 1.5), f32(1, 2, 3, 4)),
+    ("reflection_pad1d", lambda: nn.ReflectionPad1d((2, 1)), f32(2, 3, 4)),
+    ("reflection_pad2d", lambda: nn.ReflectionPad2d((1, 2, 0, 1)), f32(1, 2, 3, 4)),
+    ("replication_pad2d", lambda: nn.ReplicationPad2d(2), f32(1, 2, 3, 4)),
     ("flatten", lambda: nn.Flatten(), f32(2, 3, 4)),
     ("flatten_0_1", lambda: nn.Flatten(0, 1), f32(2, 3, 4)),
 ]
@@ -252,6 +275,20 @@ def test_plain_state_dict_fails_before_running_naming_each_missing_setting() -> 
         for key in ("m.padding : int[]", "m.stride : int[]", "m.padding_mode : str", "m.groups : int"):
             assert key in message
         assert "m.weight" not in message and "export_torch" in message and "inlined_graph" in message
+
+
+@pytest.mark.parametrize("inner", [nn.Dropout(0.1), nn.BatchNorm1d(3), nn.InstanceNorm1d(3, track_running_stats=True)])
+def test_eval_mode_must_be_stated_not_assumed(inner: nn.Module) -> None:
+    """`training` is no plain default here: the weights must say False (or True, which raises)."""
+    model = Wrap(inner).eval()
+    program = compiler.compile_source(str(torch.jit.script(model).graph))
+    weights = weights_of(model)
+    del weights["m.training"]
+    with pytest.raises(RunError, match=r"m\.training : bool"):
+        vm.Interpreter(program, weights)
+    weights["m.training"] = np.array(True)
+    with pytest.raises(RunError, match="training mode"):
+        vm.StaticRuntime(program, weights)(np.ones((2, 3, 4), np.float32))
 
 
 def test_a_setting_of_the_wrong_kind_is_reported_with_its_path() -> None:

@@ -23,7 +23,7 @@ first touches it:
   meaning is clear: an Optional (``Tensor?``) is None and ``training`` is False
   (inference); every other absent attribute is listed, with its dotted path and type, in
   one ``RunError``.  A GetAttr marked ``required=1`` (``compiler.known_modules`` reads
-  ``Embedding.max_norm`` so) must be present even when Optional; a stored 0-d string
+  ``Embedding.max_norm`` and ``training`` so) must be present, Optional or not; a stored 0-d string
   ``"None"`` is None for any Optional attribute.
 - ``bind_constants(graph, weights) -> dict[str, ndarray]`` is for frozen graphs, whose
   parameters are ``prim::Constant[value=<Tensor>]()`` named like ``%self.0.weight``.  It
@@ -161,7 +161,7 @@ def _bind_leaf(obj: ModuleObject, name: str, type_: T.Type | None, node: Node, m
         optional = isinstance(type_, T.OptionalType) or type_ == T.NONE
         if optional and not node.attrs.get("required"):
             obj.attributes[name] = None
-        elif name == "training" and type_ == T.BOOL:
+        elif name == "training" and type_ == T.BOOL and not node.attrs.get("required"):
             obj.attributes[name] = False
         else:
             missing.add(f"{dotted} : {type_}", node.span)
