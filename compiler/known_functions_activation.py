@@ -55,7 +55,7 @@ def _softmax(op: str, name: str, negate: bool = False) -> str:
         + "  %is3 : bool = aten::eq(%ndim, %three)\n"
         + "  %is01 : bool = aten::__or__(%is0, %is1)\n"
         + "  %first : bool = aten::__or__(%is01, %is3)\n"
-        + choose("d_legacy", "int", "%first", ("", "%zero"), ("", "%one"), indent=4)
+        + choose("d_legacy", "int", "%first", ("", "%zero"), ("", "%one"))
     )
     body = (
         pre

@@ -114,9 +114,9 @@ def _rms_norm() -> str:
         + "  %is64 : bool = aten::eq(%dtype, %f64)\n"
         + "  %is16 : bool = aten::eq(%dtype, %f16)\n"
         + "  %isbf : bool = aten::eq(%dtype, %bf16)\n"
-        + choose("eps_bf", "float", "%isbf", ("", "%e_bf"), ("", "%e_32"), indent=4)
-        + choose("eps_16", "float", "%is16", ("", "%e_16"), ("", "%eps_bf"), indent=4)
-        + choose("eps_auto", "float", "%is64", ("", "%e_64"), ("", "%eps_16"), indent=4)
+        + choose("eps_bf", "float", "%isbf", ("", "%e_bf"), ("", "%e_32"))
+        + choose("eps_16", "float", "%is16", ("", "%e_16"), ("", "%eps_bf"))
+        + choose("eps_auto", "float", "%is64", ("", "%e_64"), ("", "%eps_16"))
     )
     body = (
         const("e_64", "float", 2.220446049250313e-16)

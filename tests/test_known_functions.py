@@ -109,3 +109,118 @@ ACTIVATIONS = [
 @pytest.mark.parametrize("case", ACTIVATIONS, ids=lambda c: c[0].split("return ")[-1][:60])
 def test_activation(tmp_path: Any, case: tuple[Any, ...]) -> None:
     run_case(tmp_path, *case)
+
+
+_X, _Y = randn(4, 5), randn(4, 5)
+_LABELS = np.array([0, 2, 1, 4])
+_PROB = np.abs(randn(4, 5)) + 0.05
+_PROB = (_PROB / _PROB.sum(1, keepdims=True)).astype(np.float32)
+_SIG = (1 / (1 + np.exp(-_X))).astype(np.float32)
+_BITS = (randn(4, 5) > 0).astype(np.float32)
+
+NORMS_AND_SHAPES = [
+    ("def f(x: Tensor): return F.layer_norm(x, [4])", randn(3, 4)),
+    ("def f(x: Tensor, w: Tensor, b: Tensor): return F.layer_norm(x, [3, 4], w, b, 1e-3)", randn(2, 3, 4),
+     randn(3, 4), randn(3, 4)),
+    ("def f(x: Tensor): return F.group_norm(x, 2)", randn(3, 4, 5)),
+    ("def f(x: Tensor, w: Tensor, b: Tensor): return F.group_norm(x, 4, w, b, 0.1)", randn(2, 4, 3, 3), randn(4),
+     randn(4)),
+    ("def f(x: Tensor, m: Tensor, v: Tensor): return F.batch_norm(x, m, v)", randn(3, 4, 5), randn(4),
+     np.abs(randn(4))),
+    ("def f(x: Tensor, w: Tensor, b: Tensor): return F.batch_norm(x, None, None, w, b, True, 0.1, 1e-3)",
+     randn(3, 4, 5), randn(4), randn(4)),
+    ("def f(x: Tensor): return F.instance_norm(x)", randn(3, 4, 5)),
+    ("def f(x: Tensor, m: Tensor, v: Tensor): return F.instance_norm(x, m, v, use_input_stats=False)",
+     randn(2, 4, 5, 3), randn(4), np.abs(randn(4))),
+    ("def f(x: Tensor): return F.rms_norm(x, [4])", randn(3, 4)),
+    ("def f(x: Tensor, w: Tensor): return F.rms_norm(x, [3, 4], w, 1e-2)", randn(2, 3, 4), randn(3, 4)),
+    ("def f(x: Tensor): return F.normalize(x)", randn(3, 4)),
+    ("def f(x: Tensor): return F.normalize(x, 1.0, 0, 0.5)", randn(3, 4)),
+    ("def f(x: Tensor): return F.local_response_norm(x, 2)", randn(2, 5, 7)),
+    ("def f(x: Tensor): return F.local_response_norm(x, 3, 1e-2, 0.5, 2.0)", randn(2, 5, 4, 3)),
+    ("def f(x: Tensor): return F.pad(x, [1, 2])", randn(2, 3, 4)),
+    ("def f(x: Tensor): return F.pad(x, [1, 1, 2, 0], value=-3.0)", randn(2, 3, 4)),
+    ("def f(x: Tensor): return F.pad(x, [1, 2], 'reflect')", randn(2, 3, 4)),
+    ("def f(x: Tensor): return F.pad(x, [2, 1, 1, 2], mode='replicate')", randn(1, 2, 3, 4)),
+    ("def f(x: Tensor): return F.pad(x, [1, 2, 2, 1], mode='circular')", randn(1, 2, 3, 4)),
+    ("def f(i: Tensor, w: Tensor): return F.embedding(i, w)", np.array([[0, 2], [1, 3]]), randn(5, 3)),
+    ("def f(i: Tensor, w: Tensor): return F.embedding(i, w, padding_idx=-1)", np.array([4, 1, 0]), randn(5, 3)),
+    ("def f(x: Tensor): return F.adaptive_avg_pool2d(x, 2)", randn(2, 3, 5, 4)),
+    ("def f(x: Tensor): return F.adaptive_avg_pool2d(x, [3, 1])", randn(2, 3, 5, 4)),
+    ("def f(x: Tensor): return F.adaptive_avg_pool3d(x, [2, 1, 3])", randn(1, 2, 4, 3, 5)),
+    ("def f(x: Tensor): return F.max_pool1d(x, 2)", randn(2, 3, 8)),
+    ("def f(x: Tensor): return F.max_pool1d(x, 3, 2, 1, 2, ceil_mode=True)", randn(2, 3, 11)),
+    ("def f(x: Tensor): return F.max_pool2d(x, 2)", randn(2, 3, 6, 4)),
+    ("def f(x: Tensor): return F.max_pool2d(x, [3, 2], [1, 2], [1, 0], ceil_mode=True)", randn(2, 3, 6, 5)),
+    ("def f(x: Tensor): return F.max_pool2d(x, 2, return_indices=True)", randn(2, 3, 6, 4)),
+    ("def f(x: Tensor): return F.max_pool2d_with_indices(x, 3, 2, 1)", randn(1, 2, 7, 6)),
+    ("def f(x: Tensor): return F.max_pool1d(x, 3, 2, 1, return_indices=True)", randn(2, 3, 9)),
+    ("def f(x: Tensor): return F.max_pool1d_with_indices(x, 2)", randn(2, 3, 9)),
+    ("def f(x: Tensor): return F.adaptive_max_pool2d(x, 2)", randn(2, 3, 6, 4)),
+    ("def f(x: Tensor): return F.adaptive_max_pool2d(x, [3, 2], True)", randn(2, 3, 6, 4)),
+    ("def f(x: Tensor): return F.adaptive_max_pool1d(x, 2, True)", randn(2, 3, 6)),
+    ("def f(x: Tensor): return F.adaptive_max_pool1d(x, 4)", randn(2, 3, 9)),
+    ("def f(x: Tensor): return torch.norm(x)", randn(3, 4)),
+    ("def f(x: Tensor): return torch.norm(x, dim=1, keepdim=True)", randn(3, 4)),
+    ("def f(x: Tensor): return torch.norm(x, 3.0, 1)", randn(3, 4)),
+    ("def f(x: Tensor): return torch.norm(x, 'fro', [0, 1])", randn(3, 4)),
+    ("def f(x: Tensor): return torch.norm(x, 'fro', 0, True)", randn(3, 4)),
+    ("def f(x: Tensor): return torch.norm(x, 1, [0])", randn(3, 4)),
+    ("def f(x: Tensor): return torch.norm(x, float('inf'), dtype=torch.float64)", randn(3, 4)),
+    ("def f(x: Tensor): return torch.norm(x, 0.5) + torch.norm(x, p=2, dim=[1, 0])", randn(3, 4)),
+    ("def f(x: Tensor, y: Tensor): return torch.cdist(x, y)", randn(3, 4), randn(5, 4)),
+    ("def f(x: Tensor, y: Tensor): return torch.cdist(x, y, 1.0)", randn(2, 3, 4), randn(2, 5, 4)),
+    ("def f(x: Tensor, y: Tensor): return torch.cdist(x, y, 0.0, 'donot_use_mm_for_euclid_dist')", randn(3, 2),
+     np.round(randn(4, 2))),
+]
+
+LOSSES = [
+    ("def f(x: Tensor, y: Tensor): return F.mse_loss(x, y)", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.mse_loss(x, y, reduction='none')", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.mse_loss(x, y, reduction='sum', weight=y.abs())", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.mse_loss(x, y, reduce=False)", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.mse_loss(x, y[0])", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.l1_loss(x, y, size_average=False)", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.l1_loss(x, y, weight=y.abs())", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.smooth_l1_loss(x, y) + F.smooth_l1_loss(x, y, beta=0.0)", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.smooth_l1_loss(x, y, reduction='none', beta=0.5)", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.huber_loss(x, y)", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.huber_loss(x, y, 'sum', 0.5)", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.huber_loss(x, y, weight=y.abs())", _X, _Y),
+    ("def f(x: Tensor, y: Tensor): return F.cross_entropy(x, y)", _X, _LABELS),
+    ("def f(x: Tensor, y: Tensor): return F.cross_entropy(x, y, reduction='none', label_smoothing=0.1)", _X,
+     _LABELS),
+    ("def f(x: Tensor, y: Tensor): return F.cross_entropy(x, y, weight=torch.arange(1.0, 6.0), ignore_index=1)",
+     _X, _LABELS),
+    ("def f(x: Tensor, y: Tensor): return F.cross_entropy(x, y)", _X, _PROB),
+    ("def f(x: Tensor, y: Tensor): return F.nll_loss(F.log_softmax(x, 1), y, ignore_index=2)", _X, _LABELS),
+    ("def f(x: Tensor, y: Tensor): return F.nll_loss(x, y, weight=torch.arange(5.0), reduction='sum')", _X,
+     _LABELS),
+    ("def f(x: Tensor, y: Tensor): return F.binary_cross_entropy(x, y)", _SIG, _BITS),
+    ("def f(x: Tensor, y: Tensor): return F.binary_cross_entropy(x, y, torch.arange(5.0), reduction='none')",
+     _SIG, _BITS),
+    ("def f(x: Tensor, y: Tensor): return F.binary_cross_entropy_with_logits(x, y)", _X, _BITS),
+    ("def f(x: Tensor, y: Tensor): return F.binary_cross_entropy_with_logits(x, y, y + 1.0, "
+     "pos_weight=torch.arange(5.0), reduction='sum')", _X, _BITS),
+    ("def f(x: Tensor, y: Tensor): return F.binary_cross_entropy_with_logits(x, y, reduce=False)", _X, _BITS),
+    ("def f(x: Tensor, y: Tensor): return F.kl_div(x, y)", np.log(_PROB), _PROB),
+    ("def f(x: Tensor, y: Tensor): return F.kl_div(x, y, reduction='batchmean', log_target=True)",
+     np.log(_PROB), np.log(_PROB)),
+    ("def f(x: Tensor, y: Tensor): return F.kl_div(x, y, reduction='none')", np.log(_PROB),
+     (_PROB * (_PROB > 0.2)).astype(np.float32)),
+    ("def f(x: Tensor, y: Tensor): return F.kl_div(x, y, size_average=False)", np.log(_PROB), _PROB),
+]
+
+
+def _case_id(case: tuple[Any, ...]) -> str:
+    return case[0].split("return ")[-1][:70]
+
+
+@pytest.mark.parametrize("case", NORMS_AND_SHAPES, ids=_case_id)
+def test_norm_pad_pool(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    run_case(tmp_path, *case)
+
+
+@pytest.mark.parametrize("case", LOSSES, ids=_case_id)
+def test_loss(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    run_case(tmp_path, *case)
