@@ -49,7 +49,7 @@ from functools import cache
 from compiler import types as T
 from compiler.diagnostics import CompileError
 from compiler.ir import Graph, Module, Node
-from compiler.known_module_bodies import CONTAINERS, KNOWN
+from compiler.known_module_bodies import CONTAINERS, KNOWN, METHODS
 from compiler.passes.inline_calls import callee_name
 
 _MANGLE = re.compile(r"\.___torch_mangle_\d+(?=\.)")
@@ -136,7 +136,7 @@ def _body_for(call: Node) -> Graph | None:
             f"whose classes `.graph` does not show; {_HINT}",
             call.span,
         )
-    if base not in KNOWN or method != "forward":
+    if base not in KNOWN or method != METHODS.get(base, "forward"):
         return None
     body = known_forward(self_type.qualname)
     _check_signature(call, body, base)

@@ -215,6 +215,56 @@ def test_inplace_activation_changes_the_input_the_caller_reads_again(act: nn.Mod
     check_against_torch(AliasedInplace(act), (torch.randn(3, 4),))
 
 
+class LSTMWrap(nn.Module):
+    def __init__(self, rnn: nn.LSTM) -> None:
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        y, (h1, c1) = self.rnn(x)
+        y2, (h2, c2) = self.rnn(x, (h, c))
+        return y + y2, h1 + h2, c1 * c2
+
+
+class GRUWrap(nn.Module):
+    def __init__(self, rnn: nn.Module) -> None:
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y, h1 = self.rnn(x)
+        y2, h2 = self.rnn(x, h)
+        return y - y2, h1 + h2
+
+
+RNN_CASES = [
+    ("lstm_2layer_bidir_batch_first", lambda: nn.LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True),
+     (2, 5, 3), (4, 2, 4), (4, 2, 4)),
+    ("lstm_proj_unbatched", lambda: nn.LSTM(3, 4, proj_size=2), (5, 3), (1, 2), (1, 4)),
+    ("gru_nobias", lambda: nn.GRU(3, 4, bias=False), (5, 2, 3), (1, 2, 4), None),
+    ("gru_unbatched_batch_first", lambda: nn.GRU(3, 4, batch_first=True, num_layers=2), (5, 3), (2, 4), None),
+    ("rnn_relu_2layer", lambda: nn.RNN(3, 4, nonlinearity="relu", num_layers=2), (5, 2, 3), (2, 2, 4), None),
+    ("rnn_tanh_bidir", lambda: nn.RNN(3, 4, batch_first=True, bidirectional=True), (2, 5, 3), (2, 2, 4), None),
+]
+
+
+@pytest.mark.parametrize("name,make,x,h,c", RNN_CASES, ids=[c[0] for c in RNN_CASES])
+def test_recurrent_module_called_from_a_graph_dump_matches_torch(name: str, make: Any, x: Any, h: Any, c: Any) -> None:
+    """LSTM/GRU/RNN: `forward__0` (the tensor overload), with and without an initial state."""
+    torch.manual_seed(0)
+    rnn = make()
+    model = (LSTMWrap(rnn) if c else GRUWrap(rnn)).eval()
+    args = tuple(torch.randn(*shape) for shape in (x, h, c) if shape)
+    scripted = torch.jit.script(model)
+    assert 'prim::CallMethod[name="forward__0"]' in str(scripted.graph)
+    with torch.no_grad():
+        expected = [t.numpy() for t in model(*args)]
+    for got in run_both(str(scripted.graph), weights_of(model), args):
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
 class Block(nn.Module):
     def __init__(self) -> None:
         super().__init__()
