@@ -112,11 +112,12 @@ def unwrap(name: str, optional: str, type_: str, default: str) -> str:
 
 def _table() -> dict[str, list[str]]:
     from compiler import known_functions_activation as act
+    from compiler import known_functions_interpolate as interp
     from compiler import known_functions_loss as loss
     from compiler import known_functions_nn as nn
 
     table: dict[str, list[str]] = {}
-    for part in (act.BODIES, nn.BODIES, loss.BODIES):
+    for part in (act.BODIES, nn.BODIES, loss.BODIES, interp.BODIES):
         for name, texts in part.items():
             table.setdefault(name, []).extend(texts)
     return table

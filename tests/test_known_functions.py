@@ -18,7 +18,7 @@ import pytest
 
 import compiler
 import vm
-from compiler.diagnostics import CompileError
+from compiler.diagnostics import CompileError, RunError
 
 torch = pytest.importorskip("torch")
 
@@ -224,3 +224,140 @@ def test_norm_pad_pool(tmp_path: Any, case: tuple[Any, ...]) -> None:
 @pytest.mark.parametrize("case", LOSSES, ids=_case_id)
 def test_loss(tmp_path: Any, case: tuple[Any, ...]) -> None:
     run_case(tmp_path, *case)
+
+
+RESAMPLING = [
+    ("def f(x: Tensor): return F.interpolate(x, scale_factor=2.0)", randn(1, 2, 3, 4)),
+    ("def f(x: Tensor): return F.interpolate(x, size=5)", randn(1, 2, 3)),
+    ("def f(x: Tensor): return F.interpolate(x, size=[5, 7], mode='bilinear')", randn(1, 2, 3, 4)),
+    ("def f(x: Tensor): return F.interpolate(x, scale_factor=[2.0, 1.5], mode='bilinear', align_corners=True)",
+     randn(1, 2, 3, 4)),
+    ("def f(x: Tensor): return F.interpolate(x, size=[5, 7], mode='bicubic')", randn(1, 2, 3, 4)),
+    ("def f(x: Tensor): return F.interpolate(x, size=[5, 4], mode='bilinear', antialias=True)", randn(1, 2, 8, 9)),
+    ("def f(x: Tensor): return F.interpolate(x, scale_factor=0.5, mode='area')", randn(1, 2, 8, 6)),
+    ("def f(x: Tensor): return F.interpolate(x, size=[3, 2, 2], mode='area')", randn(1, 2, 6, 4, 5)),
+    ("def f(x: Tensor): return F.interpolate(x, scale_factor=1.7, mode='linear', recompute_scale_factor=True)",
+     randn(1, 2, 5)),
+    ("def f(x: Tensor): return F.interpolate(x, scale_factor=1.7, mode='linear')", randn(1, 2, 5)),
+    ("def f(x: Tensor): return F.interpolate(x, size=[3, 4, 5], mode='trilinear')", randn(1, 2, 2, 3, 2)),
+    ("def f(x: Tensor): return F.interpolate(x, scale_factor=2.0, mode='nearest-exact')", randn(1, 2, 3, 4)),
+    ("def f(x: Tensor): return F.interpolate(x, size=4, mode='nearest-exact')", randn(1, 2, 3, 3, 3)),
+    ("def f(x: Tensor): return F.interpolate(x, scale_factor=[3.0], mode='nearest')", randn(1, 2, 3)),
+    ("def f(x: Tensor, y: Tensor): return torch.tensordot(x, y, 1)", randn(3, 4), randn(4, 5)),
+    ("def f(x: Tensor, y: Tensor): return torch.tensordot(x, y)", randn(2, 3, 4), randn(3, 4, 5)),
+    ("def f(x: Tensor, y: Tensor): return torch.tensordot(x, y, 0)", randn(2, 3), randn(4)),
+    ("def f(x: Tensor, y: Tensor): return torch.tensordot(x, y, [[1], [0]])", randn(3, 4), randn(4, 5)),
+    ("def f(x: Tensor, y: Tensor): return torch.tensordot(x, y, ([0, 2], [2, 1]))", randn(3, 4, 5), randn(2, 5, 3)),
+    ("def f(x: Tensor, y: Tensor): return torch.tensordot(x, y, [[-1, 0], [0, -1]])", randn(3, 4, 1),
+     randn(5, 2, 3)),
+    # two overloads of one name in one dump: each call gets its own body
+    ("def f(x: Tensor): return torch.norm(x, 'fro') + torch.norm(x, 2.0, 1).sum() + torch.norm(x, 1, [0]).sum()",
+     randn(3, 4)),
+]
+
+
+@pytest.mark.parametrize("case", RESAMPLING, ids=_case_id)
+def test_interpolate_tensordot(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    run_case(tmp_path, *case)
+
+
+# ---------------------------------------------------------------------------------------
+# Errors, own bodies, spans
+
+
+def test_wrong_arity_names_the_line_and_the_known_signature() -> None:
+    text = (
+        "graph(%x : Tensor):\n"
+        '  %f : Function = prim::Constant[name="relu"]()\n'
+        "  %y : Tensor = prim::CallFunction(%f, %x)\n"
+        "  return (%y)\n"
+    )
+    with pytest.raises(CompileError) as info:
+        compiler.compile_source(text, "case.ir")
+    message = str(info.value)
+    assert "case.ir:3:" in message
+    assert "relu(Tensor input, bool inplace) -> Tensor" in message
+
+
+def test_wrong_argument_type_keeps_the_error() -> None:
+    text = (
+        "graph(%x : Tensor):\n"
+        '  %f : Function = prim::Constant[name="leaky_relu"]()\n'
+        '  %s : str = prim::Constant[value="steep"]()\n'
+        "  %b : bool = prim::Constant[value=0]()\n"
+        "  %y : Tensor = prim::CallFunction(%f, %x, %s, %b)\n"
+        "  return (%y)\n"
+    )
+    with pytest.raises(CompileError, match=r"leaky_relu\(Tensor input, float negative_slope, bool inplace\)") as info:
+        compiler.compile_source(text, "case.ir")
+    assert "case.ir:5:" in str(info.value)
+
+
+def test_a_body_in_the_dump_wins_over_the_known_one() -> None:
+    """A dump that carries ``with relu = graph(...)`` runs that body, not irvm's."""
+    text = (
+        "graph(%x : Tensor):\n"
+        '  %f : Function = prim::Constant[name="relu"]()\n'
+        "  %b : bool = prim::Constant[value=0]()\n"
+        "  %y : Tensor = prim::CallFunction(%f, %x, %b)\n"
+        "  return (%y)\n"
+        "with relu = graph(%input : Tensor, %inplace : bool):\n"
+        "  %r : Tensor = aten::neg(%input)\n"
+        "  return (%r)\n"
+    )
+    x = randn(3, 4)
+    program = compiler.compile_source(text, "case.ir")
+    for engine in (vm.Interpreter(program), vm.StaticRuntime(program)):
+        np.testing.assert_array_equal(engine(x.copy()), -x)
+
+
+def test_inlined_nodes_point_at_the_call() -> None:
+    """The nodes copied from a known body carry the span of the call they replace, and
+    the optimized module keeps no known body once every call is inlined."""
+    from compiler.pipeline import optimize
+
+    text = (
+        "graph(%x : Tensor):\n"
+        '  %f : Function = prim::Constant[name="relu"]()\n'
+        "  %b : bool = prim::Constant[value=0]()\n"
+        "  %y : Tensor = prim::CallFunction(%f, %x, %b) # model.py:7:4\n"
+        "  return (%y)\n"
+    )
+    optimized, _ = optimize(compiler.parse(text, "case.ir"), fusion=False)
+    (relu,) = [n for n in optimized.main.walk() if n.kind == "aten::relu"]
+    assert relu.span is not None and (relu.span.file, relu.span.line) == ("case.ir", 4)
+    assert relu.source == "model.py:7:4"
+    assert "relu" not in optimized.functions
+
+
+def test_training_dropout_raises_at_the_call(tmp_path: Any) -> None:
+    fn = _script(tmp_path, "def f(x: Tensor): return F.dropout(x, 0.5, True)")
+    program = compiler.compile_source(str(fn.graph), "case.ir")
+    for engine in (vm.Interpreter(program), vm.StaticRuntime(program)):
+        with pytest.raises(RunError, match="training=True") as info:
+            engine(randn(3))
+        assert "case.ir:" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(x: Tensor): return F.mse_loss(x, x, reduction='average')",
+        "def f(x: Tensor): return F.hardtanh(x, 1.0, -1.0)",
+        "def f(x: Tensor): return F.dropout(x, 1.5, False)",
+        "def f(x: Tensor): return F.interpolate(x, size=4, scale_factor=2.0)",
+        "def f(x: Tensor): return F.interpolate(x, size=[4, 4], mode='nearest', align_corners=True)",
+        "def f(x: Tensor): return torch.norm(x, 'max')",
+        "def f(x: Tensor): return torch.cdist(x, x, -1.0)",
+    ],
+)
+def test_invalid_arguments_raise_like_torch(tmp_path: Any, source: str) -> None:
+    """Argument values torch refuses make the body raise too (at run time)."""
+    fn = _script(tmp_path, source)
+    x = randn(1, 2, 3, 3)
+    with pytest.raises(Exception):
+        fn(torch.from_numpy(x))
+    program = compiler.compile_source(str(fn.graph), "case.ir")
+    for engine in (vm.Interpreter(program), vm.StaticRuntime(program)):
+        with pytest.raises(RunError):
+            engine(x.copy())
