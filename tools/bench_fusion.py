@@ -95,7 +95,7 @@ class Settings:
 
 
 FULL = Settings(rounds=7, block_ms=250, min_repeats=5, max_repeats=400, scale=1, gap_s=0.05)
-QUICK = Settings(rounds=3, block_ms=100, min_repeats=3, max_repeats=200, scale=1, gap_s=0.05)
+QUICK = Settings(rounds=3, block_ms=60, min_repeats=2, max_repeats=200, scale=1, gap_s=0.02)
 SMOKE = Settings(rounds=1, block_ms=0, min_repeats=1, max_repeats=1, scale=100, gap_s=0.0)
 
 
@@ -379,7 +379,7 @@ def dram_bandwidth(n_bytes: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="3 rounds of ~0.1 s blocks (under a minute)")
+    mode.add_argument("--quick", action="store_true", help="3 rounds of ~60 ms blocks (under a minute)")
     mode.add_argument("--smoke", action="store_true", help="1/100 sizes, 1 round of 1 call, no sweep")
     parser.add_argument("--sweep-blocks", action="store_true", help="also time fused-blocked over max_block")
     parser.add_argument("--omp-wait", choices=["both", *OMP_POLICIES], default="both",
