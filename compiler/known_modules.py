@@ -10,7 +10,7 @@ supplies that graph for the classes it knows, before the passes run
 ``irc compile`` and the static runtime's re-optimized ``.irbc`` all get the bodies).  The
 bodies themselves are written in ``compiler.known_module_bodies``.
 
-The bodies are written here, after PyTorch's documented semantics of each module's
+The bodies are ours, written after PyTorch's documented semantics of each module's
 ``forward`` in eval mode; they are not copies of what TorchScript prints (which bakes the
 module's ``__constants__``, such as a convolution's stride, into ``prim::Constant``
 nodes).  Every setting the forward depends on is therefore read from ``%self`` with a
@@ -30,10 +30,19 @@ Eval mode only, and only when the weights say so: the modules whose forward depe
 raises at run time (dropout is random, batch norm would update running statistics),
 except where PyTorch's training forward is the same computation (an InstanceNorm without
 running statistics).  In eval mode a dropout returns its input itself.  Settings irvm
-does not implement raise at run time with the reason (a convolution's string padding
-cannot even be stored; ``ConvTranspose`` with an ``output_size`` argument; an
-``Embedding`` with ``max_norm``).  Arguments that change only gradients
+does not implement raise at run time with the reason (``ConvTranspose`` with an
+``output_size`` argument; an ``Embedding`` with ``max_norm``; a ``MultiheadAttention``
+with ``kdim``/``vdim``, ``add_bias_kv`` or ``add_zero_attn``); a convolution's string
+padding is converted by ``export_torch`` (``"valid"``, a symmetric ``"same"``) and is a
+type error in a weights file.  Arguments that change only gradients
 (``Embedding.padding_idx``, ``sparse``) are not read.
+
+Covered: linear layers, convolutions (1-3d, transposed 1-2d, every padding mode), the
+norms (Batch/Instance 1-3d, Layer, Group), embedding, dropouts, ~25 activations, softmax
+family, pools (max/avg 1-2d, adaptive avg/max 1-2d), padding layers, flatten/unflatten,
+pixel shuffles, ``MultiheadAttention`` (F.multi_head_attention_forward's math: bool or
+float masks, per-head masks, either layout, weights averaged or not), and ``LSTM``,
+``GRU``, ``RNN`` through TorchScript's ``forward__0`` (their tensor overload).
 
 Containers: ``ModuleList`` and ``ModuleDict`` have no forward; scripting unrolls their
 loops into the caller, whose dump shows each child's class, so those calls resolve.

@@ -265,6 +265,71 @@ def test_recurrent_module_called_from_a_graph_dump_matches_torch(name: str, make
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
 
 
+class AttentionWrap(nn.Module):
+    def __init__(self, att: nn.MultiheadAttention) -> None:
+        super().__init__()
+        self.att = att
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kpm: torch.Tensor | None,
+        am: torch.Tensor | None, need_weights: bool, average: bool, causal: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.att(q, k, v, key_padding_mask=kpm, need_weights=need_weights, attn_mask=am,
+                        average_attn_weights=average, is_causal=causal)
+
+
+def _causal(n: int) -> torch.Tensor:
+    return torch.triu(torch.full((n, n), float("-inf")), diagonal=1)
+
+
+ATTENTION_CASES = [
+    # name, module, q shape, kv shape, key_padding_mask, attn_mask, need_weights, average, causal
+    ("self_time_major", lambda: nn.MultiheadAttention(8, 2), (5, 3, 8), None, None, None, True, True, False),
+    ("cross_batch_first_masks", lambda: nn.MultiheadAttention(8, 4, batch_first=True), (3, 5, 8), (3, 6, 8),
+     torch.tensor([[False] * 5 + [True]] * 2 + [[False] * 6]), torch.randn(5, 6), True, False, False),
+    ("bool_mask_no_weights", lambda: nn.MultiheadAttention(6, 3), (4, 2, 6), (7, 2, 6),
+     None, torch.rand(4, 7) < 0.3, False, True, False),
+    ("unbatched_bool_mask", lambda: nn.MultiheadAttention(4, 1), (3, 4), (5, 4),
+     torch.tensor([False, False, True, False, False]), None, True, True, False),
+    ("causal_hint", lambda: nn.MultiheadAttention(8, 2, batch_first=True), (2, 4, 8), None, None, _causal(4),
+     False, True, True),
+    ("per_head_mask", lambda: nn.MultiheadAttention(4, 2), (3, 2, 4), None, None, torch.randn(4, 3, 3),
+     True, False, False),
+]
+
+
+@pytest.mark.parametrize("case", ATTENTION_CASES, ids=[c[0] for c in ATTENTION_CASES])
+def test_multihead_attention_called_from_a_graph_dump_matches_torch(case: Any) -> None:
+    """Masks (bool and float, padding and attention, per head), layouts, weights or not."""
+    _name, make, q_shape, kv_shape, kpm, am, need_weights, average, causal = case
+    torch.manual_seed(0)
+    model = AttentionWrap(make()).eval()
+    q = torch.randn(*q_shape)
+    kv = q if kv_shape is None else torch.randn(*kv_shape)
+    args = (q, kv, kv, kpm, am, need_weights, average, causal)
+    scripted = torch.jit.script(model)
+    with torch.no_grad():
+        expected = model(*args)
+    program = compiler.compile_source(str(scripted.graph), "<graph>")
+    np_args = [a.numpy() if isinstance(a, torch.Tensor) else a for a in args]
+    for engine in (vm.Interpreter, vm.StaticRuntime):
+        out, weights = engine(program, weights_of(model))(*np_args)
+        np.testing.assert_allclose(out, expected[0].numpy(), rtol=1e-4, atol=1e-5)
+        if expected[1] is None:
+            assert weights is None
+        else:
+            np.testing.assert_allclose(weights, expected[1].numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("options", [{"kdim": 4, "vdim": 4}, {"add_bias_kv": True}, {"add_zero_attn": True}])
+def test_attention_settings_irvm_lacks_raise_with_the_reason(options: dict[str, Any]) -> None:
+    model = AttentionWrap(nn.MultiheadAttention(8, 2, **options)).eval()
+    program = compiler.compile_source(str(torch.jit.script(model).graph))
+    q, kv = np.ones((3, 2, 8), np.float32), np.ones((3, 2, options.get("kdim", 8)), np.float32)
+    with pytest.raises(RunError, match="MultiheadAttention with"):
+        vm.Interpreter(program, weights_of(model))(q, kv, kv, None, None, True, True, False)
+
+
 class Block(nn.Module):
     def __init__(self) -> None:
         super().__init__()

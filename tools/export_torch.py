@@ -295,7 +295,9 @@ def known_module_settings(model: Any) -> dict[str, np.ndarray]:
             continue
         for name, type_ in attributes_read(qualname):
             plain = type_.elem if isinstance(type_, T.OptionalType) else type_
-            if isinstance(plain, T.TensorType) or (isinstance(plain, T.ListType) and plain.elem == T.TENSOR):
+            if isinstance(plain, (T.TensorType, T.ClassType)) or (
+                isinstance(plain, T.ListType) and plain.elem == T.TENSOR
+            ):
                 continue  # the state_dict has them (an RNN's _flat_weights: its named parameters)
             key = f"{path}.{name}" if path else name
             value = _lookup(sub, name)
