@@ -42,7 +42,10 @@ try:  # optional dependency
 except ImportError:  # pragma: no cover - depends on the machine
     AVAILABLE = False
 
-THRESHOLD = 1 << 17  # elements; below this the call overhead and the blocked path win
+# Elements from which a call runs the numba kernel.  Measured on ratio_iou (2 cores): at 40K
+# elements numba takes 0.024 ms and the blocked numpy path 0.114 ms, at 1e5 0.045 vs 0.28 ms;
+# below two of vm.fusion's blocks (16K) the group runs its kernels straight-line anyway.
+THRESHOLD = 1 << 14
 _call_lock = threading.Lock()  # numba's workqueue threading layer must not be entered twice at once
 _loaded: dict[str, Callable[..., Any]] = {}
 _load_lock = threading.Lock()
