@@ -142,7 +142,8 @@ def _body_for(call: Node) -> Graph | None:
     if base in CONTAINERS:
         raise CompileError(
             f"prim::CallMethod {base.rsplit('.', 1)[-1]}.{method}: its body calls the container's children, "
-            f"whose classes `.graph` does not show; {_HINT}",
+            f"whose classes `.graph` does not show; {_HINT} (--no-inline keeps the calls and adds the "
+            "container's own body)",
             call.span,
         )
     if base not in KNOWN or method != METHODS.get(base, "forward"):
