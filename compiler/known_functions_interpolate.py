@@ -252,11 +252,11 @@ def _contract() -> str:
         "      %sum_b : bool = aten::__and__(%sum_b0, %s1_one)\n"
         + "".join("    " + line + "\n" for line in (
             choose("ta1", "Tensor", "%sum_a",
-                   ("  %pa_l : int[] = prim::ListConstruct(%pa)\n"
-                    "  %ta_s : Tensor = aten::sum(%ta0, %pa_l, %true, %none)\n", "%ta_s"), ("", "%ta0"))
+                   (("  %pa_l : int[] = prim::ListConstruct(%pa)\n"
+                    "  %ta_s : Tensor = aten::sum(%ta0, %pa_l, %true, %none)\n"), "%ta_s"), ("", "%ta0"))
             + choose("tb1", "Tensor", "%sum_b",
-                     ("  %m_l : int[] = prim::ListConstruct(%m)\n"
-                      "  %tb_s : Tensor = aten::sum(%tb0, %m_l, %true, %none)\n", "%tb_s"), ("", "%tb0"))
+                     (("  %m_l : int[] = prim::ListConstruct(%m)\n"
+                      "  %tb_s : Tensor = aten::sum(%tb0, %m_l, %true, %none)\n"), "%tb_s"), ("", "%tb0"))
         ).splitlines())
         + "      -> (%true, %ta1, %tb1)\n"
     )

@@ -187,7 +187,7 @@ def _cross_entropy() -> str:
     body = _reduction_string() + _enum() + (
         "  %out : Tensor = aten::cross_entropy_loss(%input, %target, %weight, %e, %ignore_index, %label_smoothing)\n"
     )
-    return graph(f"%input : Tensor, %target : Tensor, %weight : Tensor?, %size_average : bool?, %ignore_index : int, "
+    return graph("%input : Tensor, %target : Tensor, %weight : Tensor?, %size_average : bool?, %ignore_index : int, "
                  "%reduce : bool?, %reduction : str, %label_smoothing : float", body)
 
 
@@ -216,11 +216,11 @@ def _bce() -> str:
         + _same_size_check()
         + "  %has_weight : bool = aten::__isnot__(%weight, %rnone)\n"
         + choose("w", "Tensor?", "%has_weight",
-                 ("  %w_given : Tensor = prim::unchecked_cast(%weight)\n"
+                 (("  %w_given : Tensor = prim::unchecked_cast(%weight)\n"
                   "  %tw : Tensor[] = prim::ListConstruct(%target, %w_given)\n"
                   "  %tw_b : Tensor[] = aten::broadcast_tensors(%tw)\n"
                   "  %idx1 : int = prim::Constant[value=1]()\n"
-                  "  %w_b : Tensor = aten::__getitem__(%tw_b, %idx1)\n", "%w_b"),
+                  "  %w_b : Tensor = aten::__getitem__(%tw_b, %idx1)\n"), "%w_b"),
                  ("", "%rnone"))
         + "  %out : Tensor = aten::binary_cross_entropy(%input, %target, %w, %e)\n"
     )
@@ -238,11 +238,11 @@ def _bce_with_logits() -> str:
         + "  %lin : Tensor = aten::mul(%one_minus_t, %input)\n"
         + "  %has_pos : bool = aten::__isnot__(%pos_weight, %rnone)\n"
         + choose("weighted_ls", "Tensor", "%has_pos",
-                 ("  %pw : Tensor = prim::unchecked_cast(%pos_weight)\n"
+                 (("  %pw : Tensor = prim::unchecked_cast(%pos_weight)\n"
                   "  %pw1 : Tensor = aten::sub(%pw, %one, %one)\n"
                   "  %pwt : Tensor = aten::mul(%pw1, %target)\n"
                   "  %log_w : Tensor = aten::add(%pwt, %one, %one)\n"
-                  "  %lw_ls : Tensor = aten::mul(%log_w, %ls)\n", "%lw_ls"),
+                  "  %lw_ls : Tensor = aten::mul(%log_w, %ls)\n"), "%lw_ls"),
                  ("", "%ls"))
         + "  %raw : Tensor = aten::sub(%lin, %weighted_ls, %one)\n"
         + "  %has_weight : bool = aten::__isnot__(%weight, %rnone)\n"
@@ -265,12 +265,12 @@ def _kl_div() -> str:
         + _enum("%red_kl")
         + const("one", "int", 1)
         + choose("pointwise", "Tensor", "%log_target",
-                 ("  %et : Tensor = aten::exp(%target)\n"
+                 (("  %et : Tensor = aten::exp(%target)\n"
                   "  %d : Tensor = aten::sub(%target, %input, %one)\n"
-                  "  %lt_loss : Tensor = aten::mul(%et, %d)\n", "%lt_loss"),
-                 ("  %xl : Tensor = aten::xlogy(%target, %target)\n"
+                  "  %lt_loss : Tensor = aten::mul(%et, %d)\n"), "%lt_loss"),
+                 (("  %xl : Tensor = aten::xlogy(%target, %target)\n"
                   "  %tx : Tensor = aten::mul(%target, %input)\n"
-                  "  %p_loss : Tensor = aten::sub(%xl, %tx, %one)\n", "%p_loss"))
+                  "  %p_loss : Tensor = aten::sub(%xl, %tx, %one)\n"), "%p_loss"))
         + _reduce("%pointwise", "%e", "reduced")
         + "  %ndim : int = aten::dim(%input)\n"
         + const("zero", "int", 0)

@@ -1,5 +1,5 @@
-"""Known bodies of ``torch.nn.functional`` normalizations, padding, embedding and pooling,
-and of ``torch.functional.norm`` / ``cdist``.
+"""Known bodies of ``torch.nn.functional`` normalizations, padding, embedding and adaptive
+average pooling, and of ``torch.functional.norm`` / ``cdist``.
 
 Each body has the parameter list TorchScript passes for the torch 2.13 Python function
 (see ``compiler.known_functions``) and lowers to one ``aten`` operator where one exists,
@@ -7,20 +7,20 @@ after the argument checks the Python function makes (``group_norm`` on a 1-d inp
 ``embedding``'s ``padding_idx`` range).  Where ``vm.ops`` lacks the operator the body is
 composed: ``rms_norm`` from ``pow``/``mean``/``rsqrt``, ``local_response_norm`` from an
 ``avg_pool2d`` over the channel axis (also for 4-d and larger inputs, whose spatial axes
-are flattened into one), ``max_pool1d_with_indices`` from the 2-d operator on a height-1
-plane (a flat index into a 1-row plane is the column), ``cdist`` as the vector norm of
+are flattened into one), ``cdist`` as the vector norm of
 the broadcast difference.
 
 ``torch.norm`` is overloaded: ``p`` is a string (``"fro"``, ``"nuc"``) or a number, and
 ``dim`` an int or a list; four bodies, as TorchScript's four overloads.  Numbers go to
 ``aten::linalg_vector_norm`` (the same values as ``aten::norm`` for real tensors; a None
-``p`` is 2); ``"fro"`` is the vector 2-norm over the given (or all) dims.  The nuclear
-norm needs singular values, which ``vm.ops`` lacks: it raises.
+``p`` is 2); ``"fro"`` over at most two dims (or all of them) is the vector 2-norm, as
+torch 2.13 computes it for strided tensors; other strings would be matrix norms, and the
+nuclear norm needs singular values, which ``vm.ops`` lacks: it raises.
 """
 
 from __future__ import annotations
 
-from compiler.known_functions import choose, const, graph, raise_if, unwrap
+from compiler.known_functions import choose, const, graph, raise_if
 
 _NOT_NONE = "  %{n}_none_c : NoneType = prim::Constant()\n  %{n}_given_b : bool = aten::__isnot__(%{n}, %{n}_none_c)\n"
 
@@ -164,8 +164,8 @@ def _normalize() -> str:
         + "  %denom : Tensor = aten::clamp_min(%norms, %eps)\n"
         + "  %has_out : bool = aten::__isnot__(%out, %none)\n"
         + choose("res", "Tensor", "%has_out",
-                 ("  %buffer : Tensor = prim::unchecked_cast(%out)\n"
-                  "  %written : Tensor = aten::div(%input, %denom, %buffer)\n", "%written"),
+                 (("  %buffer : Tensor = prim::unchecked_cast(%out)\n"
+                  "  %written : Tensor = aten::div(%input, %denom, %buffer)\n"), "%written"),
                  ("  %quotient : Tensor = aten::div(%input, %denom)\n", "%quotient"))
     )
     return graph("%input : Tensor, %p : float, %dim : int, %eps : float, %out : Tensor?",
@@ -223,11 +223,11 @@ def _embedding() -> str:
         + "  %rows : int = aten::size(%weight, %zero)\n"
         + "  %has_pad : bool = aten::__isnot__(%padding_idx, %none)\n"
         + choose("pad_bad", "bool", "%has_pad",
-                 ("  %pi : int = prim::unchecked_cast(%padding_idx)\n"
+                 (("  %pi : int = prim::unchecked_cast(%padding_idx)\n"
                   "  %too_big : bool = aten::ge(%pi, %rows)\n"
                   "  %neg_rows : int = aten::neg(%rows)\n"
                   "  %too_small : bool = aten::lt(%pi, %neg_rows)\n"
-                  "  %either : bool = aten::__or__(%too_big, %too_small)\n", "%either"),
+                  "  %either : bool = aten::__or__(%too_big, %too_small)\n"), "%either"),
                  ("", "%has_pad"))
         + raise_if("%pad_bad", "Padding_idx must be within num_embeddings", "pad", "builtins.AssertionError")
         + "  %has_max : bool = aten::__isnot__(%max_norm, %none)\n"
@@ -243,55 +243,6 @@ def _embedding() -> str:
 
 def _op(params: str, call: str) -> str:
     return graph(params, f"  %out : Tensor = {call}\n")
-
-
-_POOL_PARAMS = ("%input : Tensor, %kernel_size : int[], %stride : int[]?, %padding : int[], %dilation : int[], "
-                "%ceil_mode : bool, %return_indices : bool")
-
-
-def _stride() -> str:
-    return unwrap("s", "stride", "int[]", "%s_empty") .replace(
-        "  %s_none : NoneType", "  %s_empty : int[] = prim::ListConstruct()\n  %s_none : NoneType", 1)
-
-
-def _max_pool(n: int, with_indices: bool) -> str:
-    args = "%input, %kernel_size, %s, %padding, %dilation, %ceil_mode"
-    if not with_indices:
-        return graph(_POOL_PARAMS, _stride() + f"  %out : Tensor = aten::max_pool{n}d({args})\n")
-    if n == 2:
-        body = _stride() + f"  %v : Tensor, %i : Tensor = aten::max_pool2d_with_indices({args})\n"
-    else:  # 1-d: the 2-d operator on (N, C, 1, L); the flat index in a 1-row plane is the column
-        body = (
-            _stride()
-            + const("zero", "int", 0)
-            + const("one", "int", 1)
-            + const("minus2", "int", -2)
-            + "  %x2 : Tensor = aten::unsqueeze(%input, %minus2)\n"
-            + "  %k0 : int = aten::__getitem__(%kernel_size, %zero)\n"
-            + "  %p0 : int = aten::__getitem__(%padding, %zero)\n"
-            + "  %d0 : int = aten::__getitem__(%dilation, %zero)\n"
-            + "  %k2 : int[] = prim::ListConstruct(%one, %k0)\n"
-            + "  %p2 : int[] = prim::ListConstruct(%zero, %p0)\n"
-            + "  %d2 : int[] = prim::ListConstruct(%one, %d0)\n"
-            + "  %n_s : int = aten::len(%s)\n"
-            + "  %no_s : bool = aten::eq(%n_s, %zero)\n"
-            + choose("s2", "int[]", "%no_s", ("", "%s"),
-                     ("  %s0 : int = aten::__getitem__(%s, %zero)\n"
-                      "  %s2_given : int[] = prim::ListConstruct(%one, %s0)\n", "%s2_given"))
-            + "  %v2 : Tensor, %i2 : Tensor = aten::max_pool2d_with_indices(%x2, %k2, %s2, %p2, %d2, %ceil_mode)\n"
-            + "  %v : Tensor = aten::squeeze(%v2, %minus2)\n"
-            + "  %i : Tensor = aten::squeeze(%i2, %minus2)\n"
-        )
-    body += "  %out : (Tensor, Tensor) = prim::TupleConstruct(%v, %i)\n"
-    return graph(_POOL_PARAMS, body)
-
-
-def _adaptive_max_pool(n: int, with_indices: bool) -> str:
-    body = f"  %v : Tensor, %i : Tensor = aten::adaptive_max_pool{n}d(%input, %output_size)\n"
-    if with_indices:
-        body += "  %out : (Tensor, Tensor) = prim::TupleConstruct(%v, %i)\n"
-        return graph("%input : Tensor, %output_size : int[], %return_indices : bool", body)
-    return graph("%input : Tensor, %output_size : int[], %return_indices : bool", body, "%v")
 
 
 def _norm(p_type: str, dim_type: str) -> str:
@@ -310,20 +261,28 @@ def _norm(p_type: str, dim_type: str) -> str:
         + raise_if("%has_out", "irvm: torch.norm with out= is not supported", "out", "builtins.RuntimeError")
     )
     if p_type == "str":
+        # torch 2.13 on strided tensors: "fro" over at most two dims is the vector 2-norm
+        # (dtype allowed); any other string goes to linalg.matrix_norm
         body += (
             const("fro", "str", "fro")
             + const("nuc", "str", "nuc")
             + const("two", "int", 2)
             + "  %is_fro : bool = aten::eq(%p, %fro)\n"
             + "  %is_nuc : bool = aten::eq(%p, %nuc)\n"
-            + "  %has_dtype : bool = aten::__isnot__(%dtype, %none)\n"
-            + "  %fro_dtype : bool = aten::__and__(%is_fro, %has_dtype)\n"
-            + raise_if("%fro_dtype", "dtype argument is not supported in frobenius norm", "fdt")
             + raise_if("%is_nuc", "irvm: torch.norm(p='nuc') needs singular values, which irvm does not compute",
                        "nucl", "builtins.RuntimeError")
+            + "  %dims_given : bool = aten::__isnot__(" + dims_ref + ", %none)\n"
+            + choose("dims_long", "bool", "%dims_given",
+                     ("  %dims_l : int[] = prim::unchecked_cast(" + dims_ref + ")\n"
+                      "  %dims_n : int = aten::len(%dims_l)\n"
+                      "  %dims_gt2 : bool = aten::gt(%dims_n, %two)\n", "%dims_gt2"),
+                     ("", "%dims_given"))
+            + "  %fro_long : bool = aten::__and__(%is_fro, %dims_long)\n"
+            + raise_if("%fro_long", "linalg.matrix_norm: dim must be a 2-tuple", "fro2", "builtins.RuntimeError")
             + "  %not_fro : bool = aten::__not__(%is_fro)\n"
-            + raise_if("%not_fro", "only valid string values are 'fro' and 'nuc'", "pstr", "builtins.RuntimeError")
-            + f"  %res : Tensor = aten::linalg_vector_norm(%input, %two, {dims_ref}, %keepdim, %none)\n"
+            + raise_if("%not_fro", "linalg.matrix_norm: Order not supported (only valid string values are "
+                       "'fro' and 'nuc')", "pstr", "builtins.RuntimeError")
+            + f"  %res : Tensor = aten::linalg_vector_norm(%input, %two, {dims_ref}, %keepdim, %dtype)\n"
         )
     else:
         body += (
@@ -385,14 +344,6 @@ BODIES: dict[str, list[str]] = {
                                 "aten::adaptive_avg_pool2d(%input, %output_size)")],
     "adaptive_avg_pool3d": [_op("%input : Tensor, %output_size : int[]",
                                 "aten::adaptive_avg_pool3d(%input, %output_size)")],
-    "_max_pool1d": [_max_pool(1, False)],
-    "_max_pool2d": [_max_pool(2, False)],
-    "max_pool1d_with_indices": [_max_pool(1, True)],
-    "max_pool2d_with_indices": [_max_pool(2, True)],
-    "_adaptive_max_pool1d": [_adaptive_max_pool(1, False)],
-    "_adaptive_max_pool2d": [_adaptive_max_pool(2, False)],
-    "adaptive_max_pool1d_with_indices": [_adaptive_max_pool(1, True)],
-    "adaptive_max_pool2d_with_indices": [_adaptive_max_pool(2, True)],
     "norm": [_norm("str", "int[]?"), _norm("Scalar?", "int[]?"), _norm("Scalar?", "int?"), _norm("str", "int?")],
     "cdist": [_cdist()],
 }

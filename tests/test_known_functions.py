@@ -165,6 +165,7 @@ NORMS_AND_SHAPES = [
     ("def f(x: Tensor): return torch.norm(x, 3.0, 1)", randn(3, 4)),
     ("def f(x: Tensor): return torch.norm(x, 'fro', [0, 1])", randn(3, 4)),
     ("def f(x: Tensor): return torch.norm(x, 'fro', 0, True)", randn(3, 4)),
+    ("def f(x: Tensor): return torch.norm(x, 'fro', [2, 0], dtype=torch.float64)", randn(3, 4, 2)),
     ("def f(x: Tensor): return torch.norm(x, 1, [0])", randn(3, 4)),
     ("def f(x: Tensor): return torch.norm(x, float('inf'), dtype=torch.float64)", randn(3, 4)),
     ("def f(x: Tensor): return torch.norm(x, 0.5) + torch.norm(x, p=2, dim=[1, 0])", randn(3, 4)),
@@ -200,8 +201,8 @@ LOSSES = [
     ("def f(x: Tensor, y: Tensor): return F.binary_cross_entropy(x, y, torch.arange(5.0), reduction='none')",
      _SIG, _BITS),
     ("def f(x: Tensor, y: Tensor): return F.binary_cross_entropy_with_logits(x, y)", _X, _BITS),
-    ("def f(x: Tensor, y: Tensor): return F.binary_cross_entropy_with_logits(x, y, y + 1.0, "
-     "pos_weight=torch.arange(5.0), reduction='sum')", _X, _BITS),
+    (("def f(x: Tensor, y: Tensor): return F.binary_cross_entropy_with_logits(x, y, y + 1.0, "
+     "pos_weight=torch.arange(5.0), reduction='sum')"), _X, _BITS),
     ("def f(x: Tensor, y: Tensor): return F.binary_cross_entropy_with_logits(x, y, reduce=False)", _X, _BITS),
     ("def f(x: Tensor, y: Tensor): return F.kl_div(x, y)", np.log(_PROB), _PROB),
     ("def f(x: Tensor, y: Tensor): return F.kl_div(x, y, reduction='batchmean', log_target=True)",
@@ -254,6 +255,31 @@ RESAMPLING = [
     ("def f(x: Tensor): return torch.norm(x, 'fro') + torch.norm(x, 2.0, 1).sum() + torch.norm(x, 1, [0]).sum()",
      randn(3, 4)),
 ]
+
+
+POOLS_3D_LP_UPSAMPLE = [
+    ("def f(x: Tensor): return F.max_pool3d(x, 2)", randn(2, 3, 4, 6, 5)),
+    ("def f(x: Tensor): return F.max_pool3d(x, [3, 2, 2], [2, 1, 2], [1, 1, 0], [1, 2, 1], ceil_mode=True)",
+     randn(2, 3, 7, 6, 5)),
+    ("def f(x: Tensor): return F.max_pool3d(x, 2, return_indices=True)", randn(2, 3, 4, 6, 5)),
+    ("def f(x: Tensor): return F.max_pool3d_with_indices(x, 3, 2, 1)", randn(3, 5, 6, 7)),
+    ("def f(x: Tensor): return F.adaptive_max_pool3d(x, [2, 3, 2])", randn(2, 3, 5, 6, 5)),
+    ("def f(x: Tensor): return F.adaptive_max_pool3d(x, 3, True)", randn(3, 5, 7, 4)),
+    ("def f(x: Tensor): return F.lp_pool2d(x, 2.0, 2)", randn(2, 3, 6, 5)),
+    ("def f(x: Tensor): return F.lp_pool2d(x, 3, [2, 3], [1, 2], True)", randn(2, 3, 6, 5)),
+    ("def f(x: Tensor): return F.lp_pool1d(x, 1.5, 3)", np.abs(randn(2, 3, 7))),
+    ("def f(x: Tensor): return F.lp_pool1d(x, float('inf'), 2) + F.lp_pool1d(x, float('-inf'), 2)", randn(2, 3, 8)),
+    ("def f(x: Tensor): return F.upsample(x, scale_factor=2.0)", randn(1, 2, 3, 4)),
+    ("def f(x: Tensor): return F.upsample(x, size=[5, 6], mode='bilinear')", randn(1, 2, 3, 4)),
+    ("def f(x: Tensor): return F.upsample_nearest(x, 5)", randn(1, 2, 3)),
+    ("def f(x: Tensor): return F.upsample_bilinear(x, size=[4, 5])", randn(1, 2, 3, 4)),
+    ("def f(x: Tensor): return F.upsample_bilinear(x, scale_factor=2.0)", randn(1, 2, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("case", POOLS_3D_LP_UPSAMPLE, ids=_case_id)
+def test_pool3d_lp_pool_upsample(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    run_case(tmp_path, *case)
 
 
 @pytest.mark.parametrize("case", RESAMPLING, ids=_case_id)
@@ -340,24 +366,28 @@ def test_training_dropout_raises_at_the_call(tmp_path: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    "source",
+    ("source", "message"),
     [
-        "def f(x: Tensor): return F.mse_loss(x, x, reduction='average')",
-        "def f(x: Tensor): return F.hardtanh(x, 1.0, -1.0)",
-        "def f(x: Tensor): return F.dropout(x, 1.5, False)",
-        "def f(x: Tensor): return F.interpolate(x, size=4, scale_factor=2.0)",
-        "def f(x: Tensor): return F.interpolate(x, size=[4, 4], mode='nearest', align_corners=True)",
-        "def f(x: Tensor): return torch.norm(x, 'max')",
-        "def f(x: Tensor): return torch.cdist(x, x, -1.0)",
+        ("def f(x: Tensor): return F.mse_loss(x, x, reduction='average')", "average is not a valid value"),
+        ("def f(x: Tensor): return F.hardtanh(x, 1.0, -1.0)", "min_val cannot be greater than max_val"),
+        ("def f(x: Tensor): return F.dropout(x, 1.5, False)", "dropout probability has to be between 0 and 1"),
+        ("def f(x: Tensor): return F.interpolate(x, size=4, scale_factor=2.0)", "only one of size or scale_factor"),
+        ("def f(x: Tensor): return F.interpolate(x, size=[4, 4], mode='nearest', align_corners=True)",
+         "align_corners option can only be set"),
+        ("def f(x: Tensor): return F.interpolate(x, size=[4, 4, 4], mode='bilinear')", "same number of spatial"),
+        ("def f(x: Tensor): return torch.norm(x, 'max')", "Order .*not supported"),
+        ("def f(x: Tensor): return torch.cdist(x, x, -1.0)", "non-negative p values"),
+        ("def f(x: Tensor): return F.group_norm(x[0, 0, 0], 1)", "Expected at least 2 dimensions"),
     ],
 )
-def test_invalid_arguments_raise_like_torch(tmp_path: Any, source: str) -> None:
-    """Argument values torch refuses make the body raise too (at run time)."""
+def test_invalid_arguments_raise_like_torch(tmp_path: Any, source: str, message: str) -> None:
+    """Argument values torch refuses make the body raise too (at run time), with torch's
+    message."""
     fn = _script(tmp_path, source)
     x = randn(1, 2, 3, 3)
-    with pytest.raises(Exception):
+    with pytest.raises((torch.jit.Error, RuntimeError, ValueError), match=message):
         fn(torch.from_numpy(x))
     program = compiler.compile_source(str(fn.graph), "case.ir")
     for engine in (vm.Interpreter(program), vm.StaticRuntime(program)):
-        with pytest.raises(RunError):
+        with pytest.raises(RunError, match=message):
             engine(x.copy())

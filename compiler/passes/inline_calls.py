@@ -47,10 +47,13 @@ def inline_calls(target: Target) -> Target:
 
 def _add_known_functions(graphs: list[Graph], functions: dict[str, Graph]) -> list[str]:
     """Give every call of an undefined function that ``known_functions`` has a fitting
-    body for that body in ``functions``; returns the keys added.  A second overload of
-    the same name goes under ``name#k``, and the call is pointed at it."""
+    body for that body in ``functions`` (and so for the calls inside the bodies added);
+    returns the keys added.  A second overload of the same name goes under ``name#k``,
+    and the call is pointed at it."""
     added: list[str] = []
-    for graph in graphs:
+    pending = list(graphs)
+    while pending:  # a known body may call known functions itself
+        graph = pending.pop()
         for node in graph.walk():
             if node.kind != "prim::CallFunction" or not node.inputs:
                 continue
@@ -66,6 +69,7 @@ def _add_known_functions(graphs: list[Graph], functions: dict[str, Graph]) -> li
             if key not in functions:
                 functions[key] = body
                 added.append(key)
+                pending.append(body)
             if key != name:
                 _point_at(node, key)
     return added
