@@ -161,14 +161,21 @@ def _check_signature(call: Node, body: Graph, base: str) -> None:
             f"{len(call.inputs) - 1}; {_HINT}",
             call.span,
         )
-    got = [str(v.type or T.TENSOR) for v in call.outputs]
-    want = [str(v.type or T.TENSOR) for v in body.outputs]
-    if len(got) != len(want) or any(g not in (w, "Tensor") for g, w in zip(got, want)):
+    got = [v.type or T.TENSOR for v in call.outputs]
+    want = [v.type or T.TENSOR for v in body.outputs]
+    if len(got) != len(want) or not all(_fits(g, w) for g, w in zip(got, want)):
         raise CompileError(
-            f"{short}.forward returns ({', '.join(got)}) here, irvm's known body returns ({', '.join(want)}) "
+            f"{short}.forward returns ({', '.join(map(str, got))}) here, irvm's known body returns "
+            f"({', '.join(map(str, want))}) "
             f"(settings such as return_indices=True are not supported); {_HINT}",
             call.span,
         )
+
+
+def _fits(got: T.Type, want: T.Type) -> bool:
+    """The call's declared result ``got`` is what the body returns (a tensor type refined
+    with a dtype or shape is still a tensor)."""
+    return got == want or (isinstance(got, T.TensorType) and isinstance(want, T.TensorType))
 
 
 __all__ = ["KNOWN", "add_known_methods", "attributes_read", "base_qualname", "is_known", "known_forward", "list_rank"]

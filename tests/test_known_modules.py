@@ -463,6 +463,14 @@ def test_results_the_known_body_does_not_have_are_a_compile_error() -> None:
         compiler.compile_source(str(torch.jit.script(_PoolIdx().eval()).graph))
 
 
+def test_a_call_declaring_another_result_type_is_a_compile_error() -> None:
+    text = str(torch.jit.script(Wrap(nn.Linear(2, 2)).eval()).graph)
+    changed = text.replace('Tensor = prim::CallMethod[name="forward"]', '(Tensor, Tensor) = prim::CallMethod[name="forward"]')
+    assert changed != text
+    with pytest.raises(CompileError, match=r"returns \(\(Tensor, Tensor\)\) here"):
+        compiler.compile_source(changed)
+
+
 class _PoolIdx(nn.Module):
     def __init__(self) -> None:
         super().__init__()
