@@ -110,7 +110,24 @@ def _dropout(name: str, dims: tuple[int, ...] = ()) -> str:
     return graph("%input : Tensor, %p : float, %training : bool, %inplace : bool", check, "%input")
 
 
+def _rrelu() -> str:
+    """Not training: leaky_relu with the mean slope (lower + upper) / 2; training draws
+    random slopes and raises."""
+    body = (
+        raise_if("%training", "irvm runs inference only: F.rrelu with training=True draws random slopes; "
+                 "call it with training=False", "train", "builtins.RuntimeError")
+        + "  %sum : float = aten::add(%lower, %upper)\n"
+        + const("two", "float", 2.0)
+        + "  %slope : float = aten::div(%sum, %two)\n"
+        + choose("out", "Tensor", "%inplace",
+                 ("  %out_a : Tensor = aten::leaky_relu_(%input, %slope)\n", "%out_a"),
+                 ("  %out_b : Tensor = aten::leaky_relu(%input, %slope)\n", "%out_b"))
+    )
+    return graph("%input : Tensor, %lower : float, %upper : float, %training : bool, %inplace : bool", body)
+
+
 BODIES: dict[str, list[str]] = {
+    "rrelu": [_rrelu()],
     "relu": [_inplace("aten::relu", [])],
     "relu6": [_inplace("aten::relu6", [])],
     "leaky_relu": [_inplace("aten::leaky_relu", ["negative_slope"])],

@@ -213,6 +213,38 @@ LOSSES = [
 ]
 
 
+_SIGNS = np.sign(randn(4, 5)).astype(np.float32)
+_SIGNS_1D = np.sign(randn(4)).astype(np.float32)
+
+MARGIN_LOSSES = [
+    ("def f(x: Tensor): return F.rrelu(x) + F.rrelu(x, 0.1, 0.2)", _X),
+    ("def f(x: Tensor):\n    y = x.clone()\n    F.rrelu(y, inplace=True)\n    return y", _X),
+    ("def f(x: Tensor, y: Tensor, t: Tensor): return F.margin_ranking_loss(x, y, t)", _X, _Y, _SIGNS),
+    ("def f(x: Tensor, y: Tensor, t: Tensor): return F.margin_ranking_loss(x, y, t, 0.5, reduction='none')", _X, _Y,
+     _SIGNS),
+    ("def f(x: Tensor, t: Tensor): return F.hinge_embedding_loss(x, t)", _X, _SIGNS),
+    ("def f(x: Tensor, t: Tensor): return F.hinge_embedding_loss(x, t, 0.3, reduction='sum')", _X, _SIGNS),
+    ("def f(x: Tensor, t: Tensor): return F.soft_margin_loss(x, t)", _X, _SIGNS),
+    ("def f(x: Tensor, t: Tensor): return F.soft_margin_loss(x, t, reduce=False)", _X, _SIGNS),
+    ("def f(x: Tensor, t: Tensor): return F.multilabel_soft_margin_loss(x, t)", _X, _BITS),
+    ("def f(x: Tensor, t: Tensor): return F.multilabel_soft_margin_loss(x, t, torch.arange(5.0), reduction='none')",
+     _X, _BITS),
+    ("def f(x: Tensor, y: Tensor, t: Tensor): return F.cosine_embedding_loss(x, y, t)", _X, _Y, _SIGNS_1D),
+    ("def f(x: Tensor, y: Tensor, t: Tensor): return F.cosine_embedding_loss(x, y, t, 0.2, reduction='none')", _X,
+     _Y, _SIGNS_1D),
+    ("def f(x: Tensor, t: Tensor): return F.poisson_nll_loss(x, t)", _X, np.abs(_Y) * 3),
+    ("def f(x: Tensor, t: Tensor): return F.poisson_nll_loss(x.abs(), t, False, True, reduction='sum')", _X,
+     np.abs(_Y) * 3),
+    ("def f(a: Tensor, p: Tensor, n: Tensor): return F.triplet_margin_loss(a, p, n)", _X, _Y, randn(4, 5)),
+    ("def f(a: Tensor, p: Tensor, n: Tensor): return F.triplet_margin_loss(a, p, n, 0.5, 1.0, swap=True, "
+     "reduction='none')", _X, _Y, randn(4, 5)),
+    ("def f(x: Tensor, t: Tensor): return F.multi_margin_loss(x, t)", _X, _LABELS),
+    ("def f(x: Tensor, t: Tensor): return F.multi_margin_loss(x, t, 2, 0.7, torch.arange(1.0, 6.0), "
+     "reduction='none')", _X, _LABELS),
+    ("def f(x: Tensor, t: Tensor): return F.multi_margin_loss(x, t, reduction='none')", _X[0], _LABELS[:1]),
+]
+
+
 def _case_id(case: tuple[Any, ...]) -> str:
     return case[0].split("return ")[-1][:70]
 
@@ -391,3 +423,8 @@ def test_invalid_arguments_raise_like_torch(tmp_path: Any, source: str, message:
     for engine in (vm.Interpreter(program), vm.StaticRuntime(program)):
         with pytest.raises(RunError, match=message):
             engine(x.copy())
+
+
+@pytest.mark.parametrize("case", MARGIN_LOSSES, ids=_case_id)
+def test_margin_loss_and_rrelu(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    run_case(tmp_path, *case)
