@@ -709,6 +709,71 @@ def _multihead_attention() -> str:
     return _graph(params, body)
 
 
+def _transformer_encoder_layer() -> str:
+    """Post-norm ``norm1(x + sa(x)); norm2(x + ff(x))`` or pre-norm ``x + sa(norm1(x));
+    x + ff(norm2(x))``, its children called through their own (known) forwards."""
+
+    def child(name: str, cls: str) -> str:
+        return f'  %{name} : {NN}{cls} = prim::GetAttr[name="{name}"](%self)\n'
+
+    def call(out: str, name: str, arg: str) -> str:
+        return f'  %{out} : Tensor = prim::CallMethod[name="forward"](%{name}, {arg})\n'
+
+    def block(x: str, tag: str) -> str:
+        """sa and ff of ``x`` (pre-norm: of the normed ``x``), added back, as IR."""
+        return (
+            f'  %{tag}_sa : (Tensor, Tensor?) = prim::CallMethod[name="forward"](%self_attn, {x}, {x}, {x}, '
+            "%src_key_padding_mask, %false, %src_mask, %true, %is_causal)\n"
+            f"  %{tag}_att : Tensor, %{tag}_w : Tensor? = prim::TupleUnpack(%{tag}_sa)\n"
+            + call(f"{tag}_sa_out", "dropout1", f"%{tag}_att")
+        )
+
+    def ff(x: str, tag: str) -> str:
+        return (
+            call(f"{tag}_h", "linear1", x)
+            + f"  %{tag}_act : Tensor = prim::If(%is_relu)\n    block0():\n"
+            + f"      %{tag}_r : Tensor = aten::relu(%{tag}_h)\n      -> (%{tag}_r)\n    block1():\n"
+            + f"      %{tag}_g : Tensor = aten::gelu(%{tag}_h, %none_str)\n      -> (%{tag}_g)\n"
+            + call(f"{tag}_d", "dropout", f"%{tag}_act")
+            + call(f"{tag}_l2", "linear2", f"%{tag}_d")
+            + call(f"{tag}_ff_out", "dropout2", f"%{tag}_l2")
+        )
+
+    head = (
+        child("self_attn", "activation.MultiheadAttention")
+        + "".join(child(n, "linear.Linear") for n in ("linear1", "linear2"))
+        + "".join(child(n, "normalization.LayerNorm") for n in ("norm1", "norm2"))
+        + "".join(child(n, "dropout.Dropout") for n in ("dropout", "dropout1", "dropout2"))
+        + _attr("norm_first", "bool") + _attr("activation_relu_or_gelu", "int")
+        + "  %true : bool = prim::Constant[value=1]()\n  %false : bool = prim::Constant[value=0]()\n"
+        + "  %one : int = prim::Constant[value=1]()\n  %two : int = prim::Constant[value=2]()\n"
+        + '  %none_str : str = prim::Constant[value="none"]()\n'
+        + "  %is_relu : bool = aten::eq(%activation_relu_or_gelu, %one)\n"
+        + "  %is_gelu : bool = aten::eq(%activation_relu_or_gelu, %two)\n"
+        + "  %known_act : bool = aten::__or__(%is_relu, %is_gelu)\n"
+        + "  %other_act : bool = aten::__not__(%known_act)\n"
+        + _raise_if("%other_act", "irvm: TransformerEncoderLayer with an activation other than relu or gelu is not "
+                    "supported", "act")
+    )
+    pre = _indent(
+        call("p_n1", "norm1", "%src") + block("%p_n1", "p1")
+        + "  %p_x1 : Tensor = aten::add(%src, %p1_sa_out, %one)\n"
+        + call("p_n2", "norm2", "%p_x1") + ff("%p_n2", "p2")
+        + "  %p_x2 : Tensor = aten::add(%p_x1, %p2_ff_out, %one)\n"
+    )
+    post = _indent(
+        block("%src", "q1")
+        + "  %q_s1 : Tensor = aten::add(%src, %q1_sa_out, %one)\n" + call("q_x1", "norm1", "%q_s1")
+        + ff("%q_x1", "q2")
+        + "  %q_s2 : Tensor = aten::add(%q_x1, %q2_ff_out, %one)\n" + call("q_x2", "norm2", "%q_s2")
+    )
+    body = (
+        head + "  %out : Tensor = prim::If(%norm_first)\n    block0():\n" + pre + "      -> (%p_x2)\n"
+        + "    block1():\n" + post + "      -> (%q_x2)\n"
+    )
+    return _graph("%src : Tensor, %src_mask : Tensor?, %src_key_padding_mask : Tensor?, %is_causal : bool", body)
+
+
 _MAX_POOL = [("kernel_size", "int[]"), ("stride", "int[]"), ("padding", "int[]"), ("dilation", "int[]"),
              ("ceil_mode", "bool")]
 _AVG_POOL = [("kernel_size", "int[]"), ("stride", "int[]"), ("padding", "int[]"), ("ceil_mode", "bool"),
@@ -788,6 +853,7 @@ KNOWN: dict[str, tuple[Callable[[], str], int]] = {
     NN + "padding.ReplicationPad1d": (_call("aten::pad", [("padding", "int[]")], 'str "replicate", NoneType'), 2),
     NN + "padding.ReplicationPad2d": (_call("aten::pad", [("padding", "int[]")], 'str "replicate", NoneType'), 4),
     NN + "activation.MultiheadAttention": (_multihead_attention, 0),
+    NN + "transformer.TransformerEncoderLayer": (_transformer_encoder_layer, 0),
     NN + "rnn.LSTM": (_lstm, 0),
     NN + "rnn.GRU": (_gru_like("aten::gru"), 0),
     NN + "rnn.RNN": (_gru_like(""), 0),

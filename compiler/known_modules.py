@@ -42,7 +42,10 @@ norms (Batch/Instance 1-3d, Layer, Group), embedding, dropouts, ~25 activations,
 family, pools (max/avg 1-2d, adaptive avg/max 1-2d), padding layers, flatten/unflatten,
 pixel shuffles, ``MultiheadAttention`` (F.multi_head_attention_forward's math: bool or
 float masks, per-head masks, either layout, weights averaged or not), and ``LSTM``,
-``GRU``, ``RNN`` through TorchScript's ``forward__0`` (their tensor overload).
+``GRU``, ``RNN`` through TorchScript's ``forward__0`` (their tensor overload), and
+``TransformerEncoderLayer`` (relu or gelu), whose body calls its children's forwards in
+turn.  ``TransformerEncoder`` is not covered: in eval mode with a padding mask PyTorch
+may run it on nested tensors, zeroing padded positions.
 
 Containers: ``ModuleList`` and ``ModuleDict`` have no forward; scripting unrolls their
 loops into the caller, whose dump shows each child's class, so those calls resolve.
@@ -119,8 +122,9 @@ def add_known_methods(module: Module) -> Module:
     known class called with arguments or results its body does not have.
     """
     added: dict[str, Graph] = {}
-    for graph in [module.main, *module.functions.values()]:
-        for node in graph.walk():
+    pending = [module.main, *module.functions.values()]
+    while pending:  # a body may call submodules of its own (TransformerEncoderLayer)
+        for node in pending.pop().walk():
             if node.kind != "prim::CallMethod" or not node.inputs:
                 continue
             if callee_name(node, {**module.functions, **added}) is not None:
@@ -128,6 +132,7 @@ def add_known_methods(module: Module) -> Module:
             body = _body_for(node)
             if body is not None:
                 added[f"{node.inputs[0].type.qualname}.{node.attrs['name']}"] = body  # type: ignore[union-attr]
+                pending.append(body)
     if not added:
         return module
     return Module(module.main, {**module.functions, **added}, module.filename)

@@ -330,6 +330,38 @@ def test_attention_settings_irvm_lacks_raise_with_the_reason(options: dict[str, 
         vm.Interpreter(program, weights_of(model))(q, kv, kv, None, None, True, True, False)
 
 
+class EncoderLayerWrap(nn.Module):
+    def __init__(self, layer: nn.TransformerEncoderLayer) -> None:
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, kpm: torch.Tensor | None) -> torch.Tensor:
+        return self.layer(x, src_mask=mask, src_key_padding_mask=kpm)
+
+
+ENCODER_CASES = [
+    ("post_norm_relu", dict(d_model=8, nhead=2, dim_feedforward=16), (5, 2, 8), None, None),
+    ("pre_norm_gelu_batch_first_padding", dict(d_model=8, nhead=4, dim_feedforward=12, activation="gelu",
+                                               norm_first=True, batch_first=True, layer_norm_eps=1e-3),
+     (2, 5, 8), None, torch.tensor([[False] * 4 + [True], [False] * 5])),
+    ("causal_mask", dict(d_model=6, nhead=3, dim_feedforward=8), (4, 3, 6), _causal(4), None),
+]
+
+
+@pytest.mark.parametrize("name,options,shape,mask,kpm", ENCODER_CASES, ids=[c[0] for c in ENCODER_CASES])
+def test_transformer_encoder_layer_matches_torch(name: str, options: Any, shape: Any, mask: Any, kpm: Any) -> None:
+    """Its body calls its children (attention, linears, norms, dropouts) through their known bodies."""
+    torch.manual_seed(0)
+    model = EncoderLayerWrap(nn.TransformerEncoderLayer(**options)).eval()
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        expected = model(x, mask, kpm).numpy()
+    program = compiler.compile_source(str(torch.jit.script(model).graph), "<graph>")
+    args = [x.numpy(), None if mask is None else mask.numpy(), None if kpm is None else kpm.numpy()]
+    for engine in (vm.Interpreter, vm.StaticRuntime):
+        np.testing.assert_allclose(engine(program, weights_of(model))(*args), expected, rtol=1e-4, atol=1e-5)
+
+
 class Block(nn.Module):
     def __init__(self) -> None:
         super().__init__()
