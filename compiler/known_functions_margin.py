@@ -177,15 +177,15 @@ def _poisson_nll() -> str:
     body = (
         const("one", "int", 1)
         + choose("base", "Tensor", "%log_input",
-                 ("  %ex : Tensor = aten::exp(%input)\n"
+                 (("  %ex : Tensor = aten::exp(%input)\n"
                   "  %tx : Tensor = aten::mul(%target, %input)\n"
-                  "  %b_log : Tensor = aten::sub(%ex, %tx, %one)\n", "%b_log"),
-                 ("  %xe : Tensor = aten::add(%input, %eps, %one)\n"
+                  "  %b_log : Tensor = aten::sub(%ex, %tx, %one)\n"), "%b_log"),
+                 (("  %xe : Tensor = aten::add(%input, %eps, %one)\n"
                   "  %lg : Tensor = aten::log(%xe)\n"
                   "  %tl : Tensor = aten::mul(%target, %lg)\n"
-                  "  %b_lin : Tensor = aten::sub(%input, %tl, %one)\n", "%b_lin"))
+                  "  %b_lin : Tensor = aten::sub(%input, %tl, %one)\n"), "%b_lin"))
         + choose("loss", "Tensor", "%full",
-                 ("  %lt : Tensor = aten::log(%target)\n"
+                 (("  %lt : Tensor = aten::log(%target)\n"
                   "  %tlt : Tensor = aten::mul(%target, %lt)\n"
                   "  %st0 : Tensor = aten::sub(%tlt, %target, %one)\n"
                   "  %two_pi : float = prim::Constant[value=6.283185307179586]()\n"
@@ -197,13 +197,13 @@ def _poisson_nll() -> str:
                   "  %small : Tensor = aten::le(%target, %one)\n"
                   "  %zero_f : float = prim::Constant[value=0.]()\n"
                   "  %masked : Tensor = aten::masked_fill(%stirling, %small, %zero_f)\n"
-                  "  %with_s : Tensor = aten::add(%base, %masked, %one)\n", "%with_s"),
+                  "  %with_s : Tensor = aten::add(%base, %masked, %one)\n"), "%with_s"),
                  ("", "%base"))
     )
     # unlike get_enum, poisson_nll_loss refuses the old spelling "elementwise_mean" itself
     old_spelling = const("old_s", "str", "elementwise_mean") + "  %is_old : bool = aten::eq(%red, %old_s)\n"
     body = old_spelling + raise_if("%is_old", "elementwise_mean is not a valid value for reduction", "old") + body
-    return graph(f"%input : Tensor, %target : Tensor, %log_input : bool, %full : bool, %size_average : bool?, "
+    return graph("%input : Tensor, %target : Tensor, %log_input : bool, %full : bool, %size_average : bool?, "
                  "%eps : float, %reduce : bool?, %reduction : str", _reduced(body, "%loss"))
 
 
@@ -260,9 +260,9 @@ def _multi_margin() -> str:
         + raise_if("%p_bad", "only p == 1 and p == 2 supported", "p")
         + "  %has_w : bool = aten::__isnot__(%weight, %rnone_w)\n"
         + choose("w_bad", "bool", "%has_w",
-                 ("  %w_c : Tensor = prim::unchecked_cast(%weight)\n"
+                 (("  %w_c : Tensor = prim::unchecked_cast(%weight)\n"
                   "  %w_dim : int = aten::dim(%w_c)\n"
-                  "  %w_not1 : bool = aten::ne(%w_dim, %one)\n", "%w_not1"),
+                  "  %w_not1 : bool = aten::ne(%w_dim, %one)\n"), "%w_not1"),
                  ("", "%has_w"))
         + raise_if("%w_bad", "weight must be one-dimensional", "wdim")
         + "  %ndim : int = aten::dim(%input)\n"
@@ -282,20 +282,20 @@ def _multi_margin() -> str:
         + "  %self_term0 : float = prim::max(%margin, %zero_f)\n"
         + "  %self_term : float = aten::pow(%self_term0, %p)\n"
         + choose("terms", "Tensor", "%has_w",
-                 ("  %w : Tensor = prim::unchecked_cast(%weight)\n"
+                 (("  %w : Tensor = prim::unchecked_cast(%weight)\n"
                   "  %t_flat : Tensor = aten::reshape(%target, %minus1_list)\n"
                   "  %w_y0 : Tensor = aten::index_select(%w, %zero, %t_flat)\n"
                   "  %w_y : Tensor = aten::unsqueeze(%w_y0, %one)\n"
-                  "  %weighted : Tensor = aten::mul(%powered, %w_y)\n", "%weighted"),
+                  "  %weighted : Tensor = aten::mul(%powered, %w_y)\n"), "%weighted"),
                  ("", "%powered"))
         + "  %axis : int[] = prim::ListConstruct(%one)\n"
         + "  %row : Tensor = aten::sum(%terms, %axis, %false, %nodt)\n"
         + choose("row_ex", "Tensor", "%has_w",
-                 ("  %w2 : Tensor = prim::unchecked_cast(%weight)\n"
+                 (("  %w2 : Tensor = prim::unchecked_cast(%weight)\n"
                   "  %t_flat2 : Tensor = aten::reshape(%target, %minus1_list)\n"
                   "  %w_y2 : Tensor = aten::index_select(%w2, %zero, %t_flat2)\n"
                   "  %sw : Tensor = aten::mul(%w_y2, %self_term)\n"
-                  "  %row_w : Tensor = aten::sub(%row, %sw, %one)\n", "%row_w"),
+                  "  %row_w : Tensor = aten::sub(%row, %sw, %one)\n"), "%row_w"),
                  ("  %row_s : Tensor = aten::sub(%row, %self_term, %one)\n", "%row_s"))
         + "  %classes : int = aten::size(%x2, %one)\n"
         + "  %per0 : Tensor = aten::div(%row_ex, %classes)\n"

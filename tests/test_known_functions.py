@@ -19,6 +19,8 @@ import pytest
 import compiler
 import vm
 from compiler.diagnostics import CompileError, RunError
+from compiler.passes.inline_calls import inline_calls
+from compiler.verify import verify
 
 torch = pytest.importorskip("torch")
 
@@ -63,6 +65,9 @@ def run_case(tmp_path: Any, source: str, *inputs: Any) -> None:
     text = str(fn.graph)
     assert "prim::CallFunction" in text, "the case must exercise a call without a body"
     want = _to_numpy(fn(*[torch.from_numpy(x.copy()) if isinstance(x, np.ndarray) else x for x in inputs]))
+    inlined = inline_calls(compiler.parse(text, "case.ir"))
+    verify(inlined)  # the bodies are well-formed IR once inlined (SSA, arity, types)
+    assert "prim::CallFunction" not in str(inlined)
     program = compiler.compile_source(text, "case.ir")
     for engine in (vm.Interpreter(program), vm.StaticRuntime(program)):
         got = engine(*[x.copy() if isinstance(x, np.ndarray) else x for x in inputs])
@@ -236,11 +241,11 @@ MARGIN_LOSSES = [
     ("def f(x: Tensor, t: Tensor): return F.poisson_nll_loss(x.abs(), t, False, True, reduction='sum')", _X,
      np.abs(_Y) * 3),
     ("def f(a: Tensor, p: Tensor, n: Tensor): return F.triplet_margin_loss(a, p, n)", _X, _Y, randn(4, 5)),
-    ("def f(a: Tensor, p: Tensor, n: Tensor): return F.triplet_margin_loss(a, p, n, 0.5, 1.0, swap=True, "
-     "reduction='none')", _X, _Y, randn(4, 5)),
+    (("def f(a: Tensor, p: Tensor, n: Tensor): return F.triplet_margin_loss(a, p, n, 0.5, 1.0, swap=True, "
+     "reduction='none')"), _X, _Y, randn(4, 5)),
     ("def f(x: Tensor, t: Tensor): return F.multi_margin_loss(x, t)", _X, _LABELS),
-    ("def f(x: Tensor, t: Tensor): return F.multi_margin_loss(x, t, 2, 0.7, torch.arange(1.0, 6.0), "
-     "reduction='none')", _X, _LABELS),
+    (("def f(x: Tensor, t: Tensor): return F.multi_margin_loss(x, t, 2, 0.7, torch.arange(1.0, 6.0), "
+     "reduction='none')"), _X, _LABELS),
     ("def f(x: Tensor, t: Tensor): return F.multi_margin_loss(x, t, reduction='none')", _X[0], _LABELS[:1]),
 ]
 

@@ -54,6 +54,7 @@ def _add_known_functions(graphs: list[Graph], functions: dict[str, Graph]) -> li
     pending = list(graphs)
     while pending:  # a known body may call known functions itself
         graph = pending.pop()
+        taken = graph.value_names()
         for node in graph.walk():
             if node.kind != "prim::CallFunction" or not node.inputs:
                 continue
@@ -71,16 +72,17 @@ def _add_known_functions(graphs: list[Graph], functions: dict[str, Graph]) -> li
                 added.append(key)
                 pending.append(body)
             if key != name:
-                _point_at(node, key)
+                _point_at(node, key, taken)
     return added
 
 
-def _point_at(call: Node, key: str) -> None:
-    """Make ``call`` use a function constant named ``key`` (a new one before it)."""
+def _point_at(call: Node, key: str, taken: set[str]) -> None:
+    """Make ``call`` use a function constant named ``key`` (a new one right before it,
+    as the old constant may serve other calls)."""
     old = call.inputs[0]
     assert old.node is not None and call.owner is not None
     constant = Node("prim::Constant", attrs={"name": key}, span=old.node.span)
-    constant.add_output(f"{old.name}.{key.replace('#', '_')}", old.type)
+    constant.add_output(_fresh(f"{old.name}.{key.replace('#', '_')}", taken), old.type)
     call.owner.insert_before(call, constant)
     call.replace_input(0, constant.output)
 
