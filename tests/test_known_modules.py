@@ -340,11 +340,11 @@ class EncoderLayerWrap(nn.Module):
 
 
 ENCODER_CASES = [
-    ("post_norm_relu", dict(d_model=8, nhead=2, dim_feedforward=16), (5, 2, 8), None, None),
-    ("pre_norm_gelu_batch_first_padding", dict(d_model=8, nhead=4, dim_feedforward=12, activation="gelu",
-                                               norm_first=True, batch_first=True, layer_norm_eps=1e-3),
+    ("post_norm_relu", {"d_model": 8, "nhead": 2, "dim_feedforward": 16}, (5, 2, 8), None, None),
+    ("pre_norm_gelu_batch_first_padding", {"d_model": 8, "nhead": 4, "dim_feedforward": 12, "activation": "gelu",
+                                               "norm_first": True, "batch_first": True, "layer_norm_eps": 1e-3},
      (2, 5, 8), None, torch.tensor([[False] * 4 + [True], [False] * 5])),
-    ("causal_mask", dict(d_model=6, nhead=3, dim_feedforward=8), (4, 3, 6), _causal(4), None),
+    ("causal_mask", {"d_model": 6, "nhead": 3, "dim_feedforward": 8}, (4, 3, 6), _causal(4), None),
 ]
 
 
