@@ -503,6 +503,42 @@ def test_a_call_declaring_another_result_type_is_a_compile_error() -> None:
         compiler.compile_source(changed)
 
 
+INLINED = """graph(%self : __torch__.Net, %x : Tensor):
+  %fc : __torch__.torch.nn.modules.linear.___torch_mangle_7.Linear = prim::GetAttr[name="fc"](%self)
+  %act : __torch__.torch.nn.modules.activation.LeakyReLU = prim::GetAttr[name="act"](%self)
+  %y : Tensor = prim::CallMethod[name="forward"](%fc, %x)
+  %z : Tensor = prim::CallMethod[name="forward"](%act, %y)
+  return (%z)
+# CHECK: %fc : __torch__.torch.nn.modules.linear.___torch_mangle_7.Linear = prim::GetAttr[name="fc"](%self)
+# CHECK: %weight : Tensor = prim::GetAttr[name="weight"](%fc)
+# CHECK-NEXT: %bias : Tensor? = prim::GetAttr[name="bias"](%fc)
+# CHECK-NEXT: %out : Tensor = aten::linear(%x, %weight, %bias)
+# CHECK: %negative_slope : float = prim::GetAttr[name="negative_slope"](%act)
+# CHECK-NEXT: %inplace : bool = prim::GetAttr[name="inplace"](%act)
+# CHECK: aten::leaky_relu_(%out, %negative_slope)
+# CHECK: aten::leaky_relu(%out, %negative_slope)
+# CHECK-NOT: prim::CallMethod
+# CHECK: with __torch__.torch.nn.modules.linear.___torch_mangle_7.Linear.forward = graph(
+"""
+
+
+def test_known_bodies_are_added_under_the_mangled_class_and_inlined_at_the_call() -> None:
+    from filecheck import check_output, strip_checks
+
+    from compiler import parse
+    from compiler.known_modules import add_known_methods
+    from compiler.passes.inline_calls import inline_calls
+    from compiler.printer import print_module
+
+    module = parse(strip_checks(INLINED))
+    with_bodies = add_known_methods(module)
+    assert module.functions == {} and set(with_bodies.functions) == {
+        "__torch__.torch.nn.modules.linear.___torch_mangle_7.Linear.forward",
+        "__torch__.torch.nn.modules.activation.LeakyReLU.forward",
+    }
+    check_output(INLINED, print_module(inline_calls(with_bodies)))
+
+
 class _PoolIdx(nn.Module):
     def __init__(self) -> None:
         super().__init__()
