@@ -347,9 +347,15 @@ class _FunctionEmitter:
             raise CompileError("prim::CallFunction of a function that is not a constant", node.span)
         name = str(producer.attrs["name"])
         if name not in self.table.index:
-            from compiler.known_functions import describe
+            from compiler.known_functions import describe, known_body
 
             signatures = describe(name)
+            if signatures is not None and known_body(name, node) is not None:
+                raise CompileError(
+                    f"call of {name!r}: irvm knows its body, but it is inlined by the inline_calls pass, "
+                    "which did not run (keep it in the pass list)",
+                    node.span,
+                )
             if signatures is not None:  # inline_calls found no body that fits this call
                 args = ", ".join(str(v.type) for v in node.inputs[1:])
                 raise CompileError(

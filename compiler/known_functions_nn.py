@@ -3,8 +3,9 @@ average pooling, and of ``torch.functional.norm`` / ``cdist``.
 
 Each body has the parameter list TorchScript passes for the torch 2.13 Python function
 (see ``compiler.known_functions``) and lowers to one ``aten`` operator where one exists,
-after the argument checks the Python function makes (``group_norm`` on a 1-d input,
-``embedding``'s ``padding_idx`` range).  Where ``vm.ops`` lacks the operator the body is
+after the argument checks and argument rewriting the Python function does (``group_norm``
+on a 1-d input, ``embedding``'s ``padding_idx`` range, ``embedding_bag``'s 2-d input as
+equal bags and its mode string).  Where ``vm.ops`` lacks the operator the body is
 composed: ``rms_norm`` from ``pow``/``mean``/``rsqrt``, ``local_response_norm`` from an
 ``avg_pool2d`` over the channel axis (also for 4-d and larger inputs, whose spatial axes
 are flattened into one), ``cdist`` as the vector norm of
@@ -241,6 +242,114 @@ def _embedding() -> str:
                  "%scale_grad_by_freq : bool, %sparse : bool", body)
 
 
+
+def _embedding_bag() -> str:
+    """torch.embedding_bag after the Python function's argument handling: the legacy
+    (weight, input) order is swapped back, a 2-d input is a batch of equal bags (offsets
+    every row), the mode string becomes torch's enum, and max_norm is refused as in
+    ``embedding``."""
+    swap = (
+        "  %w_dtype : int = prim::dtype(%weight)\n"
+        + const("long", "int", 4)
+        + "  %w_long : bool = aten::eq(%w_dtype, %long)\n"
+        + "  %i_float : bool = aten::is_floating_point(%input)\n"
+        + "  %swapped : bool = aten::__and__(%w_long, %i_float)\n"
+        + choose("w", "Tensor", "%swapped", ("", "%input"), ("", "%weight"))
+        + choose("x", "Tensor", "%swapped", ("", "%weight"), ("", "%input"))
+    )
+    checks = (
+        "  %has_psw : bool = aten::__isnot__(%per_sample_weights, %none)\n"
+        + choose("psw_bad", "bool", "%has_psw",
+                 (("  %psw0 : Tensor = prim::unchecked_cast(%per_sample_weights)\n"
+                  "  %psw_size : int[] = aten::size(%psw0)\n"
+                  "  %x_size : int[] = aten::size(%x)\n"
+                  "  %psw_ne : bool = aten::ne(%x_size, %psw_size)\n"), "%psw_ne"),
+                 ("", "%has_psw"))
+        + raise_if("%psw_bad", "embedding_bag: If per_sample_weights is not None, then it must have the same "
+                   "shape as the input", "psw")
+        + "  %w_dim : int = aten::dim(%w)\n"
+        + const("two", "int", 2)
+        + const("one", "int", 1)
+        + const("zero", "int", 0)
+        + const("minus1", "int", -1)
+        + "  %w_not2 : bool = aten::ne(%w_dim, %two)\n"
+        + raise_if("%w_not2", "weight has to be a 2D Tensor", "wdim")
+        + "  %x_dim : int = aten::dim(%x)\n"
+        + "  %is2 : bool = aten::eq(%x_dim, %two)\n"
+        + "  %is1 : bool = aten::eq(%x_dim, %one)\n"
+        + "  %rank_ok : bool = aten::__or__(%is1, %is2)\n"
+        + "  %rank_bad : bool = aten::__not__(%rank_ok)\n"
+        + raise_if("%rank_bad", "input has to be 1D or 2D Tensor", "rank")
+        + "  %has_off : bool = aten::__isnot__(%offsets, %none)\n"
+        + "  %off_2d : bool = aten::__and__(%is2, %has_off)\n"
+        + raise_if("%off_2d", "if input is 2D, then offsets has to be None, as input is treated is a mini-batch "
+                   "of fixed length sequences.", "off2")
+        + "  %no_off : bool = aten::__not__(%has_off)\n"
+        + "  %off_1d : bool = aten::__and__(%is1, %no_off)\n"
+        + raise_if("%off_1d", "offsets has to be a 1D Tensor but got None", "off1")
+    )
+    batch = (
+        "  %numel : int = aten::numel(%x)\n"
+        "  %row : int = aten::size(%x, %one)\n"
+        "  %x_dt : int = prim::dtype(%x)\n"
+        "  %starts : Tensor = aten::arange(%zero, %numel, %row, %x_dt, %none, %none, %none)\n"
+    )
+    flat = "  %x_flat : Tensor = aten::reshape(%x, %flat_shape)\n"
+    given = (
+        "  %off_given : Tensor = prim::unchecked_cast(%offsets)\n"
+        "  %off_dim : int = aten::dim(%off_given)\n"
+        "  %off_not1 : bool = aten::ne(%off_dim, %one)\n"
+        + raise_if("%off_not1", "offsets has to be a 1D Tensor", "offd")
+    )
+    shapes = (
+        "  %flat_shape : int[] = prim::ListConstruct(%minus1)\n"
+        + choose("offs", "Tensor", "%is2", (batch, "%starts"), (given, "%off_given"))
+        + choose("indices", "Tensor", "%is2", (flat, "%x_flat"), ("", "%x"))
+        + choose("last", "bool", "%is2", ("", "%false"), ("", "%include_last_offset"))
+        + choose("psw", "Tensor?", "%has_psw",
+                 (("  %psw1 : Tensor = prim::unchecked_cast(%per_sample_weights)\n"
+                  "  %psw_flat : Tensor = aten::reshape(%psw1, %flat_shape)\n"), "%psw_flat"),
+                 ("", "%none"))
+    )
+    modes = (
+        const("m_sum", "str", "sum")
+        + const("m_mean", "str", "mean")
+        + const("m_max", "str", "max")
+        + "  %is_sum : bool = aten::eq(%mode, %m_sum)\n"
+        + "  %is_mean : bool = aten::eq(%mode, %m_mean)\n"
+        + "  %is_max : bool = aten::eq(%mode, %m_max)\n"
+        + "  %m_ok0 : bool = aten::__or__(%is_sum, %is_mean)\n"
+        + "  %m_ok : bool = aten::__or__(%m_ok0, %is_max)\n"
+        + "  %m_bad : bool = aten::__not__(%m_ok)\n"
+        + raise_if("%m_bad", "mode has to be one of sum, mean or max", "mode")
+        + "  %max_freq : bool = aten::__and__(%is_max, %scale_grad_by_freq)\n"
+        + raise_if("%max_freq", "max mode does not support scaling the gradient by the frequency", "mfreq")
+        + "  %max_sparse : bool = aten::__and__(%is_max, %sparse)\n"
+        + raise_if("%max_sparse", "max mode does not support sparse weights", "msparse")
+        + choose("mode_ms", "int", "%is_mean", ("", "%one"), ("", "%two"))
+        + choose("mode_enum", "int", "%is_sum", ("", "%zero"), ("", "%mode_ms"))
+        + "  %has_max : bool = aten::__isnot__(%max_norm, %none)\n"
+        + raise_if("%has_max", "irvm: F.embedding_bag with max_norm renormalizes the weight in place, which irvm "
+                   "does not do; call it with max_norm=None", "maxn", "builtins.RuntimeError")
+        + "  %not_sum : bool = aten::__not__(%is_sum)\n"
+        + "  %psw_mode : bool = aten::__and__(%has_psw, %not_sum)\n"
+        + raise_if("%psw_mode", "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                   "supported for mode='sum'", "pswm", "builtins.NotImplementedError")
+    )
+    body = (
+        const("none", "NoneType")
+        + const("false", "bool", False)
+        + swap
+        + checks
+        + shapes
+        + modes
+        + "  %out : Tensor, %o2 : Tensor, %o3 : Tensor, %o4 : Tensor = aten::embedding_bag(%w, %indices, %offs, "
+        "%scale_grad_by_freq, %mode_enum, %sparse, %psw, %last, %padding_idx)\n"
+    )
+    return graph("%input : Tensor, %weight : Tensor, %offsets : Tensor?, %max_norm : float?, %norm_type : float, "
+                 "%scale_grad_by_freq : bool, %mode : str, %sparse : bool, %per_sample_weights : Tensor?, "
+                 "%include_last_offset : bool, %padding_idx : int?", body)
+
 def _op(params: str, call: str) -> str:
     return graph(params, f"  %out : Tensor = {call}\n")
 
@@ -340,6 +449,7 @@ BODIES: dict[str, list[str]] = {
     "pad": [_op("%input : Tensor, %pad : int[], %mode : str, %value : float?",
                 "aten::pad(%input, %pad, %mode, %value)")],
     "embedding": [_embedding()],
+    "embedding_bag": [_embedding_bag()],
     "adaptive_avg_pool2d": [_op("%input : Tensor, %output_size : int[]",
                                 "aten::adaptive_avg_pool2d(%input, %output_size)")],
     "adaptive_avg_pool3d": [_op("%input : Tensor, %output_size : int[]",

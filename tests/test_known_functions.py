@@ -150,6 +150,13 @@ NORMS_AND_SHAPES = [
     ("def f(x: Tensor): return F.pad(x, [1, 2, 2, 1], mode='circular')", randn(1, 2, 3, 4)),
     ("def f(i: Tensor, w: Tensor): return F.embedding(i, w)", np.array([[0, 2], [1, 3]]), randn(5, 3)),
     ("def f(i: Tensor, w: Tensor): return F.embedding(i, w, padding_idx=-1)", np.array([4, 1, 0]), randn(5, 3)),
+    ("def f(i: Tensor, w: Tensor): return F.embedding_bag(i, w)", np.array([[0, 2, 1], [5, 3, 3]]), randn(6, 3)),
+    ("def f(i: Tensor, w: Tensor, o: Tensor): return F.embedding_bag(i, w, o, mode='sum')", np.array([0, 2, 1, 5, 3]),
+     randn(6, 3), np.array([0, 2])),
+    ("def f(i: Tensor, w: Tensor, o: Tensor): return F.embedding_bag(i, w, o, mode='max', include_last_offset=True)",
+     np.array([0, 2, 1, 5, 3]), randn(6, 3), np.array([0, 2, 5])),
+    (("def f(i: Tensor, w: Tensor, p: Tensor): return F.embedding_bag(i, w, mode='sum', per_sample_weights=p, "
+     "padding_idx=2)"), np.array([[0, 2, 1], [5, 3, 3]]), randn(6, 3), randn(2, 3)),
     ("def f(x: Tensor): return F.adaptive_avg_pool2d(x, 2)", randn(2, 3, 5, 4)),
     ("def f(x: Tensor): return F.adaptive_avg_pool2d(x, [3, 1])", randn(2, 3, 5, 4)),
     ("def f(x: Tensor): return F.adaptive_avg_pool3d(x, [2, 1, 3])", randn(1, 2, 4, 3, 5)),
@@ -340,6 +347,20 @@ def test_wrong_arity_names_the_line_and_the_known_signature() -> None:
     message = str(info.value)
     assert "case.ir:3:" in message
     assert "relu(Tensor input, bool inplace) -> Tensor" in message
+
+
+def test_known_call_without_the_inliner_says_so() -> None:
+    """A pipeline without inline_calls leaves a fitting call: the error names the pass."""
+    text = (
+        "graph(%x : Tensor):\n"
+        '  %f : Function = prim::Constant[name="relu"]()\n'
+        "  %b : bool = prim::Constant[value=0]()\n"
+        "  %y : Tensor = prim::CallFunction(%f, %x, %b)\n"
+        "  return (%y)\n"
+    )
+    with pytest.raises(CompileError, match="inline_calls pass") as info:
+        compiler.compile_source(text, "case.ir", passes=["propagate_constants"])
+    assert "case.ir:4:" in str(info.value)
 
 
 def test_wrong_argument_type_keeps_the_error() -> None:
