@@ -107,63 +107,54 @@ def _recompute() -> str:
 
 
 def _dispatch() -> str:
-    """The operator for (rank, mode), as a chain of ifs; the last arm raises."""
-    rank_conds = "".join(
-        const(f"r{r}", "int", r) + f"  %nd{r} : bool = aten::eq(%ndim, %r{r})\n" for r in (3, 4, 5)
-    )
+    """``%out``: the operator for (mode, rank), as nested ifs, mode outside (a dump passes
+    a constant mode, so constant propagation keeps one mode's rank choice); the pairs
+    torch refuses raise."""
     vec = "%input, %out_size, %scales"
     lin = "%input, %out_size, %ac, %scales"
-    arms: list[tuple[int, str, str]] = [
-        (3, "nearest", f"aten::upsample_nearest1d({vec})"),
-        (4, "nearest", f"aten::upsample_nearest2d({vec})"),
-        (5, "nearest", f"aten::upsample_nearest3d({vec})"),
-        (3, "nearest_exact", f"aten::_upsample_nearest_exact1d({vec})"),
-        (4, "nearest_exact", f"aten::_upsample_nearest_exact2d({vec})"),
-        (5, "nearest_exact", f"aten::_upsample_nearest_exact3d({vec})"),
-        (3, "area", "aten::adaptive_avg_pool1d(%input, %os_v3)"),
-        (4, "area", "aten::adaptive_avg_pool2d(%input, %os_v4)"),
-        (5, "area", "aten::adaptive_avg_pool3d(%input, %os_v5)"),
-        (3, "linear", f"aten::upsample_linear1d({lin})"),
-        (5, "trilinear", f"aten::upsample_trilinear3d({lin})"),
-    ]
-    conds = rank_conds
-    for i, (rank, mode, _) in enumerate(arms):
-        conds += f"  %c{i} : bool = aten::__and__(%nd{rank}, %is_{mode})\n"
-    # 4-d bilinear / bicubic choose the antialiased operator by flag; lanczos needs it
-    conds += (
-        "  %c_bl : bool = aten::__and__(%nd4, %is_bilinear)\n"
-        "  %c_bc : bool = aten::__and__(%nd4, %is_bicubic)\n"
-        "  %c_lz : bool = aten::__and__(%nd4, %is_lanczos)\n"
-    )
-    failure = (
-        const("fail_msg", "str", "Input Error: Only 3D, 4D and 5D input Tensors supported for the modes: "
-              "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact, "
-              "with linear for 3D, bilinear / bicubic / lanczos for 4D and trilinear for 5D input")
-        + const("fail_cls", "str", "builtins.NotImplementedError")
-        + "   = prim::RaiseException(%fail_msg, %fail_cls)\n",
-        "%input",
-    )
+
+    def area(rank: int) -> str:
+        return (f"  %os_v{rank} : int[] = prim::unchecked_cast(%out_size)\n"
+                f"  %Y : Tensor = aten::adaptive_avg_pool{rank - 2}d(%input, %os_v{rank})\n")
+
+    def smooth(op: str) -> str:  # bilinear / bicubic: the antialiased operator by flag
+        return choose("Y", "Tensor", "%antialias",
+                      (f"  %Y_aa : Tensor = aten::_upsample_{op}_aa({lin})\n", "%Y_aa"),
+                      (f"  %Y_p : Tensor = aten::upsample_{op}({lin})\n", "%Y_p"))
+
     lanczos = (
         raise_if("%ac", "Lanczos mode does not support align_corners=True", "lz_ac")
         + "  %lz_plain : bool = aten::__not__(%antialias)\n"
         + raise_if("%lz_plain", "Lanczos mode requires antialias=True", "lz_aa")
-        + f"  %y_lz : Tensor = aten::_upsample_lanczos2d_aa({lin})\n",
-        "%y_lz",
+        + f"  %Y : Tensor = aten::_upsample_lanczos2d_aa({lin})\n"
     )
-    chain = choose("y_lzc", "Tensor", "%c_lz", lanczos, failure)
-    for op, tag in (("bicubic2d", "bc"), ("bilinear2d", "bl")):
-        arm = choose(f"y_{tag}", "Tensor", "%antialias",
-                     (f"  %y_{tag}_aa : Tensor = aten::_upsample_{op}_aa({lin})\n", f"%y_{tag}_aa"),
-                     (f"  %y_{tag}_p : Tensor = aten::upsample_{op}({lin})\n", f"%y_{tag}_p"))
-        chain = choose(f"y_{tag}c", "Tensor", f"%c_{tag}", (arm, f"%y_{tag}"), (chain, f"%y_{'lzc' if tag == 'bc' else 'bcc'}"))
-    previous = "%y_blc"
-    for i in reversed(range(len(arms))):
-        rank, mode, call = arms[i]
-        area = f"  %os_v{rank} : int[] = prim::unchecked_cast(%out_size)\n" if mode == "area" else ""
-        lines = area + f"  %y{i} : Tensor = {call}\n"
-        chain = choose(f"y{i}c", "Tensor", f"%c{i}", (lines, f"%y{i}"), (chain, previous))
-        previous = f"%y{i}c"
-    return conds + chain.replace(f"%y{0}c : Tensor", "%out : Tensor", 1)
+    table: dict[str, dict[int, str]] = {
+        "nearest": {r: f"  %Y : Tensor = aten::upsample_nearest{r - 2}d({vec})\n" for r in (3, 4, 5)},
+        "nearest_exact": {r: f"  %Y : Tensor = aten::_upsample_nearest_exact{r - 2}d({vec})\n" for r in (3, 4, 5)},
+        "area": {r: area(r) for r in (3, 4, 5)},
+        "linear": {3: f"  %Y : Tensor = aten::upsample_linear1d({lin})\n"},
+        "bilinear": {4: smooth("bilinear2d")},
+        "bicubic": {4: smooth("bicubic2d")},
+        "trilinear": {5: f"  %Y : Tensor = aten::upsample_trilinear3d({lin})\n"},
+        "lanczos": {4: lanczos},
+    }
+    failure = ("   = prim::RaiseException(%fail_msg, %fail_cls)\n", "%input")
+    chain = failure
+    for mode, ranks in reversed(table.items()):
+        inner = failure
+        for rank, lines in reversed(ranks.items()):
+            tag = f"{mode}{rank}"
+            arm = (lines.replace("%Y", f"%y_{tag}_r"), f"%y_{tag}_r")
+            inner = (choose(f"y_{tag}", "Tensor", f"%nd{rank}", arm, inner), f"%y_{tag}")
+        chain = (choose(f"m_{mode}", "Tensor", f"%is_{mode}", inner, chain), f"%m_{mode}")
+    rank_conds = "".join(
+        const(f"r{r}", "int", r) + f"  %nd{r} : bool = aten::eq(%ndim, %r{r})\n" for r in (3, 4, 5)
+    )
+    message = const("fail_msg", "str", "Input Error: Only 3D, 4D and 5D input Tensors supported for the modes: "
+                    "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact, with linear "
+                    "for 3D, bilinear / bicubic / lanczos for 4D and trilinear for 5D input")
+    message += const("fail_cls", "str", "builtins.NotImplementedError")
+    return rank_conds + message + chain[0].replace("%m_nearest : Tensor", "%out : Tensor", 1)
 
 
 def _interpolate(size_is_list: bool, scale_is_list: bool) -> str:
@@ -183,10 +174,12 @@ def _interpolate(size_is_list: bool, scale_is_list: bool) -> str:
         + "  %aa_modes0 : bool = aten::__or__(%is_bilinear, %is_bicubic)\n"
         + "  %aa_modes : bool = aten::__or__(%aa_modes0, %is_lanczos)\n"
         + const("r4_aa", "int", 4)
-        + "  %aa_rank : bool = aten::eq(%ndim, %r4_aa)\n"
-        + "  %aa_ok : bool = aten::__and__(%aa_modes, %aa_rank)\n"
-        + "  %aa_not_ok : bool = aten::__not__(%aa_ok)\n"
-        + "  %aa_bad : bool = aten::__and__(%antialias, %aa_not_ok)\n"
+        # the rank test only when antialias is set: a constant False folds the check away
+        + choose("aa_bad", "bool", "%antialias",
+                 ("  %aa_rank : bool = aten::eq(%ndim, %r4_aa)\n"
+                  "  %aa_ok : bool = aten::__and__(%aa_modes, %aa_rank)\n"
+                  "  %aa_not_ok : bool = aten::__not__(%aa_ok)\n", "%aa_not_ok"),
+                 ("", "%false"))
         + raise_if("%aa_bad", "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires "
                    "a 4-D tensor as input", "aa")
         + _dispatch()
