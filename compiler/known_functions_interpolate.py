@@ -176,9 +176,9 @@ def _interpolate(size_is_list: bool, scale_is_list: bool) -> str:
         + const("r4_aa", "int", 4)
         # the rank test only when antialias is set: a constant False folds the check away
         + choose("aa_bad", "bool", "%antialias",
-                 ("  %aa_rank : bool = aten::eq(%ndim, %r4_aa)\n"
+                 (("  %aa_rank : bool = aten::eq(%ndim, %r4_aa)\n"
                   "  %aa_ok : bool = aten::__and__(%aa_modes, %aa_rank)\n"
-                  "  %aa_not_ok : bool = aten::__not__(%aa_ok)\n", "%aa_not_ok"),
+                  "  %aa_not_ok : bool = aten::__not__(%aa_ok)\n"), "%aa_not_ok"),
                  ("", "%false"))
         + raise_if("%aa_bad", "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires "
                    "a 4-D tensor as input", "aa")

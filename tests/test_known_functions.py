@@ -313,6 +313,14 @@ POOLS_3D_LP_UPSAMPLE = [
     ("def f(x: Tensor): return F.lp_pool2d(x, 3, [2, 3], [1, 2], True)", randn(2, 3, 6, 5)),
     ("def f(x: Tensor): return F.lp_pool1d(x, 1.5, 3)", np.abs(randn(2, 3, 7))),
     ("def f(x: Tensor): return F.lp_pool1d(x, float('inf'), 2) + F.lp_pool1d(x, float('-inf'), 2)", randn(2, 3, 8)),
+    ("def f(x: Tensor):\n    v, i = F.max_pool2d(x, 2, return_indices=True)\n    return F.max_unpool2d(v, i, 2)",
+     randn(2, 3, 4, 6)),
+    (("def f(x: Tensor):\n    v, i = F.max_pool2d(x, 2, return_indices=True)\n"
+     "    return F.max_unpool2d(v, i, 2, output_size=[5, 7])"), randn(2, 3, 5, 7)),
+    (("def f(x: Tensor):\n    v, i = F.max_pool1d(x, 3, 2, 1, return_indices=True)\n"
+     "    return F.max_unpool1d(v, i, 3, 2, 1)"), randn(2, 3, 9)),
+    (("def f(x: Tensor):\n    v, i = F.max_pool3d(x, 2, return_indices=True)\n"
+     "    return F.max_unpool3d(v, i, 2, output_size=[1, 2, 4, 6, 4])"), randn(1, 2, 4, 6, 4)),
     ("def f(x: Tensor): return F.upsample(x, scale_factor=2.0)", randn(1, 2, 3, 4)),
     ("def f(x: Tensor): return F.upsample(x, size=[5, 6], mode='bilinear')", randn(1, 2, 3, 4)),
     ("def f(x: Tensor): return F.upsample_nearest(x, 5)", randn(1, 2, 3)),
