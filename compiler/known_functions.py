@@ -116,10 +116,11 @@ def _table() -> dict[str, list[str]]:
     from compiler import known_functions_loss as loss
     from compiler import known_functions_margin as margin
     from compiler import known_functions_nn as nn
+    from compiler import known_functions_patches as patches
     from compiler import known_functions_pool as pool
 
     table: dict[str, list[str]] = {}
-    for part in (act.BODIES, nn.BODIES, loss.BODIES, interp.BODIES, pool.BODIES, margin.BODIES):
+    for part in (act.BODIES, nn.BODIES, loss.BODIES, interp.BODIES, pool.BODIES, margin.BODIES, patches.BODIES):
         for name, texts in part.items():
             table.setdefault(name, []).extend(texts)
     return table

@@ -301,7 +301,7 @@ RESAMPLING = [
 ]
 
 
-POOLS_3D_LP_UPSAMPLE = [
+POOLS_PATCHES_UPSAMPLE = [
     ("def f(x: Tensor): return F.max_pool3d(x, 2)", randn(2, 3, 4, 6, 5)),
     ("def f(x: Tensor): return F.max_pool3d(x, [3, 2, 2], [2, 1, 2], [1, 1, 0], [1, 2, 1], ceil_mode=True)",
      randn(2, 3, 7, 6, 5)),
@@ -321,6 +321,13 @@ POOLS_3D_LP_UPSAMPLE = [
      "    return F.max_unpool1d(v, i, 3, 2, 1)"), randn(2, 3, 9)),
     (("def f(x: Tensor):\n    v, i = F.max_pool3d(x, 2, return_indices=True)\n"
      "    return F.max_unpool3d(v, i, 2, output_size=[1, 2, 4, 6, 4])"), randn(1, 2, 4, 6, 4)),
+    ("def f(x: Tensor): return F.unfold(x, 2)", randn(2, 3, 4, 5)),
+    ("def f(x: Tensor): return F.unfold(x, [3, 2], [1, 2], [1, 0], [2, 1])", randn(2, 3, 7, 6)),
+    ("def f(x: Tensor): return F.unfold(x, 3, padding=1)", randn(3, 5, 4)),
+    ("def f(x: Tensor): return F.fold(x, [4, 5], 2)", randn(2, 12, 12)),
+    ("def f(x: Tensor): return F.fold(x, [7, 6], [3, 2], [1, 2], [1, 0], [2, 1])", randn(2, 18, 16)),
+    ("def f(x: Tensor): return F.fold(F.unfold(x, 3, padding=1), [4, 5], 3, padding=1)", randn(1, 2, 4, 5)),
+    ("def f(x: Tensor): return F.fold(x, [4, 5], 2)", randn(12, 12)),
     ("def f(x: Tensor): return F.upsample(x, scale_factor=2.0)", randn(1, 2, 3, 4)),
     ("def f(x: Tensor): return F.upsample(x, size=[5, 6], mode='bilinear')", randn(1, 2, 3, 4)),
     ("def f(x: Tensor): return F.upsample_nearest(x, 5)", randn(1, 2, 3)),
@@ -329,8 +336,8 @@ POOLS_3D_LP_UPSAMPLE = [
 ]
 
 
-@pytest.mark.parametrize("case", POOLS_3D_LP_UPSAMPLE, ids=_case_id)
-def test_pool3d_lp_pool_upsample(tmp_path: Any, case: tuple[Any, ...]) -> None:
+@pytest.mark.parametrize("case", POOLS_PATCHES_UPSAMPLE, ids=_case_id)
+def test_pools_patches_upsample(tmp_path: Any, case: tuple[Any, ...]) -> None:
     run_case(tmp_path, *case)
 
 
