@@ -47,9 +47,14 @@ from vm.fusion_plan import BlockPlan, make_plan, make_whole, probe_dtypes
 from vm.ops.registry import OpRef, bind, bind_out, prim_factory
 
 MIN_BLOCK = 1 << 13  # 8K elements: calls below two blocks run unfused (tools/bench_fusion.py)
-MAX_BLOCK = 1 << 16  # 64K elements: the block that measured best (tools/bench_fusion.py --sweep-blocks)
+# 128K elements: best or within noise of the best in every --sweep-blocks run of
+# tools/bench_fusion.py (ratio_iou 8e5, 5-op chain 16M); below 32K the per-block Python costs show.
+MAX_BLOCK = 1 << 17
 THREADS = max(1, min(4, os.cpu_count() or 1))
-PARALLEL_WORK = 1 << 20  # element-operations per thread before a call is split over threads
+# Element-operations (elements x operators) a call needs per extra thread: measured on
+# ratio_iou (19 operators, quiet machine), one thread wins at 1e5 elements (0.28 vs 0.33 ms),
+# they tie at 2e5, two win at 4e5 (1.20 vs 1.73 ms) and 8e5 (2.2 vs 2.8 ms).
+PARALLEL_WORK = 3 << 20
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -306,10 +311,9 @@ class FusedKernel:
         return self._result(values)
 
     def _threads(self, n: int) -> int:
-        """How many threads share a call of ``n`` elements: one below PARALLEL_WORK
-        element-operations per extra thread, where waking a pool thread costs more than
-        it saves."""
-        return max(1, min(THREADS, n * len(self.steps) // PARALLEL_WORK))
+        """How many threads share a call of ``n`` elements: one more per PARALLEL_WORK
+        element-operations (below that, waking a pool thread costs more than it saves)."""
+        return max(1, min(THREADS, 1 + n * len(self.steps) // PARALLEL_WORK))
 
     def _run_blocks(self, plan: BlockPlan, flat: list[Any], values: list[Any], out: list[Any],
                     lo: int, hi: int, block: int) -> None:
