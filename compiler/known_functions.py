@@ -112,6 +112,7 @@ def unwrap(name: str, optional: str, type_: str, default: str) -> str:
 
 def _table() -> dict[str, list[str]]:
     from compiler import known_functions_activation as act
+    from compiler import known_functions_grid as grid
     from compiler import known_functions_interpolate as interp
     from compiler import known_functions_loss as loss
     from compiler import known_functions_margin as margin
@@ -120,7 +121,7 @@ def _table() -> dict[str, list[str]]:
     from compiler import known_functions_pool as pool
 
     table: dict[str, list[str]] = {}
-    for part in (act.BODIES, nn.BODIES, loss.BODIES, interp.BODIES, pool.BODIES, margin.BODIES, patches.BODIES):
+    for part in (act.BODIES, nn.BODIES, loss.BODIES, interp.BODIES, pool.BODIES, margin.BODIES, patches.BODIES, grid.BODIES):
         for name, texts in part.items():
             table.setdefault(name, []).extend(texts)
     return table

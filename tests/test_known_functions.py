@@ -469,3 +469,51 @@ def test_invalid_arguments_raise_like_torch(tmp_path: Any, source: str, message:
 @pytest.mark.parametrize("case", MARGIN_LOSSES, ids=_case_id)
 def test_margin_loss_and_rrelu(tmp_path: Any, case: tuple[Any, ...]) -> None:
     run_case(tmp_path, *case)
+
+
+# float64 inputs keep their dtype through the bodies (eps defaults, constants, reductions)
+FLOAT64 = [
+    ("def f(x: Tensor): return F.rms_norm(x, [4])", randn(3, 4).astype(np.float64)),
+    ("def f(x: Tensor): return F.layer_norm(x, [4]) + F.softmin(x, 1) + F.silu(x)", randn(3, 4).astype(np.float64)),
+    ("def f(x: Tensor): return F.interpolate(x, scale_factor=1.5, mode='bicubic', align_corners=True)",
+     randn(1, 2, 3, 4).astype(np.float64)),
+    ("def f(x: Tensor, y: Tensor): return F.cross_entropy(x, y, label_smoothing=0.2)", _X.astype(np.float64),
+     _LABELS),
+    ("def f(x: Tensor, t: Tensor): return F.binary_cross_entropy_with_logits(x, t)", _X.astype(np.float64),
+     _BITS.astype(np.float64)),
+    ("def f(x: Tensor): return F.normalize(x, 3.0, 0) + torch.norm(x, dim=0)", randn(3, 4).astype(np.float64)),
+    ("def f(x: Tensor): return F.unfold(x, 2)", randn(1, 2, 3, 3).astype(np.float64)),
+]
+
+
+@pytest.mark.parametrize("case", FLOAT64, ids=_case_id)
+def test_float64(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    run_case(tmp_path, *case)
+
+
+_THETA = (np.eye(2, 3)[None] + 0.2 * randn(2, 2, 3)).astype(np.float32)
+_THETA_3D = (np.eye(3, 4)[None] + 0.2 * randn(2, 3, 4)).astype(np.float32)
+_GRID = (randn(2, 3, 4, 2) * 1.7).astype(np.float32)  # partly outside [-1, 1]: padding modes matter
+
+GRIDS = [
+    ("def f(t: Tensor): return F.affine_grid(t, [2, 3, 4, 5], False)", _THETA),
+    ("def f(t: Tensor): return F.affine_grid(t, [2, 3, 1, 5], True)", _THETA),
+    ("def f(t: Tensor): return F.affine_grid(t, [2, 1, 3, 4, 5], False)", _THETA_3D),
+    ("def f(x: Tensor, g: Tensor): return F.grid_sample(x, g, align_corners=False)", randn(2, 3, 5, 6), _GRID),
+    ("def f(x: Tensor, g: Tensor): return F.grid_sample(x, g, align_corners=True)", randn(2, 3, 5, 6), _GRID),
+    ("def f(x: Tensor, g: Tensor): return F.grid_sample(x, g, 'nearest', 'zeros', False)", randn(2, 3, 5, 6), _GRID),
+    ("def f(x: Tensor, g: Tensor): return F.grid_sample(x, g, 'bilinear', 'border', False)", randn(2, 3, 5, 6),
+     _GRID),
+    ("def f(x: Tensor, g: Tensor): return F.grid_sample(x, g, 'bilinear', 'reflection', False)", randn(2, 3, 5, 6),
+     _GRID),
+    ("def f(x: Tensor, g: Tensor): return F.grid_sample(x, g, 'bilinear', 'reflection', True)", randn(2, 3, 5, 6),
+     _GRID),
+    ("def f(x: Tensor, g: Tensor): return F.grid_sample(x, g, 'nearest', 'border', True)", randn(2, 3, 5, 6), _GRID),
+    (("def f(x: Tensor, t: Tensor): return F.grid_sample(x, F.affine_grid(t, [2, 3, 4, 4], False), "
+     "align_corners=False)"), randn(2, 3, 5, 6), _THETA),
+]
+
+
+@pytest.mark.parametrize("case", GRIDS, ids=_case_id)
+def test_affine_grid_and_grid_sample(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    run_case(tmp_path, *case)
