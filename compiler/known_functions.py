@@ -25,6 +25,20 @@ whose parameter types accept its argument types (``NoneType`` fits any Optional,
 refined tensor type fits ``Tensor``).  A second overload used in the same module is
 stored as ``name#k`` and its calls are pointed at that key.
 
+The bodies live by family, each module with the notes on how its bodies are written:
+
+- ``known_functions_activation``: relu ... hardtanh, threshold, glu, rrelu, softmax /
+  log_softmax / softmin, softsign, tanhshrink, sigmoid, tanh, the dropouts;
+- ``known_functions_nn``: layer / group / batch / instance / rms norm, normalize,
+  local_response_norm, pad, embedding, embedding_bag, adaptive_avg_pool2d/3d,
+  ``torch.norm``, ``torch.cdist``;
+- ``known_functions_pool``: max pools (1-3 d, with indices), adaptive max pools, max
+  unpools, lp pools, the deprecated upsample helpers;
+- ``known_functions_interpolate``: ``interpolate`` and ``torch.tensordot``;
+- ``known_functions_patches``: unfold, fold; ``known_functions_grid``: affine_grid,
+  grid_sample;
+- ``known_functions_loss`` / ``known_functions_margin``: the losses.
+
 ``compiler.passes.inline_calls`` asks ``known_body`` for every call of a name the module
 does not define, adds the body to ``Module.functions`` and inlines it like any other;
 the copied nodes take the call's span (the body's own text is not the user's).  A name

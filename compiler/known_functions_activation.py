@@ -41,7 +41,7 @@ def _hardtanh() -> str:
     return _inplace("aten::hardtanh", ["min_val", "max_val"], check=check)
 
 
-def _softmax(op: str, name: str, negate: bool = False) -> str:
+def _softmax(op: str, negate: bool = False) -> str:
     """softmax / log_softmax / softmin: ``dim`` None takes torch's legacy default."""
     pre = "  %neg : Tensor = aten::neg(%input)\n" if negate else ""
     src = "%neg" if negate else "%input"
@@ -65,7 +65,6 @@ def _softmax(op: str, name: str, negate: bool = False) -> str:
                  ("  %d_given : int = prim::unchecked_cast(%dim)\n", "%d_given"))
         + f"  %out : Tensor = {op}({src}, %d, %dtype)\n"
     )
-    del name
     return graph("%input : Tensor, %dim : int?, %_stacklevel : int, %dtype : int?", body)
 
 
@@ -142,9 +141,9 @@ BODIES: dict[str, list[str]] = {
     "_threshold": [_inplace("aten::threshold", ["threshold", "value"])],
     "threshold": [_inplace("aten::threshold", ["threshold", "value"])],
     "glu": [graph("%input : Tensor, %dim : int", "  %out : Tensor = aten::glu(%input, %dim)\n")],
-    "softmax": [_softmax("aten::softmax", "softmax")],
-    "log_softmax": [_softmax("aten::log_softmax", "log_softmax")],
-    "softmin": [_softmax("aten::softmax", "softmin", negate=True)],
+    "softmax": [_softmax("aten::softmax")],
+    "log_softmax": [_softmax("aten::log_softmax")],
+    "softmin": [_softmax("aten::softmax", negate=True)],
     "softsign": [_unary(
         "  %abs : Tensor = aten::abs(%input)\n"
         + const("one", "int", 1)

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from compiler.known_functions import choose, const, graph, raise_if
 
-_LEGACY = "%size_average : bool?, %reduce : bool?"
+LEGACY = "%size_average : bool?, %reduce : bool?"
 
 
-def _reduction_string() -> str:
+def reduction_string() -> str:
     """``%red``: the reduction string after the legacy flags."""
     legacy = (
         const("t", "bool", True)
@@ -46,7 +46,7 @@ def _reduction_string() -> str:
     )
 
 
-def _enum(red: str = "%red", tag: str = "e") -> str:
+def reduction_enum(red: str = "%red", tag: str = "e") -> str:
     """``%<tag>``: the reduction enum of the string ``red``; other strings raise."""
     return (
         const(f"{tag}_none_s", "str", "none")
@@ -78,7 +78,7 @@ def _enum(red: str = "%red", tag: str = "e") -> str:
     )
 
 
-def _reduce(loss: str, enum: str, out: str) -> str:
+def reduce_by_enum(loss: str, enum: str, out: str) -> str:
     """``%out``: ``loss`` as is (enum 0), its mean (1) or its sum (2)."""
     return (
         const(f"{out}_nodt", "NoneType")
@@ -139,14 +139,14 @@ def _weighted(elementwise: str, divide_by_weight: bool, red: str = "%red") -> st
 def _pointwise_loss(op: str, elementwise: str) -> str:
     """mse_loss / l1_loss: the aten operator unweighted, the manual path weighted."""
     body = (
-        _reduction_string()
+        reduction_string()
         + _broadcast()
         + "  %has_weight : bool = aten::__isnot__(%weight, %rnone)\n"
         + choose("out", "Tensor", "%has_weight",
                  (_weighted(elementwise, True), "%wout"),
-                 (_enum() + f"  %plain_loss : Tensor = {op}(%ei, %et, %e)\n", "%plain_loss"))
+                 (reduction_enum() + f"  %plain_loss : Tensor = {op}(%ei, %et, %e)\n", "%plain_loss"))
     )
-    return graph(f"%input : Tensor, %target : Tensor, {_LEGACY}, %reduction : str, %weight : Tensor?", body)
+    return graph(f"%input : Tensor, %target : Tensor, {LEGACY}, %reduction : str, %weight : Tensor?", body)
 
 
 _SQUARED = ("  %diff : Tensor = aten::sub(%ei, %et, %one_d)\n"
@@ -158,16 +158,16 @@ _DIFF_CONSTS = const("one_d", "int", 1) + const("two_d", "int", 2)
 
 def _smooth_l1() -> str:
     body = (
-        _reduction_string()
+        reduction_string()
         + _broadcast()
-        + _enum()
+        + reduction_enum()
         + const("zero_beta", "float", 0.0)
         + "  %is_l1 : bool = aten::eq(%beta, %zero_beta)\n"
         + choose("out", "Tensor", "%is_l1",
                  ("  %l1 : Tensor = aten::l1_loss(%ei, %et, %e)\n", "%l1"),
                  ("  %sl1 : Tensor = aten::smooth_l1_loss(%ei, %et, %e, %beta)\n", "%sl1"))
     )
-    return graph(f"%input : Tensor, %target : Tensor, {_LEGACY}, %reduction : str, %beta : float", body)
+    return graph(f"%input : Tensor, %target : Tensor, {LEGACY}, %reduction : str, %beta : float", body)
 
 
 def _huber() -> str:
@@ -178,13 +178,13 @@ def _huber() -> str:
         + "  %has_weight : bool = aten::__isnot__(%weight, %rnone)\n"
         + choose("out", "Tensor", "%has_weight",
                  (_weighted(elementwise, False, "%reduction"), "%wout"),
-                 (_enum("%reduction") + "  %plain_loss : Tensor = aten::huber_loss(%ei, %et, %e, %delta)\n", "%plain_loss"))
+                 (reduction_enum("%reduction") + "  %plain_loss : Tensor = aten::huber_loss(%ei, %et, %e, %delta)\n", "%plain_loss"))
     )
     return graph("%input : Tensor, %target : Tensor, %reduction : str, %delta : float, %weight : Tensor?", body)
 
 
 def _cross_entropy() -> str:
-    body = _reduction_string() + _enum() + (
+    body = reduction_string() + reduction_enum() + (
         "  %out : Tensor = aten::cross_entropy_loss(%input, %target, %weight, %e, %ignore_index, %label_smoothing)\n"
     )
     return graph("%input : Tensor, %target : Tensor, %weight : Tensor?, %size_average : bool?, %ignore_index : int, "
@@ -192,7 +192,7 @@ def _cross_entropy() -> str:
 
 
 def _nll() -> str:
-    body = _reduction_string() + _enum() + (
+    body = reduction_string() + reduction_enum() + (
         "  %out : Tensor = aten::nll_loss_nd(%input, %target, %weight, %e, %ignore_index)\n"
     )
     return graph("%input : Tensor, %target : Tensor, %weight : Tensor?, %size_average : bool?, %ignore_index : int, "
@@ -211,8 +211,8 @@ def _same_size_check() -> str:
 
 def _bce() -> str:
     body = (
-        _reduction_string()
-        + _enum()
+        reduction_string()
+        + reduction_enum()
         + _same_size_check()
         + "  %has_weight : bool = aten::__isnot__(%weight, %rnone)\n"
         + choose("w", "Tensor?", "%has_weight",
@@ -224,13 +224,13 @@ def _bce() -> str:
                  ("", "%rnone"))
         + "  %out : Tensor = aten::binary_cross_entropy(%input, %target, %w, %e)\n"
     )
-    return graph(f"%input : Tensor, %target : Tensor, %weight : Tensor?, {_LEGACY}, %reduction : str", body)
+    return graph(f"%input : Tensor, %target : Tensor, %weight : Tensor?, {LEGACY}, %reduction : str", body)
 
 
 def _bce_with_logits() -> str:
     body = (
-        _reduction_string()
-        + _enum()
+        reduction_string()
+        + reduction_enum()
         + _same_size_check()
         + const("one", "int", 1)
         + "  %ls : Tensor = aten::log_sigmoid(%input)\n"
@@ -249,20 +249,20 @@ def _bce_with_logits() -> str:
         + choose("loss", "Tensor", "%has_weight",
                  ("  %w : Tensor = prim::unchecked_cast(%weight)\n  %raw_w : Tensor = aten::mul(%raw, %w)\n", "%raw_w"),
                  ("", "%raw"))
-        + _reduce("%loss", "%e", "out")
+        + reduce_by_enum("%loss", "%e", "out")
     )
-    return graph(f"%input : Tensor, %target : Tensor, %weight : Tensor?, {_LEGACY}, %reduction : str, "
+    return graph(f"%input : Tensor, %target : Tensor, %weight : Tensor?, {LEGACY}, %reduction : str, "
                  "%pos_weight : Tensor?", body)
 
 
 def _kl_div() -> str:
     body = (
-        _reduction_string()
+        reduction_string()
         + const("batchmean", "str", "batchmean")
         + "  %is_bm : bool = aten::eq(%reduction, %batchmean)\n"
         + "  %bm_plain : bool = aten::__and__(%is_bm, %plain)\n"
         + choose("red_kl", "str", "%bm_plain", ("", "%s_sum"), ("", "%red"))
-        + _enum("%red_kl")
+        + reduction_enum("%red_kl")
         + const("one", "int", 1)
         + choose("pointwise", "Tensor", "%log_target",
                  (("  %et : Tensor = aten::exp(%target)\n"
@@ -271,7 +271,7 @@ def _kl_div() -> str:
                  (("  %xl : Tensor = aten::xlogy(%target, %target)\n"
                   "  %tx : Tensor = aten::mul(%target, %input)\n"
                   "  %p_loss : Tensor = aten::sub(%xl, %tx, %one)\n"), "%p_loss"))
-        + _reduce("%pointwise", "%e", "reduced")
+        + reduce_by_enum("%pointwise", "%e", "reduced")
         + "  %ndim : int = aten::dim(%input)\n"
         + const("zero", "int", 0)
         + "  %has_batch : bool = aten::ne(%ndim, %zero)\n"
@@ -280,7 +280,7 @@ def _kl_div() -> str:
                  ("  %n : int = aten::size(%input, %zero)\n  %per : Tensor = aten::div(%reduced, %n)\n", "%per"),
                  ("", "%reduced"))
     )
-    return graph(f"%input : Tensor, %target : Tensor, {_LEGACY}, %reduction : str, %log_target : bool", body)
+    return graph(f"%input : Tensor, %target : Tensor, {LEGACY}, %reduction : str, %log_target : bool", body)
 
 
 BODIES: dict[str, list[str]] = {

@@ -25,12 +25,17 @@ own checks and its legacy ``size_average`` / ``reduce`` handling (shared with
 from __future__ import annotations
 
 from compiler.known_functions import choose, const, graph, raise_if
-from compiler.known_functions_loss import _LEGACY, _enum, _reduce, _reduction_string
+from compiler.known_functions_loss import (
+    LEGACY,
+    reduce_by_enum,
+    reduction_enum,
+    reduction_string,
+)
 
 
 def _reduced(elementwise: str, loss: str) -> str:
     """Legacy flags, enum, ``elementwise`` lines defining ``loss``, then ``%out``."""
-    return _reduction_string() + _enum() + elementwise + _reduce(loss, "%e", "out")
+    return reduction_string() + reduction_enum() + elementwise + reduce_by_enum(loss, "%e", "out")
 
 
 def _margin_ranking() -> str:
@@ -51,7 +56,7 @@ def _margin_ranking() -> str:
         + "  %shifted : Tensor = aten::add(%scaled, %margin, %one)\n"
         + "  %loss : Tensor = aten::clamp_min(%shifted, %zero)\n"
     )
-    return graph(f"%input1 : Tensor, %input2 : Tensor, %target : Tensor, %margin : float, {_LEGACY}, "
+    return graph(f"%input1 : Tensor, %input2 : Tensor, %target : Tensor, %margin : float, {LEGACY}, "
                  "%reduction : str", _reduced(body, "%loss"))
 
 
@@ -69,7 +74,7 @@ def _hinge_embedding() -> str:
         + "  %part_x : Tensor = aten::where(%not_neg, %input, %zeros)\n"
         + "  %loss : Tensor = aten::add(%part_m, %part_x, %one)\n"
     )
-    return graph(f"%input : Tensor, %target : Tensor, %margin : float, {_LEGACY}, %reduction : str",
+    return graph(f"%input : Tensor, %target : Tensor, %margin : float, {LEGACY}, %reduction : str",
                  _reduced(body, "%loss"))
 
 
@@ -80,12 +85,12 @@ def _soft_margin() -> str:
         "  %ex : Tensor = aten::exp(%neg)\n"
         "  %loss : Tensor = aten::log1p(%ex)\n"
     )
-    return graph(f"%input : Tensor, %target : Tensor, {_LEGACY}, %reduction : str", _reduced(body, "%loss"))
+    return graph(f"%input : Tensor, %target : Tensor, {LEGACY}, %reduction : str", _reduced(body, "%loss"))
 
 
 def _multilabel_soft_margin() -> str:
     body = (
-        _reduction_string()
+        reduction_string()
         + const("one", "int", 1)
         + const("nodt", "NoneType")
         + "  %ls_pos : Tensor = aten::log_sigmoid(%input)\n"
@@ -123,7 +128,7 @@ def _multilabel_soft_margin() -> str:
         + choose("reduced", "Tensor", "%is_mean", ("", "%mean"), ("", "%total"))
         + choose("out", "Tensor", "%is_none", ("", "%per"), ("", "%reduced"))
     )
-    return graph(f"%input : Tensor, %target : Tensor, %weight : Tensor?, {_LEGACY}, %reduction : str", body)
+    return graph(f"%input : Tensor, %target : Tensor, %weight : Tensor?, {LEGACY}, %reduction : str", body)
 
 
 def _cosine_embedding() -> str:
@@ -169,7 +174,7 @@ def _cosine_embedding() -> str:
         + "  %out_neg : Tensor = aten::where(%is_neg, %neg, %zeros)\n"
         + "  %loss : Tensor = aten::add(%out_pos, %out_neg, %one)\n"
     )
-    return graph(f"%input1 : Tensor, %input2 : Tensor, %target : Tensor, %margin : float, {_LEGACY}, "
+    return graph(f"%input1 : Tensor, %input2 : Tensor, %target : Tensor, %margin : float, {LEGACY}, "
                  "%reduction : str", _reduced(body, "%loss"))
 
 
@@ -245,7 +250,7 @@ def _triplet_margin() -> str:
         + "  %loss : Tensor = aten::clamp_min(%gap, %zero)\n"
     )
     return graph(f"%anchor : Tensor, %positive : Tensor, %negative : Tensor, %margin : float, %p : float, "
-                 f"%eps : float, %swap : bool, {_LEGACY}, %reduction : str", _reduced(body, "%loss"))
+                 f"%eps : float, %swap : bool, {LEGACY}, %reduction : str", _reduced(body, "%loss"))
 
 
 def _multi_margin() -> str:
@@ -309,7 +314,7 @@ def _multi_margin() -> str:
         + body
     )
     body = const("minus1_c", "int", -1) + body
-    return graph(f"%input : Tensor, %target : Tensor, %p : int, %margin : float, %weight : Tensor?, {_LEGACY}, "
+    return graph(f"%input : Tensor, %target : Tensor, %p : int, %margin : float, %weight : Tensor?, {LEGACY}, "
                  "%reduction : str", _reduced(body, "%loss"))
 
 
