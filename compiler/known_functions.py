@@ -37,7 +37,8 @@ The bodies live by family, each module with the notes on how its bodies are writ
 - ``known_functions_interpolate``: ``interpolate`` and ``torch.tensordot``;
 - ``known_functions_patches``: unfold, fold; ``known_functions_grid``: affine_grid,
   grid_sample;
-- ``known_functions_loss`` / ``known_functions_margin``: the losses.
+- ``known_functions_loss`` / ``known_functions_margin``: the losses;
+- ``known_functions_unique``: ``torch.unique`` / ``unique_consecutive`` without ``dim``.
 
 ``compiler.passes.inline_calls`` asks ``known_body`` for every call of a name the module
 does not define, adds the body to ``Module.functions`` and inlines it like any other;
@@ -133,9 +134,10 @@ def _table() -> dict[str, list[str]]:
     from compiler import known_functions_nn as nn
     from compiler import known_functions_patches as patches
     from compiler import known_functions_pool as pool
+    from compiler import known_functions_unique as unique
 
     table: dict[str, list[str]] = {}
-    for part in (act.BODIES, nn.BODIES, loss.BODIES, interp.BODIES, pool.BODIES, margin.BODIES, patches.BODIES, grid.BODIES):
+    for part in (act.BODIES, nn.BODIES, loss.BODIES, interp.BODIES, pool.BODIES, margin.BODIES, patches.BODIES, grid.BODIES, unique.BODIES):
         for name, texts in part.items():
             table.setdefault(name, []).extend(texts)
     return table

@@ -517,3 +517,22 @@ GRIDS = [
 @pytest.mark.parametrize("case", GRIDS, ids=_case_id)
 def test_affine_grid_and_grid_sample(tmp_path: Any, case: tuple[Any, ...]) -> None:
     run_case(tmp_path, *case)
+
+
+_INTS = np.array([[3, 1, 3], [2, 1, 5]])
+_REPEATS = np.array([0.5, -1.0, 0.5, 2.0, 2.0, -1.0], dtype=np.float32)
+
+UNIQUE = [
+    ("def f(x: Tensor): return torch.unique(x)", _INTS),
+    ("def f(x: Tensor): return torch.unique(x, return_inverse=True)", _INTS),
+    ("def f(x: Tensor): return torch.unique(x, return_counts=True)", _REPEATS),
+    ("def f(x: Tensor): return torch.unique(x, return_inverse=True, return_counts=True)", _INTS),
+    ("def f(x: Tensor): return torch.unique(x, return_counts=True)", np.zeros(0, np.float32)),
+    ("def f(x: Tensor): return torch.unique_consecutive(x)", _REPEATS),
+    ("def f(x: Tensor): return torch.unique_consecutive(x, return_inverse=True, return_counts=True)", _INTS),
+]
+
+
+@pytest.mark.parametrize("case", UNIQUE, ids=_case_id)
+def test_unique(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    run_case(tmp_path, *case)
