@@ -58,10 +58,10 @@ def _group_norm() -> str:
 
 def _verify_size(flag: str, first: int, message: str) -> str:
     """Raise ``message`` when ``flag`` holds and the product of the input's sizes, leaving
-    out dimension 1 (batch norm) or the first two (instance norm), is 1."""
-    return (
+    out dimension 1 (batch norm) or the first two (instance norm), is 1.  The sizes are
+    read only under ``flag``, so a constant False (inference) folds the check away."""
+    sizes = (
         "  %sizes : int[] = aten::size(%input)\n"
-        + "  %n_sizes : int = aten::len(%sizes)\n"
         + const("one", "int", 1)
         + const("zero_i", "int", 0)
         + "  %numel : int = aten::numel(%input)\n"
@@ -71,9 +71,8 @@ def _verify_size(flag: str, first: int, message: str) -> str:
         + ("  %rest : int = aten::floordiv(%numel, %channels)\n" if first == 0
            else "  %rest : int = aten::floordiv(%numel, %lead)\n")
         + "  %is_one : bool = aten::eq(%rest, %one)\n"
-        + f"  %check : bool = aten::__and__({flag}, %is_one)\n"
-        + raise_if("%check", message, "verify")
     )
+    return choose("check", "bool", flag, (sizes, "%is_one"), ("", flag)) + raise_if("%check", message, "verify")
 
 
 def _batch_norm() -> str:
