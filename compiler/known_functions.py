@@ -25,6 +25,14 @@ whose parameter types accept its argument types (``NoneType`` fits any Optional,
 refined tensor type fits ``Tensor``).  A second overload used in the same module is
 stored as ``name#k`` and its calls are pointed at that key.
 
+The printed name is all a ``.graph`` dump says about the callee: a user's own scripted
+``def relu(input: Tensor, inplace: bool)`` prints exactly as ``F.relu`` does.  A call
+that fits a known body is therefore taken for the torch function of that name; a dump of
+code that shadows one (same name, same parameter types) must carry the body itself
+(``inlined_graph``, or a ``with relu = graph(...)`` section), which always wins.  Names
+are the printed ones (``_max_pool2d``, ``_threshold``, ``_return_inverse``...), so the
+keys mostly carry torch's own underscores.
+
 The bodies live by family, each module with the notes on how its bodies are written:
 
 - ``known_functions_activation``: relu ... hardtanh, threshold, glu, rrelu, softmax /

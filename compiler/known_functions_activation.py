@@ -139,7 +139,6 @@ BODIES: dict[str, list[str]] = {
     "hardsigmoid": [_inplace("aten::hardsigmoid", [])],
     "hardtanh": [_hardtanh()],
     "_threshold": [_inplace("aten::threshold", ["threshold", "value"])],
-    "threshold": [_inplace("aten::threshold", ["threshold", "value"])],
     "glu": [graph("%input : Tensor, %dim : int", "  %out : Tensor = aten::glu(%input, %dim)\n")],
     "softmax": [_softmax("aten::softmax")],
     "log_softmax": [_softmax("aten::log_softmax")],
