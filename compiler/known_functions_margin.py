@@ -19,7 +19,9 @@ own checks and its legacy ``size_average`` / ``reduce`` handling (shared with
   the difference plus ``eps`` over the last axis (``swap`` takes ``min(d(a, n), d(p, n))``);
 - ``multi_margin_loss``: per sample, the sum over classes ``j != y`` of
   ``max(0, margin - x[y] + x[j])^p`` (times ``weight[y]``) over the class count.  The
-  ``j == y`` term of the full sum is exactly ``max(0, margin)^p``, which is subtracted.
+  ``j == y`` term of the full sum is exactly ``max(0, margin)^p``, which is subtracted;
+- ``multilabel_margin_loss``: the sum of ``max(0, 1 - (x[j] - x[i]))`` over the listed
+  targets j (up to the first -1) and the other classes i, over the class count.
 """
 
 from __future__ import annotations
@@ -318,6 +320,56 @@ def _multi_margin() -> str:
                  "%reduction : str", _reduced(body, "%loss"))
 
 
+
+def _multilabel_margin() -> str:
+    """Per sample, the targets are the classes listed before the first -1; the loss sums
+    ``max(0, 1 - (x[j] - x[i]))`` over targets j and non-targets i, over the class
+    count.  The targets' membership is a scatter of the valid entries; the pairs are one
+    broadcast (N, K, C) hinge, masked."""
+    body = (
+        const("zero", "int", 0)
+        + const("one", "int", 1)
+        + const("two", "int", 2)
+        + const("false", "bool", False)
+        + const("nodt", "NoneType")
+        + const("long", "int", 4)
+        + "  %ndim : int = aten::dim(%input)\n"
+        + "  %batched : bool = aten::eq(%ndim, %two)\n"
+        + choose("x2", "Tensor", "%batched", ("", "%input"),
+                 ("  %x_u : Tensor = aten::unsqueeze(%input, %zero)\n", "%x_u"))
+        + choose("t2", "Tensor", "%batched", ("", "%target"),
+                 ("  %t_u : Tensor = aten::unsqueeze(%target, %zero)\n", "%t_u"))
+        + "  %listed0 : Tensor = aten::ge(%t2, %zero)\n"
+        + "  %listed1 : Tensor = aten::to(%listed0, %long, %false, %false, %nodt)\n"
+        + "  %listed2 : Tensor = aten::cumprod(%listed1, %one, %nodt)\n"
+        + "  %listed : Tensor = aten::gt(%listed2, %zero)\n"
+        + "  %safe : Tensor = aten::where(%listed, %t2, %zero)\n"
+        + "  %x_dt : int = prim::dtype(%x2)\n"
+        + "  %marks : Tensor = aten::to(%listed, %x_dt, %false, %false, %nodt)\n"
+        + "  %blank : Tensor = aten::zeros_like(%x2, %nodt, %nodt, %nodt, %nodt, %nodt)\n"
+        + "  %hits : Tensor = aten::scatter_add(%blank, %one, %safe, %marks)\n"
+        + "  %is_target : Tensor = aten::gt(%hits, %zero)\n"
+        + "  %other : Tensor = aten::logical_not(%is_target)\n"
+        + "  %x_j : Tensor = aten::gather(%x2, %one, %safe, %false)\n"
+        + "  %x_j3 : Tensor = aten::unsqueeze(%x_j, %two)\n"
+        + "  %x_i3 : Tensor = aten::unsqueeze(%x2, %one)\n"
+        + "  %gap : Tensor = aten::sub(%x_j3, %x_i3, %one)\n"
+        + "  %margin : Tensor = aten::rsub(%gap, %one, %one)\n"
+        + "  %hinge : Tensor = aten::clamp_min(%margin, %zero)\n"
+        + "  %row_ok : Tensor = aten::unsqueeze(%listed, %two)\n"
+        + "  %col_ok : Tensor = aten::unsqueeze(%other, %one)\n"
+        + "  %pair_ok : Tensor = aten::logical_and(%row_ok, %col_ok)\n"
+        + const("zero_f", "float", 0.0)
+        + "  %kept : Tensor = aten::where(%pair_ok, %hinge, %zero_f)\n"
+        + "  %axes : int[] = prim::ListConstruct(%one, %two)\n"
+        + "  %summed : Tensor = aten::sum(%kept, %axes, %false, %nodt)\n"
+        + "  %classes : int = aten::size(%x2, %one)\n"
+        + "  %per : Tensor = aten::div(%summed, %classes)\n"
+        + choose("loss", "Tensor", "%batched", ("", "%per"),
+                 ("  %per_u : Tensor = aten::squeeze(%per, %zero)\n", "%per_u"))
+    )
+    return graph(f"%input : Tensor, %target : Tensor, {LEGACY}, %reduction : str", _reduced(body, "%loss"))
+
 BODIES: dict[str, list[str]] = {
     "margin_ranking_loss": [_margin_ranking()],
     "hinge_embedding_loss": [_hinge_embedding()],
@@ -327,4 +379,5 @@ BODIES: dict[str, list[str]] = {
     "poisson_nll_loss": [_poisson_nll()],
     "triplet_margin_loss": [_triplet_margin()],
     "multi_margin_loss": [_multi_margin()],
+    "multilabel_margin_loss": [_multilabel_margin()],
 }

@@ -227,6 +227,7 @@ LOSSES = [
 
 _SIGNS = np.sign(randn(4, 5)).astype(np.float32)
 _SIGNS_1D = np.sign(randn(4)).astype(np.float32)
+_MULTI_TARGETS = np.array([[3, 0, -1, 1, 2], [1, 2, 4, -1, -1], [-1, 0, 0, 0, 0], [0, 1, 2, 3, 4]])
 
 MARGIN_LOSSES = [
     ("def f(x: Tensor): return F.rrelu(x) + F.rrelu(x, 0.1, 0.2)", _X),
@@ -254,6 +255,12 @@ MARGIN_LOSSES = [
     (("def f(x: Tensor, t: Tensor): return F.multi_margin_loss(x, t, 2, 0.7, torch.arange(1.0, 6.0), "
      "reduction='none')"), _X, _LABELS),
     ("def f(x: Tensor, t: Tensor): return F.multi_margin_loss(x, t, reduction='none')", _X[0], _LABELS[:1]),
+    ("def f(x: Tensor, t: Tensor): return F.multilabel_margin_loss(x, t)", _X, _MULTI_TARGETS),
+    ("def f(x: Tensor, t: Tensor): return F.multilabel_margin_loss(x, t, reduction='none')", _X, _MULTI_TARGETS),
+    ("def f(x: Tensor, t: Tensor): return F.multilabel_margin_loss(x, t, reduction='none')", _X[0],
+     _MULTI_TARGETS[0]),
+    ("def f(x: Tensor, t: Tensor): return F.multilabel_margin_loss(x, t, reduction='sum')", _X,
+     np.array([[2, 2, -1, 0, 0]] * 4)),
 ]
 
 
