@@ -81,6 +81,10 @@ def randn(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
 
 
+def _case_id(case: tuple[Any, ...]) -> str:
+    return case[0].split("return ")[-1][:70]
+
+
 # (wrapper source, inputs): defaults and non-default arguments of each function
 ACTIVATIONS = [
     ("def f(x: Tensor): return F.relu(x)", randn(3, 4)),
@@ -111,8 +115,9 @@ ACTIVATIONS = [
 ]
 
 
-@pytest.mark.parametrize("case", ACTIVATIONS, ids=lambda c: c[0].split("return ")[-1][:60])
+@pytest.mark.parametrize("case", ACTIVATIONS, ids=_case_id)
 def test_activation(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    """Activations, softmax family and eval-mode dropouts (inplace variants mutate) match torch."""
     run_case(tmp_path, *case)
 
 
@@ -264,17 +269,16 @@ MARGIN_LOSSES = [
 ]
 
 
-def _case_id(case: tuple[Any, ...]) -> str:
-    return case[0].split("return ")[-1][:70]
-
 
 @pytest.mark.parametrize("case", NORMS_AND_SHAPES, ids=_case_id)
 def test_norm_pad_pool(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    """Normalizations, pads, embeddings, pools, torch.norm and cdist match torch."""
     run_case(tmp_path, *case)
 
 
 @pytest.mark.parametrize("case", LOSSES, ids=_case_id)
 def test_loss(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    """The losses match torch for each reduction, legacy flag and weighting."""
     run_case(tmp_path, *case)
 
 
@@ -345,11 +349,13 @@ POOLS_PATCHES_UPSAMPLE = [
 
 @pytest.mark.parametrize("case", POOLS_PATCHES_UPSAMPLE, ids=_case_id)
 def test_pools_patches_upsample(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    """3-d max pools, lp pools, max unpools, unfold/fold and the upsample helpers match torch."""
     run_case(tmp_path, *case)
 
 
 @pytest.mark.parametrize("case", RESAMPLING, ids=_case_id)
 def test_interpolate_tensordot(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    """interpolate (each overload and mode), tensordot and mixed overloads match torch."""
     run_case(tmp_path, *case)
 
 
@@ -475,6 +481,7 @@ def test_invalid_arguments_raise_like_torch(tmp_path: Any, source: str, message:
 
 @pytest.mark.parametrize("case", MARGIN_LOSSES, ids=_case_id)
 def test_margin_loss_and_rrelu(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    """Margin / embedding losses and eval-mode rrelu match torch."""
     run_case(tmp_path, *case)
 
 
@@ -495,6 +502,7 @@ FLOAT64 = [
 
 @pytest.mark.parametrize("case", FLOAT64, ids=_case_id)
 def test_float64(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    """float64 inputs stay float64 and match torch."""
     run_case(tmp_path, *case)
 
 
@@ -523,6 +531,7 @@ GRIDS = [
 
 @pytest.mark.parametrize("case", GRIDS, ids=_case_id)
 def test_affine_grid_and_grid_sample(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    """affine_grid and grid_sample (modes, padding modes, align_corners) match torch."""
     run_case(tmp_path, *case)
 
 
@@ -542,4 +551,5 @@ UNIQUE = [
 
 @pytest.mark.parametrize("case", UNIQUE, ids=_case_id)
 def test_unique(tmp_path: Any, case: tuple[Any, ...]) -> None:
+    """unique / unique_consecutive (values, inverse, counts) match torch."""
     run_case(tmp_path, *case)
