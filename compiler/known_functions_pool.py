@@ -14,8 +14,10 @@ the result seen as (N, C, D, H'*W').  The flat index of a maximum is then
 ``d * H * W + (the 2-d index of row d)``, ``d`` being the second pass's index divided by
 H'*W' and the 2-d index gathered at ``d``.  A 4-d input is one unbatched sample.
 
-``lp_pool1d/2d`` follow torch: ``(sum of x^p over the window)^(1/p)`` computed as an
-average pool of ``x^p`` times the window size, with ``p = inf`` a max pool of ``|x|``.
+``lp_pool1d/2d/3d`` follow torch: ``(sum of x^p over the window)^(1/p)`` computed as an
+average pool of ``x^p`` times the window size, with ``p = inf`` a max pool of ``|x|``
+(the 3-d average pool runs separably too, and the 3-d max pool is a call of the known
+``_max_pool3d``).
 ``max_unpool1d/2d/3d`` scatter the values at their flat indices into zeros of the output
 size, which they work out as torch's ``_unpool_output_size`` does.
 ``upsample`` / ``upsample_nearest`` / ``upsample_bilinear`` call ``interpolate`` with
@@ -247,6 +249,73 @@ def _lp_pool(n: int) -> str:
                  "%ceil_mode : bool", body)
 
 
+
+def _lp_pool3d() -> str:
+    """lp_pool3d: the average pool of x^p runs separably (a 2-d average over (H, W), then
+    over (D, 1): with no padding, a window's divisor is the product of its clipped
+    extents on each axis, so averages compose); p = +-inf call the known 3-d max pool."""
+    # %zero / %one are defined by _batched() in the power branch: the max pools use their own
+    max_call = (
+        const("z3", "int", 0)
+        + const("o3", "int", 1)
+        + '  %max3d : Function = prim::Constant[name="_max_pool3d"]()\n'
+        + "  %no_pad3 : int[] = prim::ListConstruct(%z3, %z3, %z3)\n"
+        + "  %no_dil3 : int[] = prim::ListConstruct(%o3, %o3, %o3)\n"
+        + "  %abs : Tensor = aten::abs(%input)\n"
+    )
+    hw = "".join(
+        _item(f"{p}{a}", f"%{src}", i)
+        for p, src in (("k", "kernel_size"), ("s", "st"))
+        for a, i in (("d", 0), ("h", 1), ("w", 2))
+    )
+    power = (
+        "  %powered : Tensor = aten::pow(%input, %norm_type)\n"
+        + _batched().replace("%input", "%powered")
+        + hw
+        + "  %k_hw : int[] = prim::ListConstruct(%kh, %kw)\n"
+        + "  %s_hw : int[] = prim::ListConstruct(%sh, %sw)\n"
+        + "  %p_0 : int[] = prim::ListConstruct(%zero, %zero)\n"
+        + "  %true : bool = prim::Constant[value=1]()\n"
+        + "  %v2 : Tensor = aten::avg_pool2d(%planes, %k_hw, %s_hw, %p_0, %ceil_mode, %true, %none)\n"
+        + _columns()
+        + "  %k_d : int[] = prim::ListConstruct(%kd, %one)\n"
+        + "  %s_d : int[] = prim::ListConstruct(%sd, %one)\n"
+        + "  %v3 : Tensor = aten::avg_pool2d(%cols, %k_d, %s_d, %p_0, %ceil_mode, %true, %none)\n"
+        + _combine(False).replace("%out", "%avg")
+        + "  %sign : Tensor = aten::sign(%avg)\n"
+        + "  %mag : Tensor = aten::abs(%avg)\n"
+        + "  %pos : Tensor = aten::relu(%mag)\n"
+        + "  %guarded : Tensor = aten::mul(%sign, %pos)\n"
+        + "  %kdh : int = aten::mul(%kd, %kh)\n"
+        + "  %window : int = aten::mul(%kdh, %kw)\n"
+        + "  %summed : Tensor = aten::mul(%guarded, %window)\n"
+        + const("unit", "float", 1.0)
+        + "  %inv : Scalar = aten::div(%unit, %norm_type)\n"
+        + "  %root : Tensor = aten::pow(%summed, %inv)\n"
+    )
+    body = (
+        _stride_or_kernel()
+        + const("none", "NoneType")
+        + const("false", "bool", False)
+        + max_call
+        + const("inf", "float", float("inf"))
+        + const("ninf", "float", float("-inf"))
+        + "  %is_inf : bool = aten::eq(%norm_type, %inf)\n"
+        + "  %is_ninf : bool = aten::eq(%norm_type, %ninf)\n"
+        + choose("out_n", "Tensor", "%is_ninf",
+                 (("  %negabs : Tensor = aten::neg(%abs)\n"
+                  "  %mx_n : Tensor = prim::CallFunction(%max3d, %negabs, %kernel_size, %stride, %no_pad3, %no_dil3, "
+                  "%ceil_mode, %false)\n"
+                  "  %mn : Tensor = aten::neg(%mx_n)\n"), "%mn"),
+                 (power, "%root"))
+        + choose("out", "Tensor", "%is_inf",
+                 (("  %mx : Tensor = prim::CallFunction(%max3d, %abs, %kernel_size, %stride, %no_pad3, %no_dil3, "
+                  "%ceil_mode, %false)\n"), "%mx"),
+                 ("", "%out_n"))
+    )
+    return graph("%input : Tensor, %norm_type : Scalar, %kernel_size : int[], %stride : int[]?, %ceil_mode : bool",
+                 body)
+
 def _upsample(size_t: str, scale_t: str, mode: str | None, corners: bool | None) -> str:
     """A call of the known ``interpolate`` with the helper's fixed mode."""
     params = f"%input : Tensor, %size : {size_t}, %scale_factor : {scale_t}"
@@ -373,6 +442,7 @@ BODIES: dict[str, list[str]] = {
     "max_unpool3d": [_max_unpool()],
     "lp_pool1d": [_lp_pool(1)],
     "lp_pool2d": [_lp_pool(2)],
+    "lp_pool3d": [_lp_pool3d()],
     "upsample": [_upsample(s, f, None, None) for s, f in _SIZE_SCALE],
     "upsample_nearest": [_upsample(s, f, "nearest", None) for s, f in _SIZE_SCALE],
     "upsample_bilinear": [_upsample(s, f, "bilinear", True) for s, f in _SIZE_SCALE],

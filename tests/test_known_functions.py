@@ -324,6 +324,11 @@ POOLS_PATCHES_UPSAMPLE = [
     ("def f(x: Tensor): return F.lp_pool2d(x, 3, [2, 3], [1, 2], True)", randn(2, 3, 6, 5)),
     ("def f(x: Tensor): return F.lp_pool1d(x, 1.5, 3)", np.abs(randn(2, 3, 7))),
     ("def f(x: Tensor): return F.lp_pool1d(x, float('inf'), 2) + F.lp_pool1d(x, float('-inf'), 2)", randn(2, 3, 8)),
+    ("def f(x: Tensor): return F.lp_pool3d(x, 2.0, 2)", randn(2, 3, 4, 6, 5)),
+    ("def f(x: Tensor): return F.lp_pool3d(x, 3, [2, 3, 2], [1, 2, 2], True)", randn(2, 3, 5, 6, 5)),
+    ("def f(x: Tensor): return F.lp_pool3d(x, 1.5, 2)", np.abs(randn(3, 4, 6, 5))),
+    ("def f(x: Tensor): return F.lp_pool3d(x, float('inf'), 2) + F.lp_pool3d(x, float('-inf'), 2)",
+     randn(2, 3, 4, 4, 4)),
     ("def f(x: Tensor):\n    v, i = F.max_pool2d(x, 2, return_indices=True)\n    return F.max_unpool2d(v, i, 2)",
      randn(2, 3, 4, 6)),
     (("def f(x: Tensor):\n    v, i = F.max_pool2d(x, 2, return_indices=True)\n"
