@@ -10,6 +10,8 @@ module has any, so a body that ignored one would fail.
 
 from __future__ import annotations
 
+import re
+
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -399,7 +401,9 @@ def test_model_export_without_inlining_runs_on_both_engines() -> None:
     _stats(model.block.norm)
     x = torch.randn(2, 2, 8, 8)
     exp = export_torch.export(model, "net", (x,), inline=False)
-    assert "with __torch__.torch.nn.modules.container.Sequential.forward = graph(" in exp.ir
+    # TorchScript mangles a class scripted twice in one process (___torch_mangle_N.Sequential)
+    assert re.search(r"with __torch__\.torch\.nn\.modules\.container\.(___torch_mangle_\d+\.)?Sequential\.forward = graph\(",
+                     exp.ir)
     assert "Linear.forward = graph" not in exp.ir  # known classes get irvm's body
     for got in run_both(exp.ir, exp.weights, (x,)):
         np.testing.assert_allclose(got, exp.outputs[0], rtol=1e-4, atol=1e-5)
