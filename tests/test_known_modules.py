@@ -11,7 +11,6 @@ module has any, so a body that ignored one would fail.
 from __future__ import annotations
 
 import re
-
 import sys
 from collections.abc import Callable
 from pathlib import Path
