@@ -28,6 +28,7 @@ import compiler
 import vm
 from vm import static_fastpath as fastpath
 from vm.static_runtime import StaticOptions, StaticRuntime
+from tests.test_static_runtime import LSTM_CELL
 
 MLP = """
 graph(%x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor, %b2 : Tensor, %w3 : Tensor, %b3 : Tensor):
@@ -168,32 +169,6 @@ def test_fast_sigmoid_overflows_silently_like_its_kernel() -> None:
         for _ in range(3):
             assert not rt(x).any()
     assert rt._last_plan.fast, "the planned run called sigmoid through the fast path"
-
-
-LSTM_CELL = """
-graph(%x : Tensor, %hx : Tensor, %cx : Tensor, %w_ih : Tensor, %w_hh : Tensor, %b_ih : Tensor, %b_hh : Tensor):
-  %one : int = prim::Constant[value=1]()
-  %four : int = prim::Constant[value=4]()
-  %t1 : Tensor = aten::t(%w_ih)
-  %g1 : Tensor = aten::mm(%x, %t1)
-  %t2 : Tensor = aten::t(%w_hh)
-  %g2 : Tensor = aten::mm(%hx, %t2)
-  %g3 : Tensor = aten::add(%g1, %g2, %one)
-  %g4 : Tensor = aten::add(%g3, %b_ih, %one)
-  %gates : Tensor = aten::add(%g4, %b_hh, %one)
-  %chunks : Tensor[] = aten::chunk(%gates, %four, %one)
-  %i0 : Tensor, %f0 : Tensor, %c0 : Tensor, %o0 : Tensor = prim::ListUnpack(%chunks)
-  %i : Tensor = aten::sigmoid(%i0)
-  %f : Tensor = aten::sigmoid(%f0)
-  %c : Tensor = aten::tanh(%c0)
-  %o : Tensor = aten::sigmoid(%o0)
-  %fc : Tensor = aten::mul(%f, %cx)
-  %ic : Tensor = aten::mul(%i, %c)
-  %cy : Tensor = aten::add(%fc, %ic, %one)
-  %tc : Tensor = aten::tanh(%cy)
-  %hy : Tensor = aten::mul(%o, %tc)
-  return (%hy, %cy)
-"""
 
 
 def test_chunk_pieces_have_planned_shapes_so_the_lstm_gates_run_in_the_slab() -> None:
