@@ -10,7 +10,7 @@ torch's legacy rule does (0 for 0-, 1- and 3-d inputs, else 1).
 
 from __future__ import annotations
 
-from compiler.known_functions import choose, const, graph, raise_if
+from compiler.known_functions_text import choose, const, graph, raise_if
 
 _FLOAT_PARAMS = {"alpha": "float", "negative_slope": "float", "min_val": "float", "max_val": "float",
                  "threshold": "float", "value": "float"}

@@ -26,13 +26,13 @@ own checks and its legacy ``size_average`` / ``reduce`` handling (shared with
 
 from __future__ import annotations
 
-from compiler.known_functions import choose, const, graph, raise_if
 from compiler.known_functions_loss import (
     LEGACY,
     reduce_by_enum,
     reduction_enum,
     reduction_string,
 )
+from compiler.known_functions_text import choose, const, graph, raise_if
 
 
 def _reduced(elementwise: str, loss: str) -> str:

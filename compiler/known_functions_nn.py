@@ -21,7 +21,7 @@ nuclear norm needs singular values, which ``vm.ops`` lacks: it raises.
 
 from __future__ import annotations
 
-from compiler.known_functions import choose, const, graph, raise_if
+from compiler.known_functions_text import choose, const, graph, raise_if
 
 _NOT_NONE = "  %{n}_none_c : NoneType = prim::Constant()\n  %{n}_given_b : bool = aten::__isnot__(%{n}, %{n}_none_c)\n"
 
