@@ -269,7 +269,6 @@ MARGIN_LOSSES = [
 ]
 
 
-
 @pytest.mark.parametrize("case", NORMS_AND_SHAPES, ids=_case_id)
 def test_norm_pad_pool(tmp_path: Any, case: tuple[Any, ...]) -> None:
     """Normalizations, pads, embeddings, pools, torch.norm and cdist match torch."""

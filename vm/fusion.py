@@ -247,7 +247,7 @@ class FusedKernel:
                     shape = a.shape
                 elif a.shape != shape:
                     return None
-        return shape if shape is not None else None
+        return shape
 
     # -- the blocked fuser --------------------------------------------------------------
 
