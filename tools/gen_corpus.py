@@ -57,7 +57,9 @@ def matches_stored(name: str, outdir: Path = CORPUS) -> bool:
         return False
     stored = read_npz(outdir / f"{name}.inputs.npz")
     fresh = flatten_values(exp.inputs)
-    return not compare_flat(fresh, stored, rtol=0.0, atol=0.0)
+    # Inputs made with float math (ratio_iou's exp of randn) differ by an ulp between CPU
+    # kinds, since torch picks its vectorized kernel by ISA: equal up to float32 rounding.
+    return not compare_flat(fresh, stored, rtol=1e-6, atol=0.0)
 
 
 def _unmangled(text: str) -> str:
