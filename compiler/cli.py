@@ -68,6 +68,9 @@ def run_guarded(tool: str, body: Callable[[], int]) -> int:
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="irc", description="Compile TorchScript graph IR to irvm bytecode.")
+    import vm
+
+    parser.add_argument("--version", action="version", version=f"irc (irvm) {vm.version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="parse, optimize and emit bytecode (.irbc)")
@@ -106,6 +109,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def read_source(path: str) -> str:
+    """The text of the program at ``path``; a file that is no program (a TorchScript
+    archive, an .npz...) is refused by ``vm.files.expect`` with what it is and what to do."""
+    from vm.files import expect
+
+    expect(path, "program")
     data = Path(path).read_bytes()
     try:
         return data.decode("utf-8")
@@ -202,38 +210,41 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 
 def check_writable(out: Path, inputs: Sequence[Path], force: bool, kind: str) -> None:
-    """Refuse to destroy what the user gave: an input file, or a foreign existing file.
+    """Refuse to destroy what the user gave (``vm.files.check_writable``)."""
+    from vm import files
 
-    An existing file we made ourselves (irvm bytecode, an npz of outputs) is regenerated.
-    """
-    from compiler.diagnostics import IRError
-
-    for given in inputs:
-        if given.exists() and out.exists() and out.resolve() == given.resolve():
-            raise IRError(f"refusing to write {out}: it is an input of this command")
-    if not out.exists() or force:
-        return
-    head = out.read_bytes()[:8] if out.is_file() else b""
-    pictures = (b"<?xml", b"<svg", b"\x89PNG", b"digraph", b"%PDF")
-    ours = {"irbc": head.startswith(b"PK"), "npz": head.startswith(b"PK"), "viz": head.startswith(pictures)}[kind]
-    if kind == "irbc" and ours:
-        from vm.irbc import is_irbc
-
-        ours = is_irbc(out)
-    if not ours:
-        raise IRError(f"refusing to overwrite {out}: it exists and is not an irvm {kind} file (use --force)")
+    files.check_writable(out, inputs, force, kind)
 
 
 def _cmd_viz(args: argparse.Namespace) -> int:
+    import shutil
+
     from compiler.viz import render
+    from vm.files import mark_picture
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".svg")
-    check_writable(out, inputs=[Path(args.file)], force=args.force, kind="viz")
+    # without graphviz, render writes the DOT text next to the picture asked for
+    targets = [out] if out.suffix.lower() == ".dot" or shutil.which("dot") else [out, out.with_suffix(".dot")]
+    before = {}
+    for target in targets:
+        check_writable(target, inputs=[Path(args.file)], force=args.force, kind="viz")
+        before[target] = _stamp(target)
     message = render(
         read_source(args.file), args.file, out, after=args.after, fold_constants=not args.constants, fusion=not args.no_fusion
     )
+    for target in targets:
+        if target.is_file() and _stamp(target) != before[target]:  # written now
+            mark_picture(target)
     print(message, file=sys.stderr)
     return 0
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 if __name__ == "__main__":
