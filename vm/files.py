@@ -165,7 +165,7 @@ def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
     what = f"{name} is {'an' if kind.value[0] in 'aeiouAEIOU' else 'a'} {kind.value}"
     if kind is FileKind.TORCHSCRIPT:
         todo = (f"turn it into graph IR and weights with `{EXPORT_HINT.format(path=name)}` (needs torch), "
-                f"then run OUTDIR/<name>.ir with --weights OUTDIR/<name>.weights.npz")
+                f"then run OUTDIR/{Path(name).stem}.ir with --weights OUTDIR/{Path(name).stem}.weights.npz")
     elif kind is FileKind.CHECKPOINT:
         todo = ("it holds pickled tensors, which irvm does not read: save the weights with "
                 "`numpy.savez('w.npz', **{k: v.numpy() for k, v in model.state_dict().items()})`, "
