@@ -3,7 +3,7 @@
     irc compile model.ir [-o model.irbc] [--emit ir|bytecode] [-v] [--fuser numba]
                          [--passes inline_calls,pool_constants,...] [--no-fusion]
                          [--print-after PASS] [--print-after-all [--diff]]
-    irc check model.ir          parse and verify only
+    irc check model.ir          everything compile checks, writing nothing
     irc passes                  list the passes of the default pipeline
 
 Errors in the input print as one paragraph (``file:line:col: message``, the line and a
@@ -90,8 +90,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     c.set_defaults(handler=_cmd_compile)
 
-    k = sub.add_parser("check", help="parse and verify only")
+    k = sub.add_parser("check", help="check everything compile checks, writing nothing")
     k.add_argument("file")
+    k.add_argument("--no-fusion", action="store_true", help="check without fusion groups")
     k.set_defaults(handler=_cmd_check)
 
     p = sub.add_parser("passes", help="list the passes of the default pipeline")
@@ -109,28 +110,25 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def read_source(path: str) -> str:
-    """The text of the program at ``path``; a file that is no program (a TorchScript
-    archive, an .npz...) is refused by ``vm.files.expect`` with what it is and what to do."""
-    from vm.files import expect
+    """The text of the program at ``path`` (``vm.files.read_program_text``)."""
+    from vm.files import read_program_text
 
-    expect(path, "program")
-    data = Path(path).read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        from compiler.diagnostics import IRSyntaxError, Span
-
-        line = data[: err.start].count(b"\n") + 1
-        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
-        raise IRSyntaxError("the file is not UTF-8 text (binary data?)", Span(path, line, col)) from None
+    return read_program_text(path)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    """Everything ``irc compile`` checks (parse, verify, the pipeline, operator resolution,
+    emitting into memory), writing nothing."""
+    from compiler import pipeline
+    from compiler.emit import emit
     from compiler.parser import parse
     from compiler.verify import verify
 
-    module = parse(read_source(args.file), args.file)
+    source = read_source(args.file)
+    module = parse(source, args.file)
     verify(module)
+    optimized, _ = pipeline.optimize(module, None, fusion=not args.no_fusion)
+    emit(optimized, source=source)
     n = sum(1 for _ in module.main.walk())
     print(f"{args.file}: ok ({n} nodes, {len(module.functions)} functions)")
     return 0

@@ -186,6 +186,24 @@ def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
     return IRError(message) if role == "program" else RunError(message)
 
 
+def read_program_text(path: str | Path) -> str:
+    """The IR text at ``path``; a file that is no program text (a TorchScript archive, an
+    .npz, bytecode...) is refused with what it is, and text that is not UTF-8 is an
+    ``IRSyntaxError`` at the first bad byte."""
+    from compiler.diagnostics import IRSyntaxError, Span
+
+    kind = expect(path, "program")
+    if kind is FileKind.IRBC:
+        raise IRError(f"{path} is irvm bytecode, not IR text: run it with `irvm run {path}`")
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise IRSyntaxError("the file is not UTF-8 text (binary data?)", Span(str(path), line, col)) from None
+
+
 def _article(role: str) -> str:
     return {"program": "a program", "inputs": "an inputs file", "weights": "a weights file"}.get(role, role)
 

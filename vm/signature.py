@@ -68,10 +68,19 @@ def rows(program: Any) -> list[tuple[str, str, str, str, str]]:
             table.append(("input", name, t, "-", "the module object, bound from --weights"))
             continue
         table.append(("input", name, t, *_dtype_shape(t)))
-    types = list(program.output_types) or ["?"] * program.n_outputs
+    types = list(program.output_types) or _module_output_types(program) or ["?"] * program.n_outputs
     for i, t in enumerate(types):
         table.append(("output", f"out{i}", t, *_dtype_shape(t)))
     return table
+
+
+def _module_output_types(program: Any) -> list[str]:
+    """The output types of the IR module a program was read with (an .irbc records its
+    input types, and its IR text gives the outputs')."""
+    module = getattr(program, "module", None)
+    if module is None:
+        return []
+    return ["Tensor" if v.type is None else str(v.type) for v in module.main.outputs]
 
 
 def _dtype_shape(t: str) -> tuple[str, str]:
