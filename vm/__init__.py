@@ -28,7 +28,7 @@ def __getattr__(name: str):
 
         return Program
     if name in ("load", "save"):
-        from vm import irbc
+        import vm.irbc as irbc
 
         return getattr(irbc, name)
     if name in ("StaticModule", "StaticRuntime", "RuntimePool"):
@@ -38,4 +38,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'vm' has no attribute {name!r}")
 
 
-__all__ = ["Interpreter", "Program", "RuntimePool", "StaticModule", "StaticRuntime", "load", "save"]
+__all__ = ["Interpreter", "Program", "load", "save", "StaticModule", "StaticRuntime", "RuntimePool"]

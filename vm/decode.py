@@ -43,8 +43,8 @@ from vm.bytecode import Function, Instruction, Opcode, Program
 OP1, OP1M, OP2, OP2M, OPG, OPGM = 0, 1, 2, 3, 4, 5
 PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS = range(6, 19)
 LOOPE, LOOPB, CALLR, RET1, COPY = range(19, 24)
-NAMES = ["OP1", "OP1M", "OP2", "OP2M", "OPG", "OPGM", "PUSH", "PUSHM", "STORE", "STOREN", "JFR", "JF", "JMP", "LOOP", "CALL", "RET", "DROPR", "DROP", "OPS"]
-NAMES += ["LOOPE", "LOOPB", "CALLR", "RET1", "COPY"]
+NAMES = "OP1 OP1M OP2 OP2M OPG OPGM PUSH PUSHM STORE STOREN JFR JF JMP LOOP CALL RET DROPR DROP OPS".split()
+NAMES += "LOOPE LOOPB CALLR RET1 COPY".split()
 _JUMPS = {JFR: (2,), JF: (1,), JMP: (1,), LOOP: (1,), LOOPE: (1, 4), LOOPB: (5, 6), COPY: (4,)}  # target operands
 
 _PUSHES = (Opcode.LOAD, Opcode.MOVE, Opcode.LOADC)

@@ -49,7 +49,7 @@ from compiler.ir import Graph, Node, TensorLiteral, Value
 class ModuleObject:
     """One level of a module tree: named attributes, some of them sub-modules."""
 
-    __slots__ = ("attributes", "path")
+    __slots__ = ("path", "attributes")
 
     def __init__(self, path: str = "", attributes: dict[str, Any] | None = None):
         self.path = path
@@ -71,7 +71,7 @@ class ModuleObject:
         self.attributes[name] = value
 
     @classmethod
-    def from_state_dict(cls, weights: Mapping[str, Any]) -> ModuleObject:
+    def from_state_dict(cls, weights: Mapping[str, Any]) -> "ModuleObject":
         root = cls()
         for key, value in weights.items():
             node = root

@@ -24,15 +24,7 @@ from typing import Any
 import numpy as np
 
 from vm.ops._common import copy_out
-from vm.ops._dtypes import (
-    DEFAULT_FLOAT,
-    INT64,
-    as_array,
-    scalar_dtype,
-    scalar_for,
-    to_dtype,
-    to_python,
-)
+from vm.ops._dtypes import DEFAULT_FLOAT, INT64, as_array, scalar_dtype, scalar_for, to_dtype, to_python
 from vm.ops.registry import kernel
 
 Array = np.ndarray

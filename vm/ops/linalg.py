@@ -151,8 +151,8 @@ def dot(self: Array, tensor: Array) -> Array:
     _same_dtype(self, tensor, "both vectors")
     if self.shape != tensor.shape:
         raise RuntimeError(
-            f"inconsistent tensor size, expected tensor [{self.size}] and src [{tensor.size}] to have the same number of elements, "
-            f"but got {self.size} and {tensor.size} elements respectively"
+            "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, "
+            "but got {} and {} elements respectively".format(self.size, tensor.size, self.size, tensor.size)
         )
     return wrap(np.dot(self, tensor))
 

@@ -65,8 +65,7 @@ def _raw_scalar_table() -> dict[tuple[np.dtype[Any], type], bool]:
     integer arrays narrower than int64 are left out, because numpy raises on an int
     that does not fit where PyTorch wraps around.
     """
-    from vm.ops._dtypes import _CATEGORY, BOOL_CAT
-    from vm.ops._dtypes import FLOAT_CAT as F
+    from vm.ops._dtypes import BOOL_CAT, FLOAT_CAT as F, _CATEGORY
 
     table = {}
     for dt, cat in _CATEGORY.items():

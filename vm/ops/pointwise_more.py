@@ -15,16 +15,7 @@ from typing import Any
 import numpy as np
 
 from vm.ops._common import copy_out, write_inplace
-from vm.ops._dtypes import (
-    BOOL,
-    FLOAT_CAT,
-    category,
-    float_type,
-    result_type,
-    scalar_for,
-    to_python,
-    wrap,
-)
+from vm.ops._dtypes import BOOL, FLOAT_CAT, category, float_type, result_type, scalar_for, to_python, wrap
 from vm.ops.pointwise import _conv, _operands
 from vm.ops.registry import kernel
 

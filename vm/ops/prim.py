@@ -230,7 +230,7 @@ def warn(message: str, stacklevel: int) -> None:
 @kernel("prim::Uninitialized() -> Any")
 def uninitialized() -> None:
     """The placeholder of a value only defined on paths that exit early; never read."""
-    return
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -340,7 +340,7 @@ def ne_device(a: str, b: str) -> bool:
 
 
 @kernel("prim::NumToTensor.Scalar(Scalar a) -> Tensor")
-def num_to_tensor(a: float) -> np.ndarray:
+def num_to_tensor(a: int | float) -> np.ndarray:
     """A Python int becomes an int64 0-dim tensor, a float a float64 one (PyTorch's rule)."""
     if isinstance(a, bool):
         return np.array(a, dtype=np.bool_)
@@ -377,21 +377,21 @@ def float_tensor(a: np.ndarray) -> float:
 @kernel("aten::Bool.Tensor(Tensor a) -> bool")
 def bool_tensor(a: np.ndarray) -> bool:
     if a.size != 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
     return bool(item(a))
 
 
 @kernel("aten::ScalarImplicit(Tensor a) -> Scalar")
 def scalar_implicit(a: np.ndarray) -> int | float | bool:
     if a.ndim != 0:
-        raise RuntimeError("Cannot input a tensor of dimension other than 0 as a scalar argument")
+        raise RuntimeError(f"Cannot input a tensor of dimension other than 0 as a scalar argument")
     return item(a)
 
 
 @kernel("aten::IntImplicit(Tensor a) -> int")
 def int_implicit(a: np.ndarray) -> int:
     if a.ndim != 0:
-        raise RuntimeError("Cannot input a tensor of dimension other than 0 as a scalar argument")
+        raise RuntimeError(f"Cannot input a tensor of dimension other than 0 as a scalar argument")
     if not _dtypes.is_integral(a.dtype, include_bool=True):
         raise RuntimeError(f"Cannot input a tensor of type {a.dtype} as an integral argument")
     return int(item(a))
@@ -400,7 +400,7 @@ def int_implicit(a: np.ndarray) -> int:
 @kernel("aten::FloatImplicit(Tensor a) -> float")
 def float_implicit(a: np.ndarray) -> float:
     if a.ndim != 0:
-        raise RuntimeError("Cannot input a tensor of dimension other than 0 as a scalar argument")
+        raise RuntimeError(f"Cannot input a tensor of dimension other than 0 as a scalar argument")
     return float(item(a))
 
 
@@ -418,7 +418,7 @@ def int_float(a: float) -> int:
 
 
 @kernel("aten::Int.Scalar(Scalar a) -> int")
-def int_scalar(a: float) -> int:
+def int_scalar(a: int | float) -> int:
     return int(a)
 
 
@@ -428,7 +428,7 @@ def int_str(a: str) -> int:
 
 
 @kernel("aten::Float.Scalar(Scalar a) -> float")
-def float_scalar(a: float) -> float:
+def float_scalar(a: int | float) -> float:
     return float(a)
 
 

@@ -25,17 +25,7 @@ from typing import Any
 import numpy as np
 
 from vm.ops._common import copy_out, norm_dim, norm_dims
-from vm.ops._dtypes import (
-    DEFAULT_FLOAT,
-    FLOAT_CAT,
-    INT64,
-    INT_CAT,
-    category,
-    dtype_name,
-    to_code,
-    to_dtype,
-    wrap,
-)
+from vm.ops._dtypes import DEFAULT_FLOAT, FLOAT_CAT, INT64, INT_CAT, category, dtype_name, to_code, to_dtype, wrap
 from vm.ops.registry import kernel
 
 Array = np.ndarray

@@ -170,7 +170,7 @@ def _ensure_loaded() -> None:
 # ---------------------------------------------------------------------------------------
 # Schema parsing: "ns::name.overload(args) -> returns"
 
-_SCHEMA_RE = re.compile(r"^\s*([\w:]+?)(?:\.(\w+))?\s*\((.*)\)\s*->\s*(.*?)\s*$", re.DOTALL)
+_SCHEMA_RE = re.compile(r"^\s*([\w:]+?)(?:\.(\w+))?\s*\((.*)\)\s*->\s*(.*?)\s*$", re.S)
 _ALIAS_RE = re.compile(r"\(([a-z*|]+!?)(?:\s*->\s*[^)]*)?\)")
 
 

@@ -94,7 +94,7 @@ def _print_format(values: np.ndarray) -> tuple[float, int, str]:
 def _shortest(v: float) -> str:
     """The shortest round-trip form, without a trailing ``.0``: ``0.1``, ``1e-05``, ``123456789``."""
     text = repr(float(v))
-    return text.removesuffix(".0")
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _scale_line(scale: float) -> str:
