@@ -3,7 +3,7 @@
     irc compile model.ir [-o model.irbc] [--emit ir|bytecode] [-v] [--fuser numba]
                          [--passes inline_calls,pool_constants,...] [--no-fusion]
                          [--print-after PASS] [--print-after-all [--diff]]
-    irc check model.ir          parse and verify only
+    irc check model.ir          everything compile checks, writing nothing
     irc passes                  list the passes of the default pipeline
 
 Errors in the input print as one paragraph (``file:line:col: message``, the line and a
@@ -68,6 +68,9 @@ def run_guarded(tool: str, body: Callable[[], int]) -> int:
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="irc", description="Compile TorchScript graph IR to irvm bytecode.")
+    import vm
+
+    parser.add_argument("--version", action="version", version=f"irc (irvm) {vm.version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="parse, optimize and emit bytecode (.irbc)")
@@ -87,8 +90,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     c.set_defaults(handler=_cmd_compile)
 
-    k = sub.add_parser("check", help="parse and verify only")
+    k = sub.add_parser("check", help="check everything compile checks, writing nothing")
     k.add_argument("file")
+    k.add_argument("--no-fusion", action="store_true", help="check without fusion groups")
     k.set_defaults(handler=_cmd_check)
 
     p = sub.add_parser("passes", help="list the passes of the default pipeline")
@@ -106,23 +110,25 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def read_source(path: str) -> str:
-    data = Path(path).read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        from compiler.diagnostics import IRSyntaxError, Span
+    """The text of the program at ``path`` (``vm.files.read_program_text``)."""
+    from vm.files import read_program_text
 
-        line = data[: err.start].count(b"\n") + 1
-        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
-        raise IRSyntaxError("the file is not UTF-8 text (binary data?)", Span(path, line, col)) from None
+    return read_program_text(path)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    """Everything ``irc compile`` checks (parse, verify, the pipeline, operator resolution,
+    emitting into memory), writing nothing."""
+    from compiler import pipeline
+    from compiler.emit import emit
     from compiler.parser import parse
     from compiler.verify import verify
 
-    module = parse(read_source(args.file), args.file)
+    source = read_source(args.file)
+    module = parse(source, args.file)
     verify(module)
+    optimized, _ = pipeline.optimize(module, None, fusion=not args.no_fusion)
+    emit(optimized, source=source)
     n = sum(1 for _ in module.main.walk())
     print(f"{args.file}: ok ({n} nodes, {len(module.functions)} functions)")
     return 0
@@ -202,38 +208,41 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 
 def check_writable(out: Path, inputs: Sequence[Path], force: bool, kind: str) -> None:
-    """Refuse to destroy what the user gave: an input file, or a foreign existing file.
+    """Refuse to destroy what the user gave (``vm.files.check_writable``)."""
+    from vm import files
 
-    An existing file we made ourselves (irvm bytecode, an npz of outputs) is regenerated.
-    """
-    from compiler.diagnostics import IRError
-
-    for given in inputs:
-        if given.exists() and out.exists() and out.resolve() == given.resolve():
-            raise IRError(f"refusing to write {out}: it is an input of this command")
-    if not out.exists() or force:
-        return
-    head = out.read_bytes()[:8] if out.is_file() else b""
-    pictures = (b"<?xml", b"<svg", b"\x89PNG", b"digraph", b"%PDF")
-    ours = {"irbc": head.startswith(b"PK"), "npz": head.startswith(b"PK"), "viz": head.startswith(pictures)}[kind]
-    if kind == "irbc" and ours:
-        from vm.irbc import is_irbc
-
-        ours = is_irbc(out)
-    if not ours:
-        raise IRError(f"refusing to overwrite {out}: it exists and is not an irvm {kind} file (use --force)")
+    files.check_writable(out, inputs, force, kind)
 
 
 def _cmd_viz(args: argparse.Namespace) -> int:
+    import shutil
+
     from compiler.viz import render
+    from vm.files import mark_picture
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".svg")
-    check_writable(out, inputs=[Path(args.file)], force=args.force, kind="viz")
+    # without graphviz, render writes the DOT text next to the picture asked for
+    targets = [out] if out.suffix.lower() == ".dot" or shutil.which("dot") else [out, out.with_suffix(".dot")]
+    before = {}
+    for target in targets:
+        check_writable(target, inputs=[Path(args.file)], force=args.force, kind="viz")
+        before[target] = _stamp(target)
     message = render(
         read_source(args.file), args.file, out, after=args.after, fold_constants=not args.constants, fusion=not args.no_fusion
     )
+    for target in targets:
+        if target.is_file() and _stamp(target) != before[target]:  # written now
+            mark_picture(target)
     print(message, file=sys.stderr)
     return 0
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 if __name__ == "__main__":

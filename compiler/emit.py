@@ -91,8 +91,11 @@ def compile_source(
 
 
 def compile_file(path: str | Path, **options: Any) -> Program:
-    """``compile_source`` on the file at ``path`` (spans name the file)."""
-    return compile_source(Path(path).read_text(), str(path), **options)
+    """``compile_source`` on the file at ``path`` (spans name the file); a file that is no
+    IR text (a TorchScript archive, bytecode...) is refused saying what it is."""
+    from vm.files import read_program_text
+
+    return compile_source(read_program_text(path), str(path), **options)
 
 
 def _print(module: Module) -> str:

@@ -33,7 +33,7 @@ class RawNode:
     node: Node
     inputs: list[Token]
     output_tokens: list[Token]
-    blocks: list["RawBlock"] = field(factory=list)
+    blocks: list[RawBlock] = field(factory=list)
 
 
 @define(slots=True)
@@ -278,6 +278,8 @@ class Builder(Transformer):  # type: ignore[type-arg]
         name = children[0].value
         found = self._named.get(name)
         if found is None:
+            if not T.is_known_leaf_name(name):
+                raise IRSyntaxError(f"unknown type {name}", self.context.at(children[0]))
             found = T.ClassType(name) if "." in name else T.NamedType(name)
             self._named[name] = found
         return found

@@ -46,6 +46,23 @@ SCALAR_TYPE = NamedType("ScalarType")
 MEMORY_FORMAT = NamedType("MemoryFormat")
 GENERATOR = NamedType("Generator")
 
+# Every leaf type name PyTorch's type parser knows (SchemaTypeParser's table, plus the
+# names graph dumps print: Function, Uninitialized...).  Any other capitalized bare name is
+# an unknown type; a lowercase one is a type variable (``t``), as PyTorch reads it.
+LEAF_TYPE_NAMES = frozenset({
+    "int", "float", "bool", "str", "complex", "number", "NoneType", "None", "Device", "DeviceIndex",
+    "Scalar", "Any", "Function", "Layout", "ScalarType", "MemoryFormat", "Generator", "Storage",
+    "Stream", "QScheme", "ConstQuantizerPtr", "Quantizer", "Dimname", "DimnameList", "SymInt",
+    "SymFloat", "SymBool", "Capsule", "AnyClassType", "AnyEnumType", "AnyListType", "AnyTupleType",
+    "Uninitialized", "PyObject", "Type", "Tensor", "t",
+})
+
+
+def is_known_leaf_name(name: str) -> bool:
+    """True for a bare type name PyTorch's parser accepts: a leaf type, a class or enum
+    (a dotted qualified name), or a type variable (a lowercase identifier)."""
+    return name in LEAF_TYPE_NAMES or "." in name or name[:1].islower() or name[:1] == "_"
+
 
 @attrs.frozen
 class TensorType(Type):

@@ -54,6 +54,23 @@ def _quad(x):
 
 def twice(x, k: int):
     return _quad(x) + _double(x), k
+
+class Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 5, batch_first=True)
+        self.fc = nn.Linear(5, 2)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y[:, -1])
+
+def seq():
+    torch.manual_seed(0)
+    return Seq().eval()
+
+def seq_inputs():
+    return (torch.randn(2, 3, 4),)
 '''
 
 
@@ -148,3 +165,41 @@ def test_no_inline_module_keeps_its_submodule_calls(source: Path, capsys: pytest
     text = (outdir / "net.ir").read_text()
     assert 'prim::CallMethod[name="forward"](%fc' in text and "aten::linear" not in text
     assert "with " not in text  # Linear is known: no section needed
+
+
+def test_a_frozen_lstm_exports_to_ir_irvm_runs(source: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 17: --freeze of a module with nn.LSTM wrote `prim::Constant[value=[<Tensors>]]`,
+    which no parser reads back.  The list becomes one bound `<Tensor>` constant per element."""
+    from vm.cli import load_program
+    from vm.interpreter import Interpreter
+    from vm.io import load_inputs
+
+    outdir, _ = export(source, "seq", "--freeze", capsys=capsys)
+    text = (outdir / "seq.ir").read_text()
+    assert "<Tensors>" not in text and "%self.lstm._flat_weights.0 : Tensor = prim::Constant[value=<Tensor>]()" in text
+    program = load_program(str(outdir / "seq.ir"))
+    weights = read_npz(outdir / "seq.weights.npz")
+    got = Interpreter(program, weights)(*load_inputs(outdir / "seq.inputs.npz", program))
+    problems = compare_flat(torch_result(source, outdir, "seq"), flatten_outputs([got]))
+    assert not problems, problems
+
+
+def test_a_torchscript_archive_exports_with_the_command_irvm_names(source: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The command `irvm run cnn.pt` prints (export_torch.py ARCHIVE -o OUTDIR) writes IR and
+    weights that reproduce torch.jit.load's result."""
+    from vm.cli import load_program
+    from vm.interpreter import Interpreter
+    from vm.io import load_inputs
+
+    archive = tmp_path / "seq.pt"
+    torch.jit.save(torch.jit.script(export_torch.load_file(source).seq()), str(archive))
+    outdir = tmp_path / "from_archive"
+    assert export_torch.main([str(archive), "--inputs", "f32[2,3,4]", "-o", str(outdir)]) == 0
+    assert capsys.readouterr().out.startswith(f"irvm run {outdir}/seq.ir --inputs {outdir}/seq.inputs.npz --weights")
+    program = load_program(str(outdir / "seq.ir"))
+    inputs = read_npz(outdir / "seq.inputs.npz")
+    got = Interpreter(program, read_npz(outdir / "seq.weights.npz"))(*load_inputs(inputs, program))
+    with torch.no_grad():
+        want = torch.jit.load(str(archive))(torch.from_numpy(inputs["x.1"])).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

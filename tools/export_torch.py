@@ -1,6 +1,7 @@
 """Export a PyTorch function or module to irvm: graph IR text, weights, sample inputs.
 
     python tools/export_torch.py FILE.py NAME [--trace] [--freeze] [--no-inline] [--inputs SPEC] -o OUTDIR
+    python tools/export_torch.py MODEL.pt [NAME] [--freeze] [--inputs SPEC] -o OUTDIR
 
 NAME names, in FILE.py, a function, an ``nn.Module`` instance or class, or a zero-argument
 factory returning a module.  The tool scripts it (``torch.jit.script``; ``--trace`` traces
@@ -28,6 +29,10 @@ the file; a callable ``example_inputs`` in the file.  The callable takes no argu
 returns a tuple of positional arguments (or one tensor).  SPEC is a ``;``-separated list,
 one item per argument: ``f32[2,3]`` (random normal; dtypes f16 f32 f64 i32 i64 u8 bool),
 or a Python literal (``3``, ``2.5``, ``True``, ``None``, ``[1, 2]``).
+
+A TorchScript archive (what ``torch.jit.save`` writes, ``MODEL.pt``) is loaded with
+``torch.jit.load`` and written the same way, NAME defaulting to the file's stem; without
+``--inputs`` there are no sample inputs and no NAME.inputs.npz.
 
 The tool then prints the ``irvm run`` command that runs the export.  Source locations in
 the dump are made relative: the exported file's directory becomes the working directory's
@@ -368,6 +373,36 @@ def _lookup(obj: Any, dotted: str) -> Any:
     return obj
 
 
+def expand_tensor_lists(text: str, graph: Any) -> tuple[str, dict[str, np.ndarray]]:
+    """``text`` with each tensor-list constant (a frozen RNN's ``_flat_weights``, printed
+    ``prim::Constant[value=[<Tensors>]]()``, which no parser can read back) written as one
+    ``<Tensor>`` constant per element, ``%NAME.i``, and a ``prim::ListConstruct`` of them
+    under the old name; returns the new text and the elements' arrays, keyed ``NAME.i``
+    as every frozen constant is keyed by its value name."""
+    weights: dict[str, np.ndarray] = {}
+    for node in _all_nodes(graph):
+        out = node.output() if node.kind() == "prim::Constant" and node.outputsSize() == 1 else None
+        if out is None or str(out.type()) not in ("Tensor[]", "List[Tensor]"):
+            continue
+        name, items = out.debugName(), out.toIValue()
+        line = re.compile(rf"^( *)%{re.escape(name)} : Tensor\[\] = prim::Constant\[value=\[<Tensors>\]\]\(\)(.*)$", re.MULTILINE)
+        match = line.search(text)
+        if match is None:
+            raise ExportError(f"cannot find the tensor-list constant %{name} in the dump")
+        indent, tail = match.group(1), match.group(2)
+        lines = []
+        for i, item in enumerate(items):
+            weights[f"{name}.{i}"] = to_numpy(item)
+            lines.append(f"{indent}%{name}.{i} : Tensor = prim::Constant[value=<Tensor>](){tail}")
+        elems = ", ".join(f"%{name}.{i}" for i in range(len(items)))
+        lines.append(f"{indent}%{name} : Tensor[] = prim::ListConstruct({elems}){tail}")
+        text = text[: match.start()] + "\n".join(lines) + text[match.end() :]
+    if "<Tensors>" in text:
+        raise ExportError("the dump holds a constant of several tensors ([<Tensors>]) irvm cannot bind; "
+                          "export without --freeze")
+    return text, weights
+
+
 def tensor_constants(graph: Any) -> dict[str, np.ndarray]:
     """Tensor constants whose values the dump does not print exactly (``<Tensor>``, rounded)."""
     found: dict[str, np.ndarray] = {}
@@ -408,6 +443,7 @@ def export(
     graph = compiled.inlined_graph if hasattr(compiled, "inlined_graph") else compiled.graph
     if inline:
         text = graph_text(compiled, source_dir, base)
+        text, list_constants = expand_tensor_lists(text, graph)
     elif trace or freeze:
         raise ExportError("--no-inline needs a scripted function or a scripted, unfrozen module")
     elif is_module:
@@ -428,6 +464,8 @@ def export(
                 result.weights.setdefault(key, value)
     else:
         result.weights = tensor_constants(graph)
+    if inline:
+        result.weights.update(list_constants)
     try:
         with torch.no_grad():
             out = compiled(*_clone_args(args))
@@ -455,12 +493,14 @@ def script_error_message(err: Exception) -> str:
 # -- writing ------------------------------------------------------------------------------
 
 
-def write(exp: Export, outdir: Path) -> dict[str, Path]:
-    """Write NAME.ir, NAME.inputs.npz, NAME.weights.npz (when there are weights)."""
+def write(exp: Export, outdir: Path, inputs: bool = True) -> dict[str, Path]:
+    """Write NAME.ir, NAME.inputs.npz (unless not ``inputs``), NAME.weights.npz (when there
+    are weights)."""
     outdir.mkdir(parents=True, exist_ok=True)
     paths = {"ir": outdir / f"{exp.name}.ir", "inputs": outdir / f"{exp.name}.inputs.npz"}
     paths["ir"].write_text(exp.ir if exp.ir.endswith("\n") else exp.ir + "\n")
-    np.savez(paths["inputs"], **flatten_values(exp.inputs))
+    if inputs:
+        np.savez(paths["inputs"], **flatten_values(exp.inputs))
     if exp.weights or exp.is_module:
         paths["weights"] = outdir / f"{exp.name}.weights.npz"
         np.savez(paths["weights"], **exp.weights)
@@ -478,8 +518,8 @@ def run_command(paths: dict[str, Path], output: str | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("file")
-    parser.add_argument("name")
+    parser.add_argument("file", help="a Python file, or a TorchScript archive (torch.jit.save)")
+    parser.add_argument("name", nargs="?", help="what to export from FILE.py (for an archive: the output name)")
     parser.add_argument("--trace", action="store_true", help="trace on the sample inputs instead of scripting")
     parser.add_argument("--freeze", action="store_true", help="torch.jit.freeze the module (eval mode)")
     parser.add_argument("--no-inline", action="store_true",
@@ -496,6 +536,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _export_file(args: argparse.Namespace) -> int:
+    from vm.files import FileKind, sniff
+
+    if sniff(args.file) is FileKind.TORCHSCRIPT:
+        return _export_archive(args)
+    if args.name is None:
+        raise ExportError("give the NAME of the function or module to export from the file")
     source = load_file(args.file)
     target = getattr(source, args.name, None)
     if target is None:
@@ -505,6 +551,34 @@ def _export_file(args: argparse.Namespace) -> int:
                  source_dir=Path(args.file).resolve().parent, inline=not args.no_inline)
     paths = write(exp, Path(args.outdir))
     print(run_command(paths, str(Path(args.outdir) / f"{args.name}.out.npz")))
+    return 0
+
+
+def _export_archive(args: argparse.Namespace) -> int:
+    """A torch.jit.save archive: its inlined graph, its weights, and sample inputs when
+    ``--inputs`` gives them."""
+    if args.trace or args.no_inline:
+        raise ExportError("an archive is already compiled: --trace and --no-inline do not apply")
+    name = args.name or Path(args.file).stem
+    compiled = torch.jit.load(args.file, map_location="cpu")
+    if args.freeze:
+        compiled = torch.jit.freeze(compiled.eval())
+    graph = compiled.inlined_graph
+    text, list_constants = expand_tensor_lists(graph_text(compiled, None), graph)
+    exp = Export(name, text, {}, is_module=True)
+    exp.weights = {**module_weights(compiled, graph), **list_constants}
+    if args.inputs:
+        sample = sample_inputs(None, name, args.inputs, args.seed)
+        names = input_names(graph, True)
+        if len(names) != len(sample):
+            raise ExportError(f"{name}: the graph takes {len(names)} inputs, --inputs gives {len(sample)}")
+        exp.inputs = {n: to_numpy(a) for n, a in zip(names, sample)}
+    outdir = Path(args.outdir)
+    paths = write(exp, outdir, inputs=bool(args.inputs))
+    if args.inputs:
+        print(run_command(paths, str(outdir / f"{name}.out.npz")))
+    else:
+        print(" ".join(["irvm", "run", str(paths["ir"]), "--inputs", "IN.npz", "--weights", str(paths["weights"])]))
     return 0
 
 

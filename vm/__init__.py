@@ -6,6 +6,17 @@
 """
 
 
+def version() -> str:
+    """The installed irvm's version (from the distribution's metadata)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("irvm")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def __getattr__(name: str):
     # Lazy, so that `import vm` stays cheap and the pieces load only when used.
     if name in ("Interpreter",):

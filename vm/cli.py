@@ -5,10 +5,12 @@
                      [--fuser blocked|numba]
     irvm profile PROGRAM --inputs IN.npz [--weights W.npz] [--runs N]
     irvm disasm PROGRAM
+    irvm info PROGRAM      the inputs and outputs: names, dtypes, shapes
 
 PROGRAM is graph IR text (``.ir``, compiled on the fly) or bytecode (``.irbc``).
 IN.npz holds one array per graph input, keyed by the input's name without ``%`` (``x.1``)
-or by position (``arg0``...); an int/float/bool input takes a 0-d array.  W.npz holds a
+or by position (``arg0``...); an int/float/bool input takes a 0-d array.  A graph with
+one input also takes an ``.npy``.  W.npz holds a
 module's weights under dotted state_dict keys.  OUT.npz gets ``out0``..``outN-1``, tuples and
 lists flattened as ``out0.0``, ``out0.1``...  Without ``--output`` results are printed.
 
@@ -26,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+import vm
 from compiler.cli import check_writable, read_source, run_guarded
 
 
@@ -39,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="irvm", description="Run TorchScript graph IR (or irvm bytecode) on numpy.")
+    parser.add_argument("--version", action="version", version=f"irvm {vm.version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run a program")
@@ -46,7 +50,7 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", help="write the results to this .npz instead of printing them")
     r.add_argument("--backend", choices=["interp", "static"], default="interp")
     r.add_argument("--trace", metavar="TRACE.npz", help="save every intermediate value under its IR name (interp backend)")
-    r.add_argument("--force", action="store_true", help="overwrite an existing output file that is not an npz")
+    r.add_argument("--force", action="store_true", help="overwrite an existing file that irvm did not write")
     r.set_defaults(handler=_cmd_run)
 
     p = sub.add_parser("profile", help="per-operator time and the memory plan (static runtime)")
@@ -58,6 +62,10 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("program")
     d.add_argument("--no-fusion", action="store_true")
     d.set_defaults(handler=_cmd_disasm)
+
+    i = sub.add_parser("info", help="the program's inputs and outputs: names, dtypes, shapes")
+    i.add_argument("program")
+    i.set_defaults(handler=_cmd_info)
     return parser
 
 
@@ -73,21 +81,25 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def load_program(path: str, fusion: bool = True):
-    """A Program from ``.irbc`` (verified before use) or from ``.ir`` text (compiled now)."""
-    from vm.irbc import is_irbc, load
+    """A Program from ``.irbc`` (verified before use) or from ``.ir`` text (compiled now);
+    any other kind of file is refused by ``vm.files.expect``, saying what it is."""
+    from vm.files import FileKind, expect
+    from vm.irbc import load
 
-    if is_irbc(Path(path)):
+    if expect(path, "program") is FileKind.IRBC:
         return load(path)
     import compiler
 
     return compiler.compile_source(read_source(path), path, fusion=fusion)
 
 
-def _load_npz(path: str | None) -> dict[str, np.ndarray]:
+def _load_npz(path: str | None, role: str = "weights") -> dict[str, np.ndarray]:
     if path is None:
         return {}
     from compiler.diagnostics import RunError
+    from vm.files import expect
 
+    expect(path, role)
     try:
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
@@ -98,18 +110,26 @@ def _load_npz(path: str | None) -> dict[str, np.ndarray]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from vm.io import load_inputs, save_outputs
+    from compiler.diagnostics import RunError
+    from vm.io import save_marked, save_outputs
 
+    if args.trace and args.backend == "static":
+        raise RunError(
+            "--trace needs the interpreter (--backend interp): the static runtime reuses one memory "
+            "slab for intermediates, so they are gone by the end of the run"
+        )
+    given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
+    if args.output and args.trace and Path(args.output).resolve() == Path(args.trace).resolve():
+        raise RunError(f"refusing to write {args.output} twice: --output and --trace name the same file")
+    if args.output:
+        check_writable(Path(args.output), inputs=given, force=args.force, kind="outputs")
+    if args.trace:
+        check_writable(Path(args.trace), inputs=given, force=args.force, kind="trace")
     program = load_program(args.program, fusion=not args.no_fusion)
     weights = _load_npz(args.weights)
-    inputs = load_inputs(_load_npz(args.inputs), program)
-    if args.output:
-        given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
-        check_writable(Path(args.output), inputs=given, force=args.force, kind="npz")
+    inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
-        from vm.static_runtime import StaticRuntime
-
-        from vm.static_runtime import StaticOptions
+        from vm.static_runtime import StaticOptions, StaticRuntime
 
         result = StaticRuntime(program, weights, StaticOptions(fuser=args.fuser))(*inputs)
         trace = None
@@ -122,8 +142,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         else:
             result, trace = interp(*inputs), None
     if trace is not None:
-        check_writable(Path(args.trace), inputs=[Path(args.program)], force=args.force, kind="npz")
-        np.savez(args.trace, **{name: np.asarray(v) for name, v in trace.items() if _storable(v)})
+        save_marked(args.trace, {name: np.asarray(v) for name, v in trace.items() if _storable(v)}, "trace")
     results = result if isinstance(result, tuple) and len(program.output_types) > 1 else (result,)
     if args.output:
         save_outputs(args.output, list(results))
@@ -131,6 +150,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for i, value in enumerate(results):
             print(f"out{i} = {_show(value)}")
     return 0
+
+
+def read_inputs(path: str | None, program: Any) -> list[Any]:
+    """The argument list from ``--inputs``: an .npz (see vm/io.py), or an .npy holding the
+    one input of a one-input graph."""
+    from vm.files import FileKind, expect
+    from vm.io import load_inputs
+
+    if path is not None and expect(path, "inputs") is FileKind.NPY:
+        from compiler.diagnostics import RunError
+
+        names = list(program.input_names[1:] if program.takes_self else program.input_names)
+        if len(names) != 1:
+            listing = ", ".join(f"%{n}" for n in names) or "none"
+            raise RunError(
+                f"{path} is an .npy (one array), but the program takes {len(names)} inputs ({listing}): "
+                f"give an .npz with one entry per input (numpy.savez)"
+            )
+        try:
+            array = np.load(path, allow_pickle=False)
+        except ValueError as err:
+            raise RunError(f"{path}: not a readable .npy file ({err})") from None
+        return load_inputs({names[0]: array}, program)
+    return load_inputs(_load_npz(path, "inputs"), program)
 
 
 def _storable(value: Any) -> bool:
@@ -151,11 +194,10 @@ def _show(value: Any) -> str:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from vm.io import load_inputs
     from vm.profile import profile
 
     program = load_program(args.program, fusion=not args.no_fusion)
-    inputs = load_inputs(_load_npz(args.inputs), program)
+    inputs = read_inputs(args.inputs, program)
     from vm.static_runtime import StaticOptions
 
     options = StaticOptions(fuser=args.fuser)
@@ -168,6 +210,13 @@ def _cmd_disasm(args: argparse.Namespace) -> int:
     from vm.bytecode import disassemble
 
     print(disassemble(load_program(args.program, fusion=not args.no_fusion)), end="")
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from vm.signature import describe_program
+
+    print(describe_program(load_program(args.program)), end="")
     return 0
 
 

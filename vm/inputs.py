@@ -20,7 +20,7 @@ import numpy as np
 from compiler.diagnostics import RunError
 from vm.bytecode import Program
 
-_DTYPES = {
+DTYPES = {  # the dtype names of refined tensor types, as numpy dtypes
     "Byte": "uint8",
     "Char": "int8",
     "Short": "int16",
@@ -33,6 +33,7 @@ _DTYPES = {
     "ComplexFloat": "complex64",
     "ComplexDouble": "complex128",
 }
+_DTYPES = DTYPES
 # A refined tensor type names its dtype: ``Float(2, 3, strides=[3, 1], ...)``; ``Dict(str, Tensor)``
 # and other container types start the same way but are not tensors.
 _REFINED = re.compile(r"^(" + "|".join(_DTYPES) + r")\(")

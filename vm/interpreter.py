@@ -83,6 +83,7 @@ class Interpreter:
         self.n_outputs = program.functions[program.entry].n_outputs
         self.use_decoded(self.decoded)
         self.checker = InputChecker(program)
+        self.dtype_guard = _dtype_guard(program, self.self_object, weights)
         self._takes_self = program.takes_self
         # the argument types that need no checking (arrays for Tensors, ints for ints...)
         self._fast_kinds = None if trace or debug or None in self.checker.fast else self.checker.fast
@@ -95,6 +96,8 @@ class Interpreter:
 
     def __call__(self, *args: Any) -> Any:
         if self._fast_kinds is not None and tuple(map(type, args)) == self._fast_kinds:
+            if self.dtype_guard is not None:
+                self.dtype_guard(args)
             return self._run([self.self_object, *args] if self._takes_self else list(args))
         if self.trace or self.debug:
             result, values = self.run_traced(*args)
@@ -120,6 +123,8 @@ class Interpreter:
 
     def _arguments(self, args: tuple[Any, ...]) -> list[Any]:
         values = self.checker(args)
+        if self.dtype_guard is not None:
+            self.dtype_guard(values)
         return [self.self_object, *values] if self.self_object is not None else values
 
     # -- the fast loop -------------------------------------------------------------------
@@ -370,6 +375,16 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
     if program.module is not None and hasattr(W, "bind_self"):
         return W.bind_self(program.module.main, weights)
     return ModuleObject.from_state_dict(weights or {})
+
+
+def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
+    """``vm.preflight``'s check of the inputs' dtypes against the weights, or None."""
+    if program.module is None:
+        return None
+    from vm.preflight import make_guard
+
+    return make_guard(program.module.main, self_object, weights if isinstance(weights, Mapping) else None,
+                      program.takes_self)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:

@@ -16,7 +16,9 @@ we add one more entry, ``__spec__``: a JSON string mapping each top-level key to
 of value stored there (``"Tensor"``, ``"int"``, ``"float"``, ``"bool"``, ``"str"``,
 ``"None"``, ``["list", [...]]``, ``["tuple", [...]]``, ``["dict", [[key, kind], ...]]``).
 None and empty containers exist only in the spec.  (One loss: numpy drops trailing NUL
-characters of a string.)  Files written by hand may leave the
+characters of a string.)  A file irvm writes as a run's result also holds ``__irvm__``, a
+0-d string naming its role (``"outputs"``, ``"trace"``): the mark by which ``irvm run``
+knows it may write over it again (vm/files.py); readers skip both entries.  Files written by hand may leave the
 spec out: ``load_inputs`` then reads each input by its type in the graph (an absent
 Optional input is None, a list of ints may be a 1-d array).
 
@@ -38,8 +40,10 @@ import numpy as np
 
 from compiler import types as T
 from compiler.diagnostics import RunError
+from vm.files import MARK_KEY
 
 SPEC_KEY = "__spec__"
+RESERVED_KEYS = frozenset({SPEC_KEY, MARK_KEY})  # entries that are no value
 
 Kind = Any  # "Tensor" | "int" | ... | [container, [...]] (JSON data)
 
@@ -109,8 +113,15 @@ def flatten_outputs(values: Sequence[Any]) -> dict[str, np.ndarray]:
 
 
 def save_outputs(path: str | Path, values: Sequence[Any]) -> None:
-    """Write ``flatten_outputs(values)`` to ``path`` (an .npz, no pickle)."""
-    np.savez(path, **flatten_outputs(values))
+    """Write ``flatten_outputs(values)`` and the ``"outputs"`` mark to exactly ``path`` (an
+    .npz, no pickle; numpy adds no ``.npz`` suffix to a name that lacks it)."""
+    save_marked(path, flatten_outputs(values), "outputs")
+
+
+def save_marked(path: str | Path, flat: Mapping[str, np.ndarray], role: str) -> None:
+    """Write ``flat`` plus ``__irvm__ = role`` to exactly ``path``."""
+    with open(path, "wb") as f:
+        np.savez(f, **{**flat, MARK_KEY: np.array(role)})
 
 
 def save_values(path: str | Path, named: Mapping[str, Any]) -> None:
@@ -204,15 +215,30 @@ def load_inputs(source: str | Path | Mapping[str, np.ndarray], program: Any) -> 
     if params and isinstance(params[0].type, T.ClassType):
         params = params[1:]
     known = {p.name for p in params} | {f"arg{i}" for i in range(len(params))}
-    stray = sorted({k.split(".")[0] for k in flat if k != SPEC_KEY} - {n.split(".")[0] for n in known})
+    stray = sorted({k.split(".")[0] for k in flat if k not in RESERVED_KEYS} - {n.split(".")[0] for n in known})
     if stray:
-        raise RunError(f"inputs file has entries for no graph input: {', '.join(stray)}")
+        raise RunError(f"inputs file has entries for no graph input: {', '.join(stray)} ({_expected(params)})")
     bases = [_python_name(p.name) for p in params]
     unique = {b for b in bases if bases.count(b) == 1}
-    return [
-        _load_one(flat, spec, p.name, f"arg{i}", p.type, bases[i] if bases[i] in unique else None)
-        for i, p in enumerate(params)
-    ]
+    try:
+        return [
+            _load_one(flat, spec, p.name, f"arg{i}", p.type, bases[i] if bases[i] in unique else None)
+            for i, p in enumerate(params)
+        ]
+    except _MissingInput as err:
+        have = ", ".join(sorted(k for k in flat if k not in RESERVED_KEYS)) or "nothing"
+        raise RunError(f"input {err.args[0]!r} is missing from the inputs file, which has {have} ({_expected(params)})") from None
+
+
+class _MissingInput(Exception):
+    pass
+
+
+def _expected(params: Sequence[Any]) -> str:
+    if not params:
+        return "the graph takes no inputs"
+    names = ", ".join(p.name for p in params)
+    return f"the graph's inputs are {names}, or by position arg0..arg{len(params) - 1}"
 
 
 def _python_name(name: str) -> str:
@@ -259,7 +285,7 @@ def _load_one(flat: Mapping[str, np.ndarray], spec: dict[str, Kind], name: str, 
             return _by_type(flat, python_name, type_ if type_ is not None else T.TENSOR)
     if isinstance(type_, T.OptionalType) or type_ == T.NONE:
         return None
-    raise RunError(f"input {name!r} (or {alias!r}) is missing from the inputs file; it has {sorted(flat)}")
+    raise _MissingInput(name)
 
 
 def _by_type(flat: Mapping[str, np.ndarray], key: str, type_: Any) -> Any:
@@ -308,7 +334,7 @@ def compare_flat(
     problems: list[str] = []
     if spec_of(expected) and spec_of(actual) and spec_of(expected) != spec_of(actual):
         problems.append(f"kinds differ: expected {spec_of(expected)}, got {spec_of(actual)}")
-    keys_e, keys_a = set(expected) - {SPEC_KEY}, set(actual) - {SPEC_KEY}
+    keys_e, keys_a = set(expected) - RESERVED_KEYS, set(actual) - RESERVED_KEYS
     if keys_e != keys_a:
         problems.append(f"keys differ: missing {sorted(keys_e - keys_a)}, extra {sorted(keys_a - keys_e)}")
     for key in sorted(keys_e & keys_a):

@@ -123,6 +123,10 @@ class StaticModule:
         )
         main = module.main
         bound = _bind_self(main, weights)
+        from vm.preflight import make_guard
+
+        self_object = next(iter(bound.values()), None)
+        self.dtype_guard = make_guard(main, self_object, flat, bool(bound))
         # %self's attributes are constants of the module unless the program assigns one
         common["fold_attributes"] = not any(
             n.kind == "prim::SetAttr"
@@ -331,6 +335,8 @@ class StaticRuntime:
                 f"the program takes {sm.n_inputs} input(s) ({names}), got {len(args)}"
             )
         key = sm._enter(*args)
+        if sm.dtype_guard is not None:
+            sm.dtype_guard(args)
         if key == self._last_key:  # the steady state: same shapes as the last run
             plan = self._last_plan
         elif not sm.plannable:

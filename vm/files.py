@@ -1,0 +1,300 @@
+"""What a file on disk is, and whether irvm may write over it.
+
+Every command that reads a program, inputs or weights asks ``sniff(path)`` first, so a
+file of the wrong kind gets one sentence saying what it is and what to do with it,
+instead of a parse error at a byte offset of a zip archive.  The kinds come from the
+first bytes, never from the name:
+
+    IRBC          a zip whose first member is ``irvm-bytecode`` (vm/irbc.py)
+    NPZ           a zip of ``.npy`` members (numpy.savez)
+    TORCHSCRIPT   a zip with ``<dir>/code/`` and ``<dir>/data.pkl`` (torch.jit.save)
+    CHECKPOINT    a zip with ``data.pkl`` and no ``code/`` (torch.save), or a bare
+                  pickle (torch.save with the legacy format, or pickle.dump)
+    NPY           one numpy array (numpy.save)
+    ONNX          an ONNX protobuf (``.onnx``)
+    ZIP           any other zip
+    DIRECTORY, MISSING, TEXT (UTF-8), BINARY (anything else)
+
+Files irvm writes carry a mark, and an existing file is replaced only when it has the
+mark of the kind being written (or with ``--force``): an ``.npz`` of outputs or of a trace
+has an entry ``__irvm__`` naming its role, a picture from ``irc viz`` has an ``irvm``
+comment (SVG, DOT) or text chunk (PNG), bytecode has its magic member.
+``check_writable`` is that rule; it checks the very path that will be written.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+import zipfile
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from compiler.diagnostics import IRError, RunError
+
+MARK_KEY = "__irvm__"  # npz entry: a 0-d string naming what irvm wrote ("outputs", "trace")
+PICTURE_MARK = "irvm viz"
+
+
+class FileKind(enum.Enum):
+    MISSING = "missing"
+    DIRECTORY = "directory"
+    IRBC = "irvm bytecode"
+    NPZ = "numpy .npz archive"
+    NPY = "numpy .npy array"
+    TORCHSCRIPT = "TorchScript archive (torch.jit.save)"
+    CHECKPOINT = "PyTorch checkpoint (torch.save)"
+    ONNX = "ONNX model"
+    ZIP = "zip archive"
+    TEXT = "text file"
+    BINARY = "binary file"
+
+
+def sniff(path: str | Path) -> FileKind:
+    """The kind of ``path``, from its first bytes (see the module docstring)."""
+    p = Path(path)
+    if p.is_dir():
+        return FileKind.DIRECTORY
+    if not p.exists():
+        return FileKind.MISSING
+    with open(p, "rb") as f:
+        head = f.read(4096)
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return _zip_kind(p)
+    if head.startswith(b"\x93NUMPY"):
+        return FileKind.NPY
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:  # a pickle's PROTO opcode
+        return FileKind.CHECKPOINT
+    if head[:1] == b"\x08" and _onnx_fields(p):
+        return FileKind.ONNX
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.start < len(head) - 4:  # not merely a character cut at the 4096th byte
+            return FileKind.BINARY
+    return FileKind.TEXT if b"\x00" not in head else FileKind.BINARY
+
+
+# ModelProto's field numbers (onnx.proto): ir_version 1, producer_name 2, producer_version 3,
+# domain 4, model_version 5, doc_string 6, graph 7, opset_import 8, metadata_props 14,
+# training_info 20, functions 25, configuration 26
+_ONNX_FIELDS = {1, 2, 3, 4, 5, 6, 7, 8, 14, 20, 25, 26}
+
+
+def _onnx_fields(p: Path) -> bool:
+    """True when ``p`` reads as a protobuf ModelProto: every top-level field (up to 64 of
+    them) is one of ModelProto's, with the right wire type, and one of them is the graph."""
+    size = p.stat().st_size
+    seen: set[int] = set()
+    with open(p, "rb") as f:
+        while f.tell() < size and len(seen) < 64:
+            tag = _varint(f)
+            if tag is None:
+                return False
+            field, wire = tag >> 3, tag & 7
+            if field not in _ONNX_FIELDS or wire != (0 if field in (1, 5) else 2):
+                return False
+            value = _varint(f)
+            if value is None:
+                return False
+            if wire == 2:
+                if f.tell() + value > size:
+                    return False
+                f.seek(value, 1)
+            seen.add(field)
+    return 7 in seen and 1 in seen
+
+
+def _varint(f: BinaryIO) -> int | None:
+    result = shift = 0
+    for _ in range(10):
+        byte = f.read(1)
+        if not byte:
+            return None
+        result |= (byte[0] & 0x7F) << shift
+        if byte[0] < 0x80:
+            return result
+        shift += 7
+    return None
+
+
+def _zip_kind(p: Path) -> FileKind:
+    from vm.irbc import is_irbc
+
+    if is_irbc(p):
+        return FileKind.IRBC
+    try:
+        with zipfile.ZipFile(p) as zf:
+            names = zf.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return FileKind.ZIP
+    if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
+        code = any("/code/" in f"/{n}" for n in names)
+        return FileKind.TORCHSCRIPT if code else FileKind.CHECKPOINT
+    if names and all(n.endswith(".npy") for n in names):
+        return FileKind.NPZ
+    return FileKind.ZIP
+
+
+EXPORT_HINT = "python tools/export_torch.py {path} -o OUTDIR"
+
+_ACCEPTED = {
+    "program": {FileKind.TEXT, FileKind.BINARY, FileKind.IRBC, FileKind.MISSING},
+    "inputs": {FileKind.NPZ, FileKind.NPY, FileKind.MISSING},
+    "weights": {FileKind.NPZ, FileKind.MISSING},
+}
+
+
+def expect(path: str | Path, role: str) -> FileKind:
+    """``sniff(path)`` when a file of that kind can serve as ``role`` (``program``,
+    ``inputs``, ``weights``); else the error of ``refuse``.  A missing file passes, so that
+    opening it reports it as unreadable (exit 66).  The one place where every command
+    decides what a file given to it is."""
+    kind = sniff(path)
+    if kind not in _ACCEPTED[role]:
+        raise refuse(path, kind, role)
+    return kind
+
+
+def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
+    """The error for ``path`` of ``kind`` given where ``role`` (program, inputs, weights) was
+    expected: an ``IRError`` for a program (exit 65), a ``RunError`` for inputs or weights."""
+    name = str(path)
+    what = f"{name} is {'an' if kind.value[0] in 'aeiouAEIOU' else 'a'} {kind.value}"
+    if kind is FileKind.TORCHSCRIPT:
+        todo = (f"turn it into graph IR and weights with `{EXPORT_HINT.format(path=name)}` (needs torch), "
+                f"then run OUTDIR/{Path(name).stem}.ir with --weights OUTDIR/{Path(name).stem}.weights.npz")
+    elif kind is FileKind.CHECKPOINT:
+        todo = ("it holds pickled tensors, which irvm does not read: save the weights with "
+                "`numpy.savez('w.npz', **{k: v.numpy() for k, v in model.state_dict().items()})`, "
+                "or export the model with `python tools/export_torch.py MODEL.py NAME -o OUTDIR`")
+        if role == "program":
+            todo = "a program is graph IR text or .irbc; " + todo
+    elif kind is FileKind.ONNX:
+        todo = "irvm runs TorchScript graph IR: export the PyTorch model with `python tools/export_torch.py`"
+    elif kind is FileKind.DIRECTORY:
+        todo = f"give a file as the {role}"
+    elif kind is FileKind.NPY and role == "weights":
+        todo = "weights are an .npz of dotted state_dict keys (numpy.savez)"
+    elif role == "program":
+        todo = "a program is graph IR text (.ir) or irvm bytecode (.irbc)"
+    else:
+        todo = f"{role} are an .npz file (numpy.savez)"
+    message = f"{what}, not {_article(role)}: {todo}"
+    return IRError(message) if role == "program" else RunError(message)
+
+
+def read_program_text(path: str | Path) -> str:
+    """The IR text at ``path``; a file that is no program text (a TorchScript archive, an
+    .npz, bytecode...) is refused with what it is, and text that is not UTF-8 is an
+    ``IRSyntaxError`` at the first bad byte."""
+    from compiler.diagnostics import IRSyntaxError, Span
+
+    kind = expect(path, "program")
+    if kind is FileKind.IRBC:
+        raise IRError(f"{path} is irvm bytecode, not IR text: run it with `irvm run {path}`")
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise IRSyntaxError("the file is not UTF-8 text (binary data?)", Span(str(path), line, col)) from None
+
+
+def _article(role: str) -> str:
+    return {"program": "a program", "inputs": "an inputs file", "weights": "a weights file"}.get(role, role)
+
+
+# -- never destroying what the user made ----------------------------------------------------
+
+
+def npz_target(path: str | Path) -> Path:
+    """The path an .npz write really goes to: irvm writes exactly the name given (it opens
+    the file itself, so numpy adds no ``.npz``)."""
+    return Path(path)
+
+
+def check_writable(out: Path, inputs: Sequence[Path], force: bool, kind: str) -> None:
+    """Refuse to write ``out`` when it is one of ``inputs`` (even with ``force``), or when it
+    exists and is not a file irvm made of ``kind`` (``irbc``, ``outputs``, ``trace``,
+    ``viz``), unless ``force``.  Raises ``RunError`` with a one-line message."""
+    for given in inputs:
+        if given.exists() and out.exists() and out.resolve() == given.resolve():
+            raise RunError(f"refusing to write {out}: it is an input of this command")
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_dir():
+        raise RunError(f"refusing to write {out}: it is a directory")
+    if force or is_ours(out, kind):
+        return
+    raise RunError(f"refusing to overwrite {out}: it exists and irvm did not write it as {kind} (use --force)")
+
+
+def is_ours(path: Path, kind: str) -> bool:
+    """True when ``path`` carries irvm's mark for ``kind``."""
+    try:
+        if kind == "irbc":
+            return sniff(path) is FileKind.IRBC
+        if kind in ("outputs", "trace"):
+            return npz_mark(path) == kind
+        if kind == "viz":
+            return _picture_marked(path)
+    except OSError:
+        return False
+    raise ValueError(f"unknown output kind {kind!r}")
+
+
+def npz_mark(path: Path) -> str | None:
+    """The role in an .npz's ``__irvm__`` entry, or None (no mark, or not an npz)."""
+    if sniff(path) is not FileKind.NPZ:
+        return None
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if MARK_KEY not in data.files:
+                return None
+            return str(data[MARK_KEY])
+    except (ValueError, OSError, zipfile.BadZipFile):
+        return None
+
+
+# -- marking pictures -------------------------------------------------------------------
+
+
+def mark_picture(path: Path) -> None:
+    """Put irvm's mark into a picture just written (.svg, .dot, .png; others unchanged)."""
+    data = path.read_bytes()
+    comment = f"<!-- {PICTURE_MARK} -->\n".encode()
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        path.write_bytes(_png_with_text(data, "Software", PICTURE_MARK))
+    elif data.lstrip().startswith(b"<?xml"):
+        end = data.index(b"?>") + 2
+        path.write_bytes(data[:end] + b"\n" + comment + data[end:].lstrip(b"\n"))
+    elif data.lstrip().startswith(b"<"):
+        path.write_bytes(comment + data)
+    elif path.suffix.lower() == ".dot" or data.lstrip().startswith((b"digraph", b"graph", b"strict")):
+        path.write_bytes(f"// {PICTURE_MARK}\n".encode() + data)
+
+
+def _picture_marked(path: Path) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(512)
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return b"tEXtSoftware\x00" + PICTURE_MARK.encode() in head
+    return f"<!-- {PICTURE_MARK} -->".encode() in head or head.startswith(f"// {PICTURE_MARK}\n".encode())
+
+
+def _png_with_text(data: bytes, key: str, text: str) -> bytes:
+    """``data`` with a tEXt chunk after the IHDR chunk (PNG: 8-byte signature, then chunks
+    of length, type, body, CRC of type+body)."""
+    ihdr_end = 8 + 4 + 4 + struct.unpack(">I", data[8:12])[0] + 4
+    body = key.encode("latin-1") + b"\x00" + text.encode("latin-1")
+    chunk = struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
+    return data[:ihdr_end] + chunk + data[ihdr_end:]
+
+
+__all__ = ["MARK_KEY", "FileKind", "check_writable", "expect", "is_ours", "mark_picture", "npz_mark", "refuse", "sniff"]

@@ -1,0 +1,297 @@
+"""Checks a run makes before its first operator, where PyTorch would refuse the call.
+
+PyTorch's kernels for convolutions, matrix products, norms, RNNs and ``prelu`` take tensors
+of one dtype only: a float64 image fed to a float32 convolution raises "expected scalar
+type Double but found Float" (or "Input type (double) and bias type (float) should be the
+same"), while numpy would promote and quietly answer in float64.  ``DtypeGuard`` finds
+those calls before the run:
+
+1. the dtype of every value it can know, in program order: the run's tensor inputs, the
+   weights the graph reads through ``prim::GetAttr`` from ``%self``, bound ``<Tensor>``
+   constants; through ops that keep their input's dtype (activations, views, pools...)
+   and binary arithmetic on two tensors of known rank (PyTorch's promotion);
+2. at each *strict* op, the dtypes of its tensor arguments must agree (an embedding's
+   indices must be integers); a value it cannot know is never an error.
+
+A value's dtype carries the graph input it came from, so the error names the input to
+cast.  ``DtypeGuard(graph, ...)(args)`` runs once per new combination of input dtypes
+(cached); a graph whose inputs reach no strict op gets no guard at all (``make_guard``
+returns None), so dtype-generic graphs (``x * 2``) take any dtype, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from compiler import types as T
+from compiler.diagnostics import RunError
+from compiler.ir import Graph, Node, TensorLiteral, Value
+
+# strict op -> positions of the tensor arguments that must share one dtype
+STRICT: dict[str, tuple[int, ...]] = {
+    **{f"aten::conv{d}d": (0, 1, 2) for d in (1, 2, 3)},
+    **{f"aten::conv_transpose{d}d": (0, 1, 2) for d in (1, 2, 3)},
+    "aten::_convolution": (0, 1, 2),
+    "aten::convolution": (0, 1, 2),
+    "aten::linear": (0, 1, 2),
+    "aten::mm": (0, 1),
+    "aten::bmm": (0, 1),
+    "aten::matmul": (0, 1),
+    "aten::mv": (0, 1),
+    "aten::dot": (0, 1),
+    "aten::addmm": (0, 1, 2),
+    "aten::addmv": (0, 1, 2),
+    "aten::baddbmm": (0, 1, 2),
+    "aten::addbmm": (0, 1, 2),
+    "aten::prelu": (0, 1),
+    "aten::batch_norm": (0, 1, 2, 3, 4),
+    "aten::instance_norm": (0, 1, 2, 3, 4),
+    "aten::layer_norm": (0, 2, 3),
+    "aten::group_norm": (0, 2, 3),
+    "aten::lstm_cell": (0, 2, 3, 4, 5),
+    "aten::gru_cell": (0, 2, 3, 4, 5),
+    "aten::rnn_tanh_cell": (0, 2, 3, 4, 5),
+    "aten::rnn_relu_cell": (0, 2, 3, 4, 5),
+}
+_NORMS = {"aten::batch_norm", "aten::instance_norm", "aten::layer_norm", "aten::group_norm"}
+RNNS = {"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"}  # (input, hx, params list, ...)
+
+# ops whose (first) output has the dtype of their first input
+_KEEP_EXACT = {  # elementwise: the rank is kept too
+    "relu", "relu_", "gelu", "sigmoid", "sigmoid_", "tanh", "tanh_", "silu", "silu_", "hardtanh", "hardtanh_",
+    "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu", "hardswish", "hardswish_", "hardsigmoid",
+    "mish", "softplus", "relu6", "dropout", "dropout_", "feature_dropout", "alpha_dropout", "contiguous",
+    "clone", "detach", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "clamp", "clamp_",
+    "clamp_min", "clamp_max", "square",
+}
+_KEEP_DTYPE = {  # the dtype is kept, the rank may change
+    "view", "reshape", "flatten", "permute", "transpose", "t", "squeeze", "unsqueeze", "select", "slice",
+    "narrow", "expand", "expand_as", "repeat", "pad", "constant_pad_nd", "reflection_pad1d",
+    "reflection_pad2d", "replicate_pad1d", "replicate_pad2d", "max_pool1d", "max_pool2d", "max_pool3d",
+    "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d", "upsample_nearest2d", "upsample_bilinear2d", "pixel_shuffle", "channel_shuffle",
+    "mean", "sum", "amax", "amin", "flip", "roll", "unflatten", "movedim",
+}
+_PROMOTE = {"add", "sub", "mul", "add_", "sub_", "mul_", "div", "div_", "maximum", "minimum"}
+
+
+@attrs.frozen
+class Known:
+    """What is known of a tensor value: its dtype, whether it has dimensions (None: not
+    known), and where it came from (``input %x.1``, ``weight conv.weight``)."""
+
+    dtype: np.dtype
+    dimensioned: bool | None
+    origin: str
+    input_name: str | None = None  # the graph input it derives from, if any
+
+
+class DtypeGuard:
+    """Raises a RunError before the run when PyTorch would refuse the inputs' dtypes."""
+
+    def __init__(self, graph: Graph, attribute: Callable[[Value], tuple[Any, str]],
+                 constant: Callable[[Node], tuple[Any, str]],
+                 inputs: Sequence[Value]):
+        self.graph = graph
+        self.attribute, self.constant = attribute, constant
+        self.inputs = list(inputs)
+        self._ok: set[tuple[Any, ...]] = set()
+
+    def __call__(self, args: Sequence[Any]) -> None:
+        key = tuple((a.dtype, a.ndim > 0) if isinstance(a, np.ndarray) else None for a in args)
+        if key in self._ok:
+            return
+        self.check(args)
+        self._ok.add(key)
+
+    def check(self, args: Sequence[Any]) -> None:
+        known: dict[Value, Known] = {}
+        for value, arg in zip(self.inputs, args):
+            if isinstance(arg, np.ndarray):
+                known[value] = Known(arg.dtype, arg.ndim > 0, f"input %{value.name}", value.name)
+        for node in self.graph.walk():
+            _step(node, known, self.attribute, self.constant)
+
+
+def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tuple[Any, str]],
+          constant: Callable[[Node], tuple[Any, str]]) -> None:
+    kind = node.kind
+    if kind == "prim::GetAttr" or kind == "prim::Constant":
+        array, label = attribute(node.outputs[0]) if kind == "prim::GetAttr" else constant(node)
+        if isinstance(array, np.ndarray):
+            known[node.outputs[0]] = Known(array.dtype, array.ndim > 0, f"weight {label}")
+        elif isinstance(array, list) and array and all(isinstance(a, np.ndarray) for a in array):
+            known[node.outputs[0]] = Known(array[0].dtype, True, f"weights {label}")
+        return
+    if kind == "prim::ListConstruct":
+        items = [known.get(v) for v in node.inputs]
+        if items and all(items) and len({k.dtype for k in items if k}) == 1:
+            first = items[0]
+            assert first is not None
+            known[node.outputs[0]] = Known(first.dtype, True, f"list %{node.outputs[0].name}", first.input_name)
+        return
+    if kind in STRICT or kind in RNNS or kind == "aten::embedding":
+        result = _check_strict(node, known)
+        if result is not None and node.outputs:
+            known[node.outputs[0]] = result
+        return
+    if not kind.startswith("aten::") or not node.outputs or not node.inputs:
+        return
+    op = kind[len("aten::"):]
+    first = known.get(node.inputs[0])
+    if first is None:
+        return
+    if op in _KEEP_EXACT:
+        known[node.outputs[0]] = first
+    elif op in _KEEP_DTYPE:
+        known[node.outputs[0]] = attrs.evolve(first, dimensioned=None)
+    elif op in _PROMOTE and len(node.inputs) >= 2:
+        promoted = _promote(op, first, node.inputs[1], known)
+        if promoted is not None:
+            known[node.outputs[0]] = promoted
+
+
+def _promote(op: str, first: Known, other_value: Value, known: dict[Value, Known]) -> Known | None:
+    """The result of ``first <op> other`` when PyTorch's promotion gives it for sure."""
+    other = known.get(other_value)
+    if other is None:
+        t = other_value.type
+        if t in (T.INT, T.BOOL) or (t == T.FLOAT and first.dtype.kind == "f"):  # a Python scalar
+            dtype = first.dtype
+        else:
+            return None
+    elif other.dtype == first.dtype:
+        dtype = first.dtype
+    elif first.dimensioned and other.dimensioned:
+        dtype = _promote_types(first.dtype, other.dtype)
+    else:
+        return None
+    if op.startswith("div") and dtype.kind in "iub":
+        dtype = np.dtype(np.float32)
+    source = first if first.input_name is not None or other is None else other
+    dimensioned = first.dimensioned if other is None else (True if first.dimensioned or other.dimensioned else None)
+    return Known(dtype, dimensioned, source.origin, source.input_name)
+
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def _promote_types(a: np.dtype, b: np.dtype) -> np.dtype:
+    """PyTorch's promotion of two dimensioned tensors: a higher category (bool < int <
+    float < complex) wins with its own dtype (int64 + float32 is float32, not numpy's
+    float64); within a category the wider type wins."""
+    ca, cb = _CATEGORY.get(a.kind, 9), _CATEGORY.get(b.kind, 9)
+    if ca != cb:
+        return a if ca > cb else b
+    return np.promote_types(a, b)
+
+
+def _check_strict(node: Node, known: dict[Value, Known]) -> Known | None:
+    if node.kind == "aten::embedding":
+        weight, indices = (known.get(v) for v in node.inputs[:2])
+        if indices is not None and indices.dtype.kind not in "iu":
+            raise _error(node, f"its indices, {indices.origin}, are {indices.dtype}; PyTorch takes int64 or int32 "
+                               f"indices (\"Expected tensor for argument #1 'indices' to have one of the following "
+                               f"scalar types: Long, Int\")", indices)
+        return weight
+    positions = (0, 2) if node.kind in RNNS else STRICT[node.kind]
+    args = [known.get(node.inputs[i]) for i in positions if i < len(node.inputs)]
+    present = [a for a in args if a is not None]
+    if len({a.dtype for a in present}) <= 1:
+        return present[0] if present and args[0] is not None else None
+    data = args[0] if args[0] is not None else present[0]
+    params = [a for a in present[1:] if a.dtype != data.dtype] or [a for a in present if a.dtype != data.dtype]
+    if node.kind in _NORMS and data.dtype == np.float16 and all(p.dtype == np.float32 for p in params):
+        return data  # PyTorch's CPU norms take a half input with float parameters
+    culprit = next((a for a in (data, *params) if a.input_name is not None), data)
+    other = params[0] if culprit is data else data
+    words = _torch_words(node.kind, data.dtype, other.dtype if culprit is data else culprit.dtype)
+    raise _error(
+        node,
+        f"{data.origin} is {data.dtype} but {params[0].origin} is {params[0].dtype}; PyTorch refuses mixed "
+        f"dtypes here ({words}): cast {culprit.origin} to {other.dtype}",
+        culprit,
+    )
+
+
+_TORCH_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "int64": "Long", "int32": "Int",
+                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _torch_words(kind: str, a: np.dtype, b: np.dtype) -> str:
+    name_a, name_b = _TORCH_NAMES.get(str(a), str(a)), _TORCH_NAMES.get(str(b), str(b))
+    if kind in _NORMS:
+        return "\"mixed dtype (CPU): all inputs must share same datatype\""
+    return f"\"expected scalar type {name_a} but found {name_b}\""
+
+
+def _error(node: Node, detail: str, culprit: Known) -> RunError:
+    return RunError(f"{node.kind}: {detail}", node.span)
+
+
+def make_guard(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
+               skip_self: bool) -> DtypeGuard | None:
+    """A DtypeGuard for ``graph`` with its weights bound (``self_object`` is ``%self``'s
+    ModuleObject or None; ``weights`` the flat mapping for frozen constants), or None when
+    no strict op is reachable from an input."""
+    inputs = list(graph.inputs[1:] if skip_self else graph.inputs)
+    if not _reaches_strict(inputs):
+        return None
+    paths: dict[Value, Any] = {}
+    if skip_self and graph.inputs:
+        paths[graph.inputs[0]] = self_object
+
+    def attribute(out: Value) -> tuple[Any, str]:
+        node = out.node
+        assert node is not None
+        parent = paths.get(node.inputs[0]) if node.inputs else None
+        attributes = getattr(parent, "attributes", None)
+        name = str(node.attrs.get("name"))
+        value = attributes.get(name) if isinstance(attributes, dict) else None
+        if getattr(value, "attributes", None) is not None:
+            paths[out] = value
+        return value, parent.dotted(name) if parent is not None else name
+
+    flat = weights if isinstance(weights, Mapping) else {}
+
+    def constant(node: Node) -> tuple[Any, str]:
+        literal = node.attrs.get("value")
+        if not isinstance(literal, TensorLiteral) or not node.outputs:
+            return None, ""
+        from vm.weights import constant_keys
+
+        label = f"%{node.outputs[0].name}"
+        key = next((k for k in constant_keys(node.outputs[0].name) if k in flat), None)
+        if key is not None:
+            return np.asarray(flat[key]), label
+        if literal.values is not None and literal.dtype is not None:
+            from vm.inputs import DTYPES
+
+            name = DTYPES.get(literal.dtype)
+            return (np.zeros(literal.shape or (), dtype=name) if name else None), label
+        return None, label
+
+    return DtypeGuard(graph, attribute, constant, inputs)
+
+
+def _reaches_strict(inputs: Sequence[Value]) -> bool:
+    seen: set[int] = set()
+    pending = list(inputs)
+    while pending:
+        value = pending.pop()
+        for use in value.uses:
+            user = use.user
+            if not isinstance(user, Node) or id(user) in seen:
+                continue
+            seen.add(id(user))
+            if user.kind in STRICT or user.kind in RNNS or user.kind == "aten::embedding":
+                return True
+            pending.extend(user.outputs)
+    return False
+
+
+__all__ = ["DtypeGuard", "Known", "STRICT", "make_guard"]
