@@ -106,6 +106,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def read_source(path: str) -> str:
+    from compiler.torchscript import archive_ir_text
+
+    text = archive_ir_text(path)  # a torch.jit.save archive: its forward, compiled to IR
+    if text is not None:
+        return text
     data = Path(path).read_bytes()
     try:
         return data.decode("utf-8")
@@ -191,6 +196,9 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
     check_writable(out, inputs=[Path(args.file)], force=args.force, kind="irbc")
     save(program, out, options={"fusion": not args.no_fusion, "passes": passes})
+    from compiler.torchscript import save_archive_weights
+
+    save_archive_weights(args.file, out, force=args.force)  # a .pt's weights go beside the .irbc
     if args.fuser == "numba":
         from vm.interpreter import Interpreter
 

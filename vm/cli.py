@@ -6,7 +6,9 @@
     irvm profile PROGRAM --inputs IN.npz [--weights W.npz] [--runs N]
     irvm disasm PROGRAM
 
-PROGRAM is graph IR text (``.ir``, compiled on the fly) or bytecode (``.irbc``).
+PROGRAM is graph IR text (``.ir``, compiled on the fly), bytecode (``.irbc``), or a
+``torch.jit.save`` archive (``.pt``, compiled on the fly, its weights read from it;
+``--weights`` entries override them).
 IN.npz holds one array per graph input, keyed by the input's name without ``%`` (``x.1``)
 or by position (``arg0``...); an int/float/bool input takes a 0-d array.  W.npz holds a
 module's weights under dotted state_dict keys.  OUT.npz gets ``out0``..``outN-1``, tuples and
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from compiler.cli import check_writable, read_source, run_guarded
+from compiler.torchscript import archive_weights
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,6 +82,10 @@ def load_program(path: str, fusion: bool = True):
     if is_irbc(Path(path)):
         return load(path)
     import compiler
+    from compiler.torchscript import compile_archive, is_torchscript_archive
+
+    if is_torchscript_archive(path):  # a torch.jit.save file; its weights: archive_weights
+        return compile_archive(path, fusion=fusion)[0]
 
     return compiler.compile_source(read_source(path), path, fusion=fusion)
 
@@ -101,7 +108,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from vm.io import load_inputs, save_outputs
 
     program = load_program(args.program, fusion=not args.no_fusion)
-    weights = _load_npz(args.weights)
+    weights = {**archive_weights(args.program), **_load_npz(args.weights)}
     inputs = load_inputs(_load_npz(args.inputs), program)
     if args.output:
         given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
@@ -159,7 +166,8 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     from vm.static_runtime import StaticOptions
 
     options = StaticOptions(fuser=args.fuser)
-    report = profile(program, inputs, weights=_load_npz(args.weights), runs=args.runs, options=options)
+    weights = {**archive_weights(args.program), **_load_npz(args.weights)}
+    report = profile(program, inputs, weights=weights, runs=args.runs, options=options)
     print(report)
     return 0
 

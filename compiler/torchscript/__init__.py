@@ -51,4 +51,58 @@ def compile_archive(path: str | Path, method: str = "forward", **options: Any) -
     return emit(optimized, fused_kernels=fused), weights
 
 
-__all__ = ["load_torchscript", "compile_archive", "is_torchscript_archive", "ArchiveError", "Archive"]
+def archive_weights(path: str | Path) -> dict[str, Any]:
+    """The weights mapping of the archive at ``path``; {} when ``path`` is no archive."""
+    from compiler.torchscript.weights import flatten
+
+    if not is_torchscript_archive(path):
+        return {}
+    archive = Archive(path)
+    try:
+        return flatten(archive.module(), archive.constants())
+    finally:
+        archive.zip.close()
+
+
+def archive_ir_text(path: str | Path) -> str | None:
+    """The IR text of the archive's ``forward`` (what ``irc`` reads), or None when
+    ``path`` is not a TorchScript archive."""
+    if not is_torchscript_archive(path):
+        return None
+    from compiler.printer import print_module
+
+    module, _ = load_torchscript(path)
+    return print_module(module)
+
+
+def weights_path(program_path: str | Path) -> Path:
+    """Where ``irc compile model.pt -o model.irbc`` puts the archive's weights:
+    ``model.weights.npz`` beside the ``.irbc``."""
+    out = Path(program_path)
+    return out.with_name(out.stem + ".weights.npz")
+
+
+def save_archive_weights(source: str | Path, program_path: str | Path, force: bool = False) -> Path | None:
+    """Write the weights of archive ``source`` beside ``program_path`` (see ``weights_path``);
+    nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads."""
+    import sys
+
+    import numpy as np
+
+    from compiler.cli import check_writable
+
+    weights = archive_weights(source)
+    if not weights and not is_torchscript_archive(source):
+        return None
+    out = weights_path(program_path)
+    check_writable(out, inputs=[Path(source)], force=force, kind="npz")
+    np.savez(out, **{k: np.asarray(v) for k, v in weights.items()})
+    print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)
+    return out
+
+
+__all__ = [
+    "archive_weights",
+    "archive_ir_text",
+    "save_archive_weights",
+    "weights_path","load_torchscript", "compile_archive", "is_torchscript_archive", "ArchiveError", "Archive"]
