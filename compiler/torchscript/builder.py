@@ -222,6 +222,8 @@ def unify(a: T.Type | None, b: T.Type | None) -> T.Type | None:
         return a
     if isinstance(b, T.OptionalType) and unify(b.elem, a) == b.elem:
         return b
+    if {a, b} <= {T.SCALAR, T.INT, T.FLOAT}:
+        return T.SCALAR  # a number that is an int or a float depending on the path
     if isinstance(a, T.ListType) and isinstance(b, T.ListType):
         elem = unify(a.elem, b.elem)
         return None if elem is None else T.ListType(elem)

@@ -67,6 +67,7 @@ class Context:
 
 _CASTS = {"int": "aten::Int", "float": "aten::Float", "bool": "aten::Bool", "str": "aten::str",
           "print": "prim::Print", "sorted": "aten::sorted", "len": "aten::len"}
+_FLOAT_NAMES = ("inf", "nan")
 _IMPLICIT = {T.INT: "aten::IntImplicit", T.FLOAT: "aten::FloatImplicit", T.SCALAR: "aten::ScalarImplicit"}
 
 
@@ -112,11 +113,13 @@ class ExprCompiler:
             if e.value is Ellipsis or isinstance(e.value, bytes):
                 raise self.error(ctx, e, f"unsupported constant {e.value!r}")
             return self.b.constant(e.value, span)
-        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant):
-            return self.b.constant(-e.operand.value, span)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.Not)):
+            return self.unary(ctx, e)
         if isinstance(e, ast.Name):
             if e.id in ctx.env:
                 return ctx.env[e.id]
+            if e.id in _FLOAT_NAMES:  # python_print writes inf and nan bare
+                return self.b.constant(float(e.id), span)
             raise self.error(ctx, e, f"undefined name `{e.id}`")
         if isinstance(e, ast.Attribute):
             return self.attribute(ctx, e)
@@ -131,6 +134,18 @@ class ExprCompiler:
         if isinstance(e, ast.Subscript):
             return self.subscript(ctx, e)
         raise self.error(ctx, e, f"unsupported expression `{ast.unparse(e)}` ({type(e).__name__}) in serialized TorchScript")
+
+    def unary(self, ctx: Context, e: ast.UnaryOp) -> Any:
+        """``-c`` of a constant folds (``-1``, ``-inf``); otherwise ``aten::neg`` / ``aten::__not__``."""
+        operand = self.value(ctx, e.operand)
+        node = operand.node
+        if isinstance(e.op, ast.USub) and node is not None and node.kind == "prim::Constant" and not operand.uses:
+            value = node.attrs.get("value")
+            if type(value) in (int, float) and operand.type in (T.INT, T.FLOAT):
+                node.owner.nodes.remove(node)  # type: ignore[union-attr]
+                return self.b.constant(-value, self.span(ctx, e), operand.type)
+        kind = "aten::neg" if isinstance(e.op, ast.USub) else "aten::__not__"
+        return self.b.op(kind, [operand], {}, self.span(ctx, e))[0]
 
     def attribute(self, ctx: Context, e: ast.Attribute) -> Any:
         name = dotted(e)
@@ -351,8 +366,10 @@ class ExprCompiler:
             elem, dim = type_, 0
             while isinstance(elem, T.ListType):
                 elem, dim = elem.elem, dim + 1
-            attrs_ = {"elem_ty": {T.INT: 0, T.FLOAT: 1, T.BOOL: 2}.get(elem, 1), "dim": dim}
-            return self.b.node("prim::tolist", [v], [type_], self.span(ctx, e), attrs_).output
+            span = self.span(ctx, e)
+            kind = {T.INT: 0, T.FLOAT: 1, T.BOOL: 2}.get(elem, 1)
+            inputs = [v, self.b.constant(dim, span), self.b.constant(kind, span)]
+            return self.b.node("prim::tolist", inputs, [type_], span).output
         v = self.value(ctx, e)
         if isinstance(v.type, T.TensorType) and type_ in _IMPLICIT:
             return self.b.op(_IMPLICIT[type_], [v], {}, self.span(ctx, e))[0]

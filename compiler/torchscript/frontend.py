@@ -144,7 +144,7 @@ class Frontend(ExprCompiler):
             declared = self.index.type_of(s.annotation, ctx.file)
             ctx.declared[s.target.id] = declared
             if isinstance(s.value, (ast.List, ast.Dict)):
-                value = self.annotate(ctx, s.value, declared)
+                value = self.annotate(ctx, s.value, T.unwrap_optional(declared))
             else:
                 value = self.expr(ctx, s.value)
             self.assign(ctx, s.target, value, s)

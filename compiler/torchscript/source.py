@@ -165,7 +165,8 @@ class SourceIndex:
             if head == "Dict" and len(elems) == 2:
                 return T.DictType(elems[0], elems[1])
             if head == "Union":
-                return T.UnionType(tuple(elems))
+                unique = list(dict.fromkeys(elems))
+                return unique[0] if len(unique) == 1 else T.UnionType(tuple(unique))
             if head == "Future" and len(elems) == 1:
                 return T.FutureType(elems[0])
             if head == "Final" and len(elems) == 1:
