@@ -80,7 +80,8 @@ def run_case(path: Path) -> dict[str, str]:
     results: dict[str, str] = {}
     for backend, runtime in (("interp", vm.Interpreter), ("static", vm.StaticRuntime)):
         try:
-            got = runtime(program, weights)(*_copy(case["inputs"]))
+            fresh = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in weights.items()}  # a run may update buffers
+            got = runtime(program, fresh)(*_copy(case["inputs"]))
             expected = case["expected"]
             problem = compare(expected, got)
             results[backend] = "ok" if problem is None else f"mismatch: {problem}"

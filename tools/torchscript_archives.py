@@ -9,6 +9,8 @@ torch's outputs as numpy values):
   torch saves a scripted or traced function (a placeholder module); modules scripted, and
   also traced and frozen when torch can;
 - the nn models of ``tools/dump_nn_models.py`` (scripted, traced, frozen);
+- the feature modules of ``tools/torchscript_features.py`` (interfaces, NamedTuples,
+  classes, containers, exported methods), scripted and frozen;
 - torchvision's resnet18 and mobilenet_v3_small on a 1x3x64x64 input (script, trace, freeze).
 
 A case torch itself cannot script, trace, freeze or run is listed in ``skipped.json``
@@ -112,7 +114,20 @@ def vision_cases() -> Iterator[tuple[str, Build]]:
             yield f"vision.{name}.{variant}", build
 
 
+def feature_cases() -> Iterator[tuple[str, Build]]:
+    import torchscript_features as tf
+
+    for name, (factory, inputs) in tf.FEATURES.items():
+        for variant in ("script", "freeze"):
+            def build(factory: Any = factory, inputs: Any = inputs, variant: str = variant) -> Any:
+                torch.manual_seed(0)
+                return _compile(factory().eval(), inputs(), variant), inputs()
+
+            yield f"features.{name}.{variant}", build
+
+
 def all_cases() -> Iterator[tuple[str, Build]]:
+    yield from feature_cases()
     yield from corpus_cases()
     yield from nn_cases()
     yield from vision_cases()
@@ -120,13 +135,15 @@ def all_cases() -> Iterator[tuple[str, Build]]:
 
 def save_case(name: str, build: Build, outdir: Path) -> str | None:
     """Write ``name.pt`` and ``name.case.pkl``; torch's reason when it cannot, else None."""
+    path = outdir / f"{name}.pt"
     try:
         compiled, args = build()
+        torch.jit.save(compiled, str(path))  # before running: a run may update buffers
         with torch.no_grad():
             expected = compiled(*_clone_args(args))
     except Exception as err:  # torch cannot script/trace/freeze/run it: not irvm's failure
+        path.unlink(missing_ok=True)
         return f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
-    torch.jit.save(compiled, str(outdir / f"{name}.pt"))
     data = {"inputs": [to_numpy(a) for a in args], "expected": to_numpy(expected)}
     with open(outdir / f"{name}.case.pkl", "wb") as f:
         pickle.dump(data, f)

@@ -91,9 +91,15 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
 
     from compiler.cli import check_writable
 
-    weights = archive_weights(source)
-    if not weights and not is_torchscript_archive(source):
+    if not is_torchscript_archive(source):
         return None
+    from compiler.torchscript.weights import flatten
+
+    archive = Archive(source)
+    try:
+        weights = flatten(archive.module(), archive.constants(), arrays_only=True)
+    finally:
+        archive.zip.close()
     out = weights_path(program_path)
     check_writable(out, inputs=[Path(source)], force=force, kind="npz")
     np.savez(out, **{k: np.asarray(v) for k, v in weights.items()})

@@ -174,6 +174,8 @@ class ExprCompiler:
                 return ClassRef(name)
             owner, _, attr = name.rpartition(".")
             info = self.index.classes.get(owner)
+            if info is not None and attr == "__new__":
+                return BoundMethod(ClassRef(owner), attr)  # type: ignore[arg-type]
             if info is not None and info.kind == "enum" and attr in info.constants:
                 return self.b.constant(info.constants[attr], self.span(ctx, e))
         raise self.error(ctx, e, f"unknown name `{name}` (not an operator, nor a class or function of the archive)")

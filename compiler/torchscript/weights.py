@@ -5,7 +5,7 @@ Every attribute of the module tree gets its dotted path (``fc.weight``, ``layers
 
 - a tensor is its array; a bool/int/float a 0-d array; a str a 0-d string array;
 - a list of numbers a 1-d array; a list or tuple of anything else indexed entries
-  (``name.0``, ``name.1``...); a dict of str keys ``name.<key>`` entries;
+  (``name.0``, ``name.1``...); a dict the dict itself (in an npz: ``name.<key>`` entries);
 - None is left out (an absent Optional attribute reads as None);
 - a sub-module recurses.
 
@@ -22,8 +22,11 @@ import numpy as np
 from compiler.torchscript.unpickle import Record
 
 
-def flatten(root: Record, constants: tuple[Any, ...] = ()) -> dict[str, Any]:
+def flatten(root: Record, constants: tuple[Any, ...] = (), *, arrays_only: bool = False) -> dict[str, Any]:
+    """The weights mapping of ``root`` (see the module docstring).  A dict attribute stays
+    a Python dict (the runtime reads it as one) unless ``arrays_only`` (for an npz)."""
     out: dict[str, Any] = {}
+    keep_dicts = not arrays_only
     stack: list[tuple[str, Any]] = [("", root)]
     while stack:
         path, value = stack.pop()
@@ -31,6 +34,9 @@ def flatten(root: Record, constants: tuple[Any, ...] = ()) -> dict[str, Any]:
             for name, attr in value.attributes.items():
                 stack.append((f"{path}.{name}" if path else name, attr))
         else:
+            if keep_dicts and isinstance(value, dict) and not any(isinstance(v, Record) for v in value.values()):
+                out[path] = dict(value)
+                continue
             _leaf(out, path, value, stack)
     for i, value in enumerate(constants):
         if isinstance(value, np.ndarray):
