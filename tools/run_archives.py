@@ -6,7 +6,7 @@ For every ``NAME.pt`` + ``NAME.case.pkl`` in DIR (written by
 ``tools/torchscript_archives.py``; default ``~/.cache/irvm/archives``) this compiles the
 archive with ``compiler.torchscript`` and runs it on the interpreter and on the static
 runtime, comparing with torch's outputs (float tolerance rtol 1e-4, atol 1e-5; ints,
-bools and strings exactly).  ``import torch`` fails in this process: the first line
+bools and strings exactly), or, where torch raised, expecting irvm to raise a RunError.  ``import torch`` fails in this process: the first line
 makes sure of it.  Prints one line per case and a summary by cause of failure.
 """
 
@@ -68,6 +68,7 @@ def compare(expected: Any, got: Any, where: str = "out") -> str | None:
 def run_case(path: Path) -> dict[str, str]:
     """{"interp": "ok" | why, "static": ...} for one archive."""
     import vm
+    from compiler.diagnostics import IRError
     from compiler.torchscript import compile_archive
 
     with open(path.with_suffix(".case.pkl"), "rb") as f:
@@ -81,9 +82,16 @@ def run_case(path: Path) -> dict[str, str]:
     for backend, runtime in (("interp", vm.Interpreter), ("static", vm.StaticRuntime)):
         try:
             fresh = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in weights.items()}  # a run may update buffers
+            if "error" in case:
+                try:
+                    got = runtime(program, fresh)(*_copy(case["inputs"]))
+                except IRError:
+                    results[backend] = "ok"
+                else:
+                    results[backend] = f"mismatch: returned {got!r:.60} where torch raised {case['error']!r:.80}"
+                continue
             got = runtime(program, fresh)(*_copy(case["inputs"]))
-            expected = case["expected"]
-            problem = compare(expected, got)
+            problem = compare(case["expected"], got)
             results[backend] = "ok" if problem is None else f"mismatch: {problem}"
         except Exception as err:  # noqa: BLE001 - reported, by cause
             results[backend] = f"run: {_first_line(err)}"

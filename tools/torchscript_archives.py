@@ -13,8 +13,9 @@ torch's outputs as numpy values):
   classes, containers, exported methods), scripted and frozen;
 - torchvision's resnet18 and mobilenet_v3_small on a 1x3x64x64 input (script, trace, freeze).
 
-A case torch itself cannot script, trace, freeze or run is listed in ``skipped.json``
-with torch's reason.  ``tools/run_archives.py`` then runs the archives without torch.
+A case torch itself cannot script, trace, freeze or save is listed in ``skipped.json``
+with torch's reason; a program that raises on its sample inputs (``raise_taken``) is
+kept with torch's error, and irvm must raise too.  ``tools/run_archives.py`` then runs the archives without torch.
 Needs torch (and torchvision for the last group); archives are cached, not in git.
 """
 
@@ -139,12 +140,15 @@ def save_case(name: str, build: Build, outdir: Path) -> str | None:
     try:
         compiled, args = build()
         torch.jit.save(compiled, str(path))  # before running: a run may update buffers
-        with torch.no_grad():
-            expected = compiled(*_clone_args(args))
-    except Exception as err:  # torch cannot script/trace/freeze/run it: not irvm's failure
+    except Exception as err:  # torch cannot script/trace/freeze/save it: not irvm's failure
         path.unlink(missing_ok=True)
         return f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
-    data = {"inputs": [to_numpy(a) for a in args], "expected": to_numpy(expected)}
+    data: dict[str, Any] = {"inputs": [to_numpy(a) for a in args]}
+    try:
+        with torch.no_grad():
+            data["expected"] = to_numpy(compiled(*_clone_args(args)))
+    except (torch.jit.Error, RuntimeError) as err:  # it raises on these inputs: irvm must raise too
+        data["error"] = str(err).strip().splitlines()[-1]
     with open(outdir / f"{name}.case.pkl", "wb") as f:
         pickle.dump(data, f)
     return None

@@ -61,10 +61,15 @@ class Archive:
             raise ArchiveError(f"{self.path}: not a TorchScript archive (expected one top folder, found {sorted(tops)[:5]})")
         self.top = tops.pop()
         self.members = {n[len(self.top) + 1 :]: n for n in names}
-        if "data.pkl" not in self.members:
-            hint = " (an old format with attributes.pkl)" if "attributes.pkl" in self.members else ""
-            what = "a torch.save checkpoint, not a TorchScript archive" if "code/" not in "".join(self.members) else "no data.pkl"
-            raise ArchiveError(f"{self.path}: {what}{hint}; save the model with torch.jit.save")
+        has_code = any(m.startswith("code/") for m in self.members)
+        if "data.pkl" not in self.members or not has_code:
+            if "attributes.pkl" in self.members:
+                what = "a TorchScript archive of an old format (attributes.pkl) irvm does not read"
+            elif not has_code:
+                what = "a torch.save checkpoint (weights, no TorchScript code), not a TorchScript archive"
+            else:
+                what = "a TorchScript archive without data.pkl"
+            raise ArchiveError(f"{self.path}: {what}; save the model with torch.jit.save")
         self.version = self._read_version()
         order = self.members.get("byteorder")
         self.big_endian = order is not None and self.zip.read(order).strip() == b"big"
