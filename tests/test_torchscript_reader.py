@@ -219,8 +219,8 @@ def test_an_unknown_operator_is_reported_at_the_archive_member_line_and_column(t
     with pytest.raises(CompileError) as info:
         compiler.load_torchscript(path)
     text = str(info.value)
-    assert text.startswith("code/__torch__.py:9:11: unknown operator aten::no_such_op(Tensor)")
-    assert "    return torch.no_such_op(torch.matmul(x, w))\n            ^" in text
+    assert text.startswith("code/__torch__.py:9:12: unknown operator aten::no_such_op(Tensor)")
+    assert text.endswith("\n      return torch.no_such_op(torch.matmul(x, w))\n" + " " * 13 + "^")
 
 
 def test_an_unsupported_statement_names_itself(tmp_path: Path) -> None:
