@@ -5,6 +5,7 @@ The Python API is a contract (keep it stable)::
     module = compiler.parse(text, filename=None)     # IR objects
     program = compiler.compile_source(text)          # optimized, emitted bytecode
     program = compiler.compile_file("model.ir")
+    module, weights = compiler.load_torchscript("model.pt")   # a torch.jit.save archive
 """
 
 from compiler.diagnostics import IRError, IRSyntaxError, IRValidationError, CompileError, Span
@@ -31,7 +32,16 @@ def compile_file(path, **options):
     return _compile_file(path, **options)
 
 
+def load_torchscript(path, method: str = "forward"):
+    """``(Module, weights)`` from a ``torch.jit.save`` archive, read without PyTorch and
+    without running any code from the file (``compiler.torchscript``)."""
+    from compiler.torchscript import load_torchscript as _load
+
+    return _load(path, method)
+
+
 __all__ = [
+    "load_torchscript",
     "parse",
     "compile_source",
     "compile_file",

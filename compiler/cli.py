@@ -110,9 +110,14 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def read_source(path: str) -> str:
-    """The text of the program at ``path`` (``vm.files.read_program_text``)."""
+    """The text of the program at ``path``: a ``torch.jit.save`` archive's ``forward``
+    compiled to IR, else the file's text (``vm.files.read_program_text``)."""
+    from compiler.torchscript import archive_ir_text
     from vm.files import read_program_text
 
+    text = archive_ir_text(path)
+    if text is not None:
+        return text
     return read_program_text(path)
 
 
@@ -197,6 +202,9 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
     check_writable(out, inputs=[Path(args.file)], force=args.force, kind="irbc")
     save(program, out, options={"fusion": not args.no_fusion, "passes": passes})
+    from compiler.torchscript import save_archive_weights
+
+    save_archive_weights(args.file, out, force=args.force)  # a .pt's weights go beside the .irbc
     if args.fuser == "numba":
         from vm.interpreter import Interpreter
 

@@ -188,13 +188,23 @@ def _torchscript_like(path: Path) -> Path:
     return path
 
 
-def test_a_torchscript_archive_as_the_program_says_how_to_convert_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 17: a torch.jit.save archive got `cnn.pt:2:38: the file is not UTF-8 text`."""
+def test_a_malformed_torchscript_archive_as_the_program_is_read_as_an_archive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 17: a torch.jit.save archive got `cnn.pt:2:38: the file is not UTF-8 text`; now
+    archives are programs (issue 19), and a broken one is refused for what is wrong in it."""
     pt = _torchscript_like(tmp_path / "cnn.pt")
     assert sniff(pt) is FileKind.TORCHSCRIPT
     for code, err in (irvm(capsys, "run", str(pt)), irc(capsys, "compile", str(pt)), irc(capsys, "check", str(pt))):
         assert code == 65, err
-        assert "TorchScript archive" in err and f"tools/export_torch.py {pt}" in err and "UTF-8" not in err
+        assert "data.pkl" in err and "UTF-8" not in err
+
+
+def test_a_torchscript_archive_as_weights_says_to_run_it_as_the_program(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An archive given as --weights is named as what it is, with the command that runs it."""
+    pt = _torchscript_like(tmp_path / "cnn.pt")
+    code, err = irvm(capsys, "run", str(EXAMPLES / "mlp.ir"), "--inputs", str(EXAMPLES / "mlp.inputs.npz"),
+                     "--weights", str(pt))
+    assert code == 1, err
+    assert "TorchScript archive" in err and f"irvm run {pt}" in err and f"tools/export_torch.py {pt}" in err
 
 
 def test_a_checkpoint_as_weights_says_what_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

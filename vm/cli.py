@@ -7,7 +7,9 @@
     irvm disasm PROGRAM
     irvm info PROGRAM      the inputs and outputs: names, dtypes, shapes
 
-PROGRAM is graph IR text (``.ir``, compiled on the fly) or bytecode (``.irbc``).
+PROGRAM is graph IR text (``.ir``, compiled on the fly), bytecode (``.irbc``), or a
+``torch.jit.save`` archive (``.pt``, compiled on the fly, its weights read from it;
+``--weights`` entries override them).
 IN.npz holds one array per graph input, keyed by the input's name without ``%`` (``x.1``)
 or by position (``arg0``...); an int/float/bool input takes a 0-d array.  A graph with
 one input also takes an ``.npy``.  W.npz holds a
@@ -30,6 +32,7 @@ import numpy as np
 
 import vm
 from compiler.cli import check_writable, read_source, run_guarded
+from compiler.torchscript import archive_weights
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,14 +84,19 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def load_program(path: str, fusion: bool = True):
-    """A Program from ``.irbc`` (verified before use) or from ``.ir`` text (compiled now);
-    any other kind of file is refused by ``vm.files.expect``, saying what it is."""
+    """A Program from ``.irbc`` (verified before use), or from ``.ir`` text or a
+    ``torch.jit.save`` archive (compiled now); any other kind of file is refused by ``vm.files.expect``, saying what it is."""
     from vm.files import FileKind, expect
     from vm.irbc import load
 
-    if expect(path, "program") is FileKind.IRBC:
+    kind = expect(path, "program")
+    if kind is FileKind.IRBC:
         return load(path)
     import compiler
+    from compiler.torchscript import compile_archive
+
+    if kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file; its weights: archive_weights
+        return compile_archive(path, fusion=fusion)[0]
 
     return compiler.compile_source(read_source(path), path, fusion=fusion)
 
@@ -126,7 +134,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.trace:
         check_writable(Path(args.trace), inputs=given, force=args.force, kind="trace")
     program = load_program(args.program, fusion=not args.no_fusion)
-    weights = _load_npz(args.weights)
+    weights = {**archive_weights(args.program), **_load_npz(args.weights)}
     inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
         from vm.static_runtime import StaticOptions, StaticRuntime
@@ -201,7 +209,8 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     from vm.static_runtime import StaticOptions
 
     options = StaticOptions(fuser=args.fuser)
-    report = profile(program, inputs, weights=_load_npz(args.weights), runs=args.runs, options=options)
+    weights = {**archive_weights(args.program), **_load_npz(args.weights)}
+    report = profile(program, inputs, weights=weights, runs=args.runs, options=options)
     print(report)
     return 0
 

@@ -141,7 +141,7 @@ def _zip_kind(p: Path) -> FileKind:
 EXPORT_HINT = "python tools/export_torch.py {path} -o OUTDIR"
 
 _ACCEPTED = {
-    "program": {FileKind.TEXT, FileKind.BINARY, FileKind.IRBC, FileKind.MISSING},
+    "program": {FileKind.TEXT, FileKind.BINARY, FileKind.IRBC, FileKind.TORCHSCRIPT, FileKind.MISSING},
     "inputs": {FileKind.NPZ, FileKind.NPY, FileKind.MISSING},
     "weights": {FileKind.NPZ, FileKind.MISSING},
 }
@@ -164,8 +164,8 @@ def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
     name = str(path)
     what = f"{name} is {'an' if kind.value[0] in 'aeiouAEIOU' else 'a'} {kind.value}"
     if kind is FileKind.TORCHSCRIPT:
-        todo = (f"turn it into graph IR and weights with `{EXPORT_HINT.format(path=name)}` (needs torch), "
-                f"then run OUTDIR/{Path(name).stem}.ir with --weights OUTDIR/{Path(name).stem}.weights.npz")
+        todo = (f"it carries its own weights: give it as the program (`irvm run {name} --inputs IN.npz`), "
+                f"or turn it into graph IR and weights with `{EXPORT_HINT.format(path=name)}` (needs torch)")
     elif kind is FileKind.CHECKPOINT:
         todo = ("it holds pickled tensors, which irvm does not read: save the weights with "
                 "`numpy.savez('w.npz', **{k: v.numpy() for k, v in model.state_dict().items()})`, "

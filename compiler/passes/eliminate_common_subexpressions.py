@@ -11,7 +11,8 @@ Only pure nodes take part: no side effect, no ``(a!)`` write, no nested blocks, 
 constant (pooling merges those).  Reads of memory that is written somewhere are left
 alone too: two ``x + 1`` around an ``x.add_(1)`` are different values, and a fresh result
 that is later written in place (``y = x + 1; y.mul_(2)``) must stay a distinct tensor; we
-test both with the graph's points-to sets (``AliasClasses``).  Two graph outputs are never made the same
+test both with the graph's points-to sets (``AliasClasses``); likewise two reads of an
+object attribute that a ``prim::SetAttr`` assigns.  Two graph outputs are never made the same
 tensor by a merge.
 """
 
@@ -34,7 +35,12 @@ def eliminate_common_subexpressions(target: Target) -> Target:
 def _cse_graph(graph: Graph) -> None:
     aliases = AliasClasses(graph)
 
+    # attributes some prim::SetAttr writes: two GetAttrs of one are different reads
+    assigned = {(id(n.inputs[0]), n.attrs.get("name")) for n in graph.walk() if n.kind == "prim::SetAttr" and n.inputs}
+
     def touches_written(node: Node) -> bool:
+        if node.kind == "prim::GetAttr" and (id(node.inputs[0]), node.attrs.get("name")) in assigned:
+            return True
         return any(aliases.is_written(v) for v in (*node.inputs, *node.outputs))
 
     returned = set(graph.outputs)

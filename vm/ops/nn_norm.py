@@ -307,3 +307,20 @@ def _register_dropout(name: str) -> None:
 
 for _name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout"):
     _register_dropout(_name)
+
+
+def _register_dropout_inplace(name: str) -> None:
+    """``aten::dropout_`` (``nn.Dropout(inplace=True)``): at inference, ``self`` unchanged."""
+
+    @kernel(f"aten::{name}_(Tensor(a!) self, float p, bool train) -> Tensor(a!)")
+    def dropout_(x: np.ndarray, p: float, train: bool) -> np.ndarray:
+        if train and p > 0:
+            raise NotImplementedError(
+                f"aten::{name}_ with train=True and p={p} is random; irvm runs inference only "
+                "(put the module in eval mode, or set its `training` attribute to False)"
+            )
+        return x
+
+
+for _name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout"):
+    _register_dropout_inplace(_name)

@@ -1,0 +1,114 @@
+"""Running ``torch.jit.save`` archives (``.pt``) without PyTorch.
+
+    module, weights = compiler.load_torchscript("model.pt")          # IR + weights
+    program, weights = compiler.torchscript.compile_archive("model.pt")
+    vm.Interpreter(program, weights)(x)
+
+``archive`` opens the zip and reads its pickles through the restricted unpickler of
+``unpickle`` (no code from the file ever runs); ``source`` indexes the TorchScript
+source of ``code/``; ``frontend`` compiles a method of the module object, with every
+call inlined, to the IR the text parser produces; ``weights`` flattens the module object
+into the dotted-key weights mapping the runtimes bind ``%self`` from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from compiler.torchscript.archive import Archive, is_torchscript_archive
+from compiler.torchscript.unpickle import ArchiveError
+
+
+def load_torchscript(path: str | Path, method: str = "forward") -> tuple[Any, dict[str, Any]]:
+    """``(Module, weights)`` for ``method`` of the archive's module (see the module docstring)."""
+    from compiler.torchscript.frontend import compile_method
+    from compiler.torchscript.source import SourceIndex
+    from compiler.torchscript.weights import flatten
+
+    archive = Archive(path)
+    try:
+        index = SourceIndex(archive.code_files())
+        root = archive.module()
+        constants = archive.constants()
+    finally:
+        archive.zip.close()
+    module = compile_method(index, root, constants, method, str(path))
+    return module, flatten(root, constants)
+
+
+def compile_archive(path: str | Path, method: str = "forward", **options: Any) -> tuple[Any, dict[str, Any]]:
+    """``(Program, weights)``: ``load_torchscript``, verified, optimized and emitted.
+    ``options`` are those of ``compiler.pipeline.optimize`` and ``emit`` (``fusion``...)."""
+    from compiler.emit import emit
+    from compiler.pipeline import optimize
+    from compiler.verify import verify
+
+    module, weights = load_torchscript(path, method)
+    verify(module)
+    fused = options.pop("fused_kernels", True)
+    optimized, _ = optimize(module, options.pop("passes", None), **options)
+    return emit(optimized, fused_kernels=fused), weights
+
+
+def archive_weights(path: str | Path) -> dict[str, Any]:
+    """The weights mapping of the archive at ``path``; {} when ``path`` is no archive."""
+    from compiler.torchscript.weights import flatten
+
+    if not is_torchscript_archive(path):
+        return {}
+    archive = Archive(path)
+    try:
+        return flatten(archive.module(), archive.constants())
+    finally:
+        archive.zip.close()
+
+
+def archive_ir_text(path: str | Path) -> str | None:
+    """The IR text of the archive's ``forward`` (what ``irc`` reads), or None when
+    ``path`` is not a TorchScript archive."""
+    if not is_torchscript_archive(path):
+        return None
+    from compiler.printer import print_module
+
+    module, _ = load_torchscript(path)
+    return print_module(module)
+
+
+def weights_path(program_path: str | Path) -> Path:
+    """Where ``irc compile model.pt -o model.irbc`` puts the archive's weights:
+    ``model.weights.npz`` beside the ``.irbc``."""
+    out = Path(program_path)
+    return out.with_name(out.stem + ".weights.npz")
+
+
+def save_archive_weights(source: str | Path, program_path: str | Path, force: bool = False) -> Path | None:
+    """Write the weights of archive ``source`` beside ``program_path`` (see ``weights_path``);
+    nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads."""
+    import sys
+
+    import numpy as np
+
+    from compiler.cli import check_writable
+
+    if not is_torchscript_archive(source):
+        return None
+    from compiler.torchscript.weights import flatten
+
+    archive = Archive(source)
+    try:
+        weights = flatten(archive.module(), archive.constants(), arrays_only=True)
+    finally:
+        archive.zip.close()
+    out = weights_path(program_path)
+    check_writable(out, inputs=[Path(source)], force=force, kind="npz")
+    np.savez(out, **{k: np.asarray(v) for k, v in weights.items()})
+    print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)
+    return out
+
+
+__all__ = [
+    "archive_weights",
+    "archive_ir_text",
+    "save_archive_weights",
+    "weights_path","load_torchscript", "compile_archive", "is_torchscript_archive", "ArchiveError", "Archive"]

@@ -1,0 +1,324 @@
+"""Serialized TorchScript -> irvm IR: statements, control flow, and inlined calls.
+
+The code of a ``torch.jit.save`` archive is what PyTorch's ``python_print`` printed from
+each method's graph, after the exit transforms: a function's only ``return`` is its last
+statement, there is no ``break``/``continue``, loops are ``for i in range(n):`` or
+``while c:`` with every loop-carried value assigned before the loop and at the end of the
+body, and both arms of an ``if`` assign every value the ``if`` produces.  So SSA form is
+recovered by *assignment analysis* alone:
+
+- an ``if`` outputs every variable assigned in either arm that is defined before it or in
+  both arms; each arm returns its current binding;
+- a loop carries every variable its body assigns that is defined before it; the body
+  block takes them as parameters (after the iteration count) and returns them after the
+  condition (re-evaluated at the end of a ``while`` body; constant true for ``for``).
+
+A variable's type is the type of its value; where paths meet with different types, the
+variable's ``x : T = ...`` annotation (python_print writes one exactly then) or the
+unification of ``Tensor`` and ``None`` into ``Optional[Tensor]`` gives the output type.
+
+Calls of the archive's functions and of methods (``(self.fc).forward(x, )``) are
+inlined, as ``module.inlined_graph`` shows them: module attributes are read by
+``prim::GetAttr`` chains from ``%self``, so weights bind by dotted path.  The module
+object of every such value is known from ``data.pkl``, so a call through an interface
+type or on a ``ModuleList`` element dispatches to the concrete class's method.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from compiler import types as T
+from compiler.diagnostics import CompileError, Span
+from compiler.ir import Graph, Module, Node, Value
+from compiler.torchscript.builder import MAX_INT, GraphBuilder, unify
+from compiler.torchscript.exprs import BoundMethod, Context, ExprCompiler, FuncRef, TupleLit
+from compiler.torchscript.source import FunctionInfo, SourceIndex
+from compiler.torchscript.unpickle import Record
+
+MAX_INLINE_DEPTH = 200
+
+
+class Frontend(ExprCompiler):
+    """Compiles one method of the root module object, inlining everything it calls."""
+
+    def __init__(self, index: SourceIndex, root: Record, constants: tuple[Any, ...], filename: str) -> None:
+        self.index = index
+        self.root = root
+        self.constants = constants
+        self.filename = filename
+        self.records: dict[int, Record] = {}
+        self._constant_values: dict[int, Value] = {}
+        self._depth = 0
+
+    def compile(self, method: str) -> Module:
+        info = self.index.classes.get(self.root.qualname)
+        if info is None:
+            raise CompileError(f"{self.filename}: the module's class {self.root.qualname} has no source in the archive")
+        fn = info.methods.get(method)
+        if fn is None:
+            names = ", ".join(sorted(info.methods)) or "none"
+            raise CompileError(f"{self.filename}: {self.root.qualname} has no method `{method}` (methods: {names})")
+        graph = Graph(name="graph")
+        self.b = GraphBuilder(graph)
+        params = fn.node.args.args
+        self_value = self.b.param(graph.block, "self", T.ClassType(self.root.qualname))
+        self.records[id(self_value)] = self.root
+        args: list[Any] = [self_value]
+        for p in params[1:]:
+            if p.annotation is None:
+                raise CompileError(f"parameter `{p.arg}` has no type", self.index.span(fn.file, p))
+            args.append(self.b.param(graph.block, p.arg, self.index.type_of(p.annotation, fn.file)))
+        result = self.call_function(fn, args, {}, None)
+        ctx = Context(fn.file, {})
+        out = self.materialize(ctx, result, fn.node)
+        graph.block.add_return(out)
+        return Module(graph, {}, self.filename)
+
+    # ------------------------------------------------------------------ calls (inlined)
+
+    def call_function(self, info: FunctionInfo, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
+        fdef = info.node
+        if self._depth >= MAX_INLINE_DEPTH:
+            raise CompileError(f"calls nested deeper than {MAX_INLINE_DEPTH} (recursion?) at {info.qualname}", span)
+        params = fdef.args.args
+        defaults = fdef.args.defaults
+        first_default = len(params) - len(defaults)
+        ctx = Context(info.file, {})
+        if len(args) > len(params):
+            raise CompileError(f"{info.qualname} takes {len(params)} arguments, {len(args)} given", span)
+        for i, p in enumerate(params):
+            if i < len(args):
+                ctx.env[p.arg] = args[i]
+            elif p.arg in kwargs:
+                ctx.env[p.arg] = kwargs[p.arg]
+            elif i >= first_default:
+                ctx.env[p.arg] = self.expr(ctx, defaults[i - first_default])
+            else:
+                raise CompileError(f"{info.qualname}: no value for parameter `{p.arg}`", span)
+            if p.annotation is not None:
+                ctx.declared[p.arg] = self.index.type_of(p.annotation, info.file)
+        self._depth += 1
+        try:
+            body = fdef.body
+            for stmt in body[:-1]:
+                self.stmt(ctx, stmt)
+            last = body[-1]
+            if isinstance(last, ast.Return):
+                return self.expr(ctx, last.value) if last.value is not None else self.b.constant(None, None)
+            self.stmt(ctx, last)
+            return self.b.constant(None, None)
+        finally:
+            self._depth -= 1
+
+    def call_method(self, obj: Value, name: str, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
+        record = self.records.get(id(obj))
+        qualname = record.qualname if record is not None else obj.type.qualname  # type: ignore[union-attr]
+        info = self.index.classes.get(qualname)
+        if info is None:
+            raise CompileError(f"class {qualname} is not defined in the archive", span)
+        if info.kind == "interface":
+            raise CompileError(
+                f"call of {name} through interface {qualname} on an object not known at compile time", span
+            )
+        method = info.methods.get(name)
+        if method is None:
+            raise CompileError(f"{qualname} has no method `{name}`", span)
+        return self.call_function(method, [obj, *args], kwargs, span)
+
+    # ------------------------------------------------------------------ statements
+
+    def block(self, ctx: Context, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.stmt(ctx, stmt)
+
+    def stmt(self, ctx: Context, s: ast.stmt) -> None:
+        if isinstance(s, ast.Assign):
+            value = self.expr(ctx, s.value)
+            for target in s.targets:
+                self.assign(ctx, target, value, s)
+        elif isinstance(s, ast.AnnAssign):
+            if not isinstance(s.target, ast.Name) or s.value is None:
+                raise self.error(ctx, s, "unsupported annotated assignment")
+            declared = self.index.type_of(s.annotation, ctx.file)
+            ctx.declared[s.target.id] = declared
+            if isinstance(s.value, (ast.List, ast.Dict)):
+                value = self.annotate(ctx, s.value, T.unwrap_optional(declared))
+            else:
+                value = self.expr(ctx, s.value)
+            self.assign(ctx, s.target, value, s)
+        elif isinstance(s, ast.Expr):
+            self.expr(ctx, s.value)
+        elif isinstance(s, ast.If):
+            self.if_(ctx, s)
+        elif isinstance(s, ast.While):
+            self.while_(ctx, s)
+        elif isinstance(s, ast.For):
+            self.for_(ctx, s)
+        elif isinstance(s, ast.Pass):
+            return
+        elif isinstance(s, ast.Return):
+            raise self.error(ctx, s, "`return` before the end of a function (not produced by torch.jit.save)")
+        else:
+            what = {ast.Break: "break", ast.Continue: "continue", ast.With: "with", ast.Delete: "del",
+                    ast.AugAssign: "augmented assignment", ast.Raise: "raise", ast.Assert: "assert"}
+            raise self.error(ctx, s, f"unsupported statement `{what.get(type(s), type(s).__name__)}` in serialized TorchScript")
+
+    def assign(self, ctx: Context, target: ast.expr, value: Any, where: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, Value) and value.node is not None and value.name.isdigit() and value.node.owner is self.b.block:
+                self._rename(value, target.id)
+            ctx.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items = self.unpack(ctx, value, len(target.elts), where)
+            for t, item in zip(target.elts, items):
+                self.assign(ctx, t, item, where)
+        elif isinstance(target, ast.Attribute):
+            obj = self.value(ctx, target.value)
+            if not isinstance(obj.type, T.ClassType):
+                raise self.error(ctx, target, f"cannot set attribute `{target.attr}` of a {obj.type}")
+            v = self.materialize(ctx, value, where)
+            self.b.node("prim::SetAttr", [obj, v], [], self.span(ctx, where), {"name": target.attr})
+        else:
+            raise self.error(ctx, target, f"unsupported assignment target `{ast.unparse(target)}`")
+
+    def _rename(self, value: Value, name: str) -> None:
+        self.b.taken.discard(value.name)
+        value.name = self.b.fresh(name)
+
+    def unpack(self, ctx: Context, value: Any, n: int, where: ast.AST) -> list[Any]:
+        if isinstance(value, TupleLit):
+            if len(value.items) != n:
+                raise self.error(ctx, where, f"cannot unpack {len(value.items)} values into {n} names")
+            return value.items
+        if not isinstance(value, Value):
+            raise self.error(ctx, where, "cannot unpack this value")
+        span = self.span(ctx, where)
+        if isinstance(value.type, T.TupleType):
+            if len(value.type.elems) != n:
+                raise self.error(ctx, where, f"cannot unpack a {value.type} into {n} names")
+            return self.b.node("prim::TupleUnpack", [value], list(value.type.elems), span).outputs
+        if isinstance(value.type, T.ListType):
+            return self.b.node("prim::ListUnpack", [value], [value.type.elem] * n, span).outputs
+        raise self.error(ctx, where, f"cannot unpack a value of type {value.type}")
+
+    # ------------------------------------------------------------------ control flow
+
+    def if_(self, ctx: Context, s: ast.If) -> None:
+        cond = self.value(ctx, s.test)
+        span = self.span(ctx, s)
+        node = self.b.node("prim::If", [cond], [], span)
+        before = self.b.block
+        arms: list[tuple[Any, dict[str, Any]]] = []
+        for stmts in (s.body, s.orelse):
+            block = node.add_block()
+            self.b.block = block
+            env = dict(ctx.env)
+            self.block(Context(ctx.file, env, ctx.declared), stmts)
+            arms.append((block, env))
+        self.b.block = before
+        (then_b, then_env), (else_b, else_env) = arms
+        names = _assigned(s.body) + [n for n in _assigned(s.orelse) if n not in _assigned(s.body)]
+        for name in names:
+            if name not in then_env or name not in else_env:
+                continue
+            tv, ev = then_env[name], else_env[name]
+            if tv is ev:
+                ctx.env[name] = tv
+                continue
+            if not isinstance(tv, (Value, TupleLit)) or not isinstance(ev, (Value, TupleLit)):
+                raise self.error(ctx, s, f"`{name}` is a different function or object on each side of this if")
+            tv = self._materialize_in(ctx, then_b, tv, s)
+            ev = self._materialize_in(ctx, else_b, ev, s)
+            type_ = ctx.declared.get(name) or unify(tv.type, ev.type)
+            if type_ is None:
+                raise self.error(ctx, s, f"`{name}` is a {tv.type} on one side of this if and a {ev.type} on the other")
+            then_b.add_return(tv)
+            else_b.add_return(ev)
+            ctx.env[name] = node.add_output(self.b.fresh(name), type_)
+
+    def _materialize_in(self, ctx: Context, block: Any, thing: Any, where: ast.AST) -> Value:
+        saved = self.b.block
+        self.b.block = block
+        try:
+            return self.materialize(ctx, thing, where)
+        finally:
+            self.b.block = saved
+
+    def while_(self, ctx: Context, s: ast.While) -> None:
+        if s.orelse:
+            raise self.error(ctx, s, "while ... else is not TorchScript")
+        span = self.span(ctx, s)
+        trip = self.b.constant(MAX_INT, span)
+        cond = self.value(ctx, s.test)
+        self._loop(ctx, s, trip, cond, None, s.test)
+
+    def for_(self, ctx: Context, s: ast.For) -> None:
+        it = s.iter
+        if (
+            s.orelse
+            or not isinstance(s.target, ast.Name)
+            or not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and len(it.args) == 1)
+        ):
+            raise self.error(ctx, s, "only `for i in range(n):` loops are supported (what torch.jit.save prints)")
+        trip = self.value(ctx, it.args[0])
+        cond = self.b.constant(True, self.span(ctx, s))
+        self._loop(ctx, s, trip, cond, s.target.id, None)
+
+    def _loop(self, ctx: Context, s: ast.While | ast.For, trip: Value, cond: Value, var: str | None, test: ast.expr | None) -> None:
+        span = self.span(ctx, s)
+        carried = [n for n in _assigned(s.body) if n in ctx.env and isinstance(ctx.env[n], (Value, TupleLit))]
+        inits = [self.materialize(ctx, ctx.env[n], s) for n in carried]
+        types = [ctx.declared.get(n) or v.type for n, v in zip(carried, inits)]
+        node = self.b.node("prim::Loop", [trip, cond, *inits], [], span)
+        body = node.add_block()
+        counter = self.b.param(body, var or "i", T.INT)
+        env = dict(ctx.env)
+        for n, t in zip(carried, types):
+            env[n] = self.b.param(body, n, t)
+        if var is not None:
+            env[var] = counter
+        saved = self.b.block
+        self.b.block = body
+        try:
+            inner = Context(ctx.file, env, ctx.declared)
+            self.block(inner, s.body)
+            next_cond = self.value(inner, test) if test is not None else self.b.constant(True, span)
+            body.add_return(next_cond)
+            for n in carried:
+                body.add_return(self.materialize(inner, env[n], s))
+        finally:
+            self.b.block = saved
+        for n, t in zip(carried, types):
+            ctx.env[n] = node.add_output(self.b.fresh(n), t)
+
+
+def _assigned(stmts: list[ast.stmt]) -> list[str]:
+    """Variables assigned anywhere in ``stmts`` (nested blocks included), in order."""
+    names: list[str] = []
+
+    def targets(t: ast.expr) -> None:
+        if isinstance(t, ast.Name):
+            if t.id not in names:
+                names.append(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                targets(e)
+
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    targets(t)
+            elif isinstance(node, ast.AnnAssign):
+                targets(node.target)
+    return names
+
+
+def compile_method(index: SourceIndex, root: Record, constants: tuple[Any, ...], method: str, filename: str) -> Module:
+    """The IR ``Module`` of ``root``'s ``method`` with every call inlined."""
+    return Frontend(index, root, constants, filename).compile(method)
+
+
+__all__ = ["compile_method", "Frontend", "FuncRef", "BoundMethod", "Node"]

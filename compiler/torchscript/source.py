@@ -1,0 +1,222 @@
+"""The archive's TorchScript source, indexed: classes, functions, and their types.
+
+``code/__torch__/a/b.py`` defines the names ``__torch__.a.b.<Name>``; ``code/__torch__.py``
+defines ``__torch__.<Name>``.  Each file is parsed with Python's ``ast`` (the serialized
+source is Python syntax) into:
+
+- ``ClassInfo``: a module class ``class M(Module)`` (attribute annotations, ``Final``
+  constants, methods), a NamedTuple, an interface, an enum, or a plain TorchScript class;
+- ``FunctionInfo``: a free function ``def f(...)``.
+
+``SourceIndex.type_of(expr)`` turns an annotation (``Optional[List[Tensor]]``,
+``__torch__.m.Point``) into a ``compiler.types.Type``; a NamedTuple becomes a
+``TupleType`` with field names, a class or interface a ``ClassType``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import attrs
+
+from compiler import types as T
+from compiler.diagnostics import Span
+from compiler.torchscript.unpickle import ArchiveError
+
+_LEAVES: dict[str, T.Type] = {
+    "Tensor": T.TENSOR,
+    "int": T.INT,
+    "float": T.FLOAT,
+    "bool": T.BOOL,
+    "str": T.STR,
+    "NoneType": T.NONE,
+    "None": T.NONE,
+    "Device": T.DEVICE,
+    "Any": T.ANY,
+    "number": T.SCALAR,
+    "Scalar": T.SCALAR,
+    "complex": T.NamedType("complex"),
+    "Generator": T.GENERATOR,
+    "Layout": T.LAYOUT,
+    "ScalarType": T.SCALAR_TYPE,
+    "MemoryFormat": T.MEMORY_FORMAT,
+}
+
+
+@attrs.define(eq=False)
+class FunctionInfo:
+    qualname: str
+    node: ast.FunctionDef
+    file: str
+    lines: list[str]
+
+
+@attrs.define(eq=False)
+class ClassInfo:
+    qualname: str
+    kind: str  # "module", "namedtuple", "interface", "enum", "class"
+    file: str
+    lines: list[str]
+    node: ast.ClassDef
+    attributes: dict[str, ast.expr] = attrs.field(factory=dict)  # name -> annotation
+    constants: dict[str, Any] = attrs.field(factory=dict)  # Final[...] = value
+    methods: dict[str, FunctionInfo] = attrs.field(factory=dict)
+    fields: list[tuple[str, ast.expr]] = attrs.field(factory=list)  # NamedTuple fields in order
+
+
+class SourceIndex:
+    """Every class and function of an archive's ``code/`` folder, by qualified name."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.classes: dict[str, ClassInfo] = {}
+        self.functions: dict[str, FunctionInfo] = {}
+        self.lines: dict[str, list[str]] = {}
+        for member, text in files.items():
+            self._add_file(member, text)
+
+    def span(self, file: str, node: ast.AST) -> Span:
+        line = getattr(node, "lineno", 0)
+        col = getattr(node, "col_offset", -1) + 1
+        lines = self.lines.get(file, [])
+        return Span(file, line, col, lines[line - 1] if 0 < line <= len(lines) else None)
+
+    def _add_file(self, member: str, text: str) -> None:
+        path = member[len("code/") : -len(".py")]
+        prefix = path.replace("/", ".")
+        lines = text.split("\n")
+        self.lines[member] = lines
+        try:
+            tree = ast.parse(text, filename=member)
+        except SyntaxError as err:
+            line = err.lineno or 0
+            raise ArchiveError(
+                f"not TorchScript source: {err.msg}",
+                Span(member, line, err.offset or 0, lines[line - 1] if 0 < line <= len(lines) else None),
+            ) from None
+        for stmt in tree.body:
+            if isinstance(stmt, ast.ClassDef):
+                info = self._class(f"{prefix}.{stmt.name}", stmt, member, lines)
+                self.classes[info.qualname] = info
+            elif isinstance(stmt, ast.FunctionDef):
+                qualname = f"{prefix}.{stmt.name}"
+                self.functions[qualname] = FunctionInfo(qualname, stmt, member, lines)
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Expr, ast.Pass)):
+                continue
+            else:
+                raise ArchiveError(
+                    f"unexpected top-level statement {type(stmt).__name__} in TorchScript source",
+                    self.span(member, stmt),
+                )
+
+    def _class(self, qualname: str, node: ast.ClassDef, file: str, lines: list[str]) -> ClassInfo:
+        bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+        kind = {"Module": "module", "NamedTuple": "namedtuple", "Interface": "interface",
+                "ModuleInterface": "interface", "Enum": "enum"}.get(bases[0] if bases else "", "class")
+        info = ClassInfo(qualname, kind, file, lines, node)
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef):
+                info.methods[stmt.name] = FunctionInfo(f"{qualname}.{stmt.name}", stmt, file, lines)
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                name, ann = stmt.target.id, stmt.annotation
+                if isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "Final":
+                    info.constants[name] = _literal(stmt.value, self.span(file, stmt))
+                else:
+                    info.attributes[name] = ann
+                    info.fields.append((name, ann))
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "__annotations__"
+                    and isinstance(target.slice, ast.Constant)
+                ):
+                    info.attributes[str(target.slice.value)] = stmt.value
+                elif isinstance(target, ast.Name) and kind == "enum":
+                    info.constants[target.id] = _literal(stmt.value, self.span(file, stmt))
+        return info
+
+    # ------------------------------------------------------------------ types
+
+    def type_of(self, expr: ast.expr, file: str) -> T.Type:
+        """The type an annotation denotes; ArchiveError at the annotation otherwise."""
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return T.NONE
+        if isinstance(expr, ast.Name):
+            leaf = _LEAVES.get(expr.id)
+            if leaf is not None:
+                return leaf
+        name = dotted(expr)
+        if name is not None and name.startswith("__torch__."):
+            return self.class_type(name)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name):
+            head = expr.value.id
+            args = list(expr.slice.elts) if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+            if head == "Tuple" and len(args) == 1 and isinstance(args[0], ast.Tuple) and not args[0].elts:
+                return T.TupleType(())
+            elems = [self.type_of(a, file) for a in args]
+            if head == "Optional" and len(elems) == 1:
+                return T.OptionalType(elems[0])
+            if head == "List" and len(elems) == 1:
+                return T.ListType(elems[0])
+            if head == "Tuple":
+                return T.TupleType(tuple(elems))
+            if head == "Dict" and len(elems) == 2:
+                return T.DictType(elems[0], elems[1])
+            if head == "Union":
+                unique = list(dict.fromkeys(elems))
+                return unique[0] if len(unique) == 1 else T.UnionType(tuple(unique))
+            if head == "Future" and len(elems) == 1:
+                return T.FutureType(elems[0])
+            if head == "Final" and len(elems) == 1:
+                return elems[0]
+        raise ArchiveError(f"unsupported type annotation `{ast.unparse(expr)}`", self.span(file, expr))
+
+    def class_type(self, qualname: str) -> T.Type:
+        info = self.classes.get(qualname)
+        if info is not None and info.kind == "namedtuple":
+            names = tuple(n for n, _ in info.fields)
+            return T.TupleType(tuple(self.type_of(a, info.file) for _, a in info.fields), names)
+        return T.ClassType(qualname)
+
+
+def dotted(expr: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of attribute accesses on a name, else None."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def _literal(expr: ast.expr | None, span: Span) -> Any:
+    """A ``Final`` constant's value: Python literals, ``float("inf")``, tuples/lists of them."""
+    if expr is None:
+        return None
+    try:
+        return ast.literal_eval(expr)
+    except ValueError:
+        pass
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == "float"
+        and len(expr.args) == 1
+        and isinstance(expr.args[0], ast.Constant)
+    ):
+        return float(expr.args[0].value)
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        items = [_literal(e, span) for e in expr.elts]
+        return tuple(items) if isinstance(expr, ast.Tuple) else items
+    return _Unknown(ast.unparse(expr))
+
+
+class _Unknown:
+    """A class constant whose value is no literal (a device, a dtype object...)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
