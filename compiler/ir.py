@@ -143,7 +143,8 @@ class Block:
     nodes: list[Node] = field(factory=list)
     returns: list[Value] = field(factory=list)
     owner: Node | None = None  # None for a graph's top-level block
-    span: Span | None = None
+    span: Span | None = None  # the `blockN(...):` header
+    return_span: Span | None = None  # the `-> (...)` line (`return (...)` for a graph)
 
     def __repr__(self) -> str:
         return f"<Block of {self.owner.kind if self.owner else 'graph'}: {len(self.nodes)} nodes>"
@@ -335,7 +336,7 @@ def _clone_blocks(pairs: list[tuple[Block, Block]], mapping: dict[int, Value]) -
         frame = stack[-1]
         src, dst, i = frame
         if i < 0:  # entering the block
-            dst.span = src.span
+            dst.span, dst.return_span = src.span, src.return_span
             for p in src.params:
                 mapping[id(p)] = dst.add_param(p.name, p.type)
             i = 0

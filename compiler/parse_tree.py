@@ -103,8 +103,9 @@ class Builder(Transformer):  # type: ignore[type-arg]
             value.block = block
             block.params.append(value)
         nodes = [c for c in rest[:-1] if type(c) is RawNode]
-        returns = rest[-1] if type(rest[-1]) is list else rest[-2]
-        return RawBlock(block, params, nodes, returns)
+        at = -1 if type(rest[-1]) is list else -2
+        block.return_span = self.context.at(rest[at - 1])  # the `->` or `return` keyword
+        return RawBlock(block, params, nodes, rest[at])
 
     def params(self, children: list[Any]) -> list[tuple[Value, Token]]:
         return [] if children[0] is None else children
@@ -119,14 +120,17 @@ class Builder(Transformer):  # type: ignore[type-arg]
         return [] if children[0] is None else children
 
     def node(self, children: list[Any]) -> RawNode:
-        outputs, eq, (kind, attrs), refs = children[0], children[1], children[2], children[3]
-        first = outputs[0][1] if outputs else eq
+        if type(children[0]) is list:  # `%a, %b = op(...)` or ` = op(...)`
+            outputs, eq, (kind, attrs, _), refs = children[0], children[1], children[2], children[3]
+            first, rest = (outputs[0][1] if outputs else eq), children[4:]
+        else:  # `op(...)`: no outputs and no `=`
+            outputs, (kind, attrs, first), refs, rest = [], children[0], children[1], children[2:]
         node = Node(kind, attrs=attrs, span=self.context.at(first))
         raw = RawNode(node, refs, [tok for _, tok in outputs])
         for value, _ in outputs:
             value.node = node
             node.outputs.append(value)
-        for extra in children[4:]:
+        for extra in rest:
             if type(extra) is RawBlock:
                 extra.block.owner = node
                 node.blocks.append(extra.block)
@@ -137,15 +141,15 @@ class Builder(Transformer):  # type: ignore[type-arg]
                 node.scope = extra.value.split("scope:", 1)[1].strip()
         return raw
 
-    def builtin_op(self, children: list[Any]) -> tuple[str, dict[str, Any]]:
-        return children[0].value, (children[1] if len(children) > 1 else {})
+    def builtin_op(self, children: list[Any]) -> tuple[str, dict[str, Any], Token]:
+        return children[0].value, (children[1] if len(children) > 1 else {}), children[0]
 
-    def python_op(self, children: list[Any]) -> tuple[str, dict[str, Any]]:
+    def python_op(self, children: list[Any]) -> tuple[str, dict[str, Any], Token]:
         attrs: dict[str, Any] = {"^name": children[0].value[1:]}
         if len(children) > 2:
             attrs.update(children[1])
         attrs["^scalars"] = children[-1].value
-        return "prim::PythonOp", attrs
+        return "prim::PythonOp", attrs, children[0]
 
     # -- attributes --------------------------------------------------------------------
 

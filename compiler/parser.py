@@ -8,8 +8,12 @@ Parsing is two steps, as in TorchScript's own ``irparser.cpp``:
    attribute payloads, but leave every ``%name`` *use* as the lexer token that spelled it.
 2. :func:`_resolve_graph` walks those objects in program order with an explicit stack
    (blocks nested 500 deep cost no Python recursion), binds each use to the ``Value`` in
-   scope, and reports "undefined value %x" / "defined twice" / "not in scope" at the
-   token's span.  It also checks the block arity of ``prim::If`` and ``prim::Loop``.
+   scope, and reports "undefined value %x" / "not in scope" at the token's span.  A name
+   defined twice is rebound, as torch's parser does (:class:`_Scope`).
+
+The parser takes what TorchScript's parser takes (a node without outputs written with
+no ``=``, any number of blocks on any node); whether the graph can run (a ``prim::If``
+with two blocks, a loop body of the right arity...) is ``compiler.verify``'s question.
 
 After the entry graph come ``with NAME = graph(...)`` sections.  A node printed as
 ``prim::FusionGroup_0`` refers to a section of that name; PyTorch prints a graph's
@@ -35,10 +39,10 @@ from lark import Lark, Token
 
 from compiler import types as T
 from compiler.diagnostics import IRSyntaxError, IRValidationError, Span
-from compiler.ir import Block, Graph, Module, Node, Value
+from compiler.ir import Graph, Module, Node, Value
 from compiler.parse_tree import Builder, RawBlock, RawGraph, RawNode
 
-__all__ = ["parse", "grammar", "check_block_arity"]
+__all__ = ["grammar", "parse"]
 
 _PARSER: Lark | None = None
 _LOCK = threading.Lock()
@@ -200,40 +204,63 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str, ctx: _Context
 
 
 class _Scope:
-    """Names visible while walking one graph: a stack of blocks, each with its definitions."""
+    """Names while walking one graph, bound as TorchScript's ``irparser.cpp`` binds them.
+
+    A name maps to its newest definition: ``%x = a::a(%x)`` after ``%x`` rebinds ``%x``
+    and later uses see the new value (``IRParserTest.ValueReuse``).  Value names stay
+    unique in a graph as TorchScript's ``Value::setDebugName`` keeps them: the value that
+    loses its name is renamed ``x.1`` (the next free suffix), so the printed graph reads
+    back to the same graph.  Leaving a block takes its values out of scope but keeps
+    their names bound (as torch does), so a later use reports "not in scope here".
+    """
 
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
-        self.env: dict[str, Value] = {}
-        self.where: dict[str, Token] = {}  # every name defined so far in this graph
+        self.env: dict[str, Value] = {}  # the text's name -> its newest definition
+        self.where: dict[str, Token] = {}  # the text's name -> the token of that definition
+        self.live: set[int] = set()  # ids of the values in scope here
+        self.owners: dict[str, Value] = {}  # Value.name -> the value carrying it
+        self.suffixes: dict[str, int] = {}  # base name -> next suffix to try
 
-    def define(self, value: Value, token: Token, local: list[str]) -> None:
+    def define(self, value: Value, token: Token, local: list[Value]) -> None:
         name = value.name
-        if name in self.where:
-            first = self.where[name]
-            raise IRValidationError(
-                f"value %{name} is defined twice (first at {first.line}:{first.column})", self.ctx.at(token)
-            )
-        self.where[name] = token
         self.env[name] = value
-        local.append(name)
+        self.where[name] = token
+        self.live.add(id(value))
+        local.append(value)
+        old = self.owners.get(name)
+        if old is not None:
+            self._rename(old)
+        self.owners[name] = value
+
+    def _rename(self, value: Value) -> None:
+        base, dot, tail = value.name.rpartition(".")
+        suffix = int(tail) if dot and base and tail.isdigit() else 1
+        if not (dot and base and tail.isdigit()):
+            base = value.name
+        suffix = max(suffix, self.suffixes.get(base, 1))
+        while f"{base}.{suffix}" in self.owners:
+            suffix += 1
+        self.suffixes[base] = suffix + 1
+        value.name = f"{base}.{suffix}"
+        self.owners[value.name] = value
 
     def lookup(self, token: Token) -> Value:
         name = token.value[1:]
         value = self.env.get(name)
-        if value is not None:
+        if value is not None and id(value) in self.live:
             return value
-        first = self.where.get(name)
-        if first is not None:
+        if value is not None:
+            first = self.where[name]
             msg = f"value %{name} is not in scope here (defined at {first.line}:{first.column} in another block)"
         else:
             msg = f"undefined value %{name}"
         raise IRValidationError(msg, self.ctx.at(token))
 
-    def leave(self, local: list[str]) -> None:
-        env = self.env
-        for name in local:
-            del env[name]
+    def leave(self, local: list[Value]) -> None:
+        live = self.live
+        for value in local:
+            live.discard(id(value))
 
 
 def _resolve_graph(raw: RawGraph, ctx: _Context) -> Graph:
@@ -280,25 +307,23 @@ class _Frame:
     def __init__(self, raw: RawBlock) -> None:
         self.raw = raw
         self.index = 0
-        self.local: list[str] = []
+        self.local: list[Value] = []
         self.started = False
 
 
-def _enclosing_locals(stack: list[_Frame | RawNode]) -> list[str]:
+def _enclosing_locals(stack: list[_Frame | RawNode]) -> list[Value]:
     for frame in reversed(stack):
         if isinstance(frame, _Frame):
             return frame.local
     raise AssertionError("a node outside any block")
 
 
-def _finish_node(raw: RawNode, scope: _Scope, local: list[str], ctx: _Context) -> None:
+def _finish_node(raw: RawNode, scope: _Scope, local: list[Value], ctx: _Context) -> None:
     node = raw.node
     for value, token in zip(node.outputs, raw.output_tokens):
         scope.define(value, token, local)
     if node.kind == "prim::Constant" and node.outputs:
         _float_payload(node)
-    if node.blocks and node.kind in ("prim::If", "prim::Loop"):
-        check_block_arity(node)
 
 
 def _float_payload(node: Node) -> None:
@@ -309,47 +334,6 @@ def _float_payload(node: Node) -> None:
         node.attrs["value"] = float(value)
     elif type_ == _FLOAT_LIST and type(value) is list and any(type(v) is int for v in value):
         node.attrs["value"] = [float(v) if type(v) is int else v for v in value]
-
-
-def check_block_arity(node: Node) -> None:
-    """prim::If: two blocks, no params, each returning one value per output.
-    prim::Loop: one block; params = carried + 1 (the iteration), returns = carried + 1
-    (the condition), with carried = len(inputs) - 2 = len(outputs)."""
-    n_out = len(node.outputs)
-    if node.kind == "prim::If":
-        if len(node.blocks) != 2:
-            raise IRValidationError(f"prim::If must have 2 blocks, found {len(node.blocks)}", node.span)
-        for i, block in enumerate(node.blocks):
-            if block.params:
-                raise IRValidationError(f"prim::If block{i} must take no parameters", block.span or node.span)
-            if len(block.returns) != n_out:
-                raise IRValidationError(
-                    f"prim::If has {n_out} output(s) but block{i} returns {len(block.returns)}",
-                    block.span or node.span,
-                )
-        return
-    carried = len(node.inputs) - 2
-    if len(node.blocks) != 1:
-        raise IRValidationError(f"prim::Loop must have 1 block, found {len(node.blocks)}", node.span)
-    body = node.blocks[0]
-    if carried < 0:
-        raise IRValidationError("prim::Loop needs a trip count and a condition", node.span)
-    if n_out != carried:
-        raise IRValidationError(
-            f"prim::Loop carries {carried} value(s) but has {n_out} output(s)", node.span
-        )
-    if len(body.params) != carried + 1:
-        raise IRValidationError(
-            f"prim::Loop body must take {carried + 1} parameter(s) (iteration + {carried} carried), "
-            f"takes {len(body.params)}",
-            body.span or node.span,
-        )
-    if len(body.returns) != carried + 1:
-        raise IRValidationError(
-            f"prim::Loop body must return {carried + 1} value(s) (condition + {carried} carried), "
-            f"returns {len(body.returns)}",
-            body.span or node.span,
-        )
 
 
 # ----------------------------------------------------------------------------- sections

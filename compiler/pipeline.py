@@ -105,11 +105,14 @@ def optimize(
 
     With ``fusion=False`` the fusion passes are skipped.  After each pass named in
     ``print_after`` (``"all"`` for every pass), ``printer(pass_name, module_text)`` is
-    called (default: print to stdout).  ``verify_each`` runs the verifier after every
-    pass, as the tests do.  Returns the optimized module and one record per pass run.
-    First, ``compiler.known_modules.add_known_methods`` gives every call of a standard
+    called (default: print to stdout).  The input is verified first (IRValidationError);
+    ``verify_each`` runs the verifier after every pass too, as the tests do.  Returns the
+    optimized module and one record per pass run.  First, ``compiler.known_modules.add_known_methods`` gives every call of a standard
     ``torch.nn`` submodule without a body (a dump of ``.graph``) irvm's forward graph.
     """
+    from compiler.verify import verify
+
+    verify(module)  # passes assume a well-formed graph: what the verifier refuses never reaches them
     names = list(DEFAULT_PIPELINE if passes is None else passes)
     if not fusion:
         names = [n for n in names if n not in FUSION_PASSES]
@@ -127,8 +130,6 @@ def optimize(
             current = run(current)
         records.append(PassRecord(name, before, node_count(current), tuple(sorted(counts.items()))))
         if verify_each:
-            from compiler.verify import verify
-
             verify(current)
         if "all" in wanted or name in wanted:
             from compiler.printer import print_module

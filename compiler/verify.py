@@ -30,9 +30,8 @@ from typing import Any
 from compiler import types as T
 from compiler.diagnostics import IRValidationError
 from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Use, Value
-from compiler.parser import check_block_arity
 
-__all__ = ["verify", "assignable"]
+__all__ = ["assignable", "check_block_arity", "verify"]
 
 
 def verify(target: Module | Graph) -> None:
@@ -150,6 +149,48 @@ def _describe(value: Value) -> str:
 
 def _user_name(use: Use) -> str:
     return use.user.kind if isinstance(use.user, Node) else "block return"
+
+
+def check_block_arity(node: Node) -> None:
+    """prim::If: two blocks, no params, each returning one value per output.
+    prim::Loop: one block; params = carried + 1 (the iteration), returns = carried + 1
+    (the condition), with carried = len(inputs) - 2 = len(outputs).  A wrong parameter
+    count is reported at the block's header, a wrong return count at its ``->`` line."""
+    n_out = len(node.outputs)
+    if node.kind == "prim::If":
+        if len(node.blocks) != 2:
+            raise IRValidationError(f"prim::If must have 2 blocks, found {len(node.blocks)}", node.span)
+        for i, block in enumerate(node.blocks):
+            if block.params:
+                raise IRValidationError(f"prim::If block{i} must take no parameters", block.span or node.span)
+            if len(block.returns) != n_out:
+                raise IRValidationError(
+                    f"prim::If has {n_out} output(s) but block{i} returns {len(block.returns)}",
+                    block.return_span or node.span,
+                )
+        return
+    carried = len(node.inputs) - 2
+    if len(node.blocks) != 1:
+        raise IRValidationError(f"prim::Loop must have 1 block, found {len(node.blocks)}", node.span)
+    body = node.blocks[0]
+    if carried < 0:
+        raise IRValidationError("prim::Loop needs a trip count and a condition", node.span)
+    if n_out != carried:
+        raise IRValidationError(
+            f"prim::Loop carries {carried} value(s) but has {n_out} output(s)", node.span
+        )
+    if len(body.params) != carried + 1:
+        raise IRValidationError(
+            f"prim::Loop body must take {carried + 1} parameter(s) (iteration + {carried} carried), "
+            f"takes {len(body.params)}",
+            body.span or node.span,
+        )
+    if len(body.returns) != carried + 1:
+        raise IRValidationError(
+            f"prim::Loop body must return {carried + 1} value(s) (condition + {carried} carried), "
+            f"returns {len(body.returns)}",
+            body.return_span or node.span,
+        )
 
 
 # ----------------------------------------------------------------------------- types

@@ -2,10 +2,11 @@
 
 Where PyTorch checks an exact round trip (``checkRoundtrip``), so do we: our printer must
 give back the very same text.  Where it only parses, we parse and check what the C++ test
-asserts.  Three of its inputs are deliberately *not* our format, and we assert the clear
-error instead: ``ValueReuse`` redefines ``%x`` (our IR is strict SSA), and ``If``/``If2``
-give ``prim::If`` a single block (ours needs both branches).  Its malformed inputs are
-rejected by both parsers.
+asserts: ``ValueReuse`` redefines ``%x`` and later uses see the newest definition, and
+``If``/``If2`` give ``prim::If`` a single block, which parses (running it is the
+verifier's question, tests/test_verify_errors.py).  Its malformed inputs are rejected by
+both parsers.  Where torch is installed, ``torch._C.parse_ir`` reads every case too and
+both parsers must build the same graph (kinds, wiring, blocks).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from compiler import types as T
 from compiler.diagnostics import IRSyntaxError, IRValidationError
 from compiler.parser import parse
 from compiler.printer import print_module
+from compiler.verify import verify
 
 ROUNDTRIP = {
     "NestedBlock": """graph():
@@ -62,6 +64,38 @@ ROUNDTRIP = {
   %3 : Double(4, 4, 5) = prim::Constant()
   return (%3)
 """,
+    "If": """graph(%0 : Tensor,
+      %1 : Tensor,
+      %2 : Tensor):
+  %3 : int = prim::Constant[value=1]()
+  %4 : Tensor = aten::add(%0, %1, %3)
+  %5 : Tensor = prim::If(%2)
+    block0():
+      %6 : int = prim::Constant[value=1]()
+      %7 : Tensor = aten::add(%1, %3, %6)
+      %8 : int = prim::Constant[value=1]()
+      %9 : Tensor = aten::add(%7, %3, %8)
+      -> (%9)
+  %10 : int = prim::Constant[value=1]()
+  %11 : Tensor = aten::add(%5, %3, %10)
+  return (%11)
+""",
+    "If2": """graph(%0 : Tensor,
+      %1 : Tensor,
+      %2 : Tensor):
+  %3 : int = prim::Constant[value=-1]()
+  %4 : Tensor = aten::add(%0, %1, %3)
+  %5 : Tensor = prim::If(%2)
+    block0():
+      %6 : int = prim::Constant[value=1]()
+      %7 : Tensor = aten::add(%1, %3, %6)
+      %8 : int = prim::Constant[value=1]()
+      %9 : Tensor = aten::add(%7, %3, %8)
+      -> (%9)
+  %10 : int = prim::Constant[value=-987]()
+  %11 : Tensor = aten::add(%5, %3, %10)
+  return (%11)
+""",
     "NestedContrainer": """graph():
   %0 : float[] = prim::Constant[value=[1., 2., 3.]]()
   %1 : str[] = prim::Constant[value=["ab", "cd", "ef"]]()
@@ -106,24 +140,6 @@ FILECHECK = """
     graph(%a):
     # CHECK: return
       return (%a)"""
-
-IF_ONE_BLOCK = """
-graph(%0 : Tensor,
-      %1 : Tensor,
-      %2 : Tensor):
-  %3 : int = prim::Constant[value=1]()
-  %4 : Tensor = aten::add(%0, %1, %3)
-  %5 : Tensor = prim::If(%2)
-    block0():
-      %6 : int = prim::Constant[value=1]()
-      %7 : Tensor = aten::add(%1, %3, %6)
-      %8 : int = prim::Constant[value=1]()
-      %9 : Tensor = aten::add(%7, %3, %8)
-      -> (%9)
-  %10 : int = prim::Constant[value=1]()
-  %11 : Tensor = aten::add(%5, %3, %10)
-  return (%11)
-"""
 
 VALUE_REUSE = """
 graph(%x):
@@ -182,14 +198,132 @@ def test_malformed_inputs_are_rejected(text: str) -> None:
         parse(text)
 
 
-def test_single_block_if_is_rejected_with_arity_error() -> None:
-    """IRParserTest.If: PyTorch's parser takes a one-block prim::If; ours requires two."""
-    with pytest.raises(IRValidationError, match="prim::If must have 2 blocks") as info:
-        parse(IF_ONE_BLOCK, "if.ir")
-    assert info.value.span is not None and info.value.span.line == 7
+def test_single_block_if_parses_and_the_verifier_refuses_to_run_it() -> None:
+    """IRParserTest.If: a one-block prim::If is IR (it prints back as given); it is not
+    runnable, and the verifier says so at the node."""
+    module = parse(ROUNDTRIP["If"], "if.ir")
+    if_node = module.main.nodes[2]
+    assert if_node.kind == "prim::If" and len(if_node.blocks) == 1
+    assert if_node.blocks[0].returns[0].name == "9" and module.main.nodes[4].inputs[0] is if_node.output
+    with pytest.raises(IRValidationError, match="prim::If must have 2 blocks, found 1") as info:
+        verify(module)
+    assert info.value.span is not None and (info.value.span.line, info.value.span.col) == (6, 3)
 
 
-def test_value_reuse_is_rejected_as_not_ssa() -> None:
-    """IRParserTest.ValueReuse redefines %x; our IR is strict SSA."""
-    with pytest.raises(IRValidationError, match="%x is defined twice"):
-        parse(VALUE_REUSE)
+def test_value_reuse_rebinds_the_name() -> None:
+    """IRParserTest.ValueReuse: `%x = a::a(%x); %x = b::b(%x)` reads each %x as the newest
+    definition so far: a takes the input, b takes a's output, the graph returns b's."""
+    g = parse(VALUE_REUSE).main
+    x0 = g.inputs[0]
+    a, b = g.nodes
+    assert (a.kind, b.kind) == ("a::a", "b::b")
+    assert a.inputs == [x0] and b.inputs == [a.output] and g.outputs == [b.output]
+
+
+def test_rebound_names_stay_unique_and_print_back() -> None:
+    """The value that loses its name is renamed as TorchScript renames it (``x.1``, the next
+    free suffix), so names stay unique, the verifier accepts the graph and its printed
+    form reads back to the same graph."""
+    module = parse(VALUE_REUSE + "\n")
+    names = [module.main.inputs[0].name] + [n.output.name for n in module.main.nodes]
+    assert names == ["x.1", "x.2", "x"]
+    verify(module)
+    printed = print_module(module)
+    assert print_module(parse(printed)) == printed
+
+
+def test_rebinding_skips_suffixes_the_text_uses_later() -> None:
+    """Renaming never takes a name that another value holds, whichever order they come in."""
+    text = """graph(%x : int, %x.1 : int):
+  %x : int = aten::add(%x, %x.1)
+  %x.1 : int = aten::mul(%x, %x.1)
+  %x : int = aten::sub(%x, %x.1)
+  return (%x, %x.1)
+"""
+    module = parse(text)
+    g = module.main
+    values = [*g.inputs, *(n.output for n in g.nodes)]
+    assert len({v.name for v in values}) == len(values)
+    add, mul, sub = g.nodes
+    assert add.inputs == g.inputs and mul.inputs == [add.output, g.inputs[1]]
+    assert sub.inputs == [add.output, mul.output] and g.outputs == [sub.output, mul.output]
+    verify(module)
+    printed = print_module(module)
+    assert print_module(parse(printed)) == printed
+
+
+def test_node_without_outputs_needs_no_equals_sign() -> None:
+    """`prim::If(%c)` (irparser.cpp reads the outputs only when the line starts with %):
+    a node with no outputs, printed back in PyTorch's own ` = prim::If(%c)` form."""
+    text = """graph(%c : bool, %x : Tensor):
+  prim::If(%c)
+    block0():
+      prim::RaiseException(%x)
+      -> ()
+    block1():
+      -> ()
+  aten::relu_(%x)
+  return (%x)
+"""
+    module = parse(text)
+    if_node, relu = module.main.nodes
+    assert if_node.outputs == [] and relu.outputs == [] and relu.kind == "aten::relu_"
+    assert if_node.blocks[0].nodes[0].kind == "prim::RaiseException"
+    assert if_node.span is not None and (if_node.span.line, if_node.span.col) == (2, 3)
+    verify(module)
+    printed = print_module(module)
+    assert "\n   = prim::If(%c)\n" in printed and "\n   = aten::relu_(%x)\n" in printed
+    assert print_module(parse(printed)) == printed
+
+
+def _torch_structure(graph) -> list:
+    """Kinds, wiring (each input as the index of its definition) and blocks of a torch graph."""
+    index: dict = {}
+
+    def define(v) -> None:
+        index[v.unique()] = len(index)
+
+    def block(b) -> list:
+        for p in b.inputs():
+            define(p)
+        body = []
+        for n in b.nodes():
+            ins = [index[v.unique()] for v in n.inputs()]
+            subs = [block(sub) for sub in n.blocks()]
+            for o in n.outputs():
+                define(o)
+            body.append((n.kind(), ins, len(list(n.outputs())), subs))
+        return [len(list(b.inputs())), body, [index[v.unique()] for v in b.outputs()]]
+
+    return block(graph.block())
+
+
+def _our_structure(graph) -> list:
+    index: dict = {}
+
+    def block(b) -> list:
+        for p in b.params:
+            index[id(p)] = len(index)
+        body = []
+        for n in b.nodes:
+            ins = [index[id(v)] for v in n.inputs]
+            subs = [block(sub) for sub in n.blocks]
+            for o in n.outputs:
+                index[id(o)] = len(index)
+            body.append((n.kind, ins, len(n.outputs), subs))
+        return [len(b.params), body, [index[id(v)] for v in b.returns]]
+
+    return block(graph.block)
+
+
+TORCH_CASES = {**ROUNDTRIP, "Basic": BASIC, "ValueReuse": VALUE_REUSE, "FileCheck": FILECHECK,
+               "NoOutputs": "graph(%c : bool):\n  prim::If(%c)\n    block0():\n      -> ()\n  return (%c)\n"}  # fmt: skip
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(TORCH_CASES))
+def test_same_graph_as_torch_parser(name: str) -> None:
+    """torch._C.parse_ir and compiler.parse build the same graph from each case."""
+    torch = pytest.importorskip("torch")
+    text = TORCH_CASES[name]
+    assert _our_structure(parse(text).main) == _torch_structure(torch._C.parse_ir(text))

@@ -3,6 +3,8 @@ offending node's span, and accepts what the parser builds from good text."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from compiler import types as T
@@ -97,7 +99,7 @@ def test_if_arity_after_a_bad_edit() -> None:
     """An If whose branch lost its return."""
     m = good()
     node(m, "prim::If").blocks[1].remove_return(0)
-    expect(m, "block1 returns 0", line=9)
+    expect(m, "block1 returns 0", line=10)  # block1's `-> (...)` line
 
 
 def test_loop_arity_after_a_bad_edit() -> None:
@@ -164,3 +166,98 @@ def test_assignable_is_lenient_only_where_types_are_not_modelled() -> None:
     assert not assignable(T.INT, T.TENSOR)
     assert not assignable(T.ListType(T.INT), T.ListType(T.STR))
     assert not assignable(T.TupleType((T.INT,)), T.TupleType((T.INT, T.INT)))
+
+
+# Texts that parse (PyTorch's parser takes them too) but cannot run.  The first line says
+# where the verifier must put the error and what it must say, clox-style.
+UNRUNNABLE = {
+    "if_one_block": """# ERROR: 3:4 prim::If must have 2 blocks, found 1
+graph(%c : bool):
+   = prim::If(%c)
+    block0():
+      -> ()
+  return (%c)
+""",
+    "if_three_blocks": """# ERROR: 3:3 prim::If must have 2 blocks, found 3
+graph(%c : bool):
+  prim::If(%c)
+    block0():
+      -> ()
+    block1():
+      -> ()
+    block2():
+      -> ()
+  return (%c)
+""",
+    "if_branch_arity": """# ERROR: 5:7 prim::If has 1 output(s) but block0 returns 0
+graph(%c : bool):
+  %y : int = prim::If(%c)
+    block0():
+      -> ()
+    block1():
+      -> (%c)
+  return (%y)
+""",
+    "if_second_branch_arity": """# ERROR: 8:7 prim::If has 0 output(s) but block1 returns 1
+graph(%c : bool):
+  prim::If(%c)
+    block0():
+      %a : int = prim::Constant[value=1]()
+      -> ()
+    block1():
+      -> (%c)
+  return (%c)
+""",
+    "if_block_params": """# ERROR: 4:5 prim::If block0 must take no parameters
+graph(%c : bool):
+  prim::If(%c)
+    block0(%p : int):
+      -> ()
+    block1():
+      -> ()
+  return (%c)
+""",
+    "loop_params": """# ERROR: 4:5 must take 2 parameter(s)
+graph(%n : int, %c : bool, %a : int):
+  %r : int = prim::Loop(%n, %c, %a)
+    block0(%i : int):
+      -> (%c, %i)
+  return (%r)
+""",
+    "loop_returns": """# ERROR: 5:7 must return 2 value(s) (condition + 1 carried), returns 1
+graph(%n : int, %c : bool, %a : int):
+  %r : int = prim::Loop(%n, %c, %a)
+    block0(%i : int, %b : int):
+      -> (%c)
+  return (%r)
+""",
+    "loop_outputs": """# ERROR: 3:3 prim::Loop carries 1 value(s) but has 0 output(s)
+graph(%n : int, %c : bool, %a : int):
+  prim::Loop(%n, %c, %a)
+    block0(%i : int, %b : int):
+      -> (%c, %b)
+  return (%n)
+""",
+    "loop_no_block": """# ERROR: 3:3 prim::Loop must have 1 block, found 0
+graph(%n : int, %c : bool):
+  %r : int = prim::Loop(%n, %c)
+  return (%r)
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNRUNNABLE))
+def test_unrunnable_text_parses_and_the_verifier_names_the_wrong_line(name: str) -> None:
+    """The parser takes the text (as PyTorch's does); the verifier raises at the line that
+    is wrong: a branch's return count at its `->` line, a block count at the node."""
+    text = UNRUNNABLE[name]
+    want = re.match(r"# ERROR: (\d+):(\d+) (.*)", text)
+    assert want is not None
+    line, col, words = int(want.group(1)), int(want.group(2)), want.group(3)
+    module = parse(text, f"{name}.ir")
+    with pytest.raises(IRValidationError) as info:
+        verify(module)
+    err = info.value
+    assert err.span is not None and (err.span.line, err.span.col) == (line, col), str(err)
+    assert words in err.message, str(err)
+    assert str(err).split("\n")[1] == "  " + text.split("\n")[line - 1]
