@@ -63,6 +63,7 @@ _NUMBERS = {"INF": math.inf, "NEG_INF": -math.inf, "NAN": math.nan, "NEG_NAN": m
 
 _TENSOR_TYPES: dict[str, T.Type] = {}
 _STRIDES = re.compile(r"strides=\[([^\]]*)\]")
+_DEVICE = re.compile(r"[A-Za-z_]+(:[0-9]+)?")
 _SIZE_ITEM = re.compile(r"(\*|-?[0-9]+)(?::(-?[0-9]+))?|(requires_grad|device|strides)(?:=([A-Za-z0-9_:]+))?")
 
 
@@ -408,6 +409,10 @@ class Builder(Transformer):  # type: ignore[type-arg]
             )
         requires_grad = options.get("requires_grad")
         device = options.get("device")
+        if requires_grad is not None and str(requires_grad) not in ("0", "1"):
+            raise IRSyntaxError(f"requires_grad must be 0 or 1 in {head.value}(...)", self.context.at(head))
+        if device is not None and not (isinstance(device, str) and _DEVICE.fullmatch(device)):
+            raise IRSyntaxError(f"bad device in {head.value}(...): expected cpu, cuda:1...", self.context.at(head))
         return T.TensorType(
             dtype=None if head.value == "Tensor" else head.value,
             sizes=tuple(sizes) if (sizes or head.value != "Tensor") else None,

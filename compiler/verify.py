@@ -13,7 +13,10 @@ stack (no recursion, so 500-deep nesting is fine), keeping the set of values in 
 - **Block arity**: ``prim::If`` has two parameterless blocks returning one value per
   output; ``prim::Loop(max, cond, *carried)`` has one block taking ``carried + 1`` values
   (iteration number first) and returning ``carried + 1`` (condition first), and as many
-  outputs as carried values.
+  outputs as carried values.  No other node has blocks.
+- **Form** of the nodes the compiler lowers itself: a fusion group has its sub-graph, a
+  call has its callee (``prim::CallMethod`` its ``name``); a call of one of the module's
+  functions matches its parameter and result counts.
 - **Types**, where the node's meaning fixes them: a ``prim::Constant`` payload against its
   declared type, ``ListConstruct``/``TupleConstruct``/``ListUnpack``/``TupleUnpack``
   against their operands, ``If``/``Loop`` outputs against what the blocks return.  A value
@@ -40,6 +43,29 @@ def verify(target: Module | Graph) -> None:
     while graphs:
         graph = graphs.pop()
         graphs.extend(_verify_graph(graph))
+    if isinstance(target, Module) and target.functions:
+        _check_calls(target)
+
+
+def _check_calls(module: Module) -> None:
+    """A call of one of the module's functions passes as many arguments as the function
+    has parameters and receives as many results as it returns."""
+    from compiler.passes.inline_calls import callee_name
+
+    functions = module.functions
+    for graph in (module.main, *functions.values()):
+        for node in graph.walk():
+            if node.kind not in ("prim::CallFunction", "prim::CallMethod"):
+                continue
+            name = callee_name(node, functions)
+            if name is None:
+                continue
+            callee = functions[name]
+            n_args = len(node.inputs) - (node.kind == "prim::CallFunction")
+            if n_args != len(callee.inputs):
+                raise _fail(node, f"call of {name} with {n_args} argument(s); it takes {len(callee.inputs)}")
+            if len(node.outputs) != len(callee.outputs):
+                raise _fail(node, f"call of {name} expects {len(node.outputs)} result(s); it returns {len(callee.outputs)}")
 
 
 def _fail(node: Node | None, message: str) -> IRValidationError:
@@ -129,7 +155,25 @@ def _finish_node(node: Node, define: Any) -> None:
         define(out, node)
     if node.kind in ("prim::If", "prim::Loop"):
         check_block_arity(node)
+    else:
+        _check_form(node)
     _check_types(node)
+
+
+def _check_form(node: Node) -> None:
+    """The nodes the compiler lowers by hand have the parts it needs (any other node is
+    an operator call, resolved against its schema later)."""
+    kind = node.kind
+    if node.blocks:
+        raise _fail(node, f"{kind} cannot have blocks (only prim::If and prim::Loop do)")
+    if kind == "prim::Constant" and node.inputs:
+        raise _fail(node, f"prim::Constant takes no inputs, given {len(node.inputs)}")
+    elif kind == "prim::FusionGroup" and not isinstance(node.attrs.get("Subgraph"), Graph):
+        raise _fail(node, "prim::FusionGroup without its sub-graph (a `with prim::FusionGroup_N = graph(...)` section)")
+    elif kind == "prim::CallFunction" and not node.inputs:
+        raise _fail(node, "prim::CallFunction needs the function as its first input")
+    elif kind == "prim::CallMethod" and (not node.inputs or not isinstance(node.attrs.get("name"), str)):
+        raise _fail(node, 'prim::CallMethod needs a name="method" attribute and the object as its first input')
 
 
 def _check_uses(defined: list[Value], slots: dict[int, Counter[tuple[int, int]]], graph: Graph) -> None:
@@ -160,6 +204,8 @@ def check_block_arity(node: Node) -> None:
     if node.kind == "prim::If":
         if len(node.blocks) != 2:
             raise IRValidationError(f"prim::If must have 2 blocks, found {len(node.blocks)}", node.span)
+        if len(node.inputs) != 1:
+            raise IRValidationError(f"prim::If takes one condition, given {len(node.inputs)} inputs", node.span)
         for i, block in enumerate(node.blocks):
             if block.params:
                 raise IRValidationError(f"prim::If block{i} must take no parameters", block.span or node.span)
