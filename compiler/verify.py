@@ -27,6 +27,7 @@ The first problem found raises ``IRValidationError`` at the node's span.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -333,6 +334,10 @@ def _check_constant(node: Node) -> None:
         raise _fail(node, f"prim::Constant has {len(node.outputs)} outputs, expected 1")
     out = node.outputs[0]
     if out.type is None:
+        value = node.attrs.get("value")
+        problem = _literal_problem(value, T.TENSOR) if isinstance(value, TensorLiteral) else None
+        if problem is not None:
+            raise _fail(node, f"constant %{out.name}: its value {problem}")
         return
     if "value" not in node.attrs:
         if "name" in node.attrs or isinstance(out.type, T.OptionalType) or out.type in (T.NONE, T.FUNCTION):
@@ -358,6 +363,9 @@ def _payload_mismatch(value: Any, type_: T.Type) -> str | None:
             t = t.elem
         if isinstance(v, TensorLiteral):
             ok = isinstance(t, T.TensorType)
+            problem = _literal_problem(v, t) if ok else None
+            if problem is not None:
+                return problem
         elif isinstance(t, T.TensorType):
             ok = False
         elif v is None:
@@ -390,4 +398,21 @@ def _payload_mismatch(value: Any, type_: T.Type) -> str | None:
             ok = True
         if not ok:
             return f"{v!r} is not a {t}"
+    return None
+
+
+_INTEGRAL = {"Long", "Int", "Short", "Char", "Byte", "Bool", "QInt8", "QUInt8", "QInt32"}
+
+
+def _literal_problem(lit: TensorLiteral, t: T.Type) -> str | None:
+    """Why the numbers of a tensor literal cannot be a tensor of their dtype (an integer
+    out of int64's range, an infinity or NaN in an integer tensor), or None."""
+    if lit.values is None:
+        return None
+    dtype = lit.dtype or (t.dtype if isinstance(t, T.TensorType) else None)
+    for x in lit.values:
+        if isinstance(x, int) and not isinstance(x, bool) and not -(2**63) <= x < 2**63:
+            return f"{x} does not fit in a 64-bit integer"
+        if isinstance(x, float) and not math.isfinite(x) and dtype in _INTEGRAL:
+            return f"{x} is not an integer (a {dtype} tensor)"
     return None

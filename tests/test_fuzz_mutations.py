@@ -207,3 +207,18 @@ with helper = graph(%a : Tensor):
     _at(_error(text), 3, 3, "call of helper expects 1 result(s); it returns 0")
     two_args = text.replace("(%f, %x)", "(%f, %x, %x)").replace("return ()", "return (%b)")
     _at(_error(two_args), 3, 3, "call of helper with 2 argument(s); it takes 1")
+
+
+@pytest.mark.parametrize(
+    "decl,words",
+    [
+        ("%k : Long(requires_grad=0, device=cpu) = prim::Constant[value={inf}]()", "inf is not an integer (a Long tensor)"),
+        ("%k : Tensor = prim::Constant[value={99999999999999999999}]()", "does not fit in a 64-bit integer"),
+        ("%k = prim::Constant[value={99999999999999999999}]()", "does not fit in a 64-bit integer"),
+    ],
+)
+def test_tensor_literal_out_of_its_dtype(decl: str, words: str) -> None:
+    """Was `OverflowError: cannot convert float infinity to integer` (resolve.py): the
+    numbers of a tensor literal must fit the tensor's dtype."""
+    text = f"graph():\n  {decl}\n  return (%k)\n"
+    _at(_error(text), 2, 3, words)

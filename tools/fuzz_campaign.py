@@ -147,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
                 failure, trace, sig = err, f"no answer in {args.timeout} s\n", "hang"
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+            if (i + 1) % 5000 == 0:
+                print(f"  {kind} {i + 1}/{args.n} {dict(counts)}", flush=True)
             if failure is None:
                 continue
             counts["escape" if sig != "hang" else "hang"] += 1
@@ -162,8 +164,6 @@ def main(argv: list[str] | None = None) -> int:
                 (folder / "info.txt").write_text(
                     f"seed file: {seed[0]}\nedits: {edits}\nreplay: --replay {kind}:{args.seed}:{i}\n\n{trace}"
                 )
-            if (i + 1) % 1000 == 0:
-                print(f"  {kind} {i + 1}/{args.n} {dict(counts)}", flush=True)
         elapsed = time.perf_counter() - start
         print(f"{kind}: {args.n - first} mutants in {elapsed:.0f} s: {dict(counts)}")
         for sig, n in failures.most_common():
