@@ -104,6 +104,7 @@ def _build_parser() -> argparse.ArgumentParser:
     v.add_argument("--after", metavar="PASS", help="draw the graph as it is after PASS of the pipeline")
     v.add_argument("--constants", action="store_true", help="draw constants as nodes instead of folding them into labels")
     v.add_argument("--no-fusion", action="store_true")
+    v.add_argument("--expand", action="store_true", help="draw every node of a large graph (default: one box per module)")
     v.add_argument("--force", action="store_true", help="overwrite an existing output file")
     v.set_defaults(handler=_cmd_viz)
     return parser
@@ -236,7 +237,8 @@ def _cmd_viz(args: argparse.Namespace) -> int:
         check_writable(target, inputs=[Path(args.file)], force=args.force, kind="viz")
         before[target] = _stamp(target)
     message = render(
-        read_source(args.file), args.file, out, after=args.after, fold_constants=not args.constants, fusion=not args.no_fusion
+        read_source(args.file), args.file, out, after=args.after, fold_constants=not args.constants,
+        fusion=not args.no_fusion, collapse=False if args.expand else None,
     )
     for target in targets:
         if target.is_file() and _stamp(target) != before[target]:  # written now

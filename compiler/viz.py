@@ -6,6 +6,18 @@ groups as clusters holding their sub-graph.  Constants are folded into their use
 labels (``aten::add(·, ·, 1)``) unless asked for.  Each box's tooltip is the node's
 ``file:line:col`` and its Python source location, so an SVG shows where a node came from.
 
+Nodes are declared inside the cluster of the block that owns them and every edge is
+written at the top level, after all clusters: graphviz puts a node in the first cluster
+that mentions it, so an edge written inside a ``prim::If`` box would pull a top-level
+node into that box and draw control flow that does not exist.
+
+A graph of more than ``COLLAPSE_AT`` boxes is drawn collapsed (``to_dot(collapse=None)``):
+one box per module of the top level (``layer1``, ``fc``...) and per fusion group, with
+the edges between them, so a ResNet fits on a screen; ``collapse=False`` (``irc viz
+--expand``) draws every node.  A node's module comes from its ``scope:`` (traced dumps),
+else from the module attribute it reads (``prim::GetAttr`` chains from ``%self``, or a
+frozen constant named ``self.layer1.0.conv1.weight``), else from its first input.
+
 The DOT text is made here, by hand, so the picture's structure can be checked without
 graphviz; the ``graphviz`` package and the ``dot`` program only render it.
 """
@@ -14,10 +26,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
+from compiler.diagnostics import IRError
 from compiler.ir import Block, Graph, Module, Node, Value
-from compiler.types import Type
+from compiler.types import ClassType, TensorType, Type
+
+COLLAPSE_AT = 150  # boxes; a bigger graph is drawn one box per module unless expanded
 
 
 def _quote(text: str) -> str:
@@ -29,10 +45,12 @@ def _type_str(t: Type | None) -> str:
 
 
 def _constant_label(node: Node) -> str:
+    """The constant as the IR prints it (``"abc"``, ``[1, 2]``, ``{0.5}``), shortened."""
+    from compiler.printer import format_attr_value
+
     if "value" not in node.attrs:
         return "None" if node.attrs.get("name") is None else str(node.attrs["name"])
-    value = node.attrs["value"]
-    text = repr(value) if isinstance(value, str) else str(value)
+    text = " ".join(format_attr_value(node.attrs["value"]).split())
     return text if len(text) <= 24 else text[:21] + "..."
 
 
@@ -46,6 +64,7 @@ class _DotWriter:
         self.counter = 0
         self.clusters = 0
         self.groups = 0
+        self.edges: list[str] = []  # written after every cluster, at the top level
 
     def new_id(self, prefix: str = "n") -> str:
         self.counter += 1
@@ -129,30 +148,162 @@ class _DotWriter:
         source = self.ids.get(id(value))
         if source is None:  # a folded constant returned by a block, or a value not drawn
             if value.node is not None and value.node.kind == "prim::Constant":
-                source = self.new_id("c")
+                source = self.new_id("c")  # declared where it is used (inside that block's cluster)
                 self.lines.append(f"{source} [shape=plaintext, label={_quote(_constant_label(value.node))}];")
                 self.ids[id(value)] = source
             else:
                 return
-        self.lines.append(f"{source} -> {target};")
+        self.edges.append(f"{source} -> {target};")
 
 
-def to_dot(module: Module | Graph, fold_constants: bool = True) -> str:
-    """The DOT source of ``module``'s entry graph (and its functions, each a cluster)."""
+def to_dot(module: Module | Graph, fold_constants: bool = True, collapse: bool | None = None) -> str:
+    """The DOT source of ``module``'s entry graph (and its functions, each a cluster).
+
+    ``collapse``: True draws one box per top-level module and fusion group, False every
+    node, None (the default) collapses graphs of more than ``COLLAPSE_AT`` boxes.
+    """
     graph = module.main if isinstance(module, Module) else module
+    if collapse is None:
+        collapse = sum(1 for n in graph.walk() if not (fold_constants and n.kind == "prim::Constant")) > COLLAPSE_AT
     writer = _DotWriter(fold_constants)
     writer.emit("digraph irvm {", 0)
     writer.emit('graph [rankdir=TB, fontname="Helvetica"]; node [fontname="Helvetica", fontsize=10];', 1)
-    writer.graph(graph, 1, "graph")
-    if isinstance(module, Module):
-        for name, fn in module.functions.items():
-            writer.clusters += 1
-            writer.emit(f"subgraph cluster_{writer.clusters} {{", 1)
-            writer.emit(f"label={_quote('function ' + name)}; style=bold;", 2)
-            writer.graph(fn, 2, name)
-            writer.emit("}", 1)
+    if collapse:
+        _collapsed(writer, graph)
+    else:
+        writer.graph(graph, 1, "graph")
+        if isinstance(module, Module):
+            for name, fn in module.functions.items():
+                writer.clusters += 1
+                writer.emit(f"subgraph cluster_{writer.clusters} {{", 1)
+                writer.emit(f"label={_quote('function ' + name)}; style=bold;", 2)
+                writer.graph(fn, 2, name)
+                writer.emit("}", 1)
+    for edge in writer.edges:
+        writer.emit(edge, 1)
     writer.emit("}", 0)
     return "\n".join(writer.lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- collapsed view
+
+
+def module_groups(graph: Graph) -> dict[Node, str | None]:
+    """The top-level module each top-level node belongs to (None: no module to say).
+
+    In order of preference: the node's ``scope:`` (``__module.layer1/...`` -> ``layer1``);
+    the module attribute it reads (a ``prim::GetAttr`` chain from the ``%self`` input, a
+    frozen constant named ``self.layer1.0.conv1.weight``), looked for in its blocks too;
+    else the module of its first input that has one.  A fusion group is its own group.
+    """
+    paths: dict[int, str] = {}  # id(Value) -> attribute path from self ("layer1.0.conv1")
+    if graph.inputs and isinstance(graph.inputs[0].type, ClassType):
+        paths[id(graph.inputs[0])] = ""
+    of_value: dict[int, str | None] = {}
+    groups: dict[Node, str | None] = {}
+    fusion = 0
+    for node in graph.nodes:
+        group: str | None = None
+        if isinstance(node.attrs.get("Subgraph"), Graph):
+            group = f"{node.kind}_{fusion}"
+            fusion += 1
+        elif node.scope:
+            head = node.scope.split("/")[0].strip()
+            group = head.split(".", 1)[1] if head.startswith("__module.") else None
+        if group is None:
+            group = _attribute_group(node, paths)
+        if group is None:
+            group = next((of_value[id(v)] for v in node.inputs if of_value.get(id(v))), None)
+        groups[node] = group
+        for out in node.outputs:
+            of_value[id(out)] = group
+    for node in reversed(graph.nodes):  # a node of constants only (a hoisted list) joins its first user
+        if groups[node] is None:
+            users = (_top_level(u.user, graph) for out in node.outputs for u in out.uses)
+            groups[node] = next((groups[u] for u in users if u is not None and groups.get(u)), None)
+    return groups
+
+
+def _top_level(user: Node | Block, graph: Graph) -> Node | None:
+    """The node of ``graph``'s top block that holds ``user`` (a node, or a block's return)."""
+    node = user if isinstance(user, Node) else user.owner
+    while node is not None and node.owner is not graph.block:
+        node = node.owner.owner if node.owner is not None else None
+    return node
+
+
+def _attribute_group(node: Node, paths: dict[int, str]) -> str | None:
+    for inner in (node, *node.walk()):
+        if inner.kind == "prim::GetAttr" and inner.inputs and id(inner.inputs[0]) in paths:
+            base = paths[id(inner.inputs[0])]
+            name = str(inner.attrs.get("name", "?"))
+            path = f"{base}.{name}" if base else name
+            for out in inner.outputs:
+                paths[id(out)] = path
+        elif inner.kind == "prim::Constant" and inner.outputs and inner.outputs[0].name.startswith("self."):
+            out = inner.outputs[0]  # a frozen weight (pooled scalars keep a name from one module only)
+            if out.type is None or isinstance(out.type, TensorType):
+                paths[id(out)] = out.name[len("self.") :]
+        for v in inner.inputs:
+            path = paths.get(id(v))
+            if path:
+                return path.split(".")[0]
+        if inner.kind == "prim::GetAttr" and inner.outputs and paths.get(id(inner.outputs[0])):
+            return paths[id(inner.outputs[0])].split(".")[0]
+    return None
+
+
+def _collapsed(writer: _DotWriter, graph: Graph) -> None:
+    """One box per module group (and per node outside any), edges between boxes."""
+    groups = module_groups(graph)
+    members: dict[str, list[Node]] = {}
+    box_of: dict[int, str] = {}  # id(Value) -> box id
+    for v in graph.inputs:
+        nid = writer.new_id("in")
+        box_of[id(v)] = nid
+        label = f"%{v.name} : {_type_str(v.type)}"
+        writer.emit(f'{nid} [shape=invhouse, style=filled, fillcolor="#dbe9f6", label={_quote(label)}];', 1)
+    boxes: dict[str, str] = {}
+    edges: dict[tuple[str, str], None] = {}
+    for node in graph.nodes:
+        if node.kind == "prim::Constant" and writer.fold:
+            continue
+        group = groups[node]
+        key = group if group is not None else f"#{id(node)}"
+        nid = boxes.get(key)
+        if nid is None:
+            nid = boxes[key] = writer.new_id()
+            members[nid] = []
+        members[nid].append(node)
+        for inner in (node, *node.walk()):
+            for v in inner.inputs:
+                source = box_of.get(id(v))
+                if source is not None and source != nid:
+                    edges[(source, nid)] = None
+        for out in node.outputs:
+            box_of[id(out)] = nid
+    for nid, nodes in members.items():
+        writer.emit(f"{nid} [shape=box, style=rounded, label={_quote(_group_label(nodes, groups))}];", 1)
+    for i, v in enumerate(graph.outputs):
+        nid = writer.new_id("out")
+        writer.emit(f'{nid} [shape=house, style=filled, fillcolor="#f6e3db", label={_quote(f"return {i}: %{v.name}")}];', 1)
+        if id(v) in box_of:
+            edges[(box_of[id(v)], nid)] = None
+    writer.edges.extend(f"{a} -> {b};" for a, b in edges)
+
+
+def _group_label(nodes: list[Node], groups: dict[Node, str | None]) -> str:
+    name = groups[nodes[0]]
+    if name is None:  # a node outside any module: drawn as itself
+        node = nodes[0]
+        return node.kind + ("\n" + ", ".join(_type_str(o.type) for o in node.outputs) if node.outputs else "")
+    counts = Counter(n.kind for node in nodes for n in (node, *node.walk()) if n.kind not in ("prim::Constant", "prim::GetAttr"))
+    total = sum(counts.values())
+    named = Counter({k: c for k, c in counts.items() if k.startswith("aten::")}) or counts  # the ops, not the glue
+    counts = named
+    top = ", ".join(f"{k.split('::')[-1]} x{c}" if c > 1 else k.split("::")[-1] for k, c in counts.most_common(3))
+    more = ", ..." if len(counts) > 3 else ""
+    return f"{name}\n{total} ops: {top}{more}"
 
 
 def render(
@@ -163,15 +314,16 @@ def render(
     after: str | None = None,
     fold_constants: bool = True,
     fusion: bool = True,
+    collapse: bool | None = None,
 ) -> str:
     """Parse ``text``, optionally run the pipeline up to ``after``, and draw it to ``out``.
 
-    The format follows ``out``'s suffix (.dot, .svg, .png).  Without the ``dot`` program
-    the ``.dot`` file is written instead and the message says how to install ``dot``.
-    Returns a one-line message saying what was written.
+    The format follows ``out``'s suffix (.dot, .svg, .png, .pdf).  A picture needs the
+    ``dot`` program: without it nothing is written and the IRError says how to install
+    it (or to ask for ``.dot`` text).  ``collapse`` as in ``to_dot``.  Returns a one-line
+    message saying what was written.
     """
     from compiler import pipeline
-    from compiler.diagnostics import IRError
     from compiler.parser import parse
 
     module = parse(text, filename)
@@ -180,21 +332,19 @@ def render(
         if after not in names:
             raise IRError(f"unknown pass {after!r}; the pipeline is: {', '.join(names)}")
         module, _ = pipeline.optimize(module, names[: names.index(after) + 1], fusion=fusion)
-    dot = to_dot(module, fold_constants)
     fmt = out.suffix.lstrip(".").lower() or "svg"
+    if fmt not in ("dot", "svg", "png", "pdf"):
+        raise IRError(f"cannot draw to {out}: use a .svg, .png, .pdf or .dot file name")
+    if fmt != "dot" and shutil.which("dot") is None:
+        raise IRError(
+            f"cannot draw {out}: the graphviz 'dot' program is not installed "
+            f"(install it with 'apt-get install graphviz' or 'brew install graphviz'), "
+            f"or write the DOT text instead: -o {out.with_suffix('.dot')}"
+        )
+    dot = to_dot(module, fold_constants, collapse)
     if fmt == "dot":
         out.write_text(dot)
         return f"wrote {out}"
-    if fmt not in ("svg", "png", "pdf"):
-        raise IRError(f"cannot draw to {out}: use a .svg, .png, .pdf or .dot file name")
-    if shutil.which("dot") is None:
-        dot_path = out.with_suffix(".dot")
-        dot_path.write_text(dot)
-        return (
-            f"wrote {dot_path}: the graphviz 'dot' program is not installed, so no {fmt} was drawn "
-            f"(install it with 'apt-get install graphviz' or 'brew install graphviz', then run "
-            f"'dot -T{fmt} {dot_path} -o {out}')"
-        )
     proc = subprocess.run(["dot", f"-T{fmt}", "-o", str(out)], input=dot.encode(), capture_output=True, check=False)
     if proc.returncode != 0:
         raise IRError(f"dot failed drawing {out}: {proc.stderr.decode(errors='replace').strip()}")

@@ -115,8 +115,115 @@ def test_cli_renders_png(tmp_path: Path) -> None:
     assert out.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_without_dot_writes_the_dot_file_and_says_how_to_install(tmp_path: Path, monkeypatch) -> None:
+def test_without_dot_a_picture_is_an_error_with_the_install_hint(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Asking for an .svg/.png without graphviz's `dot` exits non-zero, says how to install
+    it, and writes nothing (no stray .dot file next to the picture)."""
+    from compiler.cli import main
+
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    message = render(IF_LOOP, "m.ir", tmp_path / "g.svg")
-    assert (tmp_path / "g.dot").exists() and not (tmp_path / "g.svg").exists()
-    assert "apt-get install graphviz" in message
+    with pytest.raises(compiler.IRError, match="apt-get install graphviz"):
+        render(IF_LOOP, "m.ir", tmp_path / "g.svg")
+    source = tmp_path / "m.ir"
+    source.write_text(IF_LOOP)
+    assert main(["viz", str(source), "-o", str(tmp_path / "g.png")]) != 0
+    assert "graphviz" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.ir"]
+    assert "wrote" in render(IF_LOOP, "m.ir", tmp_path / "g.dot")  # DOT text needs no graphviz
+
+
+def _cluster_of_each_line(dot: str) -> list[tuple[str | None, str]]:
+    """(innermost cluster label or None at the top level, line) for every line."""
+    stack: list[str | None] = []
+    out = []
+    for line in dot.splitlines()[1:-1]:
+        if line.strip().startswith("subgraph cluster_"):
+            stack.append("?")
+        elif line.strip() == "}":
+            stack.pop()
+        elif line.strip().startswith("label=") and stack and stack[-1] == "?":
+            stack[-1] = line.strip().split('"')[1]
+        out.append((stack[-1] if stack else None, line.strip()))
+    return out
+
+
+def test_nodes_sit_in_their_own_block_and_edges_at_the_top_level() -> None:
+    """Every edge is written outside all clusters (an edge inside a cluster would pull its
+    ends into it: top-level nodes drawn inside a prim::If box); each box is declared in
+    the cluster of the block that owns its node."""
+    placed = _cluster_of_each_line(to_dot(compiler.parse(IF_LOOP, "m.ir")))
+    edges = [(c, line) for c, line in placed if "->" in line and "label=" not in line]
+    assert edges and all(c is None for c, _ in edges)
+    where = {line.split('label="')[1].split("(")[0]: c for c, line in placed if "shape=box" in line or "shape=octagon" in line}
+    assert where == {"prim::If": None, "aten::relu": "prim::If block0", "aten::neg": "prim::If block1",
+                     "prim::Loop": None, "aten::add": "prim::Loop block0"}  # fmt: skip
+
+
+def test_labels_are_ir_text_not_python_reprs() -> None:
+    """Constants read as the IR prints them: "a" not 'a', {0.5} not TensorLiteral(...)."""
+    text = """graph(%x : Tensor):
+  %s : str = prim::Constant[value="same"]()
+  %h : Tensor = prim::Constant[value={0.5}]()
+  %l : int[] = prim::Constant[value=[1, 2]]()
+  %y : Tensor = aten::mul(%x, %h)
+  %z : Tensor = aten::sum(%y, %l)
+  %w : Tensor = aten::div(%z, %x, %s)
+  return (%w)
+"""
+    dot = to_dot(compiler.parse(text, "m.ir"))
+    labels = boxes(dot)
+    assert "aten::mul(·, {0.5})\\nTensor" in labels
+    assert "aten::sum(·, [1, 2])\\nTensor" in labels
+    assert 'label="aten::div(·, ·, \\"same\\")\\nTensor"' in dot
+    assert "TensorLiteral" not in dot and "'" not in dot
+
+
+def _layered_module(n_layers: int, per_layer: int) -> str:
+    """A scripted-module-like graph: each layer reads its weight through GetAttr chains."""
+    lines = ["graph(%self : __torch__.Net, %x : Tensor):"]
+    prev = "%x"
+    for i in range(n_layers):
+        lines.append(f'  %layer{i} : __torch__.Block = prim::GetAttr[name="layer{i}"](%self)')
+        lines.append(f'  %w{i} : Tensor = prim::GetAttr[name="weight"](%layer{i})')
+        for j in range(per_layer):
+            lines.append(f"  %h{i}_{j} : Tensor = aten::mul({prev}, %w{i})")
+            prev = f"%h{i}_{j}"
+            lines.append(f"  %r{i}_{j} : Tensor = aten::relu({prev})")
+            prev = f"%r{i}_{j}"
+    lines.append(f"  return ({prev})")
+    return "\n".join(lines) + "\n"
+
+
+def test_large_graph_is_collapsed_to_one_box_per_module() -> None:
+    """Past COLLAPSE_AT boxes the picture has one box per top-level module (named, with
+    its op counts) and one edge per connection; collapse=False (irc viz --expand) draws
+    every node again."""
+    from compiler.viz import COLLAPSE_AT
+
+    module = compiler.parse(_layered_module(8, 12), "net.ir")
+    n_ops = sum(1 for n in module.main.walk())
+    assert n_ops > COLLAPSE_AT
+    dot = to_dot(module)
+    labels = re.findall(r'shape=box, style=rounded, label="([^"]*)"', dot)
+    assert labels == [f"layer{i}\\n24 ops: mul x12, relu x12" for i in range(8)]
+    # %self -> each layer, %x -> layer0 -> ... -> layer7 -> return
+    assert len(re.findall(r" -> ", dot)) == 8 + 1 + 7 + 1
+    assert len(boxes(to_dot(module, collapse=False))) == n_ops
+    small = compiler.parse(_layered_module(2, 2), "net.ir")
+    assert len(boxes(to_dot(small))) == sum(1 for _ in small.main.walk())  # small graphs stay expanded
+
+
+@pytest.mark.torch
+def test_resnet18_fits_on_a_screen() -> None:
+    """A scripted ResNet-18 (about 900 nodes inlined) and its traced form draw as a
+    handful of module boxes: conv1, the four layers, fc."""
+    pytest.importorskip("torch")
+    import types
+
+    sys.modules.setdefault("torchvision._meta_registrations", types.ModuleType("torchvision._meta_registrations"))
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    model = torchvision.models.resnet18().eval()
+    for graph in (torch.jit.script(model).inlined_graph, torch.jit.trace(model, torch.randn(1, 3, 32, 32)).inlined_graph):
+        dot = to_dot(compiler.parse(str(graph), "resnet.ir"))
+        names = [label.split("\\n")[0] for label in re.findall(r'shape=box, style=rounded, label="([^"]*)"', dot)]
+        assert {"conv1", "layer1", "layer2", "layer3", "layer4", "fc"} <= set(names) and len(names) <= 12, names
