@@ -59,6 +59,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile", help="per-operator time and the memory plan (static runtime)")
     _common(p)
     p.add_argument("--runs", type=int, default=20, help="timed runs after one warm-up (default 20)")
+    p.add_argument("--chrome-trace", metavar="FILE", help="write the last timed run as Chrome trace-event JSON (Perfetto)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --chrome-trace file that irvm did not write")
     p.set_defaults(handler=_cmd_profile)
 
     d = sub.add_parser("disasm", help="print the bytecode of a program")
@@ -212,6 +214,16 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     weights = {**archive_weights(args.program), **_load_npz(args.weights)}
     report = profile(program, inputs, weights=weights, runs=args.runs, options=options)
     print(report)
+    if args.chrome_trace:
+        import json
+
+        from compiler.diagnostics import IRError
+
+        out = Path(args.chrome_trace)
+        if out.exists() and not args.force and b'"producer": "irvm profile"' not in out.read_bytes()[:200]:
+            raise IRError(f"refusing to overwrite {out}: it exists and is not an irvm trace (use --force)")
+        out.write_text(json.dumps(report.chrome_trace()))
+        print(f"wrote {args.chrome_trace} (open it in https://ui.perfetto.dev)", file=sys.stderr)
     return 0
 
 

@@ -6,6 +6,13 @@ time), then run ``runs`` times twice over: with the normal generated code (the t
 time per run, what a user gets) and with code that times each node (time per node,
 summed per operator kind, with its share of the summed time and its instance count).
 
+The breakdown table has one row per operator kind and input shapes (as torch.profiler's
+``group_by_input_shape``): the calls (executions, so a node in a loop counts each
+iteration), the time per run and its share of the timed run, plus a row for the time
+spent outside the nodes (control flow, moves, the runtime's own work), so the rows add up
+to the run.  ``report.chrome_trace()`` is the last timed run as Chrome trace-event JSON
+(``irvm profile --chrome-trace FILE``; open it in Perfetto or chrome://tracing).
+
 The memory section reads the plan of the profiled input shapes: managed bytes (what the
 managed intermediates would take if each were allocated), slab bytes, the number of
 storage groups, and the bytes saved, plus the constants the fast path widened to arrays
@@ -41,6 +48,28 @@ class KindMetrics:
 
 
 @attrs.frozen
+class Row:
+    """One line of the breakdown: an operator kind on inputs of given shapes."""
+
+    kind: str
+    shapes: str  # "[2, 3], [3], int" (empty for the outside-nodes row)
+    calls_per_run: float  # executions per run (a node in a loop counts every iteration)
+    seconds_per_run: float
+    share: float  # of the timed run
+
+
+@attrs.frozen
+class TraceEvent:
+    """One execution of a node in the last timed run (seconds from that run's start)."""
+
+    name: str
+    start: float
+    duration: float
+    node: str
+    shapes: str
+
+
+@attrs.frozen
 class ProfileReport:
     setup_seconds: float
     first_run_seconds: float
@@ -62,6 +91,24 @@ class ProfileReport:
     planner: str
     filled_constants: int = 0  # constants widened to arrays for maximum/minimum (static_fastpath)
     filled_bytes: int = 0
+    rows: tuple[Row, ...] = ()  # by kind and input shapes, then the time outside nodes
+    timed_seconds_per_run: float = 0.0  # a run with node timing on: what the rows add up to
+    trace: tuple[TraceEvent, ...] = ()
+
+    def chrome_trace(self) -> dict[str, Any]:
+        """The last timed run in Chrome's trace-event format (complete "X" events, in µs)."""
+        events: list[dict[str, Any]] = [
+            {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "irvm static runtime"}},
+            {"name": "run", "cat": "run", "ph": "X", "pid": 1, "tid": 1, "ts": 0.0,
+             "dur": round(max((e.start + e.duration for e in self.trace), default=0.0) * 1e6, 3)},
+        ]  # fmt: skip
+        for e in self.trace:
+            events.append({
+                "name": e.name, "cat": "operator", "ph": "X", "pid": 1, "tid": 1,
+                "ts": round(e.start * 1e6, 3), "dur": round(e.duration * 1e6, 3),
+                "args": {"node": e.node, "input shapes": e.shapes},
+            })  # fmt: skip
+        return {"otherData": {"producer": "irvm profile"}, "traceEvents": events, "displayTimeUnit": "ms"}
 
     @property
     def bytes_saved(self) -> int:
@@ -75,12 +122,13 @@ class ProfileReport:
             f"  per run {us(self.seconds_per_run)} (median)   sum of node times {us(self.node_seconds_per_run)}",
             f"  nodes {self.total_nodes}, with an out variant {self.out_nodes}",
             "",
-            f"  {'operator':<34}{'time/run':>14}{'share':>8}{'count':>7}{'slab':>6}",
+            f"  {'operator':<30}{'input shapes':<28}{'time/run':>14}{'share':>8}{'calls':>7}",
         ]
-        for k in self.per_kind:
-            lines.append(
-                f"  {k.kind:<34}{us(k.seconds_per_run):>14}{k.share:>7.1%}{k.instances:>7}{k.managed:>6}"
-            )
+        for r in self.rows:
+            shapes = r.shapes if len(r.shapes) <= 27 else r.shapes[:24] + "..."
+            calls = f"{r.calls_per_run:g}" if r.kind != OUTSIDE else ""
+            lines.append(f"  {r.kind:<30}{shapes:<28}{us(r.seconds_per_run):>14}{r.share:>7.1%}{calls:>7}")
+        lines.append(f"  {'total (a run with node timing)':<58}{us(self.timed_seconds_per_run):>14}{1:>7.1%}")
         if self.per_node:
             lines += ["", "  slowest nodes:"]
             lines += [f"  {us(t)}  {name}" for name, t in self.per_node]
@@ -136,16 +184,23 @@ def profile(
     views = plan.views if plan is not None else {}
     mode = attrs.evolve(plan.mode, timed=True) if plan is not None else Mode(timed=True)
     per_run: list[list[float]] = []
+    clocks: list[_Clock] = []
+    walls: list[float] = []
     for _ in range(runs):  # the median of each node over the runs: robust to preemption
-        times = [0.0] * len(sm.processed_nodes)
+        clock = _Clock(len(sm.processed_nodes))
         arena, fast = (list(plan.arena), plan.fast) if plan is not None else ([], {})
         timed = sm.bind(
-            sm.entry, mode, views, sm.callee_functions(True), None, times, arena, fast
+            sm.entry, mode, views, sm.callee_functions(True), None, clock, arena, fast
         )
+        clock.start = t0 = time.perf_counter()
         rt._run(timed, tuple(inputs))
-        per_run.append(times)
+        walls.append(time.perf_counter() - t0)
+        per_run.append(list(clock))
+        clocks.append(clock)
     medians = [statistics.median(column) for column in zip(*per_run)]
-    return _report(
+    shapes = _input_shapes(sm, plan, inputs, program_or_module, weights)
+    extra = _breakdown(sm, per_run, clocks, walls, shapes)
+    return attrs.evolve(_report(
         sm,
         plan,
         medians,
@@ -154,7 +209,107 @@ def profile(
         statistics.median(totals),
         runs,
         _fallbacks(sm, plan, inputs),
+    ), **extra)
+
+
+OUTSIDE = "(outside nodes)"
+
+
+class _Clock(list):  # type: ignore[type-arg]
+    """The timed code's ``T``: it runs ``T[i] += elapsed`` after node i, so each store is
+    one execution; the stores are counted and kept as trace events."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__([0.0] * n)
+        self.counts = [0] * n
+        self.events: list[tuple[int, float, float]] = []  # (node index, end, duration)
+        self.start = 0.0
+        self._now = time.perf_counter
+
+    def __setitem__(self, i: Any, value: Any) -> None:
+        end = self._now()
+        self.events.append((i, end - self.start, value - list.__getitem__(self, i)))
+        list.__setitem__(self, i, value)
+        self.counts[i] += 1
+
+
+def _shape_text(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return str(list(value.shape))
+    if isinstance(value, (list, tuple)):
+        return f"{type(value).__name__}[{len(value)}]"
+    return type(value).__name__ if value is not None else "None"
+
+
+def _input_shapes(sm: StaticModule, plan: Any, inputs: Sequence[Any], program: Any, weights: Any) -> dict[int, str]:
+    """Node index -> the shapes of its inputs, read from one recording run (entry graph
+    nodes; a node of a called function gets ""), completed by name from an interpreter run
+    (values inside loops: their last iteration's shapes); "?" where neither knows."""
+    code = sm.entry
+    values: dict[int, Any] = dict(code.constants)
+    values.update(zip(code.params, inputs))
+    seen: dict[int, Any] = {}
+    slots = frozenset(slot for pn in code.pnodes for slot in pn.outputs)
+    base = plan.mode if plan is not None else Mode()
+    mode = attrs.evolve(base, record=True, candidates=slots)
+    arena, fast = (list(plan.arena), plan.fast) if plan is not None else ([], {})
+    fn = sm.bind(code, mode, plan.views if plan is not None else {}, sm.callee_functions(False), seen, None, arena, fast)
+    fn(*inputs)
+    values.update(seen)
+    named = _traced_values(program, weights, inputs)
+    missing = object()
+
+    def shape(slot: int, value: Any) -> str:
+        v = values.get(slot, missing)
+        if v is missing:  # a loop-carried value or an If/Loop output: the traced run has it
+            v = named.get(f"%{value.name}", missing)
+        return "?" if v is missing else _shape_text(v)
+
+    return {pn.index: ", ".join(shape(s, v) for s, v in zip(pn.inputs, pn.node.inputs)) for pn in code.pnodes}
+
+
+def _traced_values(program: Any, weights: Any, inputs: Sequence[Any]) -> dict[str, Any]:
+    """Every value of one interpreter run by IR name, when ``program`` is a Program."""
+    from vm.bytecode import Program
+    from vm.interpreter import Interpreter
+
+    from compiler.diagnostics import IRError
+
+    if not isinstance(program, Program):
+        return {}
+    try:
+        return Interpreter(program, weights).run_traced(*inputs)[1]
+    except IRError:  # the shapes are a courtesy: without them the rows say "?"
+        return {}
+
+
+def _breakdown(
+    sm: StaticModule, per_run: list[list[float]], clocks: list[_Clock], walls: list[float], shapes: dict[int, str]
+) -> dict[str, Any]:
+    """Rows by (kind, input shapes) as means over the timed runs, so that with the
+    outside-nodes row they add up to the mean timed run; and the last run's events."""
+    runs = len(walls)
+    wall = sum(walls) / runs
+    by_index = {pn.index: pn for pn in sm.processed_nodes}
+    rows: dict[tuple[str, str], list[float]] = {}
+    for pn in sm.processed_nodes:
+        seconds = sum(times[pn.index] for times in per_run) / runs
+        calls = sum(c.counts[pn.index] for c in clocks) / runs
+        if calls == 0 and seconds == 0:
+            continue
+        entry = rows.setdefault((pn.kind, shapes.get(pn.index, "")), [0.0, 0.0])
+        entry[0] += seconds
+        entry[1] += calls
+    inside = sum(v[0] for v in rows.values())
+    table = sorted((Row(k, sh, v[1], v[0], v[0] / wall) for (k, sh), v in rows.items()), key=lambda r: -r.seconds_per_run)
+    outside = max(wall - inside, 0.0)
+    table.append(Row(OUTSIDE, "", 0, outside, outside / wall))
+    last = clocks[-1]
+    trace = tuple(
+        TraceEvent(by_index[i].kind, end - dur, dur, f"{by_index[i].node!r} @ {by_index[i].node.span}", shapes.get(i, ""))
+        for i, end, dur in last.events
     )
+    return {"rows": tuple(table), "timed_seconds_per_run": wall, "trace": trace}
 
 
 def _fallbacks(sm: StaticModule, plan: Any, inputs: Sequence[Any]) -> list[str]:
