@@ -224,14 +224,11 @@ def check_writable(out: Path, inputs: Sequence[Path], force: bool, kind: str) ->
 
 
 def _cmd_viz(args: argparse.Namespace) -> int:
-    import shutil
-
     from compiler.viz import render
     from vm.files import mark_picture
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".svg")
-    # without graphviz, render writes the DOT text next to the picture asked for
-    targets = [out] if out.suffix.lower() == ".dot" or shutil.which("dot") else [out, out.with_suffix(".dot")]
+    targets = [out]  # without graphviz, render refuses a picture and writes nothing
     before = {}
     for target in targets:
         check_writable(target, inputs=[Path(args.file)], force=args.force, kind="viz")

@@ -29,7 +29,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from compiler.diagnostics import IRError
+from compiler.diagnostics import IRError, RunError
 from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.types import ClassType, TensorType, Type
 
@@ -335,8 +335,8 @@ def render(
     fmt = out.suffix.lstrip(".").lower() or "svg"
     if fmt not in ("dot", "svg", "png", "pdf"):
         raise IRError(f"cannot draw to {out}: use a .svg, .png, .pdf or .dot file name")
-    if fmt != "dot" and shutil.which("dot") is None:
-        raise IRError(
+    if fmt != "dot" and shutil.which("dot") is None:  # exit 1, as for a file irvm will not write
+        raise RunError(
             f"cannot draw {out}: the graphviz 'dot' program is not installed "
             f"(install it with 'apt-get install graphviz' or 'brew install graphviz'), "
             f"or write the DOT text instead: -o {out.with_suffix('.dot')}"

@@ -136,12 +136,14 @@ def test_viz_refuses_a_hand_written_picture_and_replaces_its_own(tmp_path: Path,
 
 
 @pytest.mark.skipif(shutil.which("dot") is not None, reason="with graphviz the picture itself is written")
-def test_viz_without_graphviz_checks_the_dot_file_it_writes_instead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Without `dot`, asking for g.svg writes g.dot: a hand-written g.dot is not replaced."""
+def test_viz_without_graphviz_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without `dot`, asking for g.svg is refused with the install hint (exit 1), and
+    nothing is written: neither the picture nor a g.dot beside it."""
     hand = tmp_path / "g.dot"
     hand.write_text("digraph { a -> b }\n")
-    assert_refused(*irc(capsys, "viz", str(EXAMPLES / "x2.ir"), "-o", str(tmp_path / "g.svg")), hand)
-    assert hand.read_text() == "digraph { a -> b }\n"
+    code, err = irc(capsys, "viz", str(EXAMPLES / "x2.ir"), "-o", str(tmp_path / "g.svg"))
+    assert code == 1 and "apt-get install graphviz" in err
+    assert hand.read_text() == "digraph { a -> b }\n" and not (tmp_path / "g.svg").exists()
 
 
 def _png(width: int = 1, height: int = 1) -> bytes:

@@ -82,5 +82,5 @@ def test_cli_writes_the_trace_and_keeps_foreign_files(tmp_path: Path, capsys) ->
     assert main(args) == 0  # its own trace is rewritten
     mine = tmp_path / "mine.json"
     mine.write_text('{"my": "notes"}')
-    assert main(args[:-1] + [str(mine)]) != 0
+    assert main(args[:-1] + [str(mine)]) == 1
     assert mine.read_text() == '{"my": "notes"}' and "refusing to overwrite" in capsys.readouterr().err

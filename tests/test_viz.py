@@ -121,7 +121,7 @@ def test_without_dot_a_picture_is_an_error_with_the_install_hint(tmp_path: Path,
     from compiler.cli import main
 
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    with pytest.raises(compiler.IRError, match="apt-get install graphviz"):
+    with pytest.raises(compiler.IRError, match="apt-get install graphviz"):  # a RunError: exit 1
         render(IF_LOOP, "m.ir", tmp_path / "g.svg")
     source = tmp_path / "m.ir"
     source.write_text(IF_LOOP)

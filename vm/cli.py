@@ -217,11 +217,14 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if args.chrome_trace:
         import json
 
-        from compiler.diagnostics import IRError
+        from compiler.diagnostics import RunError
 
         out = Path(args.chrome_trace)
+        given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
+        if out.exists() and any(out.resolve() == g.resolve() for g in given if g.exists()):
+            raise RunError(f"refusing to write {out}: it is an input of this command")
         if out.exists() and not args.force and b'"producer": "irvm profile"' not in out.read_bytes()[:200]:
-            raise IRError(f"refusing to overwrite {out}: it exists and is not an irvm trace (use --force)")
+            raise RunError(f"refusing to overwrite {out}: it exists and is not an irvm trace (use --force)")
         out.write_text(json.dumps(report.chrome_trace()))
         print(f"wrote {args.chrome_trace} (open it in https://ui.perfetto.dev)", file=sys.stderr)
     return 0
