@@ -45,9 +45,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from compiler.diagnostics import CompileError, IRError  # noqa: E402
-from compiler.ir import Graph, Module, Node  # noqa: E402
-from compiler.resolve import CONTROL_KINDS, constant_value, normalize, resolve  # noqa: E402
+from compiler.diagnostics import CompileError, IRError
+from compiler.ir import Graph, Module, Node
+from compiler.resolve import CONTROL_KINDS, constant_value, normalize, resolve
 
 
 @dataclass
@@ -214,7 +214,7 @@ def _features(shape: tuple[int, ...], key: str) -> Callable[[], tuple[Any, ...]]
     return make
 
 
-_TEXT = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+_TEXT = {"vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37}
 
 
 def hf_builders() -> dict[str, Builder]:
@@ -369,10 +369,10 @@ def run_both(jit: Any, graph: Any, text: str, inputs: tuple[Any, ...]) -> str:
     """Compile ``text``, run it on both backends with the module's weights, compare with torch."""
     import numpy as np
     import torch
+    from export_torch import module_weights
 
     import compiler
     import vm
-    from export_torch import module_weights
 
     args = tuple(inputs[0].values()) if len(inputs) == 1 and isinstance(inputs[0], dict) else inputs
     with torch.no_grad():

@@ -26,7 +26,16 @@ import numpy as np
 
 from vm.ops._common import copy_out, norm_dim, norm_dims
 from vm.ops._dtypes import (
-    DEFAULT_FLOAT, FLOAT_CAT, INT64, INT_CAT, category, dtype_name, result_type, to_code, to_dtype, wrap,
+    DEFAULT_FLOAT,
+    FLOAT_CAT,
+    INT64,
+    INT_CAT,
+    category,
+    dtype_name,
+    result_type,
+    to_code,
+    to_dtype,
+    wrap,
 )
 from vm.ops.registry import kernel
 
