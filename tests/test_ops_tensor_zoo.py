@@ -1,5 +1,7 @@
 """Operators that real model zoos reach (found by ``tools/op_coverage.py``), against PyTorch:
-``diff`` (Hugging Face GPT-2's packed-sequence detection, traced without a mask), ..."""
+``diff`` (Hugging Face GPT-2's packed-sequence detection, traced without a mask) and the
+in-place twins of functional kernels (``addmm_``, ``baddbmm_``, ``cumsum_``, ``lerp_``...),
+which must write PyTorch's result into ``self`` and return ``self`` itself."""
 
 from __future__ import annotations
 
@@ -7,7 +9,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tensor_op_support import ALL, EXAMPLES, F32, I64, NUM, check_against_torch, tensor
+from tensor_op_support import (
+    ALL,
+    EXAMPLES,
+    F32,
+    FLOAT,
+    I64,
+    NUM,
+    check_against_torch,
+    scalars,
+    shapes,
+    tensor,
+    tensor_dim,
+)
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
 
@@ -31,8 +45,54 @@ def diff_args(draw):
     return x, n, dim, extra(), extra()
 
 
+@st.composite
+def into_self(draw, dtypes=NUM, other_dtypes=None, n_others=1):
+    """``self`` and tensors that broadcast to ``self``'s shape (an in-place op's operands)."""
+    x = draw(tensor(dtypes))
+    others = []
+    for _ in range(n_others):
+        keep = draw(st.integers(0, x.ndim))
+        shape = tuple(1 if draw(st.booleans()) else n for n in x.shape[x.ndim - keep :])
+        others.append(draw(tensor(other_dtypes or (x.dtype,), shape=st.just(shape))))
+    return (x, *others)
+
+
+@st.composite
+def products(draw, batched: bool, dtypes=FLOAT):
+    """``self``, two matrices (batches) whose product has ``self``'s shape, beta and alpha."""
+    dt = (draw(st.sampled_from(dtypes)),)
+    b = (draw(st.integers(1, 3)),) if batched else ()
+    n, k, m = (draw(st.integers(1, 4)) for _ in range(3))
+    beta, alpha = draw(st.sampled_from([1, 0, 0.5, -2])), draw(st.sampled_from([1, 2, -0.5]))
+    return (draw(tensor(dt, shape=st.just((*b, n, m)))), draw(tensor(dt, shape=st.just((*b, n, k)))),
+            draw(tensor(dt, shape=st.just((*b, k, m)))), beta, alpha)
+
+
+def _with(strategy, *extra):
+    return st.tuples(strategy, *extra).map(lambda t: (*t[0], *t[1:]))
+
+
 CASES = [
     ("aten::diff", diff_args()),
+    ("aten::addmm_", products(False)),
+    ("aten::baddbmm_", products(True)),
+    ("aten::clip_", st.tuples(tensor(NUM), st.none() | scalars("if"), st.none() | scalars("if"))),
+    ("aten::cumsum_", _with(tensor_dim(NUM), st.none())),
+    ("aten::cumprod_", _with(tensor_dim(NUM), st.none())),
+    ("aten::lerp_.Scalar", _with(into_self(FLOAT), st.sampled_from([0, 0.25, 1, 1.5]))),
+    ("aten::lerp_.Tensor", into_self(FLOAT, n_others=2)),
+    ("aten::logit_", st.tuples(tensor(FLOAT), st.none() | st.just(0.1))),
+    ("aten::hypot_", into_self(FLOAT)),
+    ("aten::deg2rad_", st.tuples(tensor(NUM))),
+    ("aten::rad2deg_", st.tuples(tensor(NUM))),
+    ("aten::true_divide_.Tensor", into_self(NUM, NUM)),
+    ("aten::true_divide_.Scalar", st.tuples(tensor(NUM), scalars("if").filter(bool))),
+    ("aten::xlogy_.Tensor", into_self(NUM, NUM)),
+    ("aten::xlogy_.Scalar_Other", st.tuples(tensor(NUM), scalars("if"))),
+    ("aten::bitwise_left_shift_.Tensor", into_self((I64,)).map(lambda t: (t[0], np.asarray(np.abs(t[1]) % 4)))),
+    ("aten::bitwise_left_shift_.Tensor_Scalar", st.tuples(tensor((I64,)), st.integers(0, 3))),
+    ("aten::bitwise_right_shift_.Tensor", into_self((I64,)).map(lambda t: (t[0], np.asarray(np.abs(t[1]) % 4)))),
+    ("aten::bitwise_right_shift_.Tensor_Scalar", st.tuples(tensor((I64,)), st.integers(0, 3))),
 ]
 
 
@@ -54,4 +114,13 @@ def test_diff_of_positions_as_gpt2_traces_it() -> None:
     """The exact call GPT-2 makes: int64 positions, prepend = first - 1, dim -1."""
     pos = np.array([[0, 1, 2, 0, 1, 5]], I64)
     check_against_torch("aten::diff", (pos, 1, -1, pos[:, :1] - 1, None))
-    assert NUM
+    assert ALL and shapes
+
+
+def test_list_inplace_add_extends_the_list_itself() -> None:
+    """``l += other`` on a list (aten::add_.t) extends ``l`` in place and returns it."""
+    from vm.ops.registry import lookup
+
+    a, b = [1, 2], [3]
+    assert lookup("aten::add_.t").kernel(a, b) is a and a == [1, 2, 3]
+    assert lookup("aten::add_.t").kernel(a, a) == [1, 2, 3, 1, 2, 3]
