@@ -96,20 +96,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,strategy", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
-def test_zoo_ops_match_torch(name, strategy) -> None:
-    """Values, dtype and shape equal PyTorch's for random arguments (errors where torch errs)."""
-    compared = []
-
-    @settings(max_examples=EXAMPLES * 4)
-    @given(strategy)
-    def check(values):
-        compared.append(check_against_torch(name, values) is not None)
-
-    check()
-    assert any(compared), f"every example of {name} raised in both torch and irvm"
-
-
 def test_diff_of_positions_as_gpt2_traces_it() -> None:
     """The exact call GPT-2 makes: int64 positions, prepend = first - 1, dim -1."""
     pos = np.array([[0, 1, 2, 0, 1, 5]], I64)
@@ -155,3 +141,106 @@ def test_pad_matches_torch_on_every_mode_rank_and_dtype() -> None:
 
     check()
     assert sum(compared) > len(compared) // 4
+
+
+@st.composite
+def roll_args(draw):
+    """Shifts beyond the size and negative, several dims, no dims (the flattened roll),
+    and shift/dim lists of different lengths (an error in PyTorch)."""
+    x = draw(tensor(ALL, min_dims=0, max_dims=3))
+    n = max(x.ndim, 1)
+    dims = draw(st.lists(st.integers(-n, n - 1), max_size=3))
+    k = len(dims) if draw(st.integers(0, 4)) else draw(st.integers(0, 3))
+    return x, draw(st.lists(st.integers(-7, 7), min_size=max(k, 0), max_size=max(k, 0))), dims
+
+
+@st.composite
+def einsum_args(draw):
+    """A random equation over 1-3 operands: repeated letters (diagonals), letters summed
+    away, an implicit or explicit output, sometimes an ellipsis over broadcast dims."""
+    letters = "abcdA"
+    sizes = {c: draw(st.integers(1, 3)) for c in letters}
+    dtype = draw(st.sampled_from([F32, I64, np.dtype("float64")]))
+    ellipsis = draw(st.booleans())
+    lead = draw(st.lists(st.integers(1, 2), max_size=2)) if ellipsis else []
+    terms, tensors = [], []
+    for _ in range(draw(st.integers(1, 3))):
+        sub = "".join(draw(st.lists(st.sampled_from(letters), max_size=3)))
+        shape = [sizes[c] for c in sub]
+        if ellipsis:
+            mine = lead[len(lead) - draw(st.integers(0, len(lead))):]
+            mine = [1 if draw(st.booleans()) else s for s in mine]  # broadcasting inside the ellipsis
+            sub, shape = "..." + sub, mine + shape
+        terms.append(sub)
+        # finite values: where inf meets 0 depends on the contraction order, not on the equation
+        tensors.append(draw(tensor((dtype,), shape=st.just(tuple(shape))).map(lambda x: np.asarray(np.nan_to_num(x)))))
+    used = sorted({c for t in terms for c in t if c.isalpha()})
+    equation = ",".join(terms)
+    if draw(st.booleans()):
+        out = draw(st.permutations(used)) [: draw(st.integers(0, len(used)))]
+        equation += "->" + ("..." if ellipsis else "") + "".join(out)
+    return equation, tensors, None
+
+
+@st.composite
+def baddbmm_args(draw):
+    """``self`` broadcast to the product's shape, beta 0 (``self`` ignored, NaN included),
+    int and float tensors."""
+    dt = (draw(st.sampled_from([F32, I64])),)
+    b, n, k, m = (draw(st.integers(1, 3)) for _ in range(4))
+    shape = draw(st.sampled_from([(b, n, m), (n, m), (1, m), (m,), (1, 1, 1), ()]))
+    ints = dt[0] == I64
+    beta = draw(st.sampled_from([1, 0, 2] if ints else [1, 0, 0.5, -2]))
+    alpha = draw(st.sampled_from([1, 3] if ints else [1, 2, -0.5]))
+    return (draw(tensor(dt, shape=st.just(shape))), draw(tensor(dt, shape=st.just((b, n, k)))),
+            draw(tensor(dt, shape=st.just((b, k, m)))), beta, alpha)
+
+
+@st.composite
+def sdpa_args(draw):
+    """Attention as the zoos call it: 3-d or 4-d, float32/64, bool or float masks of any
+    broadcastable shape (HF's (B, 1, 1, S) padding mask, (L, S) causal masks), is_causal
+    with L != S, an explicit scale, grouped-query heads."""
+    dt = draw(st.sampled_from([F32, np.dtype("float64")]))
+    b, h, length, source, e, ev = (draw(st.integers(1, 3)) for _ in range(6))
+    gqa = draw(st.booleans())
+    kv_heads = draw(st.sampled_from([d for d in (1, h) if h % d == 0])) if gqa else h
+    four = draw(st.booleans()) or gqa
+    q_shape = (b, h, length, e) if four else (b, length, e)
+    k_shape = (b, kv_heads, source, e) if four else (b, source, e)
+    v_shape = (b, kv_heads, source, ev) if four else (b, source, ev)
+    q, k, v = (draw(tensor((dt,), shape=st.just(s)).map(lambda x: np.nan_to_num(x, posinf=3, neginf=-3)))
+               for s in (q_shape, k_shape, v_shape))
+    mask_kind = draw(st.sampled_from(["none", "bool", "float", "causal"]))
+    mask, causal = None, False
+    full = (b, h, length, source) if four else (b, length, source)
+    if mask_kind in ("bool", "float"):
+        shape = tuple(1 if draw(st.booleans()) else n for n in full)[draw(st.integers(0, len(full) - 2)):]
+        mask = draw(tensor((np.dtype(bool),) if mask_kind == "bool" else (dt,), shape=st.just(shape)))
+        if mask_kind == "float":
+            mask = np.nan_to_num(mask, nan=0.0)
+    causal = mask_kind == "causal"
+    scale = draw(st.none() | st.sampled_from([0.5, 1.0, 2.0]))
+    return q, k, v, mask, 0.0, causal, scale, gqa
+
+
+CASES += [
+    ("aten::roll", roll_args()),
+    ("aten::einsum", einsum_args()),
+    ("aten::baddbmm", baddbmm_args()),
+    ("aten::scaled_dot_product_attention", sdpa_args()),
+]
+
+
+@pytest.mark.parametrize("name,strategy", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_zoo_ops_match_torch(name, strategy) -> None:
+    """Values, dtype and shape equal PyTorch's for random arguments (errors where torch errs)."""
+    compared = []
+
+    @settings(max_examples=EXAMPLES * 4)
+    @given(strategy)
+    def check(values):
+        compared.append(check_against_torch(name, values) is not None)
+
+    check()
+    assert any(compared), f"every example of {name} raised in both torch and irvm"
