@@ -224,7 +224,27 @@ def sdpa_args(draw):
     return q, k, v, mask, 0.0, causal, scale, gqa
 
 
+@st.composite
+def masked_fill_args(draw, tensor_value: bool):
+    """A mask that broadcasts with ``self`` (or an int mask, refused by PyTorch), and a
+    value of any kind: a Python int/float/bool or a tensor of any dtype (0-d, or 1-d:
+    refused), including -inf, as attention masks use."""
+    x = draw(tensor(ALL))
+    keep = draw(st.integers(0, x.ndim))
+    shape = tuple(1 if draw(st.booleans()) else n for n in x.shape[x.ndim - keep :])
+    mask = draw(tensor((np.dtype(bool),) * 5 + (I64,), shape=st.just(shape)))
+    if tensor_value:
+        value = draw(tensor(ALL, max_dims=0) | tensor(ALL, shape=st.just((1,))))
+    else:
+        value = draw(scalars("ifb") | st.just(float("-inf")))
+    return x, mask, value
+
+
 CASES += [
+    ("aten::masked_fill.Scalar", masked_fill_args(False)),
+    ("aten::masked_fill.Tensor", masked_fill_args(True)),
+    ("aten::masked_fill_.Scalar", masked_fill_args(False)),
+    ("aten::masked_fill_.Tensor", masked_fill_args(True)),
     ("aten::roll", roll_args()),
     ("aten::einsum", einsum_args()),
     ("aten::baddbmm", baddbmm_args()),
