@@ -7,16 +7,14 @@ traced without an attention mask (the path that calls ``aten::diff``), runs the 
 
 from __future__ import annotations
 
-from typing import List
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
 F = torch.nn.functional
 
-import compiler  # noqa: E402
-import vm  # noqa: E402
+import compiler
+import vm
 
 
 def packed_positions(position_ids: torch.Tensor, x: torch.Tensor):
@@ -89,7 +87,7 @@ def fills_and_inplace(x: torch.Tensor, m: torch.Tensor, w: torch.Tensor):
     h.lerp_(w, 0.25)
     i = x.clone()
     i.clip_(-0.5, 0.5)
-    sizes: List[int] = [1, 2]
+    sizes: list[int] = [1, 2]
     sizes += [x.size(0)]
     return a, b, c, d, e, f, g, h, i, x.new_zeros(sizes)
 
