@@ -22,7 +22,8 @@ gap, but it hides one.
 Models are built from small configurations in code (random weights, no downloads): Hugging
 Face BERT, DistilBERT, RoBERTa, GPT-2, T5, ViT and Whisper's encoder (``torchscript=True``,
 ``return_dict=False``, with the SDPA and the eager attention), one model per torchvision
-classification family plus the segmentation models, and a sample of timm families.
+classification family plus the segmentation models, and a sample of timm families
+(``timm``; ``timm-families`` takes one small model from each of timm's ~100 model modules).
 Each is scripted and traced (``--mode``); what torch itself cannot script or trace is
 reported as such.  ``--run`` also compiles each graph, runs it on the interpreter and the
 static runtime with the module's weights (``tools/export_torch.module_weights``) and
@@ -305,14 +306,43 @@ def timm_builders() -> dict[str, Builder]:
     return {f"timm-{n}": _timm(n) for n in TIMM_MODELS}
 
 
+# too large to build and run here in reasonable time (hundreds of millions of weights, or
+# 1024-pixel inputs); their families' operators are the same as their smaller siblings'
+_TIMM_TOO_LARGE = ("nasnetalarge", "pnasnet5large", "legacy_senet154", "deepseek_vit", "gemma4_vit", "qwen3_vit",
+                   "samvit", "naflexvit", "mobilenetv5", "inception_resnet_v2")
+_SMALL_WORDS = ("pico", "femto", "atto", "nano", "xxs", "tiny", "xs", "mini", "small", "_s", "b0", "18", "050", "_t",
+                "lite", "base")
+
+
+def timm_family_builders() -> dict[str, Builder]:
+    """One small model from every timm model module (its family), by name."""
+    import_torchvision()
+    import timm
+
+    def smallness(name: str) -> tuple[int, int]:
+        return next((i for i, w in enumerate(_SMALL_WORDS) if w in name), 99), len(name)
+
+    out: dict[str, Builder] = {}
+    for module in timm.list_modules():
+        names = [n for n in timm.list_models(module=module) if not any(t in n for t in ("384", "448", "512"))]
+        names = [n for n in names if not n.startswith(_TIMM_TOO_LARGE)]
+        if names:
+            name = min(names, key=smallness)
+            out[f"timm-{name}"] = _timm(name)
+    return out
+
+
 def all_builders() -> dict[str, Builder]:
     return {**hf_builders(), **torchvision_builders(), **timm_builders()}
 
 
 def select(spec: str) -> dict[str, Builder]:
-    """``hf``, ``tv``, ``timm``, ``all`` or model names (``bert-sdpa``, ``tv-resnet18``), comma-separated."""
+    """``hf``, ``tv``, ``timm``, ``timm-families`` (one model per timm module), ``all`` or
+    model names (``bert-sdpa``, ``tv-resnet18``), comma-separated."""
     everything = all_builders()
     groups = {"hf": hf_builders(), "tv": torchvision_builders(), "timm": timm_builders(), "all": everything}
+    if "timm-families" in spec.split(","):
+        groups["timm-families"] = timm_family_builders()
     chosen: dict[str, Builder] = {}
     for item in filter(None, (s.strip() for s in spec.split(","))):
         if item in groups:
@@ -433,15 +463,16 @@ def sweep(
                 dump_dir.mkdir(parents=True, exist_ok=True)
                 (dump_dir / f"{name}.{mode}.ir").write_text(text)
             report.add_graph(label, text)
+            ran = ""
             if run and label in report.graphs:
-                report.runs[label] = run_both(jit, graph, text, inputs)
-            print(f"  {label}: {len(text.splitlines())} lines", file=sys.stderr, flush=True)
+                ran = report.runs[label] = run_both(jit, graph, text, inputs)
+            print(f"  {label}: {len(text.splitlines())} lines {ran}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("paths", nargs="*", help=".ir files or directories searched for *.ir")
-    ap.add_argument("--models", default="", help="hf, tv, timm, all, or model names (comma-separated); needs torch")
+    ap.add_argument("--models", default="", help="hf, tv, timm, timm-families, all, or model names (comma-separated); needs torch")
     ap.add_argument("--mode", default="script,trace", help="script, trace or both (default)")
     ap.add_argument("--dump-dir", type=Path, help="also write each built model's IR here (NAME.MODE.ir)")
     ap.add_argument("--run", action="store_true", help="also run each built model on both backends against torch")
