@@ -19,6 +19,7 @@ import test_ops_tensor_more
 import test_ops_tensor_pointwise
 import test_ops_tensor_reduction
 import test_ops_tensor_shape
+import test_ops_tensor_zoo
 from tensor_op_support import EXAMPLES, assert_same, copy_args
 from vm.ops.registry import all_ops, lookup
 
@@ -26,7 +27,7 @@ TENSOR_MODULES = {"vm.ops.pointwise", "vm.ops.unary", "vm.ops.reduction", "vm.op
                   "vm.ops.factory", "vm.ops.indexing", "vm.ops.pointwise_more", "vm.ops.shape_more"}
 
 ALL_CASES = (test_ops_tensor_pointwise.CASES + test_ops_tensor_reduction.CASES + test_ops_tensor_shape.CASES
-             + test_ops_tensor_linalg.CASES + test_ops_tensor_more.CASES)
+             + test_ops_tensor_linalg.CASES + test_ops_tensor_more.CASES + test_ops_tensor_zoo.CASES)
 OUT_CASES = [c for c in ALL_CASES if lookup(c[0]).out is not None]
 
 

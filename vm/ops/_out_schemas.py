@@ -82,6 +82,7 @@ OUT_SCHEMAS: dict[str, str] = {
     'aten::cumsum': 'aten::cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)',
     'aten::deg2rad': 'aten::deg2rad.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)',
     'aten::diag': 'aten::diag.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)',
+    'aten::diff': 'aten::diff.out(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None, *, Tensor(a!) out) -> Tensor(a!)',
     'aten::div.Scalar': 'aten::div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)',
     'aten::div.Scalar_mode': 'aten::div.Scalar_mode_out(Tensor self, Scalar other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)',
     'aten::div.Tensor': 'aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)',

@@ -151,6 +151,7 @@ _MUTATING = {
     "aten::Delete.t(t[](a!) self, int idx) -> ()": delete,
     "aten::clear.t(t[](a!) self) -> ()": clear,
     "aten::sort.any(t[](a!) self, bool reverse=False) -> ()": sort,
+    "aten::add_.t(t[](a!) self, t[] b) -> t[]": lambda a, b: (a.extend(list(b)), a)[1],  # l += other
 }
 _PURE = {
     "aten::len.t(t[] a) -> int": len,

@@ -33,8 +33,8 @@ def _pairs(x: np.ndarray, pad: Sequence[int]) -> list[tuple[int, int]]:
 def constant_pad(x: np.ndarray, pad: Sequence[int], value: float) -> np.ndarray:
     widths = _pairs(x, pad)
     for d, (a, b) in enumerate(widths):
-        if x.shape[d] + a + b < 0:
-            raise ValueError(f"padding {list(pad)} shrinks dimension {d} of size {x.shape[d]} below zero")
+        if x.shape[d] - max(-a, 0) - max(-b, 0) < 0:  # PyTorch crops before it pads
+            raise ValueError(f"padding {list(pad)} crops dimension {d} of size {x.shape[d]} below zero")
     crop = tuple(slice(max(-a, 0), x.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(widths))
     x = x[crop]
     grow = [(max(a, 0), max(b, 0)) for a, b in widths]
@@ -45,23 +45,56 @@ _NP_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
 
 def mode_pad(x: np.ndarray, pad: Sequence[int], mode: str) -> np.ndarray:
+    """Reflect, replicate or circular padding; negative widths crop, as in PyTorch.
+
+    Reflect and replicate pad as if the whole input were there and then crop (a width
+    must stay below the size for reflect); circular crops first and then wraps what is
+    left, never more than once around.
+    """
     widths = _pairs(x, pad)
     for d, (a, b) in enumerate(widths):
-        if a < 0 or b < 0:
-            raise ValueError(f"{mode} padding does not accept negative widths, got {list(pad)}")
-        limit = x.shape[d] - 1 if mode == "reflect" else x.shape[d]
-        if mode != "replicate" and max(a, b) > limit:
-            raise ValueError(f"{mode} padding {max(a, b)} is too large for dimension {d} of size {x.shape[d]}")
-    return np.pad(x, widths, mode=_NP_MODES[mode])
+        size = x.shape[d]
+        if mode == "reflect" and max(a, b) >= size:
+            raise ValueError(f"reflect padding {max(a, b)} is too large for dimension {d} of size {size}")
+        if mode == "circular" and max(a, b) > size:
+            raise ValueError(f"circular padding {max(a, b)} wraps around dimension {d} of size {size} more than once")
+        if size + a + b < 0:
+            raise ValueError(f"{mode} padding {list(pad)} shrinks dimension {d} of size {size} below zero")
+    padded = [x.shape[d] + a + b for d, (a, b) in enumerate(widths) if d >= x.ndim - len(pad) // 2]
+    if mode != "circular" and padded and max(padded) < 1:  # PyTorch refuses only when every padded dim is empty
+        raise ValueError(f"{mode} padding {list(pad)} leaves every padded dimension of {list(x.shape)} empty")
+    grow = [(max(a, 0), max(b, 0)) for a, b in widths]
+    if mode != "circular":
+        padded = np.pad(x, grow, mode=_NP_MODES[mode])
+        return padded[tuple(slice(max(-a, 0), n - max(-b, 0)) for n, (a, b) in zip(padded.shape, widths))]
+    x = x[tuple(slice(max(-a, 0), x.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(widths))]
+    for d, (a, b) in enumerate(grow):
+        if max(a, b) > x.shape[d]:
+            raise ValueError(f"circular padding {max(a, b)} is larger than dimension {d} once cropped to {x.shape[d]}")
+    return np.pad(x, grow, mode="wrap")
 
 
 @copying_out
 @kernel('aten::pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor')
-def pad(x: np.ndarray, pad_: Sequence[int], mode: str, value: float) -> np.ndarray:
+def pad(x: np.ndarray, pad_: Sequence[int], mode: str, value: float | None) -> np.ndarray:
+    """``F.pad``'s operator.  Non-constant modes pad the last 1-3 dims of an input with
+    one or two more dims (PyTorch's rule), take no fill value and no bool tensor except
+    circular."""
+    if len(pad_) % 2 or len(pad_) > 2 * x.ndim:
+        raise ValueError(f"padding length {len(pad_)} must be even and at most twice the rank {x.ndim}")
     if mode == "constant":
         return constant_pad(x, pad_, 0 if value is None else value)
     if mode not in _NP_MODES:
         raise ValueError(f"unknown padding mode {mode!r}: expected constant, reflect, replicate or circular")
+    if value:
+        raise ValueError(f"padding mode {mode!r} doesn't take a value argument")
+    dims = len(pad_) // 2
+    if dims > 3 or x.ndim not in (dims + 1, dims + 2):
+        raise NotImplementedError(
+            f"{mode} padding of {dims} dims needs a {dims + 1}-d or {dims + 2}-d input, got {x.ndim}-d"
+        )
+    if x.dtype == np.bool_ and mode != "circular":
+        raise TypeError(f"{mode} padding is not implemented for bool tensors")
     return mode_pad(x, pad_, mode)
 
 

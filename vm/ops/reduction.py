@@ -1,5 +1,5 @@
 """Reduction kernels: sum/mean/prod, max/min, arg-reductions, any/all, norms, std/var,
-cumulative ops, softmax family, sort and topk.
+cumulative ops and ``diff``, softmax family, sort and topk.
 
 Every reduction names its dims the PyTorch way (an ``int[1]?`` that may be None or empty
 for "all dims", negative dims wrapping), which ``_axes`` turns into a numpy ``axis``
@@ -25,7 +25,18 @@ from typing import Any
 import numpy as np
 
 from vm.ops._common import copy_out, norm_dim, norm_dims
-from vm.ops._dtypes import DEFAULT_FLOAT, FLOAT_CAT, INT64, INT_CAT, category, dtype_name, to_code, to_dtype, wrap
+from vm.ops._dtypes import (
+    DEFAULT_FLOAT,
+    FLOAT_CAT,
+    INT64,
+    INT_CAT,
+    category,
+    dtype_name,
+    result_type,
+    to_code,
+    to_dtype,
+    wrap,
+)
 from vm.ops.registry import kernel
 
 Array = np.ndarray
@@ -195,6 +206,42 @@ def _cum(fn: Any) -> Any:
 
 _reg("aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", _cum(np.cumsum))
 _reg("aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", _cum(np.cumprod))
+
+
+@kernel("aten::diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor")
+def diff(self: Array, n: int, dim: int, prepend: Array | None, append: Array | None) -> Array:
+    """The ``n``-th forward difference along ``dim`` (the inverse of ``cumsum``).
+
+    ``prepend``/``append`` are concatenated first (with ``cat``'s type promotion); bool
+    tensors take ``x[1:] != x[:-1]`` (PyTorch's logical_xor); an ``n`` larger than the
+    length gives an empty dim, as ``n`` equal to it does; ``n=0`` copies ``self`` alone.
+    """
+    if self.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = norm_dim(dim, self.ndim)
+    parts = [x for x in (prepend, self, append) if x is not None]
+    for extra in parts:
+        if extra.ndim != self.ndim:
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    if n == 0:  # PyTorch checks prepend/append, then leaves them out
+        return self.copy()
+    x = self if len(parts) == 1 else _cat(parts, d)
+    return np.diff(x, n=min(n, x.shape[d]), axis=d)
+
+
+def _cat(parts: list[Array], dim: int) -> Array:
+    for x in parts:
+        if any(a != b for i, (a, b) in enumerate(zip(x.shape, parts[1].shape)) if i != dim):
+            raise RuntimeError(
+                f"Sizes of tensors must match except in dimension {dim}. "
+                f"Expected size {parts[1].shape} but got {x.shape}"
+            )
+    return np.concatenate(parts, axis=dim, dtype=result_type(*parts))
+
+
+diff.out(copy_out(diff))
 
 
 # ---------------------------------------------------------------------------------------

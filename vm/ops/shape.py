@@ -379,6 +379,8 @@ flip.out(copy_out(flip))
 
 @kernel("aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor")
 def roll(self: Array, shifts: Sequence[int], dims: Sequence[int]) -> Array:
+    if len(shifts) != max(len(dims), 1):
+        raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
     if not dims:
         return np.roll(self.reshape(-1), shifts[0]).reshape(self.shape)
     return np.roll(self, tuple(shifts), tuple(norm_dim(d, self.ndim) for d in dims))
