@@ -446,13 +446,17 @@ def test_inlined_nodes_point_at_the_call() -> None:
     assert "relu" not in optimized.functions
 
 
-def test_training_dropout_raises_at_the_call(tmp_path: Any) -> None:
-    fn = _script(tmp_path, "def f(x: Tensor): return F.dropout(x, 0.5, True)")
+def test_training_dropout_draws_a_mask_from_the_runtime_generator(tmp_path: Any) -> None:
+    """F.dropout with training=True keeps each element with probability 1 - p, scaled by
+    1 / (1 - p), on both backends, and repeats itself under the same seed."""
+    fn = _script(tmp_path, "def f(x: Tensor): return F.dropout(x, 0.25, True)")
     program = compiler.compile_source(str(fn.graph), "case.ir")
-    for engine in (vm.Interpreter(program), vm.StaticRuntime(program)):
-        with pytest.raises(RunError, match="training=True") as info:
-            engine(randn(3))
-        assert "case.ir:" in str(info.value)
+    x = np.ones(4000, np.float32)
+    for make in (vm.Interpreter, vm.StaticRuntime):
+        out = make(program, seed=3)(x)
+        assert set(np.unique(out).tolist()) <= {0.0, np.float32(1 / 0.75)}
+        assert abs((out != 0).mean() - 0.75) < 0.05
+        assert np.array_equal(out, make(program, seed=3)(x))
 
 
 @pytest.mark.parametrize(

@@ -78,6 +78,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", help="npz with the module's weights (dotted state_dict keys)")
     p.add_argument("--no-fusion", action="store_true", help="compile without fusion groups (.ir only)")
     p.add_argument(
+        "--seed", type=int, default=None,
+        help="seed of the runtime's random generator (rand, dropout in training...); not torch's stream",
+    )
+    p.add_argument(
         "--fuser", choices=["blocked", "numba"], default="blocked",
         help="how fusion groups run on big tensors: cache-blocked numpy (default) or numba (pip install irvm[fast])",
     )
@@ -139,12 +143,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.backend == "static":
         from vm.static_runtime import StaticOptions, StaticRuntime
 
-        result = StaticRuntime(program, weights, StaticOptions(fuser=args.fuser))(*inputs)
+        result = StaticRuntime(program, weights, StaticOptions(fuser=args.fuser), seed=args.seed)(*inputs)
         trace = None
     else:
         from vm.interpreter import Interpreter
 
-        interp = Interpreter(program, weights, fuser=args.fuser)
+        interp = Interpreter(program, weights, fuser=args.fuser, seed=args.seed)
         if args.trace:
             result, trace = interp.run_traced(*inputs)
         else:
@@ -210,7 +214,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
     options = StaticOptions(fuser=args.fuser)
     weights = {**archive_weights(args.program), **_load_npz(args.weights)}
-    report = profile(program, inputs, weights=weights, runs=args.runs, options=options)
+    report = profile(program, inputs, weights=weights, runs=args.runs, options=options, seed=args.seed)
     print(report)
     return 0
 

@@ -112,8 +112,10 @@ def profile(
     weights: Any = None,
     runs: int = 20,
     options: StaticOptions | None = None,
+    seed: int | None = None,
 ) -> ProfileReport:
-    """Profile ``program_or_module`` (anything ``StaticModule`` accepts) on ``inputs``."""
+    """Profile ``program_or_module`` (anything ``StaticModule`` accepts) on ``inputs``
+    (random operators seeded by ``seed``)."""
     runs = max(1, runs)
     t0 = time.perf_counter()
     sm = (
@@ -122,7 +124,7 @@ def profile(
         else StaticModule(program_or_module, weights, options)
     )
     setup = time.perf_counter() - t0
-    rt = StaticRuntime(sm)
+    rt = StaticRuntime(sm, seed=seed)
     t0 = time.perf_counter()
     rt(*inputs)
     first = time.perf_counter() - t0
