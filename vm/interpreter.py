@@ -387,7 +387,7 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
     if isinstance(weights, ModuleObject):
         return weights
     if program.module is not None and hasattr(W, "bind_self"):
-        return W.bind_self(program.module.main, weights)
+        return W.bind_self(program.module.main, weights, program.module.attributes)
     return ModuleObject.from_state_dict(weights or {})
 
 

@@ -126,7 +126,7 @@ class StaticModule:
         self.draws = any(
             n.kind in RANDOM_KINDS for g in (main, *module.functions.values()) for n in g.walk()
         )
-        bound = _bind_self(main, weights)
+        bound = _bind_self(main, weights, module.attributes)
         from vm.preflight import make_guard
 
         self_object = next(iter(bound.values()), None)
@@ -661,7 +661,7 @@ def _flat_weights(weights: Any) -> Mapping[str, Any]:
     return {}
 
 
-def _bind_self(graph: Graph, weights: Any) -> dict[Value, Any]:
+def _bind_self(graph: Graph, weights: Any, folded: Mapping[str, Any]) -> dict[Value, Any]:
     """``%self`` (a leading module-typed input) comes from the weights, not the caller."""
     params = graph.inputs
     if not params or not isinstance(params[0].type, T.ClassType):
@@ -672,7 +672,7 @@ def _bind_self(graph: Graph, weights: Any) -> dict[Value, Any]:
         return {params[0]: weights}
     binder = getattr(W, "bind_self", None)
     if binder is not None:
-        return {params[0]: binder(graph, weights or {})}
+        return {params[0]: binder(graph, weights or {}, folded)}
     return {params[0]: W.ModuleObject.from_state_dict(weights or {})}
 
 
