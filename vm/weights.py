@@ -19,12 +19,19 @@ first touches it:
   ``num_heads``, ``_qkv_same_embed_dim``), become Python scalars; ``int[]`` and tuples
   come from 1-d arrays; ``Tensor[]`` from indexed keys (``rnn._flat_weights.0``,
   ``.1``...), or, for an RNN's ``_flat_weights``, from its named parameters
-  (``weight_ih_l0``...) in PyTorch's order.  Absent attributes default only where the
+  (``weight_ih_l0``...) in PyTorch's order; a ``Dict(K, V)`` from ``PATH.KEY`` entries.
+  A mapping with a ``__spec__`` entry (what ``tools/export_torch.py`` writes; the
+  convention of ``vm.io``) has each attribute it names rebuilt whole first
+  (``gather_attributes``), so strings, None, dict keys with dots and empty containers
+  round-trip (docs/weights.md).  Absent attributes default only where the
   meaning is clear: an Optional (``Tensor?``) is None and ``training`` is False
   (inference); every other absent attribute is listed, with its dotted path and type, in
   one ``RunError``.  A GetAttr marked ``required=1`` (``compiler.known_modules`` reads
   ``Embedding.max_norm`` and ``training`` so) must be present, Optional or not; a stored 0-d string
   ``"None"`` is None for any Optional attribute.
+- ``check_folded(folded, root)``: a program compiled with its weights has settings
+  folded into constants (``compiler.passes.fold_module_attributes``); weights holding
+  another value for one of them are refused, all listed in one ``RunError``.
 - ``bind_constants(graph, weights) -> dict[str, ndarray]`` is for frozen graphs, whose
   parameters are ``prim::Constant[value=<Tensor>]()`` named like ``%self.0.weight``.  It
   maps each tensor constant's value name (``"self.0.weight"``) to its array, looked up
