@@ -460,6 +460,30 @@ def test_training_dropout_draws_a_mask_from_the_runtime_generator(tmp_path: Any)
 
 
 @pytest.mark.parametrize(
+    ("source", "shape", "channels"),
+    [
+        ("def f(x: Tensor): return F.dropout1d(x, 0.5, True)", (40, 30), 40),  # unbatched (C, L)
+        ("def f(x: Tensor): return F.dropout2d(x, 0.5, True, True)", (2, 40, 3, 3), 80),
+        ("def f(x: Tensor): return F.dropout3d(x, 0.5, True)", (40, 2, 3, 3), 40),  # unbatched (C, D, H, W)
+    ],
+)
+def test_training_channel_dropout_drops_whole_channels_as_torch(
+    tmp_path: Any, source: str, shape: Any, channels: int
+) -> None:
+    """dropout1d/2d/3d in training zero whole channels (for unbatched input, the channels
+    of the batch of one torch makes) and scale the rest by 2: torch's output and ours have
+    that structure, with the same shape."""
+    fn = _script(tmp_path, source)
+    program = compiler.compile_source(str(fn.graph), "case.ir")
+    theirs = fn(torch.ones(shape)).numpy()
+    for out in [theirs] + [make(program, seed=1)(np.ones(shape, np.float32)) for make in (vm.Interpreter, vm.StaticRuntime)]:
+        assert out.shape == shape
+        rows = out.reshape(channels, -1)
+        assert ((rows == 0) | (rows == 2)).all() and (rows == rows[:, :1]).all()
+        assert 0 < (rows[:, 0] == 0).sum() < channels
+
+
+@pytest.mark.parametrize(
     ("source", "message"),
     [
         ("def f(x: Tensor): return F.mse_loss(x, x, reduction='average')", "average is not a valid value"),
