@@ -259,6 +259,21 @@ def test_weights_contradicting_a_folded_attribute_are_refused_and_irbc_keeps_the
         np.testing.assert_allclose(got, exp.outputs[0], rtol=1e-5, atol=1e-6)
 
 
+def test_irc_compile_with_weights_writes_a_folded_irbc_that_irvm_runs(source: Path) -> None:
+    """`irc compile model.ir --weights w.npz` folds the settings (the training branch with
+    its unknown operator goes), and `irvm run model.irbc --weights w.npz` matches torch."""
+    from compiler.cli import main as irc
+    from vm.cli import main as irvm
+
+    exp, paths = exported(source, "noisy")
+    irbc = paths["ir"].with_suffix(".irbc")
+    assert irc(["compile", str(paths["ir"]), "--weights", str(paths["weights"]), "-o", str(irbc), "--force"]) == 0
+    out = irbc.with_suffix(".out.npz")
+    assert irvm(["run", str(irbc), "--inputs", str(paths["inputs"]), "--weights", str(paths["weights"]),
+                 "--output", str(out), "--backend", "static"]) == 0
+    np.testing.assert_allclose(load(out)["out0"], exp.outputs[0], rtol=1e-5, atol=1e-6)
+
+
 def test_attributes_the_program_assigns_are_not_folded() -> None:
     """A module whose graph has prim::SetAttr keeps every attribute a read (its value may
     change between runs)."""
