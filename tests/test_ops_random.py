@@ -318,3 +318,14 @@ def test_irvm_run_seed_makes_runs_repeatable(tmp_path: Any) -> None:
 def test_a_seed_must_be_a_non_negative_int() -> None:
     with pytest.raises(ValueError, match="non-negative int"):
         make_generator(-1)
+
+
+def test_a_runtime_pool_gives_each_runtime_its_own_stream_from_one_seed() -> None:
+    """RuntimePool(module, n, seed=N): its runtimes draw different streams, and a second
+    pool with the same seed repeats the first one's draws."""
+    module = vm.StaticModule(compiler.compile_source(TWO_RANDS))
+    x = np.zeros(1000, np.float32)
+    first, second = vm.RuntimePool(module, 2, seed=9), vm.RuntimePool(module, 2, seed=9)
+    streams = [rt(x)[1] for rt in first._free]
+    assert not np.array_equal(streams[0], streams[1])
+    assert all(np.array_equal(a, rt(x)[1]) for a, rt in zip(streams, second._free))
