@@ -329,3 +329,17 @@ def test_a_runtime_pool_gives_each_runtime_its_own_stream_from_one_seed() -> Non
     streams = [rt(x)[1] for rt in first._free]
     assert not np.array_equal(streams[0], streams[1])
     assert all(np.array_equal(a, rt(x)[1]) for a, rt in zip(streams, second._free))
+
+
+def test_native_dropout_returns_the_output_and_torchs_keep_mask() -> None:
+    """native_dropout: eval gives a copy and an all-True mask, p = 1 zeros and all-False,
+    as torch; in training the output is the input scaled by 2 where the mask is True."""
+    x = np.random.default_rng(0).standard_normal((40, 50)).astype(np.float32)
+    for p, train in [(0.5, False), (1.0, True), (0.0, True)]:
+        out, mask = op("aten::native_dropout")(x, p, train)
+        t_out, t_mask = torch.native_dropout(torch.from_numpy(x), p, train)
+        np.testing.assert_allclose(out, t_out.numpy(), rtol=1e-6)
+        assert mask.dtype == np.bool_ and np.array_equal(mask, t_mask.numpy()) and out is not x
+    out, mask = seeded(lambda: op("aten::native_dropout")(x, 0.5, None))
+    np.testing.assert_allclose(out, np.where(mask, x * 2, 0), rtol=1e-6)
+    assert abs(mask.mean() - 0.5) < 0.05

@@ -242,3 +242,17 @@ for _name, _feature, _alpha in (
     ("feature_alpha_dropout", True, True),
 ):
     _register_dropout(_name, _feature, _alpha)
+
+
+@_random("aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)")
+def native_dropout(x: Array, p: float, train: bool | None) -> tuple[Array, Array]:
+    """(output, keep mask): a fresh copy and an all-True mask when ``train`` is False;
+    otherwise (``train`` True or None) the mask is ``bernoulli(1 - p)`` and the kept values
+    are scaled by ``1 / (1 - p)`` (zeros and an all-False mask for ``p == 1``)."""
+    if train is False:
+        return x.copy(), np.ones(x.shape, np.bool_)
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    mask = bernoulli_array(x.shape, np.dtype(np.bool_), 1 - p)
+    scale = np.asarray(0.0 if p == 1 else 1 / (1 - p), x.dtype)
+    return x * mask * scale, mask
