@@ -296,12 +296,12 @@ def _dict_attribute(raw: Any, type_: T.DictType) -> dict[Any, Any]:
     else:
         raise TypeError(f"expected a dict (entries PATH.KEY, or a {_SPEC} kind), found {_kind_name(raw)}")
     key_type = _SCALARS.get(type_.key)
-    if key_type is None:
-        raise TypeError(f"dict keys of type {type_.key} cannot be stored")
+    if key_type is None and isinstance(raw, ModuleObject):
+        raise TypeError(f"dict keys of type {type_.key} cannot be stored as PATH.KEY entries")
     result: dict[Any, Any] = {}
     for key, value in items:
         try:
-            converted = key_type(key)
+            converted = key if key_type is None else key_type(key)
         except ValueError:
             raise ValueError(f"the key {key!r} is not a {type_.key}") from None
         result[converted] = convert_attribute(value, type_.value)
