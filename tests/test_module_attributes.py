@@ -29,7 +29,7 @@ torch = pytest.importorskip("torch")
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-import export_torch  # noqa: E402
+import export_torch
 
 KINDS = '''
 from typing import Dict, List, Optional, Tuple
