@@ -65,13 +65,15 @@ def make_generator(seed: int | None) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-RANDOM_KINDS: frozenset[str] = frozenset()  # filled below: every kind registered here
+# Every operator kind registered through ``_random`` (here and in ``random_draws``): a
+# runtime whose program uses one installs its generator for each call.  One set, filled
+# in place, so that every module importing it sees the later registrations too.
+RANDOM_KINDS: set[str] = set()
 
 
 def _random(schema: str) -> Any:
     """``@kernel(schema, pure=False)``, recording the operator as random."""
-    global RANDOM_KINDS
-    RANDOM_KINDS = RANDOM_KINDS | {schema.split("(")[0].split(".")[0]}
+    RANDOM_KINDS.add(schema.split("(")[0].split(".")[0])
     return kernel(schema, pure=False)
 
 
