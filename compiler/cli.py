@@ -79,6 +79,10 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit", choices=["ir", "bytecode"], help="print the optimized IR or a disassembly instead of writing a file")
     c.add_argument("--passes", help="comma-separated pass names to run instead of the default pipeline ('' for none)")
     c.add_argument("--no-fusion", action="store_true", help="do not group elementwise ops into fusion groups")
+    c.add_argument(
+        "--weights", metavar="W.npz",
+        help="compile for these weights: module settings (training, modes...) become constants (docs/weights.md)",
+    )
     c.add_argument("--print-after", action="append", default=[], metavar="PASS", help="print the IR after PASS (repeatable)")
     c.add_argument("--print-after-all", action="store_true", help="print the IR after every pass")
     c.add_argument("--diff", action="store_true", help="with --print-after*, print a unified diff against the previous stage")
@@ -183,8 +187,13 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     printer = _stage_printer(args.diff)
     if print_after and args.diff:
         printer("input", print_module(module))
+    weights = None
+    if args.weights:
+        from vm.cli import _load_npz
+
+        weights = _load_npz(args.weights)
     optimized, records = pipeline.optimize(
-        module, passes, fusion=not args.no_fusion, print_after=print_after, printer=printer
+        module, passes, fusion=not args.no_fusion, print_after=print_after, printer=printer, weights=weights
     )
     if args.verbose:
         for record in records:
@@ -201,7 +210,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     from vm.irbc import save
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
-    check_writable(out, inputs=[Path(args.file)], force=args.force, kind="irbc")
+    given = [Path(args.file), *([Path(args.weights)] if args.weights else [])]
+    check_writable(out, inputs=given, force=args.force, kind="irbc")
     save(program, out, options={"fusion": not args.no_fusion, "passes": passes})
     from compiler.torchscript import save_archive_weights
 

@@ -80,13 +80,17 @@ def compile_source(
     print_after: Any = (),
     printer: Any = None,
     fused_kernels: bool = True,
+    weights: Any = None,
 ) -> Program:
-    """Parse, optimize (``compiler.pipeline.optimize``) and emit IR text."""
+    """Parse, optimize (``compiler.pipeline.optimize``) and emit IR text.  With ``weights``
+    the program is specialized for their settings (``fold_module_attributes``)."""
     from compiler import parse
     from compiler.pipeline import optimize
 
     module = parse(text, filename)
-    optimized, _ = optimize(module, passes, fusion=fusion, print_after=print_after, printer=printer)
+    optimized, _ = optimize(
+        module, passes, fusion=fusion, print_after=print_after, printer=printer, weights=weights
+    )
     return emit(optimized, source=text, fused_kernels=fused_kernels)
 
 

@@ -266,6 +266,9 @@ class Module:
     main: Graph
     functions: dict[str, Graph] = field(factory=dict)
     filename: str = "<string>"
+    # module attributes folded into constants (dotted path -> value): the IR holds only
+    # for weights with these values (compiler.passes.fold_module_attributes)
+    attributes: dict[str, object] = field(factory=dict)
 
     def __repr__(self) -> str:
         return f"<Module {self.filename}: main + {len(self.functions)} functions>"
@@ -280,6 +283,7 @@ class Module:
             self.main.clone(),
             {name: g.clone() for name, g in self.functions.items()},
             self.filename,
+            dict(self.attributes),
         )
 
 

@@ -3,8 +3,8 @@
 Each body has the parameter list TorchScript passes for the torch 2.13 Python function
 (see ``compiler.known_functions``).  An ``inplace`` flag chooses between the operator and
 its in-place variant (``aten::relu_`` mutates and returns its input, as torch's does).
-Dropout is the identity when ``training`` is False and raises when it is True: irvm runs
-inference and draws no random numbers.  ``softmax(dim=None)`` picks the dimension as
+Dropout calls ``aten::dropout`` and its kin, which are the identity when ``training`` is
+False and draw a mask from the runtime's generator when it is True (``vm.ops.random``).  ``softmax(dim=None)`` picks the dimension as
 torch's legacy rule does (0 for 0-, 1- and 3-d inputs, else 1).
 """
 
@@ -88,8 +88,11 @@ def _p_check() -> str:
     )
 
 
-def _dropout(name: str, dims: tuple[int, ...] = ()) -> str:
-    """Identity when not training; a clear error when training (random masks)."""
+def _dropout(name: str, op: str, dims: tuple[int, ...] = (), unbatched: int | None = None) -> str:
+    """Check ``p`` (and the rank, for ``dropout1d``), then ``aten::<op>`` or, with
+    ``inplace``, ``aten::<op>_``: the identity when not training, a random mask drawn from
+    the runtime's generator when training.  An input of rank ``unbatched`` gets a batch
+    dimension for the call, as ``dropout1d``/``dropout3d`` add one."""
     check = _p_check()
     if dims:
         check += "  %ndim : int = aten::dim(%input)\n"
@@ -100,13 +103,29 @@ def _dropout(name: str, dims: tuple[int, ...] = ()) -> str:
         check += f"  %dims_ok : bool = aten::__or__({conds[0]}, {conds[1]})\n"
         check += "  %dims_bad : bool = aten::__not__(%dims_ok)\n"
         check += raise_if("%dims_bad", f"{name}: Expected 2D or 3D input", "dims", "builtins.RuntimeError")
-    check += raise_if(
-        "%training",
-        f"irvm runs inference only: F.{name} with training=True draws a random mask; call it with training=False",
-        "train",
-        "builtins.RuntimeError",
+    call = choose(
+        "dropped", "Tensor", "%inplace",
+        (f"  %dropped_a : Tensor = aten::{op}_(%batched, %p, %training)\n", "%dropped_a"),
+        (f"  %dropped_b : Tensor = aten::{op}(%batched, %p, %training)\n", "%dropped_b"),
     )
-    return graph("%input : Tensor, %p : float, %training : bool, %inplace : bool", check, "%input")
+    if unbatched is None:
+        return graph(
+            "%input : Tensor, %p : float, %training : bool, %inplace : bool",
+            check + call.replace("%batched", "%input").replace("%dropped", "%out"),
+        )
+    check += (
+        const("zero", "int", 0)
+        + const("rank_unbatched", "int", unbatched)
+        + "  %rank : int = aten::dim(%input)\n"
+        + "  %is_unbatched : bool = aten::eq(%rank, %rank_unbatched)\n"
+        + choose("batched", "Tensor", "%is_unbatched",
+                 ("  %with_batch : Tensor = aten::unsqueeze(%input, %zero)\n", "%with_batch"), ("", "%input"))
+        + call
+        + choose("out", "Tensor", "%is_unbatched",
+                 ("  %without_batch : Tensor = aten::squeeze(%dropped, %zero)\n", "%without_batch"),
+                 ("", "%dropped"))
+    )
+    return graph("%input : Tensor, %p : float, %training : bool, %inplace : bool", check)
 
 
 def _rrelu() -> str:
@@ -156,10 +175,10 @@ BODIES: dict[str, list[str]] = {
     )],
     "sigmoid": [_unary("  %out : Tensor = aten::sigmoid(%input)\n")],
     "tanh": [_unary("  %out : Tensor = aten::tanh(%input)\n")],
-    "dropout": [_dropout("dropout")],
-    "dropout1d": [_dropout("dropout1d", (2, 3))],
-    "dropout2d": [_dropout("dropout2d")],
-    "dropout3d": [_dropout("dropout3d")],
-    "alpha_dropout": [_dropout("alpha_dropout")],
-    "feature_alpha_dropout": [_dropout("feature_alpha_dropout")],
+    "dropout": [_dropout("dropout", "dropout")],
+    "dropout1d": [_dropout("dropout1d", "feature_dropout", (2, 3), unbatched=2)],
+    "dropout2d": [_dropout("dropout2d", "feature_dropout")],
+    "dropout3d": [_dropout("dropout3d", "feature_dropout", unbatched=4)],
+    "alpha_dropout": [_dropout("alpha_dropout", "alpha_dropout")],
+    "feature_alpha_dropout": [_dropout("feature_alpha_dropout", "feature_alpha_dropout")],
 }

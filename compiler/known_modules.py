@@ -140,7 +140,7 @@ def add_known_methods(module: Module) -> Module:
                 pending.append(body)
     if not added:
         return module
-    return Module(module.main, {**module.functions, **added}, module.filename)
+    return Module(module.main, {**module.functions, **added}, module.filename, module.attributes)
 
 
 def _body_for(call: Node) -> Graph | None:

@@ -5,6 +5,7 @@ phases; we keep the phases that matter for a numpy runtime and drop the autograd
 (LowerGradOf, specializeAutogradZero, differentiable subgraphs)::
 
     Phase 0  inline_calls                       Inline: callee bodies replace calls
+             (fold_module_attributes)           freeze's attribute folding, given weights
     Phase 2  propagate_constants                ConstantPropagation: run what is known
              pool_constants                     ConstantPooling: one node per constant
     Phase 3  eliminate_dead_code                runOptimization: DCE, CSE, peephole,
@@ -25,8 +26,10 @@ can print the IR after chosen passes (``irc compile --print-after PASS``).
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -100,6 +103,7 @@ def optimize(
     print_after: Iterable[str] = (),
     printer: Callable[[str, str], None] | None = None,
     verify_each: bool = False,
+    weights: Mapping[str, Any] | None = None,
 ) -> tuple[Module, list[PassRecord]]:
     """Run ``passes`` (default: ``DEFAULT_PIPELINE``) over a copy of ``module``.
 
@@ -109,6 +113,11 @@ def optimize(
     ``verify_each`` runs the verifier after every pass too, as the tests do.  Returns the
     optimized module and one record per pass run.  First, ``compiler.known_modules.add_known_methods`` gives every call of a standard
     ``torch.nn`` submodule without a body (a dump of ``.graph``) irvm's forward graph.
+    With ``weights`` (the mapping the program will run with), ``fold_module_attributes``
+    runs right after ``inline_calls`` (first, if that is not run): settings read from
+    ``%self`` become constants, as ``torch.jit.freeze`` folds attributes, so that
+    propagation removes the branches they decide.  The result holds for those weights
+    only (it records the values in ``Module.attributes``).
     """
     from compiler.verify import verify
 
@@ -117,6 +126,11 @@ def optimize(
     if not fusion:
         names = [n for n in names if n not in FUSION_PASSES]
     chosen = [(name, get_pass(name)) for name in names]  # unknown names fail before any work
+    if weights is not None:
+        from compiler.passes.fold_module_attributes import fold_module_attributes
+
+        at = names.index("inline_calls") + 1 if "inline_calls" in names else 0
+        chosen.insert(at, ("fold_module_attributes", functools.partial(fold_module_attributes, weights=weights)))
     wanted = set(print_after)
     for name in wanted - {"all"}:
         get_pass(name)

@@ -446,13 +446,41 @@ def test_inlined_nodes_point_at_the_call() -> None:
     assert "relu" not in optimized.functions
 
 
-def test_training_dropout_raises_at_the_call(tmp_path: Any) -> None:
-    fn = _script(tmp_path, "def f(x: Tensor): return F.dropout(x, 0.5, True)")
+def test_training_dropout_draws_a_mask_from_the_runtime_generator(tmp_path: Any) -> None:
+    """F.dropout with training=True keeps each element with probability 1 - p, scaled by
+    1 / (1 - p), on both backends, and repeats itself under the same seed."""
+    fn = _script(tmp_path, "def f(x: Tensor): return F.dropout(x, 0.25, True)")
     program = compiler.compile_source(str(fn.graph), "case.ir")
-    for engine in (vm.Interpreter(program), vm.StaticRuntime(program)):
-        with pytest.raises(RunError, match="training=True") as info:
-            engine(randn(3))
-        assert "case.ir:" in str(info.value)
+    x = np.ones(4000, np.float32)
+    for make in (vm.Interpreter, vm.StaticRuntime):
+        out = make(program, seed=3)(x)
+        assert set(np.unique(out).tolist()) <= {0.0, np.float32(1 / 0.75)}
+        assert abs((out != 0).mean() - 0.75) < 0.05
+        assert np.array_equal(out, make(program, seed=3)(x))
+
+
+@pytest.mark.parametrize(
+    ("source", "shape", "channels"),
+    [
+        ("def f(x: Tensor): return F.dropout1d(x, 0.5, True)", (40, 30), 40),  # unbatched (C, L)
+        ("def f(x: Tensor): return F.dropout2d(x, 0.5, True, True)", (2, 40, 3, 3), 80),
+        ("def f(x: Tensor): return F.dropout3d(x, 0.5, True)", (40, 2, 3, 3), 40),  # unbatched (C, D, H, W)
+    ],
+)
+def test_training_channel_dropout_drops_whole_channels_as_torch(
+    tmp_path: Any, source: str, shape: Any, channels: int
+) -> None:
+    """dropout1d/2d/3d in training zero whole channels (for unbatched input, the channels
+    of the batch of one torch makes) and scale the rest by 2: torch's output and ours have
+    that structure, with the same shape."""
+    fn = _script(tmp_path, source)
+    program = compiler.compile_source(str(fn.graph), "case.ir")
+    theirs = fn(torch.ones(shape)).numpy()
+    for out in [theirs] + [make(program, seed=1)(np.ones(shape, np.float32)) for make in (vm.Interpreter, vm.StaticRuntime)]:
+        assert out.shape == shape
+        rows = out.reshape(channels, -1)
+        assert ((rows == 0) | (rows == 2)).all() and (rows == rows[:, :1]).all()
+        assert 0 < (rows[:, 0] == 0).sum() < channels
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Normalisation and dropout against torch: batch_norm (eval, and training with the
-running-stat update), layer_norm / native_layer_norm, group_norm, instance_norm, and
-dropout as the inference identity."""
+running-stat update), layer_norm / native_layer_norm, group_norm, instance_norm
+(dropout: tests/test_ops_random.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.nn_support import FEW, close, op, randn
-from vm.ops.registry import lookup
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -84,17 +83,6 @@ def test_instance_norm_with_input_stats_updates_running_buffers_like_torch():
     op("aten::instance_norm")(x, None, None, rm, rv, True, 0.3, 1e-5, True)
     close(rm, trm, atol=1e-6)
     close(rv, trv, atol=1e-5)
-
-
-@pytest.mark.parametrize("name", ["dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout"])
-def test_dropout_is_the_identity_at_inference_and_refuses_training(name):
-    x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    assert op(f"aten::{name}")(x, 0.5, False) is x
-    buf = np.empty_like(x)
-    assert lookup(f"aten::{name}").out(buf, x, 0.5, False) is buf and (buf == x).all()
-    assert op(f"aten::{name}")(x, 0.0, True) is x  # p = 0 is deterministic
-    with pytest.raises(NotImplementedError, match="inference only"):
-        op(f"aten::{name}")(x, 0.5, True)
 
 
 def test_layer_norm_shape_mismatch_is_a_clear_error():

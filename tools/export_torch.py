@@ -14,9 +14,10 @@ and writes into OUTDIR:
                        its ``.graph`` with prim::CallMethod nodes, then the methods of
                        classes irvm has no body for as ``with <class>.<method> = ...``)
     NAME.weights.npz   for a module: its state_dict (buffers included) under dotted keys,
-                       plain attributes the graph reads with prim::GetAttr (``training``,
-                       ``eps``...) as 0-d arrays (a list or tuple as indexed entries
-                       ``sizes.0``, ``sizes.1``; None left out), and every tensor constant PyTorch prints
+                       the other attributes the graph reads with prim::GetAttr (``training``,
+                       ``eps``, strings, None, lists, tuples, dicts) flattened as program
+                       inputs are (0-d arrays; ``sizes.0``, ``sizes.1``; ``return_layers.KEY``)
+                       and described by path in the ``__spec__`` entry, and every tensor constant PyTorch prints
                        as ``<Tensor>`` or rounded (frozen parameters) under its value name;
                        with ``--no-inline``, also the settings (``conv.stride``,
                        ``norm.eps``...) that irvm's bodies of standard submodules read
@@ -343,12 +344,15 @@ def _setting(value: Any, type_: Any, rank: int, key: str) -> np.ndarray:
 
 
 def getattr_values(compiled: Any, graph: Any, known: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Non-tensor attributes the graph reads via prim::GetAttr chains from ``%self``."""
+    """The attributes outside the state_dict that the graph reads via prim::GetAttr chains
+    from ``%self`` (``training``, ints, strings, None, lists, tuples, dicts, tensors kept
+    in lists...), flattened as ``vm.io`` flattens values, with a ``__spec__`` entry naming
+    each one's kind by its dotted path, so that strings, None and dict keys round-trip."""
     paths: dict[Any, str] = {}
     inputs = list(graph.inputs())
     if inputs:
         paths[inputs[0].debugName()] = ""
-    found: dict[str, np.ndarray] = {}
+    values: dict[str, Any] = {}
     for node in _all_nodes(graph):
         if node.kind() != "prim::GetAttr":
             continue
@@ -357,14 +361,13 @@ def getattr_values(compiled: Any, graph: Any, known: dict[str, Any]) -> dict[str
             continue
         path = f"{base}.{node.s('name')}" if base else node.s("name")
         paths[node.output().debugName()] = path
-        if path in known or node.output().type().kind() == "ClassType":
+        if path in known or path in values or node.output().type().kind() == "ClassType":
             continue
         value = _lookup(compiled, path)
-        if value is None or isinstance(value, torch.nn.Module):
+        if isinstance(value, torch.nn.Module):
             continue
-        found.update(flatten_values({path: to_numpy(value)}))
-        del found["__spec__"]
-    return found
+        values[path] = to_numpy(value)
+    return flatten_values(values) if values else {}
 
 
 def _lookup(obj: Any, dotted: str) -> Any:

@@ -80,14 +80,19 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", help="npz with the module's weights (dotted state_dict keys)")
     p.add_argument("--no-fusion", action="store_true", help="compile without fusion groups (.ir only)")
     p.add_argument(
+        "--seed", type=int, default=None,
+        help="seed of the runtime's random generator (rand, dropout in training...); not torch's stream",
+    )
+    p.add_argument(
         "--fuser", choices=["blocked", "numba"], default="blocked",
         help="how fusion groups run on big tensors: cache-blocked numpy (default) or numba (pip install irvm[fast])",
     )
 
 
-def load_program(path: str, fusion: bool = True):
+def load_program(path: str, fusion: bool = True, weights: Any = None):
     """A Program from ``.irbc`` (verified before use), or from ``.ir`` text or a
-    ``torch.jit.save`` archive (compiled now); any other kind of file is refused by ``vm.files.expect``, saying what it is."""
+    ``torch.jit.save`` archive (compiled now); any other kind of file is refused by ``vm.files.expect``, saying what it is.
+    ``.ir`` text given ``weights`` is specialized for their settings, as ``torch.jit.freeze`` would."""
     from vm.files import FileKind, expect
     from vm.irbc import load
 
@@ -100,7 +105,7 @@ def load_program(path: str, fusion: bool = True):
     if kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file; its weights: archive_weights
         return compile_archive(path, fusion=fusion)[0]
 
-    return compiler.compile_source(read_source(path), path, fusion=fusion)
+    return compiler.compile_source(read_source(path), path, fusion=fusion, weights=weights)
 
 
 def _load_npz(path: str | None, role: str = "weights") -> dict[str, np.ndarray]:
@@ -135,18 +140,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_writable(Path(args.output), inputs=given, force=args.force, kind="outputs")
     if args.trace:
         check_writable(Path(args.trace), inputs=given, force=args.force, kind="trace")
-    program = load_program(args.program, fusion=not args.no_fusion)
     weights = {**archive_weights(args.program), **_load_npz(args.weights)}
+    program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
     inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
         from vm.static_runtime import StaticOptions, StaticRuntime
 
-        result = StaticRuntime(program, weights, StaticOptions(fuser=args.fuser))(*inputs)
+        result = StaticRuntime(program, weights, StaticOptions(fuser=args.fuser), seed=args.seed)(*inputs)
         trace = None
     else:
         from vm.interpreter import Interpreter
 
-        interp = Interpreter(program, weights, fuser=args.fuser)
+        interp = Interpreter(program, weights, fuser=args.fuser, seed=args.seed)
         if args.trace:
             result, trace = interp.run_traced(*inputs)
         else:
@@ -206,13 +211,13 @@ def _show(value: Any) -> str:
 def _cmd_profile(args: argparse.Namespace) -> int:
     from vm.profile import profile
 
-    program = load_program(args.program, fusion=not args.no_fusion)
+    weights = {**archive_weights(args.program), **_load_npz(args.weights)}
+    program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
     inputs = read_inputs(args.inputs, program)
     from vm.static_runtime import StaticOptions
 
     options = StaticOptions(fuser=args.fuser)
-    weights = {**archive_weights(args.program), **_load_npz(args.weights)}
-    report = profile(program, inputs, weights=weights, runs=args.runs, options=options)
+    report = profile(program, inputs, weights=weights, runs=args.runs, options=options, seed=args.seed)
     print(report)
     if args.chrome_trace:
         import json

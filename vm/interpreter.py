@@ -38,6 +38,7 @@ from vm.bytecode import Opcode, Program
 from vm.fusion import enable_fuser
 from vm.inputs import InputChecker
 from vm.ops import registry
+from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
 from vm.weights import ModuleObject
 
 DEFAULT_MAX_DEPTH = 1000
@@ -57,6 +58,8 @@ class Interpreter:
     ``last_trace`` (one attribute: use ``run_traced`` from several threads);
     ``debug=True`` prints every instruction.  ``fuser="numba"`` compiles the fused kernels
     with numba now (``vm.fusion``); ``"blocked"`` (the default) uses numpy alone.
+    Random operators draw from ``self.generator``, a numpy Generator seeded by ``seed``
+    (None: from the OS), so the same seed gives the same draws call after call.
     """
 
     def __init__(
@@ -68,8 +71,14 @@ class Interpreter:
         trace: bool = False,
         debug: bool = False,
         fuser: str = "blocked",
+        seed: int | None = None,
     ):
         self.program = program
+        # random operators draw from this runtime's own generator (vm.ops.random)
+        self.generator = make_generator(seed)
+        self._draws = any(
+            ref.name.split(".")[0] in RANDOM_KINDS for f in program.functions for ref in f.operators
+        )
         self.max_depth = max_depth
         self.trace, self.debug = trace, debug
         self.last_trace: dict[str, Any] | None = None
@@ -95,6 +104,9 @@ class Interpreter:
         self._entry = (self.program.entry, entry.code, entry.template, entry.start, self.max_depth)
 
     def __call__(self, *args: Any) -> Any:
+        if self._draws and generator() is not self.generator:
+            with using_generator(self.generator):
+                return self(*args)
         if self._fast_kinds is not None and tuple(map(type, args)) == self._fast_kinds:
             if self.dtype_guard is not None:
                 self.dtype_guard(args)
@@ -112,14 +124,16 @@ class Interpreter:
 
         stack = self._arguments(args)
         values: dict[str, Any] = {}
-        result = reference.run(self, stack, values, debug=self.debug)
+        with using_generator(self.generator):
+            result = reference.run(self, stack, values, debug=self.debug)
         return result, values
 
     def run_reference(self, *args: Any) -> Any:
         """Run on the reference loop without recording (the fast loop's oracle in tests)."""
         from vm import reference
 
-        return reference.run(self, self._arguments(args), None, debug=self.debug)
+        with using_generator(self.generator):
+            return reference.run(self, self._arguments(args), None, debug=self.debug)
 
     def _arguments(self, args: tuple[Any, ...]) -> list[Any]:
         values = self.checker(args)
@@ -373,7 +387,7 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
     if isinstance(weights, ModuleObject):
         return weights
     if program.module is not None and hasattr(W, "bind_self"):
-        return W.bind_self(program.module.main, weights)
+        return W.bind_self(program.module.main, weights, program.module.attributes)
     return ModuleObject.from_state_dict(weights or {})
 
 

@@ -9,7 +9,8 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
   (``OpRef`` fields), constant tables, spans and names, the entry, input names/types;
 - ``arrays/K.npy``: tensor constants, read with ``allow_pickle=False``;
 - ``source.ir``: the IR text the program was compiled from, and the compile options, so
-  a newer irvm can recompile an old file instead of refusing it.
+  a newer irvm can recompile an old file instead of refusing it (options include the
+  module attribute values folded into the program, when it was compiled with weights).
 
 Loading checks, in order: the magic, the format version (a newer format is refused in
 one line; an older one is recompiled from its IR), the hash, the JSON's shape, and then
@@ -79,6 +80,9 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
         buf = io.BytesIO()
         np.save(buf, array, allow_pickle=False)
         members.append((name, buf.getvalue()))
+    folded = dict(program.module.attributes) if program.module is not None else {}
+    if folded:  # compiled with weights: recompiling needs the same attribute values
+        options = {**(options or {}), "attributes": folded}
     source = json.dumps({"text": program.source, "options": options or {}}).encode()
     members.append(("source.ir", source))
     header = {"format": FORMAT_VERSION, "producer": PRODUCER, "sha256": _digest(members)}
@@ -206,7 +210,13 @@ def _recompile(source: dict[str, Any], where: str) -> Program:
     import compiler
 
     options = {k: v for k, v in source.get("options", {}).items() if k in ("fusion", "passes")}
-    return compiler.compile_source(source["text"], where, **options)
+    return compiler.compile_source(source["text"], where, weights=_folded(source), **options)
+
+
+def _folded(source: dict[str, Any]) -> dict[str, Any] | None:
+    """The module attribute values a program was compiled for (None: compiled without weights)."""
+    folded = source.get("options", {}).get("attributes")
+    return dict(folded) if isinstance(folded, dict) else None
 
 
 def _optimized_module(source: dict[str, Any], where: str) -> Any:
@@ -216,7 +226,9 @@ def _optimized_module(source: dict[str, Any], where: str) -> Any:
 
     options = source.get("options", {})
     module = parse(source["text"], where)
-    optimized, _ = optimize(module, options.get("passes"), fusion=options.get("fusion", True))
+    optimized, _ = optimize(
+        module, options.get("passes"), fusion=options.get("fusion", True), weights=_folded(source)
+    )
     return optimized
 
 

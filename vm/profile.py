@@ -160,8 +160,10 @@ def profile(
     weights: Any = None,
     runs: int = 20,
     options: StaticOptions | None = None,
+    seed: int | None = None,
 ) -> ProfileReport:
-    """Profile ``program_or_module`` (anything ``StaticModule`` accepts) on ``inputs``."""
+    """Profile ``program_or_module`` (anything ``StaticModule`` accepts) on ``inputs``
+    (random operators seeded by ``seed``)."""
     runs = max(1, runs)
     t0 = time.perf_counter()
     sm = (
@@ -170,7 +172,7 @@ def profile(
         else StaticModule(program_or_module, weights, options)
     )
     setup = time.perf_counter() - t0
-    rt = StaticRuntime(sm)
+    rt = StaticRuntime(sm, seed=seed)
     t0 = time.perf_counter()
     rt(*inputs)
     first = time.perf_counter() - t0

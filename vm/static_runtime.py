@@ -39,6 +39,7 @@ from compiler.ir import Graph, Module, Value, clone_node
 from vm import memory_planner as mp
 from vm import static_fastpath as fastpath
 from vm.ops import registry
+from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
 from vm.static_analysis import analyze
 from vm.static_codegen import LINEMAPS, FusionInfo, GraphCode, Mode
 
@@ -122,7 +123,10 @@ class StaticModule:
             registry.bind_out if options.enable_out_variant else (lambda ref: None)
         )
         main = module.main
-        bound = _bind_self(main, weights)
+        self.draws = any(
+            n.kind in RANDOM_KINDS for g in (main, *module.functions.values()) for n in g.walk()
+        )
+        bound = _bind_self(main, weights, module.attributes)
         from vm.preflight import make_guard
 
         self_object = next(iter(bound.values()), None)
@@ -302,7 +306,8 @@ class StaticRuntime:
     """Runs a StaticModule: ``StaticRuntime(program, weights=None)(*args)``.
 
     Returns one value, or a tuple when the graph returns several (as ``vm.Interpreter``).
-    Not thread-safe: use one per thread, or a ``RuntimePool``.
+    Not thread-safe: use one per thread, or a ``RuntimePool``.  Random operators draw
+    from ``self.generator``, this runtime's numpy Generator seeded by ``seed``.
     """
 
     def __init__(
@@ -310,6 +315,8 @@ class StaticRuntime:
         module_or_program: Any,
         weights: Any = None,
         options: StaticOptions | None = None,
+        *,
+        seed: int | None = None,
     ):
         if isinstance(module_or_program, StaticModule):
             if weights is not None or options is not None:
@@ -318,6 +325,9 @@ class StaticRuntime:
         else:
             self.module = StaticModule(module_or_program, weights, options)
         sm = self.module
+        # random operators draw from this runtime's own generator (vm.ops.random)
+        self.generator = make_generator(seed)
+        self._draws = sm.draws
         self._plain = sm.bind(
             sm.entry, Mode(), {}, sm.callee_functions(False), None, None
         )
@@ -328,6 +338,9 @@ class StaticRuntime:
         self.plans_made = self.plan_hits = self.arenas = 0
 
     def __call__(self, *args: Any) -> Any:
+        if self._draws and generator() is not self.generator:
+            with using_generator(self.generator):
+                return self(*args)
         sm = self.module
         if len(args) != sm.n_inputs:
             names = ", ".join(f"%{v.name}" for v in sm.inputs)
@@ -543,11 +556,13 @@ class RuntimePool:
     """N runtimes over one StaticModule; a call takes a free one or waits (AITemplate's
     ModelContainer)."""
 
-    def __init__(self, static_module: StaticModule, n: int):
+    def __init__(self, static_module: StaticModule, n: int, *, seed: int | None = None):
         if n < 1:
             raise ValueError("a RuntimePool needs at least one runtime")
         self.module = static_module
-        self._free = [StaticRuntime(static_module) for _ in range(n)]
+        # each runtime draws its own stream: seeds spawned from ``seed`` (None: from the OS)
+        seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(n)]
+        self._free = [StaticRuntime(static_module, seed=s) for s in seeds]
         self._available = threading.Condition()
 
     def __call__(self, *args: Any) -> Any:
@@ -646,7 +661,7 @@ def _flat_weights(weights: Any) -> Mapping[str, Any]:
     return {}
 
 
-def _bind_self(graph: Graph, weights: Any) -> dict[Value, Any]:
+def _bind_self(graph: Graph, weights: Any, folded: Mapping[str, Any]) -> dict[Value, Any]:
     """``%self`` (a leading module-typed input) comes from the weights, not the caller."""
     params = graph.inputs
     if not params or not isinstance(params[0].type, T.ClassType):
@@ -657,7 +672,7 @@ def _bind_self(graph: Graph, weights: Any) -> dict[Value, Any]:
         return {params[0]: weights}
     binder = getattr(W, "bind_self", None)
     if binder is not None:
-        return {params[0]: binder(graph, weights or {})}
+        return {params[0]: binder(graph, weights or {}, folded)}
     return {params[0]: W.ModuleObject.from_state_dict(weights or {})}
 
 

@@ -19,12 +19,19 @@ first touches it:
   ``num_heads``, ``_qkv_same_embed_dim``), become Python scalars; ``int[]`` and tuples
   come from 1-d arrays; ``Tensor[]`` from indexed keys (``rnn._flat_weights.0``,
   ``.1``...), or, for an RNN's ``_flat_weights``, from its named parameters
-  (``weight_ih_l0``...) in PyTorch's order.  Absent attributes default only where the
+  (``weight_ih_l0``...) in PyTorch's order; a ``Dict(K, V)`` from ``PATH.KEY`` entries.
+  A mapping with a ``__spec__`` entry (what ``tools/export_torch.py`` writes; the
+  convention of ``vm.io``) has each attribute it names rebuilt whole first
+  (``gather_attributes``), so strings, None, dict keys with dots and empty containers
+  round-trip (docs/weights.md).  Absent attributes default only where the
   meaning is clear: an Optional (``Tensor?``) is None and ``training`` is False
   (inference); every other absent attribute is listed, with its dotted path and type, in
   one ``RunError``.  A GetAttr marked ``required=1`` (``compiler.known_modules`` reads
   ``Embedding.max_norm`` and ``training`` so) must be present, Optional or not; a stored 0-d string
   ``"None"`` is None for any Optional attribute.
+- ``check_folded(folded, root)``: a program compiled with its weights has settings
+  folded into constants (``compiler.passes.fold_module_attributes``); weights holding
+  another value for one of them are refused, all listed in one ``RunError``.
 - ``bind_constants(graph, weights) -> dict[str, ndarray]`` is for frozen graphs, whose
   parameters are ``prim::Constant[value=<Tensor>]()`` named like ``%self.0.weight``.  It
   maps each tensor constant's value name (``"self.0.weight"``) to its array, looked up
@@ -72,8 +79,11 @@ class ModuleObject:
 
     @classmethod
     def from_state_dict(cls, weights: Mapping[str, Any]) -> "ModuleObject":
+        """The tree of ``weights``: dotted keys split into levels; an entry described in
+        the mapping's ``__spec__`` (a container, a string, None...) is rebuilt whole first
+        and becomes one leaf, whatever its keys look like (``return_layers.layer4``)."""
         root = cls()
-        for key, value in weights.items():
+        for key, value in gather_attributes(weights).items():
             node = root
             *parents, leaf = key.split(".")
             for part in parents:
@@ -84,6 +94,28 @@ class ModuleObject:
                 node = child
             node.attributes[leaf] = value
         return root
+
+
+def gather_attributes(weights: Mapping[str, Any]) -> dict[str, Any]:
+    """``weights`` with each attribute its ``__spec__`` describes rebuilt as one value
+    (``vm.io``'s convention, as for program inputs) in place of its flattened entries."""
+    from vm.io import SPEC_KEY, spec_of, unflatten
+
+    if SPEC_KEY not in weights:
+        return dict(weights)
+    try:
+        spec = spec_of(weights)
+    except ValueError as err:
+        raise RunError(f"the weights' {SPEC_KEY} entry is not valid JSON: {err}") from None
+    if not isinstance(spec, dict):
+        raise RunError(f"the weights' {SPEC_KEY} entry should map attribute paths to kinds")
+    gathered = {k: v for k, v in weights.items() if k != SPEC_KEY}
+    for name, kind in spec.items():
+        gathered[name] = unflatten(weights, name, kind)
+        prefix = name + "."
+        for key in [k for k in gathered if k.startswith(prefix)]:
+            del gathered[key]
+    return gathered
 
 
 # ---------------------------------------------------------------------------------------
@@ -102,16 +134,22 @@ class _Missing:
         self.span = self.span or span
 
 
-def bind_self(graph: Graph, weights: Mapping[str, Any] | ModuleObject | None) -> ModuleObject:
+def bind_self(
+    graph: Graph, weights: Mapping[str, Any] | ModuleObject | None, folded: Mapping[str, Any] | None = None
+) -> ModuleObject:
     """``%self`` for ``graph``, built from ``weights`` and checked against every GetAttr.
 
     ``weights`` is a flat mapping of dotted paths (a state_dict plus plain attributes as
     0-d arrays), or an already built ``ModuleObject``.  Returns the root object with every
     attribute the graph reads converted to its declared type; raises ``RunError`` listing
     each missing ``path : type`` at once.  A graph whose first input is not a class
-    (a function, not a method) gets the tree as given.
+    (a function, not a method) gets the tree as given.  ``folded`` are the attribute
+    values the program was compiled for (``Module.attributes``): weights that hold
+    another value for one of them are refused (``check_folded``).
     """
     root = weights if isinstance(weights, ModuleObject) else ModuleObject.from_state_dict(weights or {})
+    if folded:
+        check_folded(folded, root, graph.span)
     if not graph.inputs or not isinstance(graph.inputs[0].type, T.ClassType):
         return root
     missing = _Missing()
@@ -124,6 +162,43 @@ def bind_self(graph: Graph, weights: Mapping[str, Any] | ModuleObject | None) ->
             missing.span,
         )
     return root
+
+
+def check_folded(folded: Mapping[str, Any], root: ModuleObject, span: Span | None = None) -> None:
+    """Raise a RunError when ``root`` holds, for an attribute the program was compiled
+    with as a constant, a different value (an absent one keeps the compiled value)."""
+    wrong = []
+    for path, expected in folded.items():
+        obj: Any = root
+        *parents, leaf = path.split(".")
+        for part in parents:
+            obj = obj.attributes.get(part) if isinstance(obj, ModuleObject) else None
+        if not isinstance(obj, ModuleObject) or leaf not in obj.attributes:
+            continue
+        raw = obj.attributes[leaf]
+        try:
+            if expected is None:
+                actual = None if raw is None or is_none_marker(raw) else raw
+            else:
+                actual = convert_attribute(raw, _TYPE_OF[type(expected)])
+        except (TypeError, ValueError):
+            actual = raw
+        if actual is not expected and not (actual is not None and expected is not None and actual == expected
+                                           and type(actual) is type(expected)):
+            wrong.append(f"{path} = {expected!r} in the program, {_show(actual)} in these weights")
+    if wrong:
+        listing = "\n  ".join(wrong)
+        raise RunError(
+            "the program was compiled for other values of these module attributes (its settings "
+            f"were folded into constants):\n  {listing}\nrecompile the IR with these weights", span
+        )
+
+
+_TYPE_OF: dict[type, T.Type] = {bool: T.BOOL, int: T.INT, float: T.FLOAT, str: T.STR}
+
+
+def _show(value: Any) -> str:
+    return repr(value) if value is None or isinstance(value, (bool, int, float, str)) else _kind_name(value)
 
 
 _PLAIN_HINT = (
@@ -199,6 +274,8 @@ def convert_attribute(raw: Any, type_: T.Type) -> Any:
         if array.size != 1:
             raise ValueError(f"expected one value, got an array of shape {list(array.shape)}")
         return _SCALARS[type_](array.reshape(()).item())
+    if isinstance(type_, T.DictType):
+        return _dict_attribute(raw, type_)
     if isinstance(type_, (T.ListType, T.TupleType)):
         items = _items(raw)
         elems = [type_.elem] * len(items) if isinstance(type_, T.ListType) else list(type_.elems)
@@ -207,6 +284,37 @@ def convert_attribute(raw: Any, type_: T.Type) -> Any:
         converted = [convert_attribute(item, elem) for item, elem in zip(items, elems)]
         return converted if isinstance(type_, T.ListType) else tuple(converted)
     return raw
+
+
+def _dict_attribute(raw: Any, type_: T.DictType) -> dict[Any, Any]:
+    """A ``Dict(K, V)`` attribute: a dict (from a ``__spec__``), or ``PATH.KEY`` entries
+    written by hand, whose keys are converted to ``K`` (``"3"`` for an int key)."""
+    if isinstance(raw, ModuleObject):
+        items = list(raw.attributes.items())
+    elif isinstance(raw, dict):
+        items = list(raw.items())
+    else:
+        raise TypeError(f"expected a dict (entries PATH.KEY, or a {_SPEC} kind), found {_kind_name(raw)}")
+    key_type = _SCALARS.get(type_.key)
+    if key_type is None and isinstance(raw, ModuleObject):
+        raise TypeError(f"dict keys of type {type_.key} cannot be stored as PATH.KEY entries")
+    result: dict[Any, Any] = {}
+    for key, value in items:
+        try:
+            converted = key if key_type is None else key_type(key)
+        except ValueError:
+            raise ValueError(f"the key {key!r} is not a {type_.key}") from None
+        result[converted] = convert_attribute(value, type_.value)
+    return result
+
+
+_SPEC = "__spec__"
+
+
+def _kind_name(raw: Any) -> str:
+    if isinstance(raw, np.ndarray):
+        return f"an array of shape {list(raw.shape)} and dtype {raw.dtype}"
+    return type(raw).__name__
 
 
 def _items(raw: Any) -> list[Any]:

@@ -10,7 +10,10 @@ From TorchScript's ``peephole.cpp`` we keep the rewrites that are safe on our ty
   absent or the constant 1) -> ``x`` when ``x`` is known to be a floating-point tensor
   (then a Python scalar cannot change its dtype, and the shape is ``x``'s own);
 - ``a is None`` / ``a is not None`` -> a bool constant when the types decide it (both
-  ``NoneType``, or one ``NoneType`` and the other a type that cannot hold None).
+  ``NoneType``, or one ``NoneType`` and the other a type that cannot hold None);
+- ``dropout(x, p, False)`` and its feature / alpha / in-place kin -> ``x`` when ``p`` is a
+  constant in [0, 1] (ATen returns the input itself then; torch.jit.freeze's
+  ``removeDropout``): dropout is random, hence impure, and would otherwise stay.
 
 A rewrite that replaces a fresh result by its input would make a later in-place write to
 the result visible through the input, so the arithmetic identities are skipped when the
@@ -73,7 +76,30 @@ def _rewrite(node: Node, is_written: object, graph: Graph) -> Value | None:
         return _arith_identity(node, is_written)
     elif kind in ("aten::__is__", "aten::__isnot__") and len(node.inputs) == 2:
         return _none_test(node, graph)
+    elif kind in _DROPOUTS and len(node.inputs) == 3:
+        return _eval_dropout(node)
     return None
+
+
+_DROPOUTS = frozenset(
+    f"aten::{name}{suffix}"
+    for name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
+    for suffix in ("", "_")
+)
+
+
+def _eval_dropout(node: Node) -> Value | None:
+    from compiler.resolve import constant_value
+
+    x, p, train = node.inputs
+    if p.node is None or p.node.kind != "prim::Constant" or train.node is None or train.node.kind != "prim::Constant":
+        return None
+    p_value, train_value = constant_value(p.node), constant_value(train.node)
+    if train_value is not False and train_value != 0:
+        return None
+    if not isinstance(p_value, (int, float)) or not 0 <= p_value <= 1:
+        return None  # the kernel raises, at run time
+    return x
 
 
 def _arith_identity(node: Node, is_written: object) -> Value | None:

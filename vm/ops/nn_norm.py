@@ -1,5 +1,5 @@
-"""Normalisation layers and dropout: ``batch_norm``, ``layer_norm``, ``native_layer_norm``,
-``group_norm``, ``instance_norm``, ``dropout`` and its feature/alpha variants.
+"""Normalisation layers: ``batch_norm``, ``layer_norm``, ``native_layer_norm``,
+``group_norm``, ``instance_norm`` (dropout, a random operator, is in ``vm.ops.random``).
 
 Every normaliser is ``(x - mean) * rsqrt(var + eps) * weight + bias`` and differs only in
 which axes the statistics come from: the running buffers (batch norm in eval), the
@@ -9,10 +9,7 @@ does; they are accumulated in float64 and the result is returned in the input dt
 
 Batch and instance norm in training mode normalise with the batch statistics and, when
 running buffers are given, update them in place with ``momentum`` and the unbiased
-variance, exactly as PyTorch's forward does.  Dropout is random, so irvm runs it only as
-what it is at inference, the identity; asking for ``train=True`` with ``p > 0`` is an
-error that says so.  The identity returns its input unchanged (PyTorch returns the same
-tensor too); the out variant copies it, so a planned buffer never aliases the input.
+variance, exactly as PyTorch's forward does.
 """
 
 from __future__ import annotations
@@ -284,43 +281,3 @@ def instance_norm(
     cudnn_enabled: bool,
 ) -> np.ndarray:
     return instance_norm_impl(x, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
-
-
-# ---------------------------------------------------------------------------------------
-# Dropout: the identity at inference.
-
-
-def _register_dropout(name: str) -> None:
-    @kernel(f"aten::{name}(Tensor input, float p, bool train) -> Tensor")
-    def dropout(x: np.ndarray, p: float, train: bool) -> np.ndarray:
-        if train and p > 0:
-            raise NotImplementedError(
-                f"aten::{name} with train=True and p={p} is random; irvm runs inference only "
-                "(put the module in eval mode, or set its `training` attribute to False)"
-            )
-        return x
-
-    @dropout.out
-    def dropout_out(out: np.ndarray, x: np.ndarray, p: float, train: bool) -> np.ndarray:
-        return write_out(out, dropout(x, p, train))
-
-
-for _name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout"):
-    _register_dropout(_name)
-
-
-def _register_dropout_inplace(name: str) -> None:
-    """``aten::dropout_`` (``nn.Dropout(inplace=True)``): at inference, ``self`` unchanged."""
-
-    @kernel(f"aten::{name}_(Tensor(a!) self, float p, bool train) -> Tensor(a!)")
-    def dropout_(x: np.ndarray, p: float, train: bool) -> np.ndarray:
-        if train and p > 0:
-            raise NotImplementedError(
-                f"aten::{name}_ with train=True and p={p} is random; irvm runs inference only "
-                "(put the module in eval mode, or set its `training` attribute to False)"
-            )
-        return x
-
-
-for _name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout"):
-    _register_dropout_inplace(_name)

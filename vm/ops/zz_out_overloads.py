@@ -44,7 +44,7 @@ def _register_all() -> None:
             continue
         if len(parse_schema(text).arguments) != len(info.schema.arguments) + 1:
             continue
-        register_op(text, _out_overload(info), elementwise=False)
+        register_op(text, _out_overload(info), pure=info.pure, elementwise=False)
 
 
 _register_all()
