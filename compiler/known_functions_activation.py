@@ -129,17 +129,13 @@ def _dropout(name: str, op: str, dims: tuple[int, ...] = (), unbatched: int | No
 
 
 def _rrelu() -> str:
-    """Not training: leaky_relu with the mean slope (lower + upper) / 2; training draws
-    random slopes and raises."""
-    body = (
-        raise_if("%training", "irvm runs inference only: F.rrelu with training=True draws random slopes; "
-                 "call it with training=False", "train", "builtins.RuntimeError")
-        + "  %sum : float = aten::add(%lower, %upper)\n"
-        + const("two", "float", 2.0)
-        + "  %slope : float = aten::div(%sum, %two)\n"
-        + choose("out", "Tensor", "%inplace",
-                 ("  %out_a : Tensor = aten::leaky_relu_(%input, %slope)\n", "%out_a"),
-                 ("  %out_b : Tensor = aten::leaky_relu(%input, %slope)\n", "%out_b"))
+    """``aten::rrelu`` (``rrelu_`` when ``inplace``): the mean slope when not training,
+    random slopes from the runtime's generator when training."""
+    none = const("gen", "NoneType")
+    body = none + choose(
+        "out", "Tensor", "%inplace",
+        ("  %out_a : Tensor = aten::rrelu_(%input, %lower, %upper, %training, %gen)\n", "%out_a"),
+        ("  %out_b : Tensor = aten::rrelu(%input, %lower, %upper, %training, %gen)\n", "%out_b"),
     )
     return graph("%input : Tensor, %lower : float, %upper : float, %training : bool, %inplace : bool", body)
 

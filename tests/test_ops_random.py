@@ -343,3 +343,16 @@ def test_native_dropout_returns_the_output_and_torchs_keep_mask() -> None:
     out, mask = seeded(lambda: op("aten::native_dropout")(x, 0.5, None))
     np.testing.assert_allclose(out, np.where(mask, x * 2, 0), rtol=1e-6)
     assert abs(mask.mean() - 0.5) < 0.05
+
+
+def test_training_rrelu_scales_non_positive_elements_by_slopes_in_lower_upper() -> None:
+    """rrelu(training=True): positives pass, each negative is scaled by its own slope drawn
+    from U(lower, upper) (spread over the range), as torch's; rrelu_ writes self."""
+    x = np.concatenate([np.full(N, -1.0, np.float32), np.full(10, 2.0, np.float32)])
+    out = seeded(lambda: op("aten::rrelu")(x, 0.1, 0.3, True, None))
+    theirs = torch.rrelu(torch.from_numpy(x), 0.1, 0.3, True).numpy()
+    for slopes, result in ((-out[:N], out), (-theirs[:N], theirs)):
+        assert (result[N:] == 2).all() and slopes.min() >= 0.1 and slopes.max() <= 0.3
+        assert abs(slopes.mean() - 0.2) < 0.005 and slopes.std() > 0.05
+    y = x.copy()
+    assert seeded(lambda: op("aten::rrelu_")(y, 0.1, 0.3, True, None)) is y and (y[:N] > -0.31).all()

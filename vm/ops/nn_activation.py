@@ -2,8 +2,9 @@
 
 ``hardtanh``, ``relu6``, ``leaky_relu``, ``elu``, ``selu``, ``celu``, ``softplus``,
 ``hardswish``, ``hardsigmoid``, ``mish``, ``threshold``, ``hardshrink``,
-``softshrink``, ``log_sigmoid``, ``rrelu`` (inference form), ``prelu`` and ``glu``.
-(``relu``, ``sigmoid``, ``tanh``, ``silu`` and ``gelu`` live with the pointwise kernels.)
+``softshrink``, ``log_sigmoid``, ``prelu`` and ``glu``.  (``relu``, ``sigmoid``,
+``tanh``, ``silu`` and ``gelu`` live with the pointwise kernels; ``rrelu``, random in
+training, with the random operators in ``vm.ops.random``.)
 
 Each is one numpy expression of the input and the Scalars, in the input's dtype (numpy 2
 keeps float32 when combined with a Python float).  ``_register`` turns that expression
@@ -86,19 +87,6 @@ _register(
     inplace=False,
 )
 _register("log_sigmoid", "", lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), inplace=False)
-
-
-def _rrelu(x: np.ndarray, lower: float, upper: float, training: bool, generator: object) -> np.ndarray:
-    if training:
-        raise NotImplementedError("aten::rrelu with training=True is random; irvm runs inference only")
-    return np.where(x >= 0, x, x * ((lower + upper) / 2))
-
-
-_register(
-    "rrelu",
-    "Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None",
-    _rrelu,
-)
 
 
 @copying_out

@@ -1,5 +1,6 @@
-"""Random operators: ``bernoulli``, the dropouts, ``rand``/``randn``/``randint``, ``normal``,
-``uniform_``, ``exponential_``, ``multinomial``, ``randperm``...
+"""Random operators: ``bernoulli``, the dropouts, ``rrelu`` (and, in ``random_draws``,
+``rand``/``randn``/``randint``, ``normal``, ``uniform_``, ``exponential_``,
+``multinomial``, ``randperm``...).
 
 Every draw comes from a numpy ``Generator`` owned by the runtime that runs the program:
 ``vm.Interpreter(program, seed=N)`` and ``vm.StaticRuntime(program, seed=N)`` each make
@@ -258,3 +259,31 @@ def native_dropout(x: Array, p: float, train: bool | None) -> tuple[Array, Array
     mask = bernoulli_array(x.shape, np.dtype(np.bool_), 1 - p)
     scale = np.asarray(0.0 if p == 1 else 1 / (1 - p), x.dtype)
     return x * mask * scale, mask
+
+
+# ---------------------------------------------------------------------------------------
+# rrelu: a random negative slope per element in training
+
+
+_RRELU = "Scalar lower=0.125, Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None"
+
+
+def rrelu_impl(x: Array, lower: float, upper: float, training: bool, gen: Any) -> Array:
+    """ATen's ``rrelu_with_noise``: elements <= 0 are scaled by a slope drawn from
+    U(lower, upper) in training, by the mean slope ``(lower + upper) / 2`` otherwise."""
+    _no_generator(gen)
+    if not training:
+        return np.where(x >= 0, x, x * np.asarray((lower + upper) / 2, x.dtype)).astype(x.dtype, copy=False)
+    _need_float(x.dtype, "rrelu_with_noise_out_cpu")
+    slopes = uniform_array(x.shape, x.dtype, float(lower), float(upper))
+    return np.where(x <= 0, x * slopes, x).astype(x.dtype, copy=False)
+
+
+@_random(f"aten::rrelu(Tensor self, {_RRELU}) -> Tensor")
+def rrelu(x: Array, lower: float, upper: float, training: bool, gen: Any) -> Array:
+    return rrelu_impl(x, lower, upper, training, gen)
+
+
+@_random(f"aten::rrelu_(Tensor(a!) self, {_RRELU}) -> Tensor(a!)")
+def rrelu_(x: Array, lower: float, upper: float, training: bool, gen: Any) -> Array:
+    return write_inplace(x, rrelu_impl(x, lower, upper, training, gen))
