@@ -293,3 +293,20 @@ def test_upsample_of_images_in_uint8_and_refused_dtypes(name, corners, data) -> 
     bad = data.draw(st.sampled_from([np.int64, np.int32, np.bool_]))
     with pytest.raises(TypeError):
         lookup(f"aten::{name}.vec").kernel(x.astype(bad), size, *corners, scales)
+
+
+ACTIVATIONS = ["hardtanh", "relu6", "leaky_relu", "elu", "selu", "celu", "softplus", "hardswish", "hardsigmoid",
+               "mish", "hardshrink", "softshrink", "log_sigmoid"]
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_activations_refuse_the_dtypes_torch_refuses(name) -> None:
+    """On int and bool tensors an activation either matches torch or raises as torch does
+    (only hardtanh and relu6 run on integers); floats keep matching."""
+    from vm.ops.registry import overloads
+
+    info = overloads(f"aten::{name}")[0]
+    extra = [a.default for a in info.schema.arguments[1:]]
+    for dtype in ("int64", "int32", "bool", "float32"):
+        x = np.array([[-2, -1, 0], [1, 2, 3]], dtype)
+        assert check_against_torch(info.name, (x, *extra)) is not None or dtype != "float32"
