@@ -264,3 +264,49 @@ def test_zoo_ops_match_torch(name, strategy) -> None:
 
     check()
     assert any(compared), f"every example of {name} raised in both torch and irvm"
+
+
+UPSAMPLE_2D = [("upsample_nearest2d", ()), ("_upsample_nearest_exact2d", ()), ("upsample_bilinear2d", (False,)),
+               ("upsample_bilinear2d", (True,)), ("upsample_bicubic2d", (False,)), ("upsample_bicubic2d", (True,)),
+               ("_upsample_bilinear2d_aa", (False,)), ("_upsample_bicubic2d_aa", (False,))]
+
+
+@pytest.mark.parametrize("name,corners", UPSAMPLE_2D, ids=[f"{n}{c}" for n, c in UPSAMPLE_2D])
+@settings(max_examples=EXAMPLES)
+@given(data=st.data())
+def test_upsample_of_images_in_uint8_and_refused_dtypes(name, corners, data) -> None:
+    """uint8 images resample as PyTorch's uint8 kernels do (nearest exactly; weighted modes
+    width then height, rounded and saturated per pass: within 2 levels of PyTorch's fixed
+    point); int64, int32 and bool tensors are refused where PyTorch refuses them."""
+    from vm.ops.registry import lookup
+
+    h, w, oh, ow = (data.draw(st.integers(1 if i > 1 else 2, 9)) for i in range(4))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x = rng.integers(0, 256, (1, 2, h, w)).astype(np.uint8)
+    by_scale = data.draw(st.booleans())
+    size, scales = (None, [oh / h, ow / w]) if by_scale else ([oh, ow], None)
+    want = getattr(torch.ops.aten, name).vec(torch.from_numpy(x), size, *corners, scales).numpy()
+    got = lookup(f"aten::{name}.vec").kernel(x, size, *corners, scales)
+    assert got.dtype == np.uint8 and got.shape == want.shape
+    limit = 0 if "nearest" in name else 2
+    assert np.abs(got.astype(int) - want.astype(int)).max(initial=0) <= limit
+    bad = data.draw(st.sampled_from([np.int64, np.int32, np.bool_]))
+    with pytest.raises(TypeError):
+        lookup(f"aten::{name}.vec").kernel(x.astype(bad), size, *corners, scales)
+
+
+ACTIVATIONS = ["hardtanh", "relu6", "leaky_relu", "elu", "selu", "celu", "softplus", "hardswish", "hardsigmoid",
+               "mish", "hardshrink", "softshrink", "log_sigmoid"]
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_activations_refuse_the_dtypes_torch_refuses(name) -> None:
+    """On int and bool tensors an activation either matches torch or raises as torch does
+    (only hardtanh and relu6 run on integers); floats keep matching."""
+    from vm.ops.registry import overloads
+
+    info = overloads(f"aten::{name}")[0]
+    extra = [a.default for a in info.schema.arguments[1:]]
+    for dtype in ("int64", "int32", "bool", "float32"):
+        x = np.array([[-2, -1, 0], [1, 2, 3]], dtype)
+        assert check_against_torch(info.name, (x, *extra)) is not None or dtype != "float32"

@@ -10,7 +10,9 @@ Each is one numpy expression of the input and the Scalars, in the input's dtype 
 keeps float32 when combined with a Python float).  ``_register`` turns that expression
 into the functional operator with an out variant, and into the in-place ``name_``
 operator when PyTorch has one: the in-place form computes, writes the result back into
-``self`` and returns ``self``, as ``Tensor(a!)`` promises.
+``self`` and returns ``self``, as ``Tensor(a!)`` promises.  As in PyTorch, only
+``hardtanh``, ``relu6`` and ``threshold`` take integer tensors; the others refuse them
+(and bool) rather than compute in integer arithmetic.
 """
 
 from __future__ import annotations
@@ -28,8 +30,22 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _register(name: str, params: str, fn: Fn, *, inplace: bool = True) -> None:
+# the activations PyTorch also runs on integer tensors (never on bool); the rest are float-only
+INTEGER_OK = frozenset({"hardtanh", "relu6", "threshold"})
+
+
+def need_float(name: str, x: np.ndarray) -> None:
+    """Refuse a tensor dtype PyTorch's kernel for ``name`` does not implement."""
+    if x.dtype.kind != "f" and (name not in INTEGER_OK or x.dtype == np.bool_):
+        raise NotImplementedError(f"{name} is not implemented for {x.dtype} tensors")
+
+
+def _register(name: str, params: str, compute: Fn, *, inplace: bool = True) -> None:
     sep = ", " if params else ""
+
+    def fn(x: np.ndarray, *args: Any) -> np.ndarray:
+        need_float(name, x)
+        return compute(x, *args)
 
     def functional(x: np.ndarray, *args: Any) -> np.ndarray:
         return np.asarray(fn(x, *args), dtype=x.dtype)
@@ -93,6 +109,7 @@ _register("log_sigmoid", "", lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.ab
 @kernel("aten::prelu(Tensor self, Tensor weight) -> Tensor")
 def prelu(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Per-channel (axis 1) or shared negative slope."""
+    need_float("prelu", x)
     w = weight.reshape(-1)
     if w.size > 1:
         shape = [1] * x.ndim
@@ -104,6 +121,7 @@ def prelu(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
 @copying_out
 @kernel("aten::glu(Tensor self, int dim=-1) -> Tensor")
 def glu(x: np.ndarray, dim: int) -> np.ndarray:
+    need_float("glu", x)
     if x.shape[dim] % 2:
         raise ValueError(f"glu: dimension {dim} of size {x.shape[dim]} is not even")
     a, b = np.split(x, 2, axis=dim)

@@ -20,6 +20,11 @@ its rounding:
 - antialiased (PIL's resampling, as PyTorch's ``_aa`` kernels): each output averages the
   inputs within ``support = size/2 * max(scale, 1)`` of its centre with a triangle,
   cubic (``A = -0.5``) or Lanczos-3 filter stretched by the scale, normalised to sum 1.
+
+Inputs are floating point, or uint8 where PyTorch has uint8 kernels (nearest, 2-d
+bilinear and bicubic, antialiased): those compute in float32 and round to nearest (PyTorch
+accumulates in fixed point, so a value halfway between two integers may round the other
+way); other integer and bool tensors are refused, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -152,6 +157,19 @@ def resample(x: np.ndarray, mode: str, sizes: Sequence[int], scales: Scales, ali
     n = len(sizes)
     if any(s <= 0 for s in sizes) or any(d <= 0 for d in x.shape[x.ndim - n :]):
         raise ValueError(f"upsample: input and output sizes must be positive, got {list(x.shape)} -> {list(sizes)}")
+    if x.dtype.kind != "f":
+        # PyTorch: floats everywhere; uint8 for nearest, 2-d bilinear/bicubic and antialiased
+        if x.dtype != np.uint8 or (mode == "linear" and n != 2):
+            raise TypeError(f"upsample ({mode}, {n}-d) is not implemented for {x.dtype} tensors")
+        if mode not in ("nearest", "nearest-exact"):
+            # PyTorch's uint8 kernels resample the width, then the height, each pass
+            # rounded to nearest and saturated to 0..255 (cubic lobes overshoot)
+            for i in reversed(range(n)):
+                keep = [x.shape[x.ndim - n + j] if j != i else sizes[j] for j in range(n)]
+                one = [s if j == i else None for j, s in enumerate(scales)]
+                y = resample(x.astype(F32), mode, keep, one, align_corners)
+                x = np.clip(np.floor(y + F32(0.5)), 0, 255).astype(np.uint8)
+            return x
     for i, (out, scale) in enumerate(zip(sizes, scales)):
         axis = x.ndim - n + i
         size = x.shape[axis]
