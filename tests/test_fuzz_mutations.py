@@ -29,7 +29,14 @@ from hypothesis import strategies as st
 
 import compiler
 from compiler.diagnostics import IRError, IRSyntaxError, IRValidationError
-from tests.mutations import IR_EDITS, IRBC_EDITS, apply_ir_edits, apply_irbc_edits, classify, ir_seeds
+from tests.mutations import (
+    IR_EDITS,
+    IRBC_EDITS,
+    apply_ir_edits,
+    apply_irbc_edits,
+    classify,
+    ir_seeds,
+)
 
 SEEDS = ir_seeds()
 ROOT_DIR = Path(__file__).resolve().parent.parent

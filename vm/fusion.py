@@ -465,7 +465,6 @@ def _fused_kernel_factory(attrs: dict[str, Any], n_inputs: int, n_outputs: int) 
     """Bind an emitted fused kernel: ``attrs["graph"]`` is the group's sub-graph as IR text
     and ``attrs["spans"]`` the original spans of its nodes (for error messages)."""
     from compiler.parser import parse
-
     from compiler.verify import verify
 
     graph = parse(str(attrs["graph"]), "<fusion group>").main
