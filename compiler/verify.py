@@ -171,6 +171,10 @@ def _check_form(node: Node) -> None:
         raise _fail(node, f"prim::Constant takes no inputs, given {len(node.inputs)}")
     elif kind == "prim::FusionGroup" and not isinstance(node.attrs.get("Subgraph"), Graph):
         raise _fail(node, "prim::FusionGroup without its sub-graph (a `with prim::FusionGroup_N = graph(...)` section)")
+    elif kind == "prim::GetAttr" and (len(node.inputs) != 1 or not isinstance(node.attrs.get("name"), str)):
+        raise _fail(node, 'prim::GetAttr takes the object as its one input and a name="attribute"')
+    elif kind == "prim::SetAttr" and (len(node.inputs) != 2 or not isinstance(node.attrs.get("name"), str)):
+        raise _fail(node, 'prim::SetAttr takes the object and the value, and a name="attribute"')
     elif kind == "prim::CallFunction" and not node.inputs:
         raise _fail(node, "prim::CallFunction needs the function as its first input")
     elif kind == "prim::CallMethod" and (not node.inputs or not isinstance(node.attrs.get("name"), str)):

@@ -29,9 +29,17 @@ from hypothesis import strategies as st
 
 import compiler
 from compiler.diagnostics import IRError, IRSyntaxError, IRValidationError
-from tests.mutations import IR_EDITS, IRBC_EDITS, apply_ir_edits, apply_irbc_edits, classify, ir_seeds
+from tests.mutations import (
+    IR_EDITS,
+    IRBC_EDITS,
+    apply_ir_edits,
+    apply_irbc_edits,
+    classify,
+    ir_seeds,
+)
 
 SEEDS = ir_seeds()
+ROOT_DIR = Path(__file__).resolve().parent.parent
 
 
 def _edits(kinds: tuple[str, ...]) -> st.SearchStrategy[list[tuple[str, int, int]]]:
@@ -222,3 +230,70 @@ def test_tensor_literal_out_of_its_dtype(decl: str, words: str) -> None:
     numbers of a tensor literal must fit the tensor's dtype."""
     text = f"graph():\n  {decl}\n  return (%k)\n"
     _at(_error(text), 2, 3, words)
+
+
+def test_attribute_access_without_its_object() -> None:
+    """Was `IndexError` in eliminate_common_subexpressions.py: a prim::Constant renamed
+    prim::GetAttr has no object to read from."""
+    text = "graph():\n  %k : float = prim::GetAttr[value=0.1]()\n  return (%k)\n"
+    _at(_error(text), 2, 3, "prim::GetAttr takes the object as its one input")
+    setattr_text = 'graph(%self : __torch__.M):\n  prim::SetAttr[name="w"](%self)\n  return (%self)\n'
+    _at(_error(setattr_text), 2, 3, "prim::SetAttr takes the object and the value")
+
+
+def _edited_irbc(tmp_path: Path, text: str, edit: Any) -> Path:
+    """``text`` compiled to an .irbc whose program.json ``edit`` changes, hash rewritten."""
+    import io
+    import json
+    import zipfile
+
+    import vm.irbc as irbc
+    from tests.mutations import _rehash
+
+    path = tmp_path / "p.irbc"
+    irbc.save(compiler.compile_source(text, "p.ir"), path)
+    with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as zf:
+        names = zf.namelist()
+        header = json.loads(zf.read(names[0]))
+        members = [(n, zf.read(n)) for n in names[1:]]
+    members = [(n, json.dumps(edit(json.loads(d))).encode() if n == "program.json" else d) for n, d in members]
+    path.write_bytes(_rehash(members, header))
+    return path
+
+
+def test_irbc_fused_kernel_with_malformed_attributes(tmp_path: Path) -> None:
+    """Was `TypeError: int() argument must be ... not 'UnboundTensor'` (fusion.py): an
+    operator's attributes edited in the file are a BytecodeError naming the operator."""
+    import vm
+    from compiler.diagnostics import BytecodeError
+    from vm.interpreter import Interpreter
+
+    def edit(body: dict[str, Any]) -> dict[str, Any]:
+        for f in body["functions"]:
+            for op in f["operators"]:
+                if op["name"] == "prim::FusedKernel":
+                    op["attrs"] = [[k, {"list": [{"list": ["f.ir", {"unbound": "w"}, 1, None]}]} if k == "spans" else v]
+                                   for k, v in op["attrs"]]  # fmt: skip
+        return body
+
+    path = _edited_irbc(tmp_path, (ROOT_DIR / "examples" / "lstm_cell.ir").read_text(), edit)
+    with pytest.raises(BytecodeError, match="operator prim::FusedKernel has malformed attributes"):
+        Interpreter(vm.load(path))
+
+
+def test_irbc_raise_with_a_message_that_is_not_a_string(tmp_path: Path) -> None:
+    """Was `TypeError: __str__ returned non-string` while reporting the failure: a raise
+    whose message constant was edited to a bool fails as a RunError."""
+    import vm
+    from compiler.diagnostics import RunError
+    from vm.interpreter import Interpreter
+
+    text = 'graph(%x : int):\n  %m : str = prim::Constant[value="boom"]()\n  prim::RaiseException(%m)\n  return (%x)\n'
+
+    def edit(body: dict[str, Any]) -> dict[str, Any]:
+        body["functions"][0]["constants"] = [True if c == "boom" else c for c in body["functions"][0]["constants"]]
+        return body
+
+    program = vm.load(_edited_irbc(tmp_path, text, edit))
+    with pytest.raises(RunError, match="needs a str message, got bool"):
+        Interpreter(program)(1)

@@ -465,8 +465,10 @@ def _fused_kernel_factory(attrs: dict[str, Any], n_inputs: int, n_outputs: int) 
     """Bind an emitted fused kernel: ``attrs["graph"]`` is the group's sub-graph as IR text
     and ``attrs["spans"]`` the original spans of its nodes (for error messages)."""
     from compiler.parser import parse
+    from compiler.verify import verify
 
     graph = parse(str(attrs["graph"]), "<fusion group>").main
+    verify(graph)  # the text comes from an .irbc file: a well-formed graph, or an IRValidationError
     spans = attrs.get("spans", ())
     operators = [n for n in graph.nodes if n.kind != "prim::Constant"]
     for node, span in zip(operators, spans):

@@ -32,13 +32,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.diagnostics import IRError, RunError
+from compiler.diagnostics import BytecodeError, IRError, RunError
 from vm import decode as D
 from vm.bytecode import Opcode, Program
 from vm.fusion import enable_fuser
 from vm.inputs import InputChecker
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
+from vm.ops.registry import OpRef
 from vm.weights import ModuleObject
 
 DEFAULT_MAX_DEPTH = 1000
@@ -84,7 +85,7 @@ class Interpreter:
         self.last_trace: dict[str, Any] | None = None
         self.self_object = _bind_self(program, weights) if program.takes_self else None
         self.constants = _bind_constants(program, weights)
-        self.kernels = [[registry.bind(ref) for ref in f.operators] for f in program.functions]
+        self.kernels = [[_bind(ref, f.name) for ref in f.operators] for f in program.functions]
         self.fuser_problems = enable_fuser(fuser, (k for ks in self.kernels for k in ks))
         self.decoded = tuple(
             D.decode(program, f, self.kernels[i], self.constants[i]) for i, f in enumerate(program.functions)
@@ -379,6 +380,19 @@ def depth_error(program: Program, fid: int, callers: list[tuple[int, int]], max_
 
 # ---------------------------------------------------------------------------------------
 # Binding weights
+
+
+def _bind(ref: OpRef, function: str) -> Any:
+    """``registry.bind``; attributes the compiler never writes (an edited .irbc file) are a
+    BytecodeError naming the operator, not whatever its factory raised."""
+    try:
+        return registry.bind(ref)
+    except IRError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as err:
+        raise BytecodeError(
+            f"function {function}: operator {ref.name} has malformed attributes ({type(err).__name__}: {err})"
+        ) from None
 
 
 def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | None) -> ModuleObject:

@@ -213,6 +213,8 @@ def _tensor_matches(value: np.ndarray, t: T.TensorType) -> bool:
 
 @kernel("prim::RaiseException(str msg, str? cls=None) -> ()", pure=False)
 def raise_exception(msg: str, cls: str | None) -> None:
+    if not isinstance(msg, str) or not (cls is None or isinstance(cls, str)):  # only a damaged .irbc gets here
+        raise TypeError(f"prim::RaiseException needs a str message, got {type(msg).__name__}")
     raise ScriptException(msg, cls)
 
 
