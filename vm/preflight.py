@@ -29,7 +29,7 @@ import numpy as np
 
 from compiler import types as T
 from compiler.diagnostics import RunError
-from compiler.ir import Graph, Node, TensorLiteral, Value
+from compiler.ir import Block, Graph, Node, TensorLiteral, Value
 
 # strict op -> positions of the tensor arguments that must share one dtype
 STRICT: dict[str, tuple[int, ...]] = {
@@ -113,8 +113,30 @@ class DtypeGuard:
         for value, arg in zip(self.inputs, args):
             if isinstance(arg, np.ndarray):
                 known[value] = Known(arg.dtype, arg.ndim > 0, f"input %{value.name}", value.name)
-        for node in self.graph.walk():
+        self._walk(self.graph.block, known, 0)
+
+    def _walk(self, block: Block, known: dict[Value, Known], depth: int) -> None:
+        """Each node after its blocks; an If's output is known when every branch returns the
+        same dtype.  Past 100 nested blocks values are left unknown (never an error)."""
+        for node in block.nodes:
+            if node.blocks:
+                if depth > 100:
+                    continue
+                for sub in node.blocks:
+                    self._walk(sub, known, depth + 1)
+                if node.kind == "prim::If":
+                    _join_branches(node, known)
+                continue
             _step(node, known, self.attribute, self.constant)
+
+
+def _join_branches(node: Node, known: dict[Value, Known]) -> None:
+    for i, out in enumerate(node.outputs):
+        branches = [known.get(b.returns[i]) if i < len(b.returns) else None for b in node.blocks]
+        if branches and all(branches) and len({k.dtype for k in branches if k}) == 1:
+            first = branches[0]
+            assert first is not None
+            known[out] = attrs.evolve(first, dimensioned=None)
 
 
 def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tuple[Any, str]],
@@ -285,13 +307,16 @@ def _reaches_strict(inputs: Sequence[Value]) -> bool:
         value = pending.pop()
         for use in value.uses:
             user = use.user
-            if not isinstance(user, Node) or id(user) in seen:
+            if isinstance(user, Block):  # returned from a block: on to its node's outputs
+                user = user.owner
+            if user is None or id(user) in seen:
                 continue
             seen.add(id(user))
             if user.kind in STRICT or user.kind in RNNS or user.kind == "aten::embedding":
                 return True
             pending.extend(user.outputs)
+            pending.extend(p for b in user.blocks for p in b.params)
     return False
 
 
-__all__ = ["DtypeGuard", "Known", "STRICT", "make_guard"]
+__all__ = ["STRICT", "DtypeGuard", "Known", "make_guard"]
