@@ -392,13 +392,18 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
 
 
 def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
-    """``vm.preflight``'s check of the inputs' dtypes against the weights, or None."""
+    """Check the weights against the shapes and dtypes the graph declares (``vm.preflight``,
+    ``vm.weights.bind_constants``); return the guard of the inputs' dtypes, or None."""
     if program.module is None:
         return None
-    from vm.preflight import make_guard
+    from vm.preflight import check_weights, make_guard
+    from vm.weights import bind_constants
 
-    return make_guard(program.module.main, self_object, weights if isinstance(weights, Mapping) else None,
-                      program.takes_self)
+    flat = weights if isinstance(weights, Mapping) else None
+    for graph in (program.module.main, *program.module.functions.values()):
+        bind_constants(graph, flat or {})
+    check_weights(program.module.main, self_object, flat, program.takes_self)
+    return make_guard(program.module.main, self_object, flat, program.takes_self)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:

@@ -142,7 +142,7 @@ def _join_branches(node: Node, known: dict[Value, Known]) -> None:
 def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tuple[Any, str]],
           constant: Callable[[Node], tuple[Any, str]]) -> None:
     kind = node.kind
-    if kind == "prim::GetAttr" or kind == "prim::Constant":
+    if (kind == "prim::GetAttr" or kind == "prim::Constant") and node.outputs:
         array, label = attribute(node.outputs[0]) if kind == "prim::GetAttr" else constant(node)
         if isinstance(array, np.ndarray):
             known[node.outputs[0]] = Known(array.dtype, array.ndim > 0, f"weight {label}")
@@ -263,41 +263,61 @@ def make_guard(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None
     inputs = list(graph.inputs[1:] if skip_self else graph.inputs)
     if not _reaches_strict(inputs):
         return None
-    paths: dict[Value, Any] = {}
-    if skip_self and graph.inputs:
-        paths[graph.inputs[0]] = self_object
+    resolve = resolver(graph, self_object, weights, skip_self)
+    return DtypeGuard(graph, resolve, lambda node: resolve(node.outputs[0]), inputs)
 
-    def attribute(out: Value) -> tuple[Any, str]:
-        node = out.node
-        assert node is not None
-        parent = paths.get(node.inputs[0]) if node.inputs else None
-        attributes = getattr(parent, "attributes", None)
-        name = str(node.attrs.get("name"))
-        value = attributes.get(name) if isinstance(attributes, dict) else None
-        if getattr(value, "attributes", None) is not None:
-            paths[out] = value
-        return value, parent.dotted(name) if parent is not None else name
 
+def check_weights(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None, skip_self: bool) -> None:
+    """The weights against the shapes the graph declares (``vm.weight_checks``)."""
+    from vm.weight_checks import check_declared_shapes
+
+    check_declared_shapes(graph, resolver(graph, self_object, weights, skip_self))
+
+
+def resolver(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
+             skip_self: bool) -> Callable[[Value], tuple[Any, str]]:
+    """value -> (what it is bound to before the run, a label): ``%self``'s attributes
+    through GetAttr chains (an array, a list of arrays, a ModuleObject), a tensor
+    constant's bound array; (None, ...) for anything else."""
+    root = graph.inputs[0] if skip_self and graph.inputs else None
     flat = weights if isinstance(weights, Mapping) else {}
 
-    def constant(node: Node) -> tuple[Any, str]:
-        literal = node.attrs.get("value")
-        if not isinstance(literal, TensorLiteral) or not node.outputs:
+    def resolve(value: Value) -> tuple[Any, str]:
+        if value is root:
+            return self_object, "self"
+        node = value.node
+        if node is None or not node.inputs and node.kind != "prim::Constant":
             return None, ""
-        from vm.weights import constant_keys
+        if node.kind == "prim::GetAttr":
+            parent, _ = resolve(node.inputs[0])
+            name = str(node.attrs.get("name"))
+            attributes = getattr(parent, "attributes", None)
+            if not isinstance(attributes, dict):
+                return None, name
+            return attributes.get(name), parent.dotted(name)
+        if node.kind == "prim::Constant":
+            return _constant(node, flat)
+        return None, ""
 
-        label = f"%{node.outputs[0].name}"
-        key = next((k for k in constant_keys(node.outputs[0].name) if k in flat), None)
-        if key is not None:
-            return np.asarray(flat[key]), label
-        if literal.values is not None and literal.dtype is not None:
-            from vm.inputs import DTYPES
+    return resolve
 
-            name = DTYPES.get(literal.dtype)
-            return (np.zeros(literal.shape or (), dtype=name) if name else None), label
-        return None, label
 
-    return DtypeGuard(graph, attribute, constant, inputs)
+def _constant(node: Node, flat: Mapping[str, Any]) -> tuple[Any, str]:
+    literal = node.attrs.get("value")
+    if not isinstance(literal, TensorLiteral) or not node.outputs:
+        return None, ""
+    from vm.weights import constant_keys
+
+    label = f"%{node.outputs[0].name}"
+    key = next((k for k in constant_keys(node.outputs[0].name) if k in flat), None)
+    if key is not None:
+        return np.asarray(flat[key]), label
+    if literal.values is not None and literal.dtype is not None:
+        from vm.inputs import DTYPES
+
+        name = DTYPES.get(literal.dtype)
+        return (np.zeros(literal.shape or (), dtype=name) if name else None), label
+    return None, label
 
 
 def _reaches_strict(inputs: Sequence[Value]) -> bool:
@@ -319,4 +339,4 @@ def _reaches_strict(inputs: Sequence[Value]) -> bool:
     return False
 
 
-__all__ = ["STRICT", "DtypeGuard", "Known", "make_guard"]
+__all__ = ["STRICT", "DtypeGuard", "Known", "check_weights", "make_guard", "resolver"]
