@@ -112,12 +112,12 @@ def _load_npz(path: str | None, role: str = "weights") -> dict[str, np.ndarray]:
     if path is None:
         return {}
     from compiler.diagnostics import RunError
-    from vm.files import expect
+    from vm.files import MARK_KEY, expect
 
     expect(path, role)
     try:
         with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+            return {k: data[k] for k in data.files if k != MARK_KEY}
     except (ValueError, OSError) as err:
         if isinstance(err, FileNotFoundError):
             raise

@@ -219,8 +219,10 @@ def npz_target(path: str | Path) -> Path:
 
 def check_writable(out: Path, inputs: Sequence[Path], force: bool, kind: str) -> None:
     """Refuse to write ``out`` when it is one of ``inputs`` (even with ``force``), or when it
-    exists and is not a file irvm made of ``kind`` (``irbc``, ``outputs``, ``trace``,
-    ``viz``), unless ``force``.  Raises ``RunError`` with a one-line message."""
+    exists and is not a file irvm made of ``kind`` (``irbc``; ``outputs``, ``trace``,
+    ``weights``: an .npz with that ``__irvm__`` role, ``npz``: any role; ``viz``; ``json``:
+    a JSON object with an ``"__irvm__"`` key, as a Chrome trace may carry), unless
+    ``force``.  Raises ``RunError`` with a one-line message."""
     for given in inputs:
         if given.exists() and out.exists() and out.resolve() == given.resolve():
             raise RunError(f"refusing to write {out}: it is an input of this command")
@@ -238,8 +240,12 @@ def is_ours(path: Path, kind: str) -> bool:
     try:
         if kind == "irbc":
             return sniff(path) is FileKind.IRBC
-        if kind in ("outputs", "trace"):
+        if kind in ("outputs", "trace", "weights"):
             return npz_mark(path) == kind
+        if kind == "npz":  # any .npz irvm wrote, whatever its role
+            return npz_mark(path) is not None
+        if kind == "json":
+            return _json_marked(path)
         if kind == "viz":
             return _picture_marked(path)
     except OSError:
@@ -260,6 +266,16 @@ def npz_mark(path: Path) -> str | None:
             return str(data[MARK_KEY])
     except (ValueError, OSError, zipfile.BadZipFile):
         return None
+
+
+def _json_marked(path: Path) -> bool:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and MARK_KEY in data
 
 
 # -- marking pictures -------------------------------------------------------------------
