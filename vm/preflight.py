@@ -99,14 +99,21 @@ class DtypeGuard:
         self.graph = graph
         self.attribute, self.constant = attribute, constant
         self.inputs = list(inputs)
-        self._ok: set[tuple[Any, ...]] = set()
+        self._ok: set[tuple[Any, ...]] = set()  # keys of the argument dtypes that passed
+        self._last_dtype: Any = None
+        self._last_dimensioned: Any = None
 
     def __call__(self, args: Sequence[Any]) -> None:
+        if len(args) == 1:  # the common case, kept cheap: one array, as on the last call
+            a = args[0]
+            if type(a) is np.ndarray and a.dtype is self._last_dtype and (a.ndim > 0) is self._last_dimensioned:
+                return
         key = tuple((a.dtype, a.ndim > 0) if isinstance(a, np.ndarray) else None for a in args)
-        if key in self._ok:
-            return
-        self.check(args)
-        self._ok.add(key)
+        if key not in self._ok:
+            self.check(args)
+            self._ok.add(key)
+        if len(args) == 1 and key[0] is not None:
+            self._last_dtype, self._last_dimensioned = key[0]
 
     def check(self, args: Sequence[Any]) -> None:
         known: dict[Value, Known] = {}
