@@ -52,6 +52,8 @@ STRICT: dict[str, tuple[int, ...]] = {
     "aten::instance_norm": (0, 1, 2, 3, 4),
     "aten::layer_norm": (0, 2, 3),
     "aten::group_norm": (0, 2, 3),
+    "aten::_native_multi_head_attention": (0, 1, 2, 5, 6, 7, 8),
+    "aten::_transformer_encoder_layer_fwd": (0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 15, 16, 17),
     "aten::lstm_cell": (0, 2, 3, 4, 5),
     "aten::gru_cell": (0, 2, 3, 4, 5),
     "aten::rnn_tanh_cell": (0, 2, 3, 4, 5),
@@ -74,20 +76,24 @@ _KEEP_DTYPE = {  # the dtype is kept, the rank may change
     "reflection_pad2d", "replicate_pad1d", "replicate_pad2d", "max_pool1d", "max_pool2d", "max_pool3d",
     "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_avg_pool3d", "upsample_nearest2d", "upsample_bilinear2d", "pixel_shuffle", "channel_shuffle",
-    "mean", "sum", "amax", "amin", "flip", "roll", "unflatten", "movedim",
+    "mean", "sum", "amax", "amin", "flip", "roll", "unflatten", "movedim", "masked_fill", "masked_fill_",
+    "_nested_tensor_from_mask", "to_padded_tensor", "nested_to_padded_tensor",
 }
+_SPLITS = {"chunk", "split", "unbind", "split_with_sizes", "tensor_split", "unsafe_chunk", "unsafe_split"}
 _PROMOTE = {"add", "sub", "mul", "add_", "sub_", "mul_", "div", "div_", "maximum", "minimum"}
 
 
 @attrs.frozen
 class Known:
-    """What is known of a tensor value: its dtype, whether it has dimensions (None: not
-    known), and where it came from (``input %x.1``, ``weight conv.weight``)."""
+    """What is known of a tensor value (or of a list or tuple of tensors): its dtype,
+    whether it has dimensions (None: not known), and where it came from (``input %x.1``,
+    ``weight conv.weight``)."""
 
-    dtype: np.dtype
+    dtype: np.dtype | None  # None: a list or tuple whose items differ
     dimensioned: bool | None
     origin: str
     input_name: str | None = None  # the graph input it derives from, if any
+    items: tuple[Known | None, ...] | None = None  # a list's or tuple's items, when built here
 
 
 class DtypeGuard:
@@ -143,7 +149,7 @@ def _join_branches(node: Node, known: dict[Value, Known]) -> None:
         if branches and all(branches) and len({k.dtype for k in branches if k}) == 1:
             first = branches[0]
             assert first is not None
-            known[out] = attrs.evolve(first, dimensioned=None)
+            known[out] = attrs.evolve(first, dimensioned=None, items=None)
 
 
 def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tuple[Any, str]],
@@ -156,12 +162,29 @@ def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tu
         elif isinstance(array, list) and array and all(isinstance(a, np.ndarray) for a in array):
             known[node.outputs[0]] = Known(array[0].dtype, True, f"weights {label}")
         return
-    if kind == "prim::ListConstruct":
-        items = [known.get(v) for v in node.inputs]
-        if items and all(items) and len({k.dtype for k in items if k}) == 1:
-            first = items[0]
-            assert first is not None
-            known[node.outputs[0]] = Known(first.dtype, True, f"list %{node.outputs[0].name}", first.input_name)
+    if kind in ("prim::ListConstruct", "prim::TupleConstruct"):
+        items = tuple(known.get(v) for v in node.inputs)
+        present = [k for k in items if k is not None]
+        if not items and node.outputs:  # an empty list, filled by aten::append in this block
+            known[node.outputs[0]] = Known(None, True, f"list %{node.outputs[0].name}", None, ())
+        elif present and node.outputs:
+            dtypes = {k.dtype for k in items if k is not None}
+            dtype = dtypes.pop() if len(dtypes) == 1 and len(present) == len(items) else None
+            source = next((k for k in present if k.input_name is not None), present[0])
+            known[node.outputs[0]] = Known(dtype, True, source.origin, source.input_name, items)
+        return
+    if kind == "aten::append" and node.inputs:
+        _append(node, known)
+        return
+    if kind in ("prim::ListUnpack", "prim::TupleUnpack"):
+        seq = known.get(node.inputs[0]) if node.inputs else None
+        if seq is not None and seq.items is not None and len(seq.items) == len(node.outputs):
+            for out, item in zip(node.outputs, seq.items):
+                if item is not None:
+                    known[out] = item
+        elif seq is not None and seq.items is None and seq.dtype is not None:
+            for out in node.outputs:
+                known[out] = attrs.evolve(seq, dimensioned=None)
         return
     if kind in STRICT or kind in RNNS or kind == "aten::embedding":
         result = _check_strict(node, known)
@@ -172,9 +195,16 @@ def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tu
         return
     op = kind[len("aten::"):]
     first = known.get(node.inputs[0])
-    if first is None:
+    if first is None or first.dtype is None:
         return
-    if op in _KEEP_EXACT:
+    if first.items is not None:  # a list or tuple of tensors: only joined back into one
+        if op in ("cat", "stack", "concat", "hstack", "vstack") and len(first.items) == len(
+                [k for k in first.items if k is not None]):
+            known[node.outputs[0]] = attrs.evolve(first, dimensioned=True, items=None)
+        return
+    if op in _SPLITS:  # a list of pieces of the input
+        known[node.outputs[0]] = attrs.evolve(first, dimensioned=None, items=None)
+    elif op in _KEEP_EXACT:
         known[node.outputs[0]] = first
     elif op in _KEEP_DTYPE:
         known[node.outputs[0]] = attrs.evolve(first, dimensioned=None)
@@ -184,9 +214,29 @@ def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tu
             known[node.outputs[0]] = promoted
 
 
+def _append(node: Node, known: dict[Value, Known]) -> None:
+    """``aten::append(list, x)`` in the block that built the list extends its items; from
+    another block (a branch, a loop body) the list's items are no longer known."""
+    target = node.inputs[0]
+    seq = known.get(target)
+    if seq is None or seq.items is None:
+        return
+    if target.node is None or target.node.owner is not node.owner or len(node.inputs) < 2:
+        del known[target]
+        return
+    items = (*seq.items, known.get(node.inputs[1]))
+    present = [k for k in items if k is not None]
+    dtypes = {k.dtype for k in present}
+    dtype = dtypes.pop() if len(dtypes) == 1 and len(present) == len(items) else None
+    source = next((k for k in present if k.input_name is not None), present[0] if present else seq)
+    known[target] = Known(dtype, True, source.origin, source.input_name, items)
+
+
 def _promote(op: str, first: Known, other_value: Value, known: dict[Value, Known]) -> Known | None:
     """The result of ``first <op> other`` when PyTorch's promotion gives it for sure."""
     other = known.get(other_value)
+    if other is not None and (other.dtype is None or other.items is not None):
+        return None
     if other is None:
         t = other_value.type
         if t in (T.INT, T.BOOL) or (t == T.FLOAT and first.dtype.kind == "f"):  # a Python scalar
@@ -229,10 +279,10 @@ def _check_strict(node: Node, known: dict[Value, Known]) -> Known | None:
         return weight
     positions = (0, 2) if node.kind in RNNS else STRICT[node.kind]
     args = [known.get(node.inputs[i]) for i in positions if i < len(node.inputs)]
-    present = [a for a in args if a is not None]
+    present = [a for a in args if a is not None and a.dtype is not None]
     if len({a.dtype for a in present}) <= 1:
         return present[0] if present and args[0] is not None else None
-    data = args[0] if args[0] is not None else present[0]
+    data = args[0] if args[0] is not None and args[0].dtype is not None else present[0]
     params = [a for a in present[1:] if a.dtype != data.dtype] or [a for a in present if a.dtype != data.dtype]
     if node.kind in _NORMS and data.dtype == np.float16 and all(p.dtype == np.float32 for p in params):
         return data  # PyTorch's CPU norms take a half input with float parameters
