@@ -60,7 +60,7 @@ def _submodules(self_value: Value, root: Any) -> list[tuple[Any, str]]:
             if not isinstance(node, Node) or node.kind != "prim::GetAttr" or use.index != 0:
                 continue
             out = node.outputs[0]
-            child = getattr(obj, "attributes", {}).get(str(node.attrs["name"]))
+            child = getattr(obj, "attributes", {}).get(str(node.attrs.get("name")))
             if isinstance(out.type, T.ClassType) and getattr(child, "attributes", None) is not None:
                 if id(child) not in seen:
                     seen.add(id(child))
