@@ -16,6 +16,11 @@ one input also takes an ``.npy``.  W.npz holds a
 module's weights under dotted state_dict keys.  OUT.npz gets ``out0``..``outN-1``, tuples and
 lists flattened as ``out0.0``, ``out0.1``...  Without ``--output`` results are printed.
 
+``--trace`` needs the interpreter backend (the static runtime reuses its buffers).  Files
+irvm writes carry a mark, and no existing file without it is replaced unless ``--force``
+(vm/files.py).  Before the first operator, inputs and weights are checked as PyTorch
+would check them (vm/preflight.py, vm/weight_checks.py).
+
 Exit codes: 0 ok, 1 the program failed at run time (or a bad input), 65 the program does
 not compile or the bytecode is invalid, 66 a file cannot be read, 70 an internal error.
 """
