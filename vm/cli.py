@@ -21,8 +21,9 @@ irvm writes carry a mark, and no existing file without it is replaced unless ``-
 (vm/files.py).  Before the first operator, inputs and weights are checked as PyTorch
 would check them (vm/preflight.py, vm/weight_checks.py).
 
-Exit codes: 0 ok, 1 the program failed at run time (or a bad input), 65 the program does
-not compile or the bytecode is invalid, 66 a file cannot be read, 70 an internal error.
+Exit codes: 0 ok, 1 the program failed at run time (or a bad input, or an overwrite was
+refused), 65 the program does not compile, the bytecode is invalid, or the file is no
+program, 66 a file cannot be read, 70 an internal error.
 """
 
 from __future__ import annotations
