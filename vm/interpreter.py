@@ -400,9 +400,12 @@ def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     from vm.weights import bind_constants
 
     flat = weights if isinstance(weights, Mapping) else None
-    for graph in (program.module.main, *program.module.functions.values()):
+    main = program.module.main
+    nodes = list(main.walk())  # one walk for both checks
+    bind_constants(main, flat or {}, nodes)
+    for graph in program.module.functions.values():
         bind_constants(graph, flat or {})
-    check_weights(program.module.main, self_object, flat, program.takes_self)
+    check_weights(main, self_object, flat, program.takes_self, nodes)
     return make_guard(program.module.main, self_object, flat, program.takes_self)
 
 

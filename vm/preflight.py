@@ -324,11 +324,12 @@ def make_guard(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None
     return DtypeGuard(graph, resolve, lambda node: resolve(node.outputs[0]), inputs)
 
 
-def check_weights(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None, skip_self: bool) -> None:
+def check_weights(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None, skip_self: bool,
+                  nodes: Sequence[Node] | None = None) -> None:
     """The weights against the shapes the graph declares (``vm.weight_checks``)."""
     from vm.weight_checks import check_declared_shapes
 
-    check_declared_shapes(graph, resolver(graph, self_object, weights, skip_self))
+    check_declared_shapes(graph, resolver(graph, self_object, weights, skip_self), nodes)
 
 
 def resolver(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,

@@ -22,7 +22,7 @@ self-consistent 5-class state_dict binds to it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -126,9 +126,10 @@ def _rnn_problem(gates: int, t: dict[str, np.ndarray]) -> str | None:
 Resolve = Callable[[Value], tuple[Any, str]]  # a value -> (its bound array or None, its label)
 
 
-def check_declared_shapes(graph: Graph, resolve: Resolve) -> None:
-    """Raise RunError when a weight contradicts a shape the graph declares at its use."""
-    for node in graph.walk():
+def check_declared_shapes(graph: Graph, resolve: Resolve, nodes: Sequence[Node] | None = None) -> None:
+    """Raise RunError when a weight contradicts a shape the graph declares at its use
+    (``nodes``: the graph's nodes, when the caller has walked it already)."""
+    for node in graph.walk() if nodes is None else nodes:
         rule = _RULES.get(node.kind)
         if rule is None or len(node.inputs) < 2:
             continue

@@ -43,7 +43,7 @@ first touches it:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -347,7 +347,7 @@ def _rnn_flat_weights(obj: ModuleObject) -> Any:
     return [value for _, value in sorted(found, key=lambda kv: kv[0])] if found else _ABSENT
 
 
-def bind_constants(graph: Graph, weights: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Node] | None = None) -> dict[str, np.ndarray]:
     """The arrays for ``graph``'s tensor constants, keyed by value name (``"self.0.weight"``).
 
     Each ``prim::Constant`` holding a tensor literal is looked up in ``weights`` under its
@@ -359,7 +359,7 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any]) -> dict[str, np.nda
     """
     bound: dict[str, np.ndarray] = {}
     missing = _Missing()
-    for node in graph.walk():
+    for node in graph.walk() if nodes is None else nodes:
         literal = node.attrs.get("value") if node.kind == "prim::Constant" else None
         if not isinstance(literal, TensorLiteral) or not node.outputs:
             continue
