@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from compiler.cli import main as irc_main
 from vm.cli import main as irvm_main
@@ -297,3 +299,26 @@ def test_compiling_an_archive_twice_replaces_its_own_weights_file(tmp_path: Path
     weights.unlink()
     np.savez(weights, mine=np.arange(2))
     assert_refused(*irc(capsys, "compile", str(pt), "-o", str(out)), weights)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(
+    st.binary(max_size=300),
+    st.binary(max_size=300).map(lambda b: b"PK\x03\x04" + b),
+    st.binary(max_size=300).map(lambda b: b"\x08" + b),
+    st.binary(max_size=300).map(lambda b: b"\x80\x02" + b),
+    st.binary(max_size=300).map(lambda b: b"\x93NUMPY" + b),
+))
+def test_sniff_names_any_bytes_and_never_fails(tmp_path: Path, data: bytes) -> None:
+    """Whatever the bytes (damaged zips, protobuf-like, pickle-like, npy-like), sniff gives a
+    kind and reading the file as a program is an irvm error, never an internal one."""
+    from compiler.diagnostics import IRError
+    from vm.files import read_program_text
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    assert isinstance(sniff(path), FileKind)
+    try:
+        read_program_text(path)
+    except IRError:
+        pass
