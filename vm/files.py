@@ -171,7 +171,7 @@ def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
                 "`numpy.savez('w.npz', **{k: v.numpy() for k, v in model.state_dict().items()})`, "
                 "or export the model with `python tools/export_torch.py MODEL.py NAME -o OUTDIR`")
         if role == "program":
-            todo = "a program is graph IR text or .irbc; " + todo
+            todo = "a program is graph IR text, .irbc or a torch.jit.save archive; " + todo
     elif kind is FileKind.ONNX:
         todo = "irvm runs TorchScript graph IR: export the PyTorch model with `python tools/export_torch.py`"
     elif kind is FileKind.DIRECTORY:
@@ -179,7 +179,7 @@ def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
     elif kind is FileKind.NPY and role == "weights":
         todo = "weights are an .npz of dotted state_dict keys (numpy.savez)"
     elif role == "program":
-        todo = "a program is graph IR text (.ir) or irvm bytecode (.irbc)"
+        todo = "a program is graph IR text (.ir), irvm bytecode (.irbc) or a torch.jit.save archive (.pt)"
     else:
         todo = f"{role} are an .npz file (numpy.savez)"
     message = f"{what}, not {_article(role)}: {todo}"
@@ -195,6 +195,9 @@ def read_program_text(path: str | Path) -> str:
     kind = expect(path, "program")
     if kind is FileKind.IRBC:
         raise IRError(f"{path} is irvm bytecode, not IR text: run it with `irvm run {path}`")
+    if kind is FileKind.TORCHSCRIPT:
+        raise IRError(f"{path} is a TorchScript archive, not IR text: read it with "
+                      f"`compiler.load_torchscript({str(path)!r})`, or run it with `irvm run {path}`")
     data = Path(path).read_bytes()
     try:
         return data.decode("utf-8")
