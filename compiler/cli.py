@@ -11,7 +11,8 @@ caret) and exit 65; a missing or unreadable file exits 66; anything else is an i
 error (exit 70), printed without a traceback unless ``IRVM_DEBUG=1``.
 
 Writing never destroys what the user gave: ``-o`` refuses to write over the input, and
-over an existing file that is not an irvm bytecode file, unless ``--force``.
+over an existing file that is not an irvm bytecode file (or picture irc drew), unless
+``--force``; a refusal exits 1.
 """
 
 from __future__ import annotations

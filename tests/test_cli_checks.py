@@ -152,3 +152,17 @@ def test_exit_70_for_an_internal_error_without_a_traceback(capsys: pytest.Captur
     assert run_guarded("irvm", broken) == 70
     err = capsys.readouterr().err
     assert "internal error: ZeroDivisionError: a bug" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("backend", ["interp", "static"])
+def test_run_refuses_a_float64_image_for_a_float32_model(tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str) -> None:
+    """Issue 17: a float64 image fed to the float32 CNN ran and returned float64; torch
+    raises "expected scalar type Double but found Float".  irvm names the input to cast."""
+    inputs = tmp_path / "in.npz"
+    with np.load(EXAMPLES / "cnn.inputs.npz") as data:
+        np.savez(inputs, **{"x.1": data["x.1"].astype(np.float64)})
+    code, out, err = irvm(capsys, "run", str(EXAMPLES / "cnn.ir"), "--inputs", str(inputs),
+                          "--weights", str(EXAMPLES / "cnn.weights.npz"), "--backend", backend)
+    assert code == 1 and out == ""
+    assert "cast input %x.1 to float32" in err and "expected scalar type Double but found Float" in err
+    assert f"{EXAMPLES / 'cnn.ir'}:" in err

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from compiler.cli import main as irc_main
 from vm.cli import main as irvm_main
@@ -277,3 +279,46 @@ def test_an_npz_as_the_program_and_ir_text_as_inputs_are_named(tmp_path: Path, c
     assert code == 65 and "numpy .npz archive, not a program" in err
     code, err = irvm(capsys, "run", str(EXAMPLES / "x2.ir"), "--inputs", str(EXAMPLES / "x2.ir"))
     assert code == 1 and "is a text file, not an inputs file" in err
+
+
+def test_compiling_an_archive_twice_replaces_its_own_weights_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`irc compile model.pt` writes model.weights.npz beside the .irbc, marked as irvm's
+    weights: a second compile replaces it, a foreign file of that name is refused."""
+    torch = pytest.importorskip("torch")
+    pt = tmp_path / "lin.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 3)), str(pt))
+    out = tmp_path / "lin.irbc"
+    assert irc(capsys, "compile", str(pt), "-o", str(out))[0] == 0
+    weights = tmp_path / "lin.weights.npz"
+    assert is_ours(weights, "weights")
+    assert irc(capsys, "compile", str(pt), "-o", str(out))[0] == 0
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((4, 2), np.float32))
+    code, err = irvm(capsys, "run", str(out), "--inputs", str(x), "--weights", str(weights))
+    assert code == 0, err
+    weights.unlink()
+    np.savez(weights, mine=np.arange(2))
+    assert_refused(*irc(capsys, "compile", str(pt), "-o", str(out)), weights)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(
+    st.binary(max_size=300),
+    st.binary(max_size=300).map(lambda b: b"PK\x03\x04" + b),
+    st.binary(max_size=300).map(lambda b: b"\x08" + b),
+    st.binary(max_size=300).map(lambda b: b"\x80\x02" + b),
+    st.binary(max_size=300).map(lambda b: b"\x93NUMPY" + b),
+))
+def test_sniff_names_any_bytes_and_never_fails(tmp_path: Path, data: bytes) -> None:
+    """Whatever the bytes (damaged zips, protobuf-like, pickle-like, npy-like), sniff gives a
+    kind and reading the file as a program is an irvm error, never an internal one."""
+    from compiler.diagnostics import IRError
+    from vm.files import read_program_text
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    assert isinstance(sniff(path), FileKind)
+    try:
+        read_program_text(path)
+    except IRError:
+        pass

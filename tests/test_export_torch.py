@@ -203,3 +203,18 @@ def test_a_torchscript_archive_exports_with_the_command_irvm_names(source: Path,
     with torch.no_grad():
         want = torch.jit.load(str(archive))(torch.from_numpy(inputs["x.1"])).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_export_never_overwrites_a_file_it_did_not_write(source: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A rerun replaces the tool's own files; a hand-made file of the same name is refused
+    (exit 2, the file untouched) unless --force."""
+    outdir, _ = export(source, "net", capsys=capsys)
+    export(source, "net", capsys=capsys)  # its own files: replaced
+    mine = outdir / "net.weights.npz"
+    np.savez(mine, mine=np.arange(3))
+    before = mine.read_bytes()
+    assert export_torch.main([str(source), "net", "-o", str(outdir)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err and mine.read_bytes() == before
+    (outdir / "net.ir").write_text("my notes\n")
+    assert export_torch.main([str(source), "net", "-o", str(outdir), "--force"]) == 0
+    assert (outdir / "net.ir").read_text().startswith("graph(%self")

@@ -25,6 +25,10 @@ and writes into OUTDIR:
                        for a ``.graph`` dumped by hand)
     NAME.inputs.npz    sample inputs, in the conventions of ``vm/io.py``
 
+An existing file of those names is replaced only when this tool wrote it (the ``.ir`` ends
+with ``# written by tools/export_torch.py``, the ``.npz`` files hold ``__irvm__ = "export"``),
+or with ``--force``.
+
 Sample inputs come from, in this order: ``--inputs SPEC``; a callable ``NAME_inputs`` in
 the file; a callable ``example_inputs`` in the file.  The callable takes no arguments and
 returns a tuple of positional arguments (or one tensor).  SPEC is a ``;``-separated list,
@@ -496,18 +500,55 @@ def script_error_message(err: Exception) -> str:
 # -- writing ------------------------------------------------------------------------------
 
 
-def write(exp: Export, outdir: Path, inputs: bool = True) -> dict[str, Path]:
+EXPORT_MARK = "# written by tools/export_torch.py"  # the last line of an exported .ir
+NPZ_ROLE = "export"  # the __irvm__ role of an exported .npz (vm/files.py)
+
+
+def write(exp: Export, outdir: Path, inputs: bool = True, mark: bool = False) -> dict[str, Path]:
     """Write NAME.ir, NAME.inputs.npz (unless not ``inputs``), NAME.weights.npz (when there
-    are weights)."""
+    are weights).  ``mark`` (the command line) ends the .ir with ``EXPORT_MARK`` and puts
+    the ``export`` role into the .npz files, so a later export knows them as its own."""
+    from vm.io import save_marked
+
     outdir.mkdir(parents=True, exist_ok=True)
+    paths = targets(exp, outdir, inputs)
+    text = exp.ir if exp.ir.endswith("\n") else exp.ir + "\n"
+    paths["ir"].write_text(text + EXPORT_MARK + "\n" if mark else text)
+    for key, flat in (("inputs", flatten_values(exp.inputs)), ("weights", exp.weights)):
+        if key in paths and (key != "inputs" or inputs):
+            if mark:
+                save_marked(paths[key], flat, NPZ_ROLE)
+            else:
+                np.savez(paths[key], **flat)
+    return paths
+
+
+def targets(exp: Export, outdir: Path, inputs: bool = True) -> dict[str, Path]:
+    """The files ``write`` writes."""
     paths = {"ir": outdir / f"{exp.name}.ir", "inputs": outdir / f"{exp.name}.inputs.npz"}
-    paths["ir"].write_text(exp.ir if exp.ir.endswith("\n") else exp.ir + "\n")
-    if inputs:
-        np.savez(paths["inputs"], **flatten_values(exp.inputs))
     if exp.weights or exp.is_module:
         paths["weights"] = outdir / f"{exp.name}.weights.npz"
-        np.savez(paths["weights"], **exp.weights)
     return paths
+
+
+def check_targets(exp: Export, outdir: Path, inputs: bool, given: Path, force: bool) -> None:
+    """Refuse to replace a file this tool did not write (unless ``force``), or the input."""
+    from vm.files import npz_mark
+
+    for key, path in targets(exp, outdir, inputs).items():
+        if key == "inputs" and not inputs or not path.exists():
+            continue
+        if path.resolve() == given.resolve():
+            raise ExportError(f"refusing to write {path}: it is the file being exported")
+        if force:
+            continue
+        if key == "ir":
+            lines = path.read_text(errors="replace").rstrip("\n").splitlines()
+            ours = bool(lines) and lines[-1] == EXPORT_MARK
+        else:
+            ours = npz_mark(path) == NPZ_ROLE
+        if not ours:
+            raise ExportError(f"refusing to overwrite {path}: it exists and export_torch did not write it (use --force)")
 
 
 def run_command(paths: dict[str, Path], output: str | None = None) -> str:
@@ -530,6 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs", metavar="SPEC", help="sample inputs, e.g. 'f32[2,3];i64[4];3'")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-o", "--outdir", required=True)
+    parser.add_argument("--force", action="store_true", help="overwrite files in OUTDIR this tool did not write")
     args = parser.parse_args(argv)
     try:
         return _export_file(args)
@@ -552,7 +594,8 @@ def _export_file(args: argparse.Namespace) -> int:
     sample = sample_inputs(source, args.name, args.inputs, args.seed)
     exp = export(target, args.name, sample, trace=args.trace, freeze=args.freeze,
                  source_dir=Path(args.file).resolve().parent, inline=not args.no_inline)
-    paths = write(exp, Path(args.outdir))
+    check_targets(exp, Path(args.outdir), True, Path(args.file), args.force)
+    paths = write(exp, Path(args.outdir), mark=True)
     print(run_command(paths, str(Path(args.outdir) / f"{args.name}.out.npz")))
     return 0
 
@@ -577,7 +620,8 @@ def _export_archive(args: argparse.Namespace) -> int:
             raise ExportError(f"{name}: the graph takes {len(names)} inputs, --inputs gives {len(sample)}")
         exp.inputs = {n: to_numpy(a) for n, a in zip(names, sample)}
     outdir = Path(args.outdir)
-    paths = write(exp, outdir, inputs=bool(args.inputs))
+    check_targets(exp, outdir, bool(args.inputs), Path(args.file), args.force)
+    paths = write(exp, outdir, inputs=bool(args.inputs), mark=True)
     if args.inputs:
         print(run_command(paths, str(outdir / f"{name}.out.npz")))
     else:

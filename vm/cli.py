@@ -16,8 +16,14 @@ one input also takes an ``.npy``.  W.npz holds a
 module's weights under dotted state_dict keys.  OUT.npz gets ``out0``..``outN-1``, tuples and
 lists flattened as ``out0.0``, ``out0.1``...  Without ``--output`` results are printed.
 
-Exit codes: 0 ok, 1 the program failed at run time (or a bad input), 65 the program does
-not compile or the bytecode is invalid, 66 a file cannot be read, 70 an internal error.
+``--trace`` needs the interpreter backend (the static runtime reuses its buffers).  Files
+irvm writes carry a mark, and no existing file without it is replaced unless ``--force``
+(vm/files.py).  Before the first operator, inputs and weights are checked as PyTorch
+would check them (vm/preflight.py, vm/weight_checks.py).
+
+Exit codes: 0 ok, 1 the program failed at run time (or a bad input, or an overwrite was
+refused), 65 the program does not compile, the bytecode is invalid, or the file is no
+program, 66 a file cannot be read, 70 an internal error.
 """
 
 from __future__ import annotations
@@ -112,12 +118,12 @@ def _load_npz(path: str | None, role: str = "weights") -> dict[str, np.ndarray]:
     if path is None:
         return {}
     from compiler.diagnostics import RunError
-    from vm.files import expect
+    from vm.files import MARK_KEY, expect
 
     expect(path, role)
     try:
         with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+            return {k: data[k] for k in data.files if k != MARK_KEY}
     except (ValueError, OSError) as err:
         if isinstance(err, FileNotFoundError):
             raise

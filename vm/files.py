@@ -128,7 +128,7 @@ def _zip_kind(p: Path) -> FileKind:
     try:
         with zipfile.ZipFile(p) as zf:
             names = zf.namelist()
-    except (zipfile.BadZipFile, OSError, ValueError):
+    except Exception:  # noqa: BLE001  (a damaged zip, whatever zipfile raises): a zip, no more
         return FileKind.ZIP
     if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
         code = any("/code/" in f"/{n}" for n in names)
@@ -171,7 +171,7 @@ def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
                 "`numpy.savez('w.npz', **{k: v.numpy() for k, v in model.state_dict().items()})`, "
                 "or export the model with `python tools/export_torch.py MODEL.py NAME -o OUTDIR`")
         if role == "program":
-            todo = "a program is graph IR text or .irbc; " + todo
+            todo = "a program is graph IR text, .irbc or a torch.jit.save archive; " + todo
     elif kind is FileKind.ONNX:
         todo = "irvm runs TorchScript graph IR: export the PyTorch model with `python tools/export_torch.py`"
     elif kind is FileKind.DIRECTORY:
@@ -179,7 +179,7 @@ def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
     elif kind is FileKind.NPY and role == "weights":
         todo = "weights are an .npz of dotted state_dict keys (numpy.savez)"
     elif role == "program":
-        todo = "a program is graph IR text (.ir) or irvm bytecode (.irbc)"
+        todo = "a program is graph IR text (.ir), irvm bytecode (.irbc) or a torch.jit.save archive (.pt)"
     else:
         todo = f"{role} are an .npz file (numpy.savez)"
     message = f"{what}, not {_article(role)}: {todo}"
@@ -195,6 +195,9 @@ def read_program_text(path: str | Path) -> str:
     kind = expect(path, "program")
     if kind is FileKind.IRBC:
         raise IRError(f"{path} is irvm bytecode, not IR text: run it with `irvm run {path}`")
+    if kind is FileKind.TORCHSCRIPT:
+        raise IRError(f"{path} is a TorchScript archive, not IR text: read it with "
+                      f"`compiler.load_torchscript({str(path)!r})`, or run it with `irvm run {path}`")
     data = Path(path).read_bytes()
     try:
         return data.decode("utf-8")
@@ -219,8 +222,10 @@ def npz_target(path: str | Path) -> Path:
 
 def check_writable(out: Path, inputs: Sequence[Path], force: bool, kind: str) -> None:
     """Refuse to write ``out`` when it is one of ``inputs`` (even with ``force``), or when it
-    exists and is not a file irvm made of ``kind`` (``irbc``, ``outputs``, ``trace``,
-    ``viz``), unless ``force``.  Raises ``RunError`` with a one-line message."""
+    exists and is not a file irvm made of ``kind`` (``irbc``; ``outputs``, ``trace``,
+    ``weights``: an .npz with that ``__irvm__`` role, ``npz``: any role; ``viz``; ``json``:
+    a JSON object with an ``"__irvm__"`` key, as a Chrome trace may carry), unless
+    ``force``.  Raises ``RunError`` with a one-line message."""
     for given in inputs:
         if given.exists() and out.exists() and out.resolve() == given.resolve():
             raise RunError(f"refusing to write {out}: it is an input of this command")
@@ -238,8 +243,12 @@ def is_ours(path: Path, kind: str) -> bool:
     try:
         if kind == "irbc":
             return sniff(path) is FileKind.IRBC
-        if kind in ("outputs", "trace"):
+        if kind in ("outputs", "trace", "weights"):
             return npz_mark(path) == kind
+        if kind == "npz":  # any .npz irvm wrote, whatever its role
+            return npz_mark(path) is not None
+        if kind == "json":
+            return _json_marked(path)
         if kind == "viz":
             return _picture_marked(path)
     except OSError:
@@ -258,8 +267,18 @@ def npz_mark(path: Path) -> str | None:
             if MARK_KEY not in data.files:
                 return None
             return str(data[MARK_KEY])
-    except (ValueError, OSError, zipfile.BadZipFile):
+    except Exception:  # noqa: BLE001  (a damaged archive, whatever numpy or zlib raise): not ours
         return None
+
+
+def _json_marked(path: Path) -> bool:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and MARK_KEY in data
 
 
 # -- marking pictures -------------------------------------------------------------------

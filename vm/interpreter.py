@@ -406,13 +406,21 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
 
 
 def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
-    """``vm.preflight``'s check of the inputs' dtypes against the weights, or None."""
+    """Check the weights against the shapes and dtypes the graph declares (``vm.preflight``,
+    ``vm.weights.bind_constants``); return the guard of the inputs' dtypes, or None."""
     if program.module is None:
         return None
-    from vm.preflight import make_guard
+    from vm.preflight import check_weights, make_guard
+    from vm.weights import bind_constants
 
-    return make_guard(program.module.main, self_object, weights if isinstance(weights, Mapping) else None,
-                      program.takes_self)
+    flat = weights if isinstance(weights, Mapping) else None
+    main = program.module.main
+    nodes = list(main.walk())  # one walk for both checks
+    bind_constants(main, flat or {}, nodes)
+    for graph in program.module.functions.values():
+        bind_constants(graph, flat or {})
+    check_weights(main, self_object, flat, program.takes_self, nodes)
+    return make_guard(program.module.main, self_object, flat, program.takes_self)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:

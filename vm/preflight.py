@@ -29,7 +29,7 @@ import numpy as np
 
 from compiler import types as T
 from compiler.diagnostics import RunError
-from compiler.ir import Graph, Node, TensorLiteral, Value
+from compiler.ir import Block, Graph, Node, TensorLiteral, Value
 
 # strict op -> positions of the tensor arguments that must share one dtype
 STRICT: dict[str, tuple[int, ...]] = {
@@ -52,6 +52,8 @@ STRICT: dict[str, tuple[int, ...]] = {
     "aten::instance_norm": (0, 1, 2, 3, 4),
     "aten::layer_norm": (0, 2, 3),
     "aten::group_norm": (0, 2, 3),
+    "aten::_native_multi_head_attention": (0, 1, 2, 5, 6, 7, 8),
+    "aten::_transformer_encoder_layer_fwd": (0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 15, 16, 17),
     "aten::lstm_cell": (0, 2, 3, 4, 5),
     "aten::gru_cell": (0, 2, 3, 4, 5),
     "aten::rnn_tanh_cell": (0, 2, 3, 4, 5),
@@ -74,20 +76,24 @@ _KEEP_DTYPE = {  # the dtype is kept, the rank may change
     "reflection_pad2d", "replicate_pad1d", "replicate_pad2d", "max_pool1d", "max_pool2d", "max_pool3d",
     "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_avg_pool3d", "upsample_nearest2d", "upsample_bilinear2d", "pixel_shuffle", "channel_shuffle",
-    "mean", "sum", "amax", "amin", "flip", "roll", "unflatten", "movedim",
+    "mean", "sum", "amax", "amin", "flip", "roll", "unflatten", "movedim", "masked_fill", "masked_fill_",
+    "_nested_tensor_from_mask", "to_padded_tensor", "nested_to_padded_tensor",
 }
+_SPLITS = {"chunk", "split", "unbind", "split_with_sizes", "tensor_split", "unsafe_chunk", "unsafe_split"}
 _PROMOTE = {"add", "sub", "mul", "add_", "sub_", "mul_", "div", "div_", "maximum", "minimum"}
 
 
 @attrs.frozen
 class Known:
-    """What is known of a tensor value: its dtype, whether it has dimensions (None: not
-    known), and where it came from (``input %x.1``, ``weight conv.weight``)."""
+    """What is known of a tensor value (or of a list or tuple of tensors): its dtype,
+    whether it has dimensions (None: not known), and where it came from (``input %x.1``,
+    ``weight conv.weight``)."""
 
-    dtype: np.dtype
+    dtype: np.dtype | None  # None: a list or tuple whose items differ
     dimensioned: bool | None
     origin: str
     input_name: str | None = None  # the graph input it derives from, if any
+    items: tuple[Known | None, ...] | None = None  # a list's or tuple's items, when built here
 
 
 class DtypeGuard:
@@ -99,40 +105,86 @@ class DtypeGuard:
         self.graph = graph
         self.attribute, self.constant = attribute, constant
         self.inputs = list(inputs)
-        self._ok: set[tuple[Any, ...]] = set()
+        self._ok: set[tuple[Any, ...]] = set()  # keys of the argument dtypes that passed
+        self._last_dtype: Any = None
+        self._last_dimensioned: Any = None
 
     def __call__(self, args: Sequence[Any]) -> None:
+        if len(args) == 1:  # the common case, kept cheap: one array, as on the last call
+            a = args[0]
+            if type(a) is np.ndarray and a.dtype is self._last_dtype and (a.ndim > 0) is self._last_dimensioned:
+                return
         key = tuple((a.dtype, a.ndim > 0) if isinstance(a, np.ndarray) else None for a in args)
-        if key in self._ok:
-            return
-        self.check(args)
-        self._ok.add(key)
+        if key not in self._ok:
+            self.check(args)
+            self._ok.add(key)
+        if len(args) == 1 and key[0] is not None:
+            self._last_dtype, self._last_dimensioned = key[0]
 
     def check(self, args: Sequence[Any]) -> None:
         known: dict[Value, Known] = {}
         for value, arg in zip(self.inputs, args):
             if isinstance(arg, np.ndarray):
                 known[value] = Known(arg.dtype, arg.ndim > 0, f"input %{value.name}", value.name)
-        for node in self.graph.walk():
+        self._walk(self.graph.block, known, 0)
+
+    def _walk(self, block: Block, known: dict[Value, Known], depth: int) -> None:
+        """Each node after its blocks; an If's output is known when every branch returns the
+        same dtype.  Past 100 nested blocks values are left unknown (never an error)."""
+        for node in block.nodes:
+            if node.blocks:
+                if depth > 100:
+                    continue
+                for sub in node.blocks:
+                    self._walk(sub, known, depth + 1)
+                if node.kind == "prim::If":
+                    _join_branches(node, known)
+                continue
             _step(node, known, self.attribute, self.constant)
+
+
+def _join_branches(node: Node, known: dict[Value, Known]) -> None:
+    for i, out in enumerate(node.outputs):
+        branches = [known.get(b.returns[i]) if i < len(b.returns) else None for b in node.blocks]
+        if branches and all(branches) and len({k.dtype for k in branches if k}) == 1:
+            first = branches[0]
+            assert first is not None
+            known[out] = attrs.evolve(first, dimensioned=None, items=None)
 
 
 def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tuple[Any, str]],
           constant: Callable[[Node], tuple[Any, str]]) -> None:
     kind = node.kind
-    if kind == "prim::GetAttr" or kind == "prim::Constant":
+    if (kind == "prim::GetAttr" or kind == "prim::Constant") and node.outputs:
         array, label = attribute(node.outputs[0]) if kind == "prim::GetAttr" else constant(node)
         if isinstance(array, np.ndarray):
             known[node.outputs[0]] = Known(array.dtype, array.ndim > 0, f"weight {label}")
         elif isinstance(array, list) and array and all(isinstance(a, np.ndarray) for a in array):
             known[node.outputs[0]] = Known(array[0].dtype, True, f"weights {label}")
         return
-    if kind == "prim::ListConstruct":
-        items = [known.get(v) for v in node.inputs]
-        if items and all(items) and len({k.dtype for k in items if k}) == 1:
-            first = items[0]
-            assert first is not None
-            known[node.outputs[0]] = Known(first.dtype, True, f"list %{node.outputs[0].name}", first.input_name)
+    if kind in ("prim::ListConstruct", "prim::TupleConstruct"):
+        items = tuple(known.get(v) for v in node.inputs)
+        present = [k for k in items if k is not None]
+        if not items and node.outputs:  # an empty list, filled by aten::append in this block
+            known[node.outputs[0]] = Known(None, True, f"list %{node.outputs[0].name}", None, ())
+        elif present and node.outputs:
+            dtypes = {k.dtype for k in items if k is not None}
+            dtype = dtypes.pop() if len(dtypes) == 1 and len(present) == len(items) else None
+            source = next((k for k in present if k.input_name is not None), present[0])
+            known[node.outputs[0]] = Known(dtype, True, source.origin, source.input_name, items)
+        return
+    if kind == "aten::append" and node.inputs:
+        _append(node, known)
+        return
+    if kind in ("prim::ListUnpack", "prim::TupleUnpack"):
+        seq = known.get(node.inputs[0]) if node.inputs else None
+        if seq is not None and seq.items is not None and len(seq.items) == len(node.outputs):
+            for out, item in zip(node.outputs, seq.items):
+                if item is not None:
+                    known[out] = item
+        elif seq is not None and seq.items is None and seq.dtype is not None:
+            for out in node.outputs:
+                known[out] = attrs.evolve(seq, dimensioned=None)
         return
     if kind in STRICT or kind in RNNS or kind == "aten::embedding":
         result = _check_strict(node, known)
@@ -143,9 +195,16 @@ def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tu
         return
     op = kind[len("aten::"):]
     first = known.get(node.inputs[0])
-    if first is None:
+    if first is None or first.dtype is None:
         return
-    if op in _KEEP_EXACT:
+    if first.items is not None:  # a list or tuple of tensors: only joined back into one
+        if op in ("cat", "stack", "concat", "hstack", "vstack") and len(first.items) == len(
+                [k for k in first.items if k is not None]):
+            known[node.outputs[0]] = attrs.evolve(first, dimensioned=True, items=None)
+        return
+    if op in _SPLITS:  # a list of pieces of the input
+        known[node.outputs[0]] = attrs.evolve(first, dimensioned=None, items=None)
+    elif op in _KEEP_EXACT:
         known[node.outputs[0]] = first
     elif op in _KEEP_DTYPE:
         known[node.outputs[0]] = attrs.evolve(first, dimensioned=None)
@@ -155,9 +214,29 @@ def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tu
             known[node.outputs[0]] = promoted
 
 
+def _append(node: Node, known: dict[Value, Known]) -> None:
+    """``aten::append(list, x)`` in the block that built the list extends its items; from
+    another block (a branch, a loop body) the list's items are no longer known."""
+    target = node.inputs[0]
+    seq = known.get(target)
+    if seq is None or seq.items is None:
+        return
+    if target.node is None or target.node.owner is not node.owner or len(node.inputs) < 2:
+        del known[target]
+        return
+    items = (*seq.items, known.get(node.inputs[1]))
+    present = [k for k in items if k is not None]
+    dtypes = {k.dtype for k in present}
+    dtype = dtypes.pop() if len(dtypes) == 1 and len(present) == len(items) else None
+    source = next((k for k in present if k.input_name is not None), present[0] if present else seq)
+    known[target] = Known(dtype, True, source.origin, source.input_name, items)
+
+
 def _promote(op: str, first: Known, other_value: Value, known: dict[Value, Known]) -> Known | None:
     """The result of ``first <op> other`` when PyTorch's promotion gives it for sure."""
     other = known.get(other_value)
+    if other is not None and (other.dtype is None or other.items is not None):
+        return None
     if other is None:
         t = other_value.type
         if t in (T.INT, T.BOOL) or (t == T.FLOAT and first.dtype.kind == "f"):  # a Python scalar
@@ -200,10 +279,10 @@ def _check_strict(node: Node, known: dict[Value, Known]) -> Known | None:
         return weight
     positions = (0, 2) if node.kind in RNNS else STRICT[node.kind]
     args = [known.get(node.inputs[i]) for i in positions if i < len(node.inputs)]
-    present = [a for a in args if a is not None]
+    present = [a for a in args if a is not None and a.dtype is not None]
     if len({a.dtype for a in present}) <= 1:
         return present[0] if present and args[0] is not None else None
-    data = args[0] if args[0] is not None else present[0]
+    data = args[0] if args[0] is not None and args[0].dtype is not None else present[0]
     params = [a for a in present[1:] if a.dtype != data.dtype] or [a for a in present if a.dtype != data.dtype]
     if node.kind in _NORMS and data.dtype == np.float16 and all(p.dtype == np.float32 for p in params):
         return data  # PyTorch's CPU norms take a half input with float parameters
@@ -241,41 +320,62 @@ def make_guard(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None
     inputs = list(graph.inputs[1:] if skip_self else graph.inputs)
     if not _reaches_strict(inputs):
         return None
-    paths: dict[Value, Any] = {}
-    if skip_self and graph.inputs:
-        paths[graph.inputs[0]] = self_object
+    resolve = resolver(graph, self_object, weights, skip_self)
+    return DtypeGuard(graph, resolve, lambda node: resolve(node.outputs[0]), inputs)
 
-    def attribute(out: Value) -> tuple[Any, str]:
-        node = out.node
-        assert node is not None
-        parent = paths.get(node.inputs[0]) if node.inputs else None
-        attributes = getattr(parent, "attributes", None)
-        name = str(node.attrs.get("name"))
-        value = attributes.get(name) if isinstance(attributes, dict) else None
-        if getattr(value, "attributes", None) is not None:
-            paths[out] = value
-        return value, parent.dotted(name) if parent is not None else name
 
+def check_weights(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None, skip_self: bool,
+                  nodes: Sequence[Node] | None = None) -> None:
+    """The weights against the shapes the graph declares (``vm.weight_checks``)."""
+    from vm.weight_checks import check_declared_shapes
+
+    check_declared_shapes(graph, resolver(graph, self_object, weights, skip_self), nodes)
+
+
+def resolver(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
+             skip_self: bool) -> Callable[[Value], tuple[Any, str]]:
+    """value -> (what it is bound to before the run, a label): ``%self``'s attributes
+    through GetAttr chains (an array, a list of arrays, a ModuleObject), a tensor
+    constant's bound array; (None, ...) for anything else."""
+    root = graph.inputs[0] if skip_self and graph.inputs else None
     flat = weights if isinstance(weights, Mapping) else {}
 
-    def constant(node: Node) -> tuple[Any, str]:
-        literal = node.attrs.get("value")
-        if not isinstance(literal, TensorLiteral) or not node.outputs:
+    def resolve(value: Value) -> tuple[Any, str]:
+        if value is root:
+            return self_object, "self"
+        node = value.node
+        if node is None or not node.inputs and node.kind != "prim::Constant":
             return None, ""
-        from vm.weights import constant_keys
+        if node.kind == "prim::GetAttr":
+            parent, _ = resolve(node.inputs[0])
+            name = str(node.attrs.get("name"))
+            attributes = getattr(parent, "attributes", None)
+            if not isinstance(attributes, dict):
+                return None, name
+            return attributes.get(name), parent.dotted(name)
+        if node.kind == "prim::Constant":
+            return _constant(node, flat)
+        return None, ""
 
-        label = f"%{node.outputs[0].name}"
-        key = next((k for k in constant_keys(node.outputs[0].name) if k in flat), None)
-        if key is not None:
-            return np.asarray(flat[key]), label
-        if literal.values is not None and literal.dtype is not None:
-            from vm.inputs import DTYPES
+    return resolve
 
-            name = DTYPES.get(literal.dtype)
-            return (np.zeros(literal.shape or (), dtype=name) if name else None), label
-        return None, label
 
-    return DtypeGuard(graph, attribute, constant, inputs)
+def _constant(node: Node, flat: Mapping[str, Any]) -> tuple[Any, str]:
+    literal = node.attrs.get("value")
+    if not isinstance(literal, TensorLiteral) or not node.outputs:
+        return None, ""
+    from vm.weights import constant_keys
+
+    label = f"%{node.outputs[0].name}"
+    key = next((k for k in constant_keys(node.outputs[0].name) if k in flat), None)
+    if key is not None:
+        return np.asarray(flat[key]), label
+    if literal.values is not None and literal.dtype is not None:
+        from vm.inputs import DTYPES
+
+        name = DTYPES.get(literal.dtype)
+        return (np.zeros(literal.shape or (), dtype=name) if name else None), label
+    return None, label
 
 
 def _reaches_strict(inputs: Sequence[Value]) -> bool:
@@ -285,13 +385,16 @@ def _reaches_strict(inputs: Sequence[Value]) -> bool:
         value = pending.pop()
         for use in value.uses:
             user = use.user
-            if not isinstance(user, Node) or id(user) in seen:
+            if isinstance(user, Block):  # returned from a block: on to its node's outputs
+                user = user.owner
+            if user is None or id(user) in seen:
                 continue
             seen.add(id(user))
             if user.kind in STRICT or user.kind in RNNS or user.kind == "aten::embedding":
                 return True
             pending.extend(user.outputs)
+            pending.extend(p for b in user.blocks for p in b.params)
     return False
 
 
-__all__ = ["DtypeGuard", "Known", "STRICT", "make_guard"]
+__all__ = ["STRICT", "DtypeGuard", "Known", "check_weights", "make_guard", "resolver"]

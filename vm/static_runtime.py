@@ -127,9 +127,10 @@ class StaticModule:
             n.kind in RANDOM_KINDS for g in (main, *module.functions.values()) for n in g.walk()
         )
         bound = _bind_self(main, weights, module.attributes)
-        from vm.preflight import make_guard
+        from vm.preflight import check_weights, make_guard
 
         self_object = next(iter(bound.values()), None)
+        check_weights(main, self_object, flat, bool(bound))
         self.dtype_guard = make_guard(main, self_object, flat, bool(bound))
         # %self's attributes are constants of the module unless the program assigns one
         common["fold_attributes"] = not any(

@@ -43,7 +43,7 @@ first touches it:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -161,6 +161,9 @@ def bind_self(
             + (_PLAIN_HINT if any(not e.endswith(" : Tensor") for e in missing.entries) else ""),
             missing.span,
         )
+    from vm.weight_checks import check_module_structure
+
+    check_module_structure(graph, root)
     return root
 
 
@@ -344,7 +347,7 @@ def _rnn_flat_weights(obj: ModuleObject) -> Any:
     return [value for _, value in sorted(found, key=lambda kv: kv[0])] if found else _ABSENT
 
 
-def bind_constants(graph: Graph, weights: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Node] | None = None) -> dict[str, np.ndarray]:
     """The arrays for ``graph``'s tensor constants, keyed by value name (``"self.0.weight"``).
 
     Each ``prim::Constant`` holding a tensor literal is looked up in ``weights`` under its
@@ -356,7 +359,7 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any]) -> dict[str, np.nda
     """
     bound: dict[str, np.ndarray] = {}
     missing = _Missing()
-    for node in graph.walk():
+    for node in graph.walk() if nodes is None else nodes:
         literal = node.attrs.get("value") if node.kind == "prim::Constant" else None
         if not isinstance(literal, TensorLiteral) or not node.outputs:
             continue
@@ -388,7 +391,14 @@ def constant_keys(name: str) -> list[str]:
 
 
 def _check_shape(out: Value, array: np.ndarray, node: Node) -> None:
+    """The bound array against the constant's declared type: its shape, and its dtype
+    (a frozen ``Float(10)`` constant is float32; binding float64 would change the results)."""
+    from vm.inputs import DTYPES
+
     t = out.type
     known = isinstance(t, T.TensorType) and t.sizes is not None and None not in t.sizes
     if known and tuple(array.shape) != tuple(t.sizes):  # type: ignore[union-attr, arg-type]
         raise RunError(f"weight for %{out.name} has shape {list(array.shape)}, the graph declares {t}", node.span)
+    dtype = DTYPES.get(t.dtype) if isinstance(t, T.TensorType) and t.dtype else None
+    if dtype is not None and array.dtype != np.dtype(dtype):
+        raise RunError(f"weight for %{out.name} is {array.dtype}, the graph declares {t} ({dtype})", node.span)

@@ -101,8 +101,10 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
     finally:
         archive.zip.close()
     out = weights_path(program_path)
-    check_writable(out, inputs=[Path(source)], force=force, kind="npz")
-    np.savez(out, **{k: np.asarray(v) for k, v in weights.items()})
+    check_writable(out, inputs=[Path(source)], force=force, kind="weights")
+    from vm.io import save_marked
+
+    save_marked(out, {k: np.asarray(v) for k, v in weights.items()}, "weights")
     print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)
     return out
 
