@@ -11,7 +11,8 @@ torch's outputs as numpy values):
 - the nn models of ``tools/dump_nn_models.py`` (scripted, traced, frozen);
 - the feature modules of ``tools/torchscript_features.py`` (interfaces, NamedTuples,
   classes, containers, exported methods), scripted and frozen;
-- torchvision's resnet18 and mobilenet_v3_small on a 1x3x64x64 input (script, trace, freeze).
+- torchvision's resnet18 and mobilenet_v3_small on a 1x3x64x64 input (script, trace, freeze);
+- with ``--zoo ci`` / ``--zoo all``, the model zoo of ``tools/zoo_models.py`` in its modes.
 
 A case torch itself cannot script, trace, freeze or save is listed in ``skipped.json``
 with torch's reason; a program that raises on its sample inputs (``raise_taken``) is
@@ -127,7 +128,29 @@ def feature_cases() -> Iterator[tuple[str, Build]]:
             yield f"features.{name}.{variant}", build
 
 
-def all_cases() -> Iterator[tuple[str, Build]]:
+def zoo_cases(subset: bool = False) -> Iterator[tuple[str, Build]]:
+    """The model zoo of ``tools/zoo_models.py`` (issue #11), each in its modes; the CI
+    subset with ``subset``.  Heavy models (over ~100M parameters) are left out."""
+    import zoo_models
+
+    for name, model in zoo_models.ZOO.items():
+        if model.heavy or (subset and name not in zoo_models.CI_SUBSET) or zoo_models.available(model):
+            continue
+        for variant in model.modes:
+            def build(model: Any = model, variant: str = variant) -> Any:
+                module, args = model.build()
+                if variant == "trace" and not model.strict:
+                    with torch.no_grad():
+                        return torch.jit.trace(module, _clone_args(args), check_trace=False, strict=False), args
+                return _compile(module, args, variant), args
+
+            yield f"zoo.{name}.{variant}", build
+
+
+def all_cases(zoo: str = "") -> Iterator[tuple[str, Build]]:
+    """Every case; ``zoo`` "ci" or "all" adds the model zoo's CI subset or whole zoo."""
+    if zoo:
+        yield from zoo_cases(subset=zoo == "ci")
     yield from feature_cases()
     yield from corpus_cases()
     yield from nn_cases()
@@ -154,12 +177,12 @@ def save_case(name: str, build: Build, outdir: Path) -> str | None:
     return None
 
 
-def save_all(outdir: Path = CACHE, only: list[str] | None = None, refresh: bool = False) -> dict[str, str]:
+def save_all(outdir: Path = CACHE, only: list[str] | None = None, refresh: bool = False, zoo: str = "") -> dict[str, str]:
     """Save every case not yet cached; returns {name: why torch could not} for skipped ones."""
     outdir.mkdir(parents=True, exist_ok=True)
     skipped_path = outdir / "skipped.json"
     skipped: dict[str, str] = json.loads(skipped_path.read_text()) if skipped_path.exists() and not refresh else {}
-    for name, build in all_cases():
+    for name, build in all_cases(zoo):
         if only and not any(name.startswith(o) for o in only):
             continue
         if not refresh and ((outdir / f"{name}.case.pkl").exists() or name in skipped):
@@ -176,8 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=str(CACHE))
     parser.add_argument("--only", nargs="*", help="name prefixes to save")
     parser.add_argument("--refresh", action="store_true", help="save again even when cached")
+    parser.add_argument("--zoo", choices=["ci", "all"], default="", help="also the model zoo (tools/zoo_models.py)")
     args = parser.parse_args(argv)
-    skipped = save_all(Path(args.dir), args.only, args.refresh)
+    skipped = save_all(Path(args.dir), args.only, args.refresh, args.zoo)
     for name, why in sorted(skipped.items()):
         print(f"skipped {name}: {why}")
     print(f"archives in {args.dir}")
