@@ -159,3 +159,33 @@ def test_a_method_other_than_forward_compiles(tmp_path: Path) -> None:
     assert "aten::mul" in str(module) and "aten::add" not in str(module)
     with pytest.raises(CompileError, match=r"has no method `triple` \(methods: double, forward\)"):
         compiler.load_torchscript(path, method="triple")
+
+
+def test_debug_pickles_give_each_node_and_error_its_line_in_the_users_python(tmp_path: Path) -> None:
+    """With the archive's .debug_pkl files, a node carries the user's ``file:line:col``
+    (printed as the IR's ``# ...`` comment, as torch's dumps do) and a compile error names
+    it after the archive location."""
+    import zipfile
+
+    import compiler
+    from compiler.diagnostics import CompileError
+
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.sigmoid(x) * 3
+
+    path = tmp_path / "model.pt"
+    torch.jit.save(torch.jit.script(Model()), str(path))
+    line = Model.forward.__code__.co_firstlineno + 1
+    module, _ = compiler.load_torchscript(path)
+    sigmoid = next(n for n in module.main.walk() if n.kind == "aten::sigmoid")
+    assert sigmoid.source == f"{__file__}:{line}:19"
+    broken = tmp_path / "broken.pt"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(broken, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename.endswith("code/__torch__/test_torchscript_coverage.py"):
+                data = data.replace(b"torch.sigmoid(", b"torch.no_such_op(")
+            dst.writestr(item, data)
+    with pytest.raises(CompileError, match=rf"unknown operator aten::no_such_op\(Tensor\).* \(compiled from {__file__}:{line}:19\)"):
+        compiler.load_torchscript(broken)

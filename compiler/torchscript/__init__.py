@@ -28,7 +28,7 @@ def load_torchscript(path: str | Path, method: str = "forward") -> tuple[Any, di
 
     archive = Archive(path)
     try:
-        index = SourceIndex(archive.code_files())
+        index = SourceIndex(archive.code_files(), archive.debug_tables())
         root = archive.module()
         constants = archive.constants()
     finally:

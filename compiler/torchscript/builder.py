@@ -27,8 +27,9 @@ MAX_INT = 9223372036854775807
 class GraphBuilder:
     """Appends nodes to ``block`` (the current insertion point) of one graph."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, origin: Any = None) -> None:
         self.graph = graph
+        self.origin = origin  # span -> "model.py:LINE:COL" of the user's source, or None
         self.block: Block = graph.block
         self.taken: set[str] = set()
         self._counter = 0
@@ -62,6 +63,8 @@ class GraphBuilder:
         names: list[str | None] | None = None,
     ) -> Node:
         node = Node(kind, attrs=dict(attrs or {}), span=span)
+        if self.origin is not None and kind != "prim::Constant":
+            node.source = self.origin(span)
         for v in inputs:
             node.add_input(v)
         names = names or [None] * len(out_types)

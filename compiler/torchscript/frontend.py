@@ -61,7 +61,17 @@ class Frontend(ExprCompiler):
             names = ", ".join(sorted(info.methods)) or "none"
             raise CompileError(f"{self.filename}: {self.root.qualname} has no method `{method}` (methods: {names})")
         graph = Graph(name="graph")
-        self.b = GraphBuilder(graph)
+        self.b = GraphBuilder(graph, self.index.origin)
+        try:
+            return self._compile(fn, graph)
+        except CompileError as err:
+            origin = self.index.origin(err.span)
+            if origin is not None:  # say where in the user's model this came from
+                err.message = f"{err.message} (compiled from {origin})"
+                err.args = (err.message,)
+            raise
+
+    def _compile(self, fn: FunctionInfo, graph: Graph) -> Module:
         params = fn.node.args.args
         self_value = self.b.param(graph.block, "self", T.ClassType(self.root.qualname))
         self.records[id(self_value)] = self.root
