@@ -165,7 +165,7 @@ def test_cli_refuses_a_hostile_archive_with_a_one_paragraph_error(tmp_path: Path
     marker = tmp_path / "pwned"
     path = _write_archive(tmp_path / "evil.pt", pickle.dumps(_Shell(f"touch {marker}"), protocol=2), {})
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "vm.cli", "run", str(path)], capture_output=True, text=True, env=env)
+    proc = subprocess.run([sys.executable, "-m", "vm.cli", "run", str(path)], capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 65, proc.stderr
     assert "refusing to load global" in proc.stderr and "Traceback" not in proc.stderr
     assert not marker.exists()

@@ -17,15 +17,15 @@ import sys
 
 sys.modules["torch"] = None  # type: ignore[assignment]  # any `import torch` now fails
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import pickle  # noqa: E402
-from collections import Counter  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import json
+import os
+import pickle
+from collections import Counter
+from pathlib import Path
+from typing import Any
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

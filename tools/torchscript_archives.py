@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from export_torch import _clone_args, resolve_target, to_numpy  # noqa: E402
+from export_torch import _clone_args, resolve_target, to_numpy
 
 CACHE = Path(os.environ.get("IRVM_ARCHIVE_CACHE", Path.home() / ".cache" / "irvm" / "archives"))
 
@@ -163,7 +163,7 @@ def save_case(name: str, build: Build, outdir: Path) -> str | None:
     try:
         compiled, args = build()
         torch.jit.save(compiled, str(path))  # before running: a run may update buffers
-    except Exception as err:  # torch cannot script/trace/freeze/save it: not irvm's failure
+    except Exception as err:  # noqa: BLE001 - torch cannot script/trace/freeze/save it: not irvm's failure
         path.unlink(missing_ok=True)
         return f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
     data: dict[str, Any] = {"inputs": [to_numpy(a) for a in args]}

@@ -102,13 +102,20 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
         archive.zip.close()
     out = weights_path(program_path)
     check_writable(out, inputs=[Path(source)], force=force, kind="npz")
-    np.savez(out, **{k: np.asarray(v) for k, v in weights.items()})
+    arrays: dict[str, Any] = {k: np.asarray(v) for k, v in weights.items()}
+    np.savez(out, **arrays)
     print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)
     return out
 
 
 __all__ = [
-    "archive_weights",
+    "Archive",
+    "ArchiveError",
     "archive_ir_text",
+    "archive_weights",
+    "compile_archive",
+    "is_torchscript_archive",
+    "load_torchscript",
     "save_archive_weights",
-    "weights_path","load_torchscript", "compile_archive", "is_torchscript_archive", "ArchiveError", "Archive"]
+    "weights_path",
+]

@@ -17,7 +17,14 @@ from typing import Any
 from compiler import types as T
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Block, Graph, Node, TensorLiteral, Value
-from compiler.resolve import TypeVar, _no_overload, _unknown_operator, default_value, fit, parse_schema_type
+from compiler.resolve import (
+    TypeVar,
+    _no_overload,
+    _unknown_operator,
+    default_value,
+    fit,
+    parse_schema_type,
+)
 from vm.ops import registry
 from vm.ops.registry import MISSING, OpInfo
 
@@ -67,8 +74,7 @@ class GraphBuilder:
             node.source = self.origin(span)
         for v in inputs:
             node.add_input(v)
-        names = names or [None] * len(out_types)
-        for t, name in zip(out_types, names):
+        for t, name in zip(out_types, names if names is not None else [None] * len(out_types)):
             node.add_output(self.fresh(name), t)
         return self.block.append(node)
 
@@ -129,7 +135,7 @@ class GraphBuilder:
                 arg = info.schema.arguments[i]
                 value = default_value(arg.type, arg.default)
                 inputs.append(self.constant(value, span, _default_type(arg.type, value)))
-        out_types = [substitute(parse_schema_type(r.type), env) for r in info.schema.returns]
+        out_types: list[T.Type | None] = [substitute(parse_schema_type(r.type), env) for r in info.schema.returns]
         return self.node(kind, inputs, out_types, span).outputs
 
 

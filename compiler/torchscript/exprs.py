@@ -68,7 +68,7 @@ class Context:
 _CASTS = {"int": "aten::Int", "float": "aten::Float", "bool": "aten::Bool", "str": "aten::str",
           "print": "prim::Print", "sorted": "aten::sorted", "len": "aten::len"}
 _FLOAT_NAMES = ("inf", "nan")
-_IMPLICIT = {T.INT: "aten::IntImplicit", T.FLOAT: "aten::FloatImplicit", T.SCALAR: "aten::ScalarImplicit"}
+_IMPLICIT: dict[T.Type, str] = {T.INT: "aten::IntImplicit", T.FLOAT: "aten::FloatImplicit", T.SCALAR: "aten::ScalarImplicit"}
 
 
 class ExprCompiler:
@@ -110,9 +110,10 @@ class ExprCompiler:
     def expr(self, ctx: Context, e: ast.expr) -> Any:
         span = self.span(ctx, e)
         if isinstance(e, ast.Constant):
-            if e.value is Ellipsis or isinstance(e.value, bytes):
-                raise self.error(ctx, e, f"unsupported constant {e.value!r}")
-            return self.b.constant(e.value, span)
+            value = e.value
+            if not (value is None or isinstance(value, (bool, int, float, str, complex))):
+                raise self.error(ctx, e, f"unsupported constant {value!r}")
+            return self.b.constant(value, span)
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.Not)):
             return self.unary(ctx, e)
         if isinstance(e, ast.Name):
@@ -141,7 +142,7 @@ class ExprCompiler:
         node = operand.node
         if isinstance(e.op, ast.USub) and node is not None and node.kind == "prim::Constant" and not operand.uses:
             value = node.attrs.get("value")
-            if type(value) in (int, float) and operand.type in (T.INT, T.FLOAT):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and operand.type in (T.INT, T.FLOAT):
                 node.owner.nodes.remove(node)  # type: ignore[union-attr]
                 return self.b.constant(-value, self.span(ctx, e), operand.type)
         kind = "aten::neg" if isinstance(e.op, ast.USub) else "aten::__not__"
@@ -197,6 +198,7 @@ class ExprCompiler:
             try:
                 out = self.b.constant(value, None)
                 node = out.node
+                assert node is not None
                 self.b.graph.block.nodes.remove(node)
                 self.b.graph.block.insert(0, node)
             finally:
@@ -369,7 +371,8 @@ class ExprCompiler:
             while isinstance(elem, T.ListType):
                 elem, dim = elem.elem, dim + 1
             span = self.span(ctx, e)
-            kind = {T.INT: 0, T.FLOAT: 1, T.BOOL: 2}.get(elem, 1)
+            kinds: dict[T.Type, int] = {T.INT: 0, T.FLOAT: 1, T.BOOL: 2}
+            kind = kinds.get(elem, 1)
             inputs = [v, self.b.constant(dim, span), self.b.constant(kind, span)]
             return self.b.node("prim::tolist", inputs, [type_], span).output
         v = self.value(ctx, e)

@@ -33,7 +33,13 @@ from compiler import types as T
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Graph, Module, Node, Value
 from compiler.torchscript.builder import MAX_INT, GraphBuilder, unify
-from compiler.torchscript.exprs import BoundMethod, Context, ExprCompiler, FuncRef, TupleLit
+from compiler.torchscript.exprs import (
+    BoundMethod,
+    Context,
+    ExprCompiler,
+    FuncRef,
+    TupleLit,
+)
 from compiler.torchscript.source import FunctionInfo, SourceIndex
 from compiler.torchscript.unpickle import Record
 
@@ -331,4 +337,4 @@ def compile_method(index: SourceIndex, root: Record, constants: tuple[Any, ...],
     return Frontend(index, root, constants, filename).compile(method)
 
 
-__all__ = ["compile_method", "Frontend", "FuncRef", "BoundMethod", "Node"]
+__all__ = ["BoundMethod", "Frontend", "FuncRef", "Node", "compile_method"]

@@ -214,13 +214,13 @@ class _DebugTable:
         for record in records:
             try:
                 offset, ((parts, file_index, first_line), start, _end), _handle = record
-                source = "".join(strings[i] for i in parts)
+                source = "".join(str(strings[i]) for i in parts)
                 if not source:
                     continue
                 before = source[:start]
                 line = first_line + before.count("\n")
                 col = start - (before.rfind("\n") + 1)  # 0-based, as torch's dumps print it
-                self.records.append((offset, strings[file_index], line, col))
+                self.records.append((int(offset), str(strings[file_index]), line, col))
             except (TypeError, ValueError, IndexError):
                 continue  # an entry of another format: no origin for that stretch
 
@@ -262,6 +262,7 @@ def _literal(expr: ast.expr | None, span: Span) -> Any:
         and expr.func.id == "float"
         and len(expr.args) == 1
         and isinstance(expr.args[0], ast.Constant)
+        and isinstance(expr.args[0].value, str)
     ):
         return float(expr.args[0].value)
     if isinstance(expr, (ast.Tuple, ast.List)):
