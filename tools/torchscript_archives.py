@@ -12,7 +12,8 @@ torch's outputs as numpy values):
 - the feature modules of ``tools/torchscript_features.py`` (interfaces, NamedTuples,
   classes, containers, exported methods), scripted and frozen;
 - torchvision's resnet18 and mobilenet_v3_small on a 1x3x64x64 input (script, trace, freeze);
-- with ``--zoo ci`` / ``--zoo all``, the model zoo of ``tools/zoo_models.py`` in its modes.
+- with ``--zoo ci`` / ``--zoo all``, the model zoo of ``tools/zoo_models.py`` in its modes;
+  ``--zoo all --stream RESULTS.json`` saves, runs and deletes one zoo model at a time.
 
 A case torch itself cannot script, trace, freeze or save is listed in ``skipped.json``
 with torch's reason; a program that raises on its sample inputs (``raise_taken``) is
@@ -194,13 +195,50 @@ def save_all(outdir: Path = CACHE, only: list[str] | None = None, refresh: bool 
     return skipped
 
 
+def stream_zoo(results_path: Path, zoo: str, tmp: Path) -> dict[str, Any]:
+    """Model by model: save its archives into ``tmp``, run them with torch blocked
+    (``tools/run_archives.py`` in a subprocess), add the results to ``results_path``, delete
+    the archives (the whole zoo would take tens of GB).  Already recorded models are kept."""
+    import shutil
+    import subprocess
+
+    results: dict[str, Any] = json.loads(results_path.read_text()) if results_path.exists() else {}
+    models: dict[str, list[tuple[str, Build]]] = {}
+    for name, build in zoo_cases(subset=zoo == "ci"):
+        models.setdefault(name.rsplit(".", 1)[0], []).append((name, build))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for model, cases in models.items():
+        if any(n in results for n, _ in cases):
+            continue
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name, build in cases:
+            reason = save_case(name, build, tmp)
+            if reason is not None:
+                results[name] = {"skipped": reason}
+        out = tmp / "results.json"
+        subprocess.run([sys.executable, str(ROOT / "tools" / "run_archives.py"), str(tmp), "--json", str(out)],
+                       env=env, check=False, capture_output=True)
+        if out.exists():
+            results.update(json.loads(out.read_text()))
+        results_path.write_text(json.dumps(results, indent=1, sort_keys=True))
+        print(model, {n: results.get(n) for n, _ in cases}, flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default=str(CACHE))
     parser.add_argument("--only", nargs="*", help="name prefixes to save")
     parser.add_argument("--refresh", action="store_true", help="save again even when cached")
     parser.add_argument("--zoo", choices=["ci", "all"], default="", help="also the model zoo (tools/zoo_models.py)")
+    parser.add_argument("--stream", metavar="RESULTS.json",
+                        help="with --zoo: save, run (torch blocked) and delete each zoo model in turn, results here")
     args = parser.parse_args(argv)
+    if args.stream:
+        stream_zoo(Path(args.stream), args.zoo or "all", Path(args.dir) / "stream")
+        return 0
     skipped = save_all(Path(args.dir), args.only, args.refresh, args.zoo)
     for name, why in sorted(skipped.items()):
         print(f"skipped {name}: {why}")
