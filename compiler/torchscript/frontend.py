@@ -57,6 +57,7 @@ class Frontend(ExprCompiler):
         self.records: dict[int, Record] = {}
         self._constant_values: dict[int, Value] = {}
         self._depth = 0
+        self._assigned_cache: dict[int, list[str]] = {}
 
     def compile(self, method: str) -> Module:
         info = self.index.classes.get(self.root.qualname)
@@ -235,7 +236,8 @@ class Frontend(ExprCompiler):
             arms.append((block, env))
         self.b.block = before
         (then_b, then_env), (else_b, else_env) = arms
-        names = _assigned(s.body) + [n for n in _assigned(s.orelse) if n not in _assigned(s.body)]
+        then_names = _assigned(s.body, self._assigned_cache)
+        names = then_names + [n for n in _assigned(s.orelse, self._assigned_cache) if n not in then_names]
         for name in names:
             if name not in then_env or name not in else_env:
                 continue
@@ -284,7 +286,7 @@ class Frontend(ExprCompiler):
 
     def _loop(self, ctx: Context, s: ast.While | ast.For, trip: Value, cond: Value, var: str | None, test: ast.expr | None) -> None:
         span = self.span(ctx, s)
-        carried = [n for n in _assigned(s.body) if n in ctx.env and isinstance(ctx.env[n], (Value, TupleLit))]
+        carried = [n for n in _assigned(s.body, self._assigned_cache) if n in ctx.env and isinstance(ctx.env[n], (Value, TupleLit))]
         inits = [self.materialize(ctx, ctx.env[n], s) for n in carried]
         types = [ctx.declared.get(n) or v.type for n, v in zip(carried, inits)]
         node = self.b.node("prim::Loop", [trip, cond, *inits], [], span)
@@ -310,26 +312,41 @@ class Frontend(ExprCompiler):
             ctx.env[n] = node.add_output(self.b.fresh(n), t)
 
 
-def _assigned(stmts: list[ast.stmt]) -> list[str]:
-    """Variables assigned anywhere in ``stmts`` (nested blocks included), in order."""
-    names: list[str] = []
+def _assigned(stmts: list[ast.stmt], cache: dict[int, list[str]]) -> list[str]:
+    """Variables assigned anywhere in ``stmts`` (nested blocks included), in order of
+    first assignment.  Each statement's set is computed once (a nested ``if`` is asked
+    again by every enclosing one)."""
+    names: dict[str, None] = {}
+    for stmt in stmts:
+        names.update(dict.fromkeys(_assigned_in(stmt, cache)))
+    return list(names)
+
+
+def _assigned_in(stmt: ast.stmt, cache: dict[int, list[str]]) -> list[str]:
+    """``_assigned`` of one statement; ``cache`` (by node id, the index keeps the nodes
+    alive) belongs to one compile."""
+    cached = cache.get(id(stmt))
+    if cached is not None:
+        return cached
+    names: dict[str, None] = {}
 
     def targets(t: ast.expr) -> None:
         if isinstance(t, ast.Name):
-            if t.id not in names:
-                names.append(t.id)
+            names[t.id] = None
         elif isinstance(t, (ast.Tuple, ast.List)):
             for e in t.elts:
                 targets(e)
 
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Assign):
-                for t in node.targets:
-                    targets(t)
-            elif isinstance(node, ast.AnnAssign):
-                targets(node.target)
-    return names
+    if isinstance(stmt, ast.Assign):
+        for t in stmt.targets:
+            targets(t)
+    elif isinstance(stmt, ast.AnnAssign):
+        targets(stmt.target)
+    elif isinstance(stmt, (ast.If, ast.While, ast.For)):
+        for inner in (*stmt.body, *stmt.orelse):
+            names.update(dict.fromkeys(_assigned_in(inner, cache)))
+    result = cache[id(stmt)] = list(names)
+    return result
 
 
 def compile_method(index: SourceIndex, root: Record, constants: tuple[Any, ...], method: str, filename: str) -> Module:
