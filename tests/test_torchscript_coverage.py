@@ -189,3 +189,13 @@ def test_debug_pickles_give_each_node_and_error_its_line_in_the_users_python(tmp
             dst.writestr(item, data)
     with pytest.raises(CompileError, match=rf"unknown operator aten::no_such_op\(Tensor\).* \(compiled from {__file__}:{line}:19\)"):
         compiler.load_torchscript(broken)
+
+
+def test_irvm_info_on_a_pt_file_says_self_comes_from_the_archive(linear_pt: tuple[Path, Path, np.ndarray, np.ndarray]) -> None:
+    """`irvm info model.pt` (torch blocked) lists the forward's inputs and outputs and
+    says the module object is bound from the archive's own weights."""
+    path = linear_pt[0]
+    proc = _cli("vm.cli", "info", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "bound from the archive (4 entries)" in proc.stdout
+    assert "input   x" in proc.stdout and "output  out0" in proc.stdout
