@@ -199,3 +199,34 @@ def test_irvm_info_on_a_pt_file_says_self_comes_from_the_archive(linear_pt: tupl
     assert proc.returncode == 0, proc.stderr
     assert "bound from the archive (4 entries)" in proc.stdout
     assert "input   x" in proc.stdout and "output  out0" in proc.stdout
+
+
+def test_only_the_arm_that_runs_is_compiled_when_the_condition_is_decided(tmp_path: Path) -> None:
+    """A module in eval mode whose code never assigns ``training`` has a constant
+    ``self.training``, and a None check on a value that cannot be None is decided by its
+    type: the training-only arm (calling an operator irvm lacks) and the None test vanish
+    from the IR, and the result is torch's."""
+    import compiler
+    import vm
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale: torch.Tensor | None = torch.full((3,), 2.0)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if self.training:
+                x = torch.special.zeta(x, x)
+            s = self.scale
+            if s is not None:
+                x = x * s
+            return torch.relu(x)
+
+    path = tmp_path / "model.pt"
+    torch.jit.save(torch.jit.script(Model().eval()), str(path))
+    module, _ = compiler.load_torchscript(path)
+    text = str(module)
+    assert "zeta" not in text and "prim::If" not in text
+    program, weights = compiler.torchscript.compile_archive(path)
+    x = np.array([-1.0, 0.5, 2.0], np.float32)
+    np.testing.assert_allclose(vm.Interpreter(program, weights)(x), np.maximum(x * 2, 0))

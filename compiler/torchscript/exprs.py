@@ -26,6 +26,7 @@ from compiler import types as T
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Value
 from compiler.torchscript.builder import GraphBuilder, unify
+from compiler.torchscript.fold import NOT_FOLDED, fold
 from compiler.torchscript.source import SourceIndex, dotted
 from compiler.torchscript.unpickle import Record
 
@@ -78,6 +79,7 @@ class ExprCompiler:
     b: GraphBuilder
     records: dict[int, Record]
     constants: tuple[Any, ...]
+    training_assigned: bool
     _constant_values: dict[int, Value]
 
     # provided by Frontend
@@ -227,6 +229,8 @@ class ExprCompiler:
         if name in info.constants:
             return self.b.constant(info.constants[name], span)
         sub = record.attributes.get(name) if record is not None else None
+        if name == "training" and isinstance(sub, bool) and not self.training_assigned:
+            return self.b.constant(sub, span)  # the module's mode, fixed: see compiler.torchscript.fold
         if isinstance(sub, Record):
             out_type: T.Type = T.ClassType(sub.qualname)
         elif name in info.attributes:
@@ -331,6 +335,9 @@ class ExprCompiler:
     def op_call(self, ctx: Context, e: ast.AST, kind: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         values = [self.materialize(ctx, a, e) for a in args]
         named = {k: self.materialize(ctx, v, e) for k, v in kwargs.items()}
+        decided = fold(kind, values) if not named else NOT_FOLDED
+        if decided is not NOT_FOLDED:
+            return self.b.constant(decided, self.span(ctx, e))
         outs = self.b.op(kind, values, named, self.span(ctx, e))
         if not outs:
             return self.b.constant(None, self.span(ctx, e))

@@ -17,6 +17,10 @@ A variable's type is the type of its value; where paths meet with different type
 variable's ``x : T = ...`` annotation (python_print writes one exactly then) or the
 unification of ``Tensor`` and ``None`` into ``Optional[Tensor]`` gives the output type.
 
+A condition decided at compile time (``compiler.torchscript.fold``: None checks by type,
+comparisons of constants, the ``training`` flag of a module no code assigns) compiles
+only the arm that runs.
+
 Calls of the archive's functions and of methods (``(self.fc).forward(x, )``) are
 inlined, as ``module.inlined_graph`` shows them: module attributes are read by
 ``prim::GetAttr`` chains from ``%self``, so weights bind by dotted path.  The module
@@ -40,6 +44,7 @@ from compiler.torchscript.exprs import (
     FuncRef,
     TupleLit,
 )
+from compiler.torchscript.fold import assigns_training, constant_of
 from compiler.torchscript.source import FunctionInfo, SourceIndex
 from compiler.torchscript.unpickle import Record
 
@@ -58,6 +63,7 @@ class Frontend(ExprCompiler):
         self._constant_values: dict[int, Value] = {}
         self._depth = 0
         self._assigned_cache: dict[int, list[str]] = {}
+        self.training_assigned = assigns_training(index.lines)
 
     def compile(self, method: str) -> Module:
         info = self.index.classes.get(self.root.qualname)
@@ -224,6 +230,10 @@ class Frontend(ExprCompiler):
 
     def if_(self, ctx: Context, s: ast.If) -> None:
         cond = self.value(ctx, s.test)
+        decided = constant_of(cond)
+        if isinstance(decided, bool):  # only the arm that runs is compiled (see fold.py)
+            self.block(ctx, s.body if decided else s.orelse)
+            return
         span = self.span(ctx, s)
         node = self.b.node("prim::If", [cond], [], span)
         before = self.b.block
