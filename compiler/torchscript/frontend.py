@@ -35,13 +35,11 @@ from typing import Any
 
 from compiler import types as T
 from compiler.diagnostics import CompileError, Span
-from compiler.ir import Graph, Module, Node, Value
+from compiler.ir import Graph, Module, Value
 from compiler.torchscript.builder import MAX_INT, GraphBuilder, unify
 from compiler.torchscript.exprs import (
-    BoundMethod,
     Context,
     ExprCompiler,
-    FuncRef,
     TupleLit,
 )
 from compiler.torchscript.fold import assigns_training, constant_of
@@ -364,4 +362,4 @@ def compile_method(index: SourceIndex, root: Record, constants: tuple[Any, ...],
     return Frontend(index, root, constants, filename).compile(method)
 
 
-__all__ = ["BoundMethod", "Frontend", "FuncRef", "Node", "compile_method"]
+__all__ = ["Frontend", "compile_method"]
