@@ -17,6 +17,7 @@ The forms are those of PyTorch's ``python_print.cpp``: ``torch.X(...)`` is ``ate
 
 from __future__ import annotations
 
+import abc
 import ast
 from typing import Any
 
@@ -72,8 +73,8 @@ _FLOAT_NAMES = ("inf", "nan")
 _IMPLICIT: dict[T.Type, str] = {T.INT: "aten::IntImplicit", T.FLOAT: "aten::FloatImplicit", T.SCALAR: "aten::ScalarImplicit"}
 
 
-class ExprCompiler:
-    """Expression half of the frontend; ``Frontend`` adds statements and calls."""
+class ExprCompiler(abc.ABC):
+    """Expression half of the frontend; ``Frontend`` adds statements and (inlined) calls."""
 
     index: SourceIndex
     b: GraphBuilder
@@ -82,9 +83,13 @@ class ExprCompiler:
     training_assigned: bool
     _constant_values: dict[int, Value]
 
-    # provided by Frontend
-    def call_function(self, info: Any, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any: ...
-    def call_method(self, obj: Value, name: str, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any: ...
+    @abc.abstractmethod
+    def call_function(self, info: Any, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
+        """The result of calling function ``info`` of the archive (``Frontend`` inlines it)."""
+
+    @abc.abstractmethod
+    def call_method(self, obj: Value, name: str, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
+        """The result of method ``name`` of object ``obj`` (``Frontend`` inlines it)."""
 
     def span(self, ctx: Context, node: ast.AST) -> Span:
         return self.index.span(ctx.file, node)
