@@ -161,11 +161,13 @@ def all_cases(zoo: str = "") -> Iterator[tuple[str, Build]]:
 def save_case(name: str, build: Build, outdir: Path) -> str | None:
     """Write ``name.pt`` and ``name.case.pkl``; torch's reason when it cannot, else None."""
     path = outdir / f"{name}.pt"
+    partial = outdir / f"{name}.{os.getpid()}.tmp"  # renamed into place: concurrent runs never see half a file
     try:
         compiled, args = build()
-        torch.jit.save(compiled, str(path))  # before running: a run may update buffers
+        torch.jit.save(compiled, str(partial))  # before running: a run may update buffers
+        os.replace(partial, path)
     except Exception as err:  # noqa: BLE001 - torch cannot script/trace/freeze/save it: not irvm's failure
-        path.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
         return f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
     data: dict[str, Any] = {"inputs": [to_numpy(a) for a in args]}
     try:
@@ -173,8 +175,9 @@ def save_case(name: str, build: Build, outdir: Path) -> str | None:
             data["expected"] = to_numpy(compiled(*_clone_args(args)))
     except (torch.jit.Error, RuntimeError) as err:  # it raises on these inputs: irvm must raise too
         data["error"] = str(err).strip().splitlines()[-1]
-    with open(outdir / f"{name}.case.pkl", "wb") as f:
+    with open(partial, "wb") as f:
         pickle.dump(data, f)
+    os.replace(partial, outdir / f"{name}.case.pkl")
     return None
 
 
@@ -191,7 +194,9 @@ def save_all(outdir: Path = CACHE, only: list[str] | None = None, refresh: bool 
         reason = save_case(name, build, outdir)
         if reason is not None:
             skipped[name] = reason
-    skipped_path.write_text(json.dumps(skipped, indent=1, sort_keys=True))
+    partial = outdir / f"skipped.{os.getpid()}.tmp"
+    partial.write_text(json.dumps(skipped, indent=1, sort_keys=True))
+    os.replace(partial, skipped_path)
     return skipped
 
 
