@@ -200,7 +200,7 @@ def save_all(outdir: Path = CACHE, only: list[str] | None = None, refresh: bool 
     return skipped
 
 
-def stream_zoo(results_path: Path, zoo: str, tmp: Path) -> dict[str, Any]:
+def stream_zoo(results_path: Path, zoo: str, tmp: Path, only: list[str] | None = None) -> dict[str, Any]:
     """Model by model: save its archives into ``tmp``, run them with torch blocked
     (``tools/run_archives.py`` in a subprocess), add the results to ``results_path``, delete
     the archives (the whole zoo would take tens of GB).  Already recorded models are kept."""
@@ -210,6 +210,8 @@ def stream_zoo(results_path: Path, zoo: str, tmp: Path) -> dict[str, Any]:
     results: dict[str, Any] = json.loads(results_path.read_text()) if results_path.exists() else {}
     models: dict[str, list[tuple[str, Build]]] = {}
     for name, build in zoo_cases(subset=zoo == "ci"):
+        if only and not any(name.startswith(o) for o in only):
+            continue
         models.setdefault(name.rsplit(".", 1)[0], []).append((name, build))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for model, cases in models.items():
@@ -242,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --zoo: save, run (torch blocked) and delete each zoo model in turn, results here")
     args = parser.parse_args(argv)
     if args.stream:
-        stream_zoo(Path(args.stream), args.zoo or "all", Path(args.dir) / "stream")
+        stream_zoo(Path(args.stream), args.zoo or "all", Path(args.dir) / f"stream-{os.getpid()}", args.only)
         return 0
     skipped = save_all(Path(args.dir), args.only, args.refresh, args.zoo)
     for name, why in sorted(skipped.items()):
