@@ -32,7 +32,7 @@ def load_torchscript(path: str | Path, method: str = "forward") -> tuple[Any, di
         root = archive.module()
         constants = archive.constants()
     finally:
-        archive.zip.close()
+        archive.close()  # memory maps keep their own handle
     module = compile_method(index, root, constants, method, str(path))
     return module, flatten(root, constants)
 
@@ -61,7 +61,7 @@ def archive_weights(path: str | Path) -> dict[str, Any]:
     try:
         return flatten(archive.module(), archive.constants())
     finally:
-        archive.zip.close()
+        archive.close()  # memory maps keep their own handle
 
 
 def archive_ir_text(path: str | Path) -> str | None:
@@ -99,7 +99,7 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
     try:
         weights = flatten(archive.module(), archive.constants(), arrays_only=True)
     finally:
-        archive.zip.close()
+        archive.close()  # memory maps keep their own handle
     out = weights_path(program_path)
     check_writable(out, inputs=[Path(source)], force=force, kind="npz")
     arrays: dict[str, Any] = {k: np.asarray(v) for k, v in weights.items()}
