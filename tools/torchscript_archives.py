@@ -11,7 +11,9 @@ torch's outputs as numpy values):
 - the nn models of ``tools/dump_nn_models.py`` (scripted, traced, frozen);
 - the feature modules of ``tools/torchscript_features.py`` (interfaces, NamedTuples,
   classes, containers, exported methods), scripted and frozen;
-- torchvision's resnet18 and mobilenet_v3_small on a 1x3x64x64 input (script, trace, freeze).
+- torchvision's resnet18 and mobilenet_v3_small on a 1x3x64x64 input (script, trace, freeze);
+- with ``--zoo ci`` / ``--zoo all``, the model zoo of ``tools/zoo_models.py`` in its modes;
+  ``--zoo all --stream RESULTS.json`` saves, runs and deletes one zoo model at a time.
 
 A case torch itself cannot script, trace, freeze or save is listed in ``skipped.json``
 with torch's reason; a program that raises on its sample inputs (``raise_taken``) is
@@ -37,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from export_torch import _clone_args, resolve_target, to_numpy  # noqa: E402
+from export_torch import _clone_args, resolve_target, to_numpy
 
 CACHE = Path(os.environ.get("IRVM_ARCHIVE_CACHE", Path.home() / ".cache" / "irvm" / "archives"))
 
@@ -127,7 +129,29 @@ def feature_cases() -> Iterator[tuple[str, Build]]:
             yield f"features.{name}.{variant}", build
 
 
-def all_cases() -> Iterator[tuple[str, Build]]:
+def zoo_cases(subset: bool = False) -> Iterator[tuple[str, Build]]:
+    """The model zoo of ``tools/zoo_models.py`` (issue #11), each in its modes; the CI
+    subset with ``subset``.  Heavy models (over ~100M parameters) are left out."""
+    import zoo_models
+
+    for name, model in zoo_models.ZOO.items():
+        if model.heavy or (subset and name not in zoo_models.CI_SUBSET) or zoo_models.available(model):
+            continue
+        for variant in model.modes:
+            def build(model: Any = model, variant: str = variant) -> Any:
+                module, args = model.build()
+                if variant == "trace" and not model.strict:
+                    with torch.no_grad():
+                        return torch.jit.trace(module, _clone_args(args), check_trace=False, strict=False), args
+                return _compile(module, args, variant), args
+
+            yield f"zoo.{name}.{variant}", build
+
+
+def all_cases(zoo: str = "") -> Iterator[tuple[str, Build]]:
+    """Every case; ``zoo`` "ci" or "all" adds the model zoo's CI subset or whole zoo."""
+    if zoo:
+        yield from zoo_cases(subset=zoo == "ci")
     yield from feature_cases()
     yield from corpus_cases()
     yield from nn_cases()
@@ -137,11 +161,13 @@ def all_cases() -> Iterator[tuple[str, Build]]:
 def save_case(name: str, build: Build, outdir: Path) -> str | None:
     """Write ``name.pt`` and ``name.case.pkl``; torch's reason when it cannot, else None."""
     path = outdir / f"{name}.pt"
+    partial = outdir / f"{name}.{os.getpid()}.tmp"  # renamed into place: concurrent runs never see half a file
     try:
         compiled, args = build()
-        torch.jit.save(compiled, str(path))  # before running: a run may update buffers
-    except Exception as err:  # torch cannot script/trace/freeze/save it: not irvm's failure
-        path.unlink(missing_ok=True)
+        torch.jit.save(compiled, str(partial))  # before running: a run may update buffers
+        os.replace(partial, path)
+    except Exception as err:  # noqa: BLE001 - torch cannot script/trace/freeze/save it: not irvm's failure
+        partial.unlink(missing_ok=True)
         return f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
     data: dict[str, Any] = {"inputs": [to_numpy(a) for a in args]}
     try:
@@ -149,17 +175,18 @@ def save_case(name: str, build: Build, outdir: Path) -> str | None:
             data["expected"] = to_numpy(compiled(*_clone_args(args)))
     except (torch.jit.Error, RuntimeError) as err:  # it raises on these inputs: irvm must raise too
         data["error"] = str(err).strip().splitlines()[-1]
-    with open(outdir / f"{name}.case.pkl", "wb") as f:
+    with open(partial, "wb") as f:
         pickle.dump(data, f)
+    os.replace(partial, outdir / f"{name}.case.pkl")
     return None
 
 
-def save_all(outdir: Path = CACHE, only: list[str] | None = None, refresh: bool = False) -> dict[str, str]:
+def save_all(outdir: Path = CACHE, only: list[str] | None = None, refresh: bool = False, zoo: str = "") -> dict[str, str]:
     """Save every case not yet cached; returns {name: why torch could not} for skipped ones."""
     outdir.mkdir(parents=True, exist_ok=True)
     skipped_path = outdir / "skipped.json"
     skipped: dict[str, str] = json.loads(skipped_path.read_text()) if skipped_path.exists() and not refresh else {}
-    for name, build in all_cases():
+    for name, build in all_cases(zoo):
         if only and not any(name.startswith(o) for o in only):
             continue
         if not refresh and ((outdir / f"{name}.case.pkl").exists() or name in skipped):
@@ -167,8 +194,44 @@ def save_all(outdir: Path = CACHE, only: list[str] | None = None, refresh: bool 
         reason = save_case(name, build, outdir)
         if reason is not None:
             skipped[name] = reason
-    skipped_path.write_text(json.dumps(skipped, indent=1, sort_keys=True))
+    partial = outdir / f"skipped.{os.getpid()}.tmp"
+    partial.write_text(json.dumps(skipped, indent=1, sort_keys=True))
+    os.replace(partial, skipped_path)
     return skipped
+
+
+def stream_zoo(results_path: Path, zoo: str, tmp: Path, only: list[str] | None = None) -> dict[str, Any]:
+    """Model by model: save its archives into ``tmp``, run them with torch blocked
+    (``tools/run_archives.py`` in a subprocess), add the results to ``results_path``, delete
+    the archives (the whole zoo would take tens of GB).  Already recorded models are kept."""
+    import shutil
+    import subprocess
+
+    results: dict[str, Any] = json.loads(results_path.read_text()) if results_path.exists() else {}
+    models: dict[str, list[tuple[str, Build]]] = {}
+    for name, build in zoo_cases(subset=zoo == "ci"):
+        if only and not any(name.startswith(o) for o in only):
+            continue
+        models.setdefault(name.rsplit(".", 1)[0], []).append((name, build))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for model, cases in models.items():
+        if any(n in results for n, _ in cases):
+            continue
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name, build in cases:
+            reason = save_case(name, build, tmp)
+            if reason is not None:
+                results[name] = {"skipped": reason}
+        out = tmp / "results.json"
+        subprocess.run([sys.executable, str(ROOT / "tools" / "run_archives.py"), str(tmp), "--json", str(out)],
+                       env=env, check=False, capture_output=True)
+        if out.exists():
+            results.update(json.loads(out.read_text()))
+        results_path.write_text(json.dumps(results, indent=1, sort_keys=True))
+        print(model, {n: results.get(n) for n, _ in cases}, flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,8 +239,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=str(CACHE))
     parser.add_argument("--only", nargs="*", help="name prefixes to save")
     parser.add_argument("--refresh", action="store_true", help="save again even when cached")
+    parser.add_argument("--zoo", choices=["ci", "all"], default="", help="also the model zoo (tools/zoo_models.py)")
+    parser.add_argument("--stream", metavar="RESULTS.json",
+                        help="with --zoo: save, run (torch blocked) and delete each zoo model in turn, results here")
     args = parser.parse_args(argv)
-    skipped = save_all(Path(args.dir), args.only, args.refresh)
+    if args.stream:
+        stream_zoo(Path(args.stream), args.zoo or "all", Path(args.dir) / f"stream-{os.getpid()}", args.only)
+        return 0
+    skipped = save_all(Path(args.dir), args.only, args.refresh, args.zoo)
     for name, why in sorted(skipped.items()):
         print(f"skipped {name}: {why}")
     print(f"archives in {args.dir}")

@@ -7,6 +7,8 @@ other, and in-place updates of a module attribute.  ``tools/torchscript_archives
 saves each (scripted, and frozen where torch can) for the coverage run.
 """
 
+# TorchScript reads typing.List/Dict/Optional annotations:
+# ruff: noqa: UP006, UP035, UP045
 
 from typing import Dict, List, NamedTuple, Optional, Tuple
 

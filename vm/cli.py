@@ -251,7 +251,11 @@ def _cmd_disasm(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     from vm.signature import describe_program
 
-    print(describe_program(load_program(args.program)), end="")
+    text = describe_program(load_program(args.program))
+    weights = archive_weights(args.program)
+    if weights:  # a .pt: %self comes from the archive itself
+        text = text.replace("bound from --weights", f"bound from the archive ({len(weights)} entries)")
+    print(text, end="")
     return 0
 
 

@@ -28,11 +28,11 @@ def load_torchscript(path: str | Path, method: str = "forward") -> tuple[Any, di
 
     archive = Archive(path)
     try:
-        index = SourceIndex(archive.code_files())
+        index = SourceIndex(archive.code_files(), archive.debug_tables())
         root = archive.module()
         constants = archive.constants()
     finally:
-        archive.zip.close()
+        archive.close()  # memory maps keep their own handle
     module = compile_method(index, root, constants, method, str(path))
     return module, flatten(root, constants)
 
@@ -61,7 +61,7 @@ def archive_weights(path: str | Path) -> dict[str, Any]:
     try:
         return flatten(archive.module(), archive.constants())
     finally:
-        archive.zip.close()
+        archive.close()  # memory maps keep their own handle
 
 
 def archive_ir_text(path: str | Path) -> str | None:
@@ -99,7 +99,7 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
     try:
         weights = flatten(archive.module(), archive.constants(), arrays_only=True)
     finally:
-        archive.zip.close()
+        archive.close()  # memory maps keep their own handle
     out = weights_path(program_path)
     check_writable(out, inputs=[Path(source)], force=force, kind="weights")
     from vm.io import save_marked
@@ -110,7 +110,13 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
 
 
 __all__ = [
-    "archive_weights",
+    "Archive",
+    "ArchiveError",
     "archive_ir_text",
+    "archive_weights",
+    "compile_archive",
+    "is_torchscript_archive",
+    "load_torchscript",
     "save_archive_weights",
-    "weights_path","load_torchscript", "compile_archive", "is_torchscript_archive", "ArchiveError", "Archive"]
+    "weights_path",
+]

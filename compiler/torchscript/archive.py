@@ -110,6 +110,18 @@ class Archive:
                     raise ArchiveError(f"{self.path}: {member} is not UTF-8 text") from None
         return files
 
+    def debug_tables(self) -> dict[str, Any]:
+        """``code/...py`` -> its ``.debug_pkl`` contents (source ranges), where present and
+        readable; a broken one is left out (it only improves error messages)."""
+        tables: dict[str, Any] = {}
+        for member in self.members:
+            if member.startswith("code/") and member.endswith(".py.debug_pkl"):
+                try:
+                    tables[member[: -len(".debug_pkl")]] = safe_loads(self.read(member), _no_storage, member)
+                except ArchiveError:
+                    continue
+        return tables
+
     def load_pickle(self, name: str) -> Any:
         """``data`` or ``constants``: the pickle ``name.pkl`` with storages from ``name/``."""
         member = f"{name}.pkl"
@@ -171,6 +183,10 @@ class Archive:
             raise ArchiveError(f"{self.path}: corrupt zip header for {info.filename}")
         name_len, extra_len = fields[-2], fields[-1]
         return info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+
+
+def _no_storage(dtype: str, key: str, numel: int) -> np.ndarray:
+    raise ArchiveError(f"a debug pickle refers to storage {key}")
 
 
 def _native(dtype: str) -> str:

@@ -17,7 +17,14 @@ from typing import Any
 from compiler import types as T
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Block, Graph, Node, TensorLiteral, Value
-from compiler.resolve import TypeVar, _no_overload, _unknown_operator, default_value, fit, parse_schema_type
+from compiler.resolve import (
+    TypeVar,
+    _no_overload,
+    _unknown_operator,
+    default_value,
+    fit,
+    parse_schema_type,
+)
 from vm.ops import registry
 from vm.ops.registry import MISSING, OpInfo
 
@@ -27,8 +34,9 @@ MAX_INT = 9223372036854775807
 class GraphBuilder:
     """Appends nodes to ``block`` (the current insertion point) of one graph."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, origin: Any = None) -> None:
         self.graph = graph
+        self.origin = origin  # span -> "model.py:LINE:COL" of the user's source, or None
         self.block: Block = graph.block
         self.taken: set[str] = set()
         self._counter = 0
@@ -62,10 +70,11 @@ class GraphBuilder:
         names: list[str | None] | None = None,
     ) -> Node:
         node = Node(kind, attrs=dict(attrs or {}), span=span)
+        if self.origin is not None and kind != "prim::Constant":
+            node.source = self.origin(span)
         for v in inputs:
             node.add_input(v)
-        names = names or [None] * len(out_types)
-        for t, name in zip(out_types, names):
+        for t, name in zip(out_types, names if names is not None else [None] * len(out_types)):
             node.add_output(self.fresh(name), t)
         return self.block.append(node)
 
@@ -126,7 +135,7 @@ class GraphBuilder:
                 arg = info.schema.arguments[i]
                 value = default_value(arg.type, arg.default)
                 inputs.append(self.constant(value, span, _default_type(arg.type, value)))
-        out_types = [substitute(parse_schema_type(r.type), env) for r in info.schema.returns]
+        out_types: list[T.Type | None] = [substitute(parse_schema_type(r.type), env) for r in info.schema.returns]
         return self.node(kind, inputs, out_types, span).outputs
 
 

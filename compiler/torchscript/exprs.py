@@ -17,6 +17,7 @@ The forms are those of PyTorch's ``python_print.cpp``: ``torch.X(...)`` is ``ate
 
 from __future__ import annotations
 
+import abc
 import ast
 from typing import Any
 
@@ -26,6 +27,7 @@ from compiler import types as T
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Value
 from compiler.torchscript.builder import GraphBuilder, unify
+from compiler.torchscript.fold import NOT_FOLDED, fold
 from compiler.torchscript.source import SourceIndex, dotted
 from compiler.torchscript.unpickle import Record
 
@@ -68,21 +70,26 @@ class Context:
 _CASTS = {"int": "aten::Int", "float": "aten::Float", "bool": "aten::Bool", "str": "aten::str",
           "print": "prim::Print", "sorted": "aten::sorted", "len": "aten::len"}
 _FLOAT_NAMES = ("inf", "nan")
-_IMPLICIT = {T.INT: "aten::IntImplicit", T.FLOAT: "aten::FloatImplicit", T.SCALAR: "aten::ScalarImplicit"}
+_IMPLICIT: dict[T.Type, str] = {T.INT: "aten::IntImplicit", T.FLOAT: "aten::FloatImplicit", T.SCALAR: "aten::ScalarImplicit"}
 
 
-class ExprCompiler:
-    """Expression half of the frontend; ``Frontend`` adds statements and calls."""
+class ExprCompiler(abc.ABC):
+    """Expression half of the frontend; ``Frontend`` adds statements and (inlined) calls."""
 
     index: SourceIndex
     b: GraphBuilder
     records: dict[int, Record]
     constants: tuple[Any, ...]
+    training_assigned: bool
     _constant_values: dict[int, Value]
 
-    # provided by Frontend
-    def call_function(self, info: Any, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any: ...
-    def call_method(self, obj: Value, name: str, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any: ...
+    @abc.abstractmethod
+    def call_function(self, info: Any, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
+        """The result of calling function ``info`` of the archive (``Frontend`` inlines it)."""
+
+    @abc.abstractmethod
+    def call_method(self, obj: Value, name: str, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
+        """The result of method ``name`` of object ``obj`` (``Frontend`` inlines it)."""
 
     def span(self, ctx: Context, node: ast.AST) -> Span:
         return self.index.span(ctx.file, node)
@@ -110,9 +117,10 @@ class ExprCompiler:
     def expr(self, ctx: Context, e: ast.expr) -> Any:
         span = self.span(ctx, e)
         if isinstance(e, ast.Constant):
-            if e.value is Ellipsis or isinstance(e.value, bytes):
-                raise self.error(ctx, e, f"unsupported constant {e.value!r}")
-            return self.b.constant(e.value, span)
+            value = e.value
+            if not (value is None or isinstance(value, (bool, int, float, str, complex))):
+                raise self.error(ctx, e, f"unsupported constant {value!r}")
+            return self.b.constant(value, span)
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.Not)):
             return self.unary(ctx, e)
         if isinstance(e, ast.Name):
@@ -141,7 +149,7 @@ class ExprCompiler:
         node = operand.node
         if isinstance(e.op, ast.USub) and node is not None and node.kind == "prim::Constant" and not operand.uses:
             value = node.attrs.get("value")
-            if type(value) in (int, float) and operand.type in (T.INT, T.FLOAT):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and operand.type in (T.INT, T.FLOAT):
                 node.owner.nodes.remove(node)  # type: ignore[union-attr]
                 return self.b.constant(-value, self.span(ctx, e), operand.type)
         kind = "aten::neg" if isinstance(e.op, ast.USub) else "aten::__not__"
@@ -197,6 +205,7 @@ class ExprCompiler:
             try:
                 out = self.b.constant(value, None)
                 node = out.node
+                assert node is not None
                 self.b.graph.block.nodes.remove(node)
                 self.b.graph.block.insert(0, node)
             finally:
@@ -225,6 +234,8 @@ class ExprCompiler:
         if name in info.constants:
             return self.b.constant(info.constants[name], span)
         sub = record.attributes.get(name) if record is not None else None
+        if name == "training" and isinstance(sub, bool) and not self.training_assigned:
+            return self.b.constant(sub, span)  # the module's mode, fixed: see compiler.torchscript.fold
         if isinstance(sub, Record):
             out_type: T.Type = T.ClassType(sub.qualname)
         elif name in info.attributes:
@@ -329,6 +340,9 @@ class ExprCompiler:
     def op_call(self, ctx: Context, e: ast.AST, kind: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         values = [self.materialize(ctx, a, e) for a in args]
         named = {k: self.materialize(ctx, v, e) for k, v in kwargs.items()}
+        decided = fold(kind, values) if not named else NOT_FOLDED
+        if decided is not NOT_FOLDED:
+            return self.b.constant(decided, self.span(ctx, e))
         outs = self.b.op(kind, values, named, self.span(ctx, e))
         if not outs:
             return self.b.constant(None, self.span(ctx, e))
@@ -369,7 +383,8 @@ class ExprCompiler:
             while isinstance(elem, T.ListType):
                 elem, dim = elem.elem, dim + 1
             span = self.span(ctx, e)
-            kind = {T.INT: 0, T.FLOAT: 1, T.BOOL: 2}.get(elem, 1)
+            kinds: dict[T.Type, int] = {T.INT: 0, T.FLOAT: 1, T.BOOL: 2}
+            kind = kinds.get(elem, 1)
             inputs = [v, self.b.constant(dim, span), self.b.constant(kind, span)]
             return self.b.node("prim::tolist", inputs, [type_], span).output
         v = self.value(ctx, e)

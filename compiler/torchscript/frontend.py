@@ -17,6 +17,10 @@ A variable's type is the type of its value; where paths meet with different type
 variable's ``x : T = ...`` annotation (python_print writes one exactly then) or the
 unification of ``Tensor`` and ``None`` into ``Optional[Tensor]`` gives the output type.
 
+A condition decided at compile time (``compiler.torchscript.fold``: None checks by type,
+comparisons of constants, the ``training`` flag of a module no code assigns) compiles
+only the arm that runs.
+
 Calls of the archive's functions and of methods (``(self.fc).forward(x, )``) are
 inlined, as ``module.inlined_graph`` shows them: module attributes are read by
 ``prim::GetAttr`` chains from ``%self``, so weights bind by dotted path.  The module
@@ -31,9 +35,14 @@ from typing import Any
 
 from compiler import types as T
 from compiler.diagnostics import CompileError, Span
-from compiler.ir import Graph, Module, Node, Value
+from compiler.ir import Graph, Module, Value
 from compiler.torchscript.builder import MAX_INT, GraphBuilder, unify
-from compiler.torchscript.exprs import BoundMethod, Context, ExprCompiler, FuncRef, TupleLit
+from compiler.torchscript.exprs import (
+    Context,
+    ExprCompiler,
+    TupleLit,
+)
+from compiler.torchscript.fold import assigns_training, constant_of
 from compiler.torchscript.source import FunctionInfo, SourceIndex
 from compiler.torchscript.unpickle import Record
 
@@ -51,6 +60,8 @@ class Frontend(ExprCompiler):
         self.records: dict[int, Record] = {}
         self._constant_values: dict[int, Value] = {}
         self._depth = 0
+        self._assigned_cache: dict[int, list[str]] = {}
+        self.training_assigned = assigns_training(index.lines)
 
     def compile(self, method: str) -> Module:
         info = self.index.classes.get(self.root.qualname)
@@ -61,7 +72,17 @@ class Frontend(ExprCompiler):
             names = ", ".join(sorted(info.methods)) or "none"
             raise CompileError(f"{self.filename}: {self.root.qualname} has no method `{method}` (methods: {names})")
         graph = Graph(name="graph")
-        self.b = GraphBuilder(graph)
+        self.b = GraphBuilder(graph, self.index.origin)
+        try:
+            return self._compile(fn, graph)
+        except CompileError as err:
+            origin = self.index.origin(err.span)
+            if origin is not None:  # say where in the user's model this came from
+                err.message = f"{err.message} (compiled from {origin})"
+                err.args = (err.message,)
+            raise
+
+    def _compile(self, fn: FunctionInfo, graph: Graph) -> Module:
         params = fn.node.args.args
         self_value = self.b.param(graph.block, "self", T.ClassType(self.root.qualname))
         self.records[id(self_value)] = self.root
@@ -207,6 +228,10 @@ class Frontend(ExprCompiler):
 
     def if_(self, ctx: Context, s: ast.If) -> None:
         cond = self.value(ctx, s.test)
+        decided = constant_of(cond)
+        if isinstance(decided, bool):  # only the arm that runs is compiled (see fold.py)
+            self.block(ctx, s.body if decided else s.orelse)
+            return
         span = self.span(ctx, s)
         node = self.b.node("prim::If", [cond], [], span)
         before = self.b.block
@@ -219,7 +244,8 @@ class Frontend(ExprCompiler):
             arms.append((block, env))
         self.b.block = before
         (then_b, then_env), (else_b, else_env) = arms
-        names = _assigned(s.body) + [n for n in _assigned(s.orelse) if n not in _assigned(s.body)]
+        then_names = _assigned(s.body, self._assigned_cache)
+        names = then_names + [n for n in _assigned(s.orelse, self._assigned_cache) if n not in then_names]
         for name in names:
             if name not in then_env or name not in else_env:
                 continue
@@ -268,7 +294,7 @@ class Frontend(ExprCompiler):
 
     def _loop(self, ctx: Context, s: ast.While | ast.For, trip: Value, cond: Value, var: str | None, test: ast.expr | None) -> None:
         span = self.span(ctx, s)
-        carried = [n for n in _assigned(s.body) if n in ctx.env and isinstance(ctx.env[n], (Value, TupleLit))]
+        carried = [n for n in _assigned(s.body, self._assigned_cache) if n in ctx.env and isinstance(ctx.env[n], (Value, TupleLit))]
         inits = [self.materialize(ctx, ctx.env[n], s) for n in carried]
         types = [ctx.declared.get(n) or v.type for n, v in zip(carried, inits)]
         node = self.b.node("prim::Loop", [trip, cond, *inits], [], span)
@@ -294,26 +320,41 @@ class Frontend(ExprCompiler):
             ctx.env[n] = node.add_output(self.b.fresh(n), t)
 
 
-def _assigned(stmts: list[ast.stmt]) -> list[str]:
-    """Variables assigned anywhere in ``stmts`` (nested blocks included), in order."""
-    names: list[str] = []
+def _assigned(stmts: list[ast.stmt], cache: dict[int, list[str]]) -> list[str]:
+    """Variables assigned anywhere in ``stmts`` (nested blocks included), in order of
+    first assignment.  Each statement's set is computed once (a nested ``if`` is asked
+    again by every enclosing one)."""
+    names: dict[str, None] = {}
+    for stmt in stmts:
+        names.update(dict.fromkeys(_assigned_in(stmt, cache)))
+    return list(names)
+
+
+def _assigned_in(stmt: ast.stmt, cache: dict[int, list[str]]) -> list[str]:
+    """``_assigned`` of one statement; ``cache`` (by node id, the index keeps the nodes
+    alive) belongs to one compile."""
+    cached = cache.get(id(stmt))
+    if cached is not None:
+        return cached
+    names: dict[str, None] = {}
 
     def targets(t: ast.expr) -> None:
         if isinstance(t, ast.Name):
-            if t.id not in names:
-                names.append(t.id)
+            names[t.id] = None
         elif isinstance(t, (ast.Tuple, ast.List)):
             for e in t.elts:
                 targets(e)
 
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Assign):
-                for t in node.targets:
-                    targets(t)
-            elif isinstance(node, ast.AnnAssign):
-                targets(node.target)
-    return names
+    if isinstance(stmt, ast.Assign):
+        for t in stmt.targets:
+            targets(t)
+    elif isinstance(stmt, ast.AnnAssign):
+        targets(stmt.target)
+    elif isinstance(stmt, (ast.If, ast.While, ast.For)):
+        for inner in (*stmt.body, *stmt.orelse):
+            names.update(dict.fromkeys(_assigned_in(inner, cache)))
+    result = cache[id(stmt)] = list(names)
+    return result
 
 
 def compile_method(index: SourceIndex, root: Record, constants: tuple[Any, ...], method: str, filename: str) -> Module:
@@ -321,4 +362,4 @@ def compile_method(index: SourceIndex, root: Record, constants: tuple[Any, ...],
     return Frontend(index, root, constants, filename).compile(method)
 
 
-__all__ = ["compile_method", "Frontend", "FuncRef", "BoundMethod", "Node"]
+__all__ = ["Frontend", "compile_method"]

@@ -66,14 +66,29 @@ class ClassInfo:
 
 
 class SourceIndex:
-    """Every class and function of an archive's ``code/`` folder, by qualified name."""
+    """Every class and function of an archive's ``code/`` folder, by qualified name.
 
-    def __init__(self, files: dict[str, str]) -> None:
+    ``debug`` maps a code member to its ``.debug_pkl`` records (see ``origin``)."""
+
+    def __init__(self, files: dict[str, str], debug: dict[str, Any] | None = None) -> None:
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.lines: dict[str, list[str]] = {}
+        self._origins = {m: _DebugTable(files[m], table) for m, table in (debug or {}).items() if m in files}
+        self._origin_cache: dict[tuple[str, int, int], str | None] = {}
         for member, text in files.items():
             self._add_file(member, text)
+
+    def origin(self, span: Span | None) -> str | None:
+        """``file.py:LINE:COL`` of the user's Python that ``span`` (in the archive's code) was
+        compiled from, when the archive has the debug pickle; else None."""
+        if span is None:
+            return None
+        key = (span.file, span.line, span.col)
+        if key not in self._origin_cache:
+            table = self._origins.get(span.file)
+            self._origin_cache[key] = table.lookup(span.line, span.col) if table is not None else None
+        return self._origin_cache[key]
 
     def span(self, file: str, node: ast.AST) -> Span:
         line = getattr(node, "lineno", 0)
@@ -181,6 +196,46 @@ class SourceIndex:
         return T.ClassType(qualname)
 
 
+class _DebugTable:
+    """A ``.debug_pkl``: ``("FORMAT_WITH_STRING_TABLE", strings, records)``, each record
+    ``(byte offset in the printed code, ((text parts, file index, first line), start,
+    end), debug handle)``: the printed code from that offset on came from bytes
+    ``start:end`` of the text (the string-table parts joined), whose first line is line
+    ``first line`` of the file."""
+
+    def __init__(self, text: str, table: Any) -> None:
+        self.line_starts = [0]
+        for line in text.encode("utf-8").split(b"\n"):
+            self.line_starts.append(self.line_starts[-1] + len(line) + 1)
+        self.records: list[tuple[int, str, int, int]] = []
+        self.texts: list[str] = []
+        ok = isinstance(table, tuple) and len(table) == 3 and table[0] == "FORMAT_WITH_STRING_TABLE"
+        strings, records = (table[1], table[2]) if ok else ((), ())
+        for record in records:
+            try:
+                offset, ((parts, file_index, first_line), start, _end), _handle = record
+                source = "".join(str(strings[i]) for i in parts)
+                if not source:
+                    continue
+                before = source[:start]
+                line = first_line + before.count("\n")
+                col = start - (before.rfind("\n") + 1)  # 0-based, as torch's dumps print it
+                self.records.append((int(offset), str(strings[file_index]), line, col))
+            except (TypeError, ValueError, IndexError):
+                continue  # an entry of another format: no origin for that stretch
+
+    def lookup(self, line: int, col: int) -> str | None:
+        if not 0 < line < len(self.line_starts):
+            return None
+        pos = self.line_starts[line - 1] + col - 1
+        best = None
+        for offset, file, orig_line, orig_col in self.records:
+            if offset > pos:
+                break
+            best = f"{file}:{orig_line}:{orig_col}"
+        return best
+
+
 def dotted(expr: ast.expr) -> str | None:
     """``a.b.c`` for a chain of attribute accesses on a name, else None."""
     parts: list[str] = []
@@ -207,6 +262,7 @@ def _literal(expr: ast.expr | None, span: Span) -> Any:
         and expr.func.id == "float"
         and len(expr.args) == 1
         and isinstance(expr.args[0], ast.Constant)
+        and isinstance(expr.args[0].value, str)
     ):
         return float(expr.args[0].value)
     if isinstance(expr, (ast.Tuple, ast.List)):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import io
 import pickle
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -51,7 +51,7 @@ class Record:
         self.attributes: dict[str, Any] = {}
         self.state: Any = args[0] if len(args) == 1 else args or None
 
-    def __new__(cls, *args: Any) -> "Record":
+    def __new__(cls, *args: Any) -> Self:
         obj = super().__new__(cls)
         obj.attributes = {}
         obj.state = None
