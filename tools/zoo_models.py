@@ -60,14 +60,21 @@ class ZooModel:
         if size >= self.sizes:
             raise ValueError(f"{self.name} has {self.sizes} input size(s), not {size + 1}")
         import_torchvision()
-        seed = zlib.crc32(self.name.encode())
-        torch.manual_seed(seed)
+        torch.manual_seed(self.seed)
         with torch.no_grad():
             module = self.make()
             randomize(module)
         module.eval()
-        torch.manual_seed(seed + 1 + size)
-        return module, self.inputs(size)
+        return module, self.example_inputs(size)
+
+    @property
+    def seed(self) -> int:
+        return zlib.crc32(self.name.encode())
+
+    def example_inputs(self, size: int = 0) -> Inputs:
+        """The example inputs of input size ``size`` alone (seeded as ``build`` seeds them)."""
+        torch.manual_seed(self.seed + 1 + size)
+        return self.inputs(size)
 
 
 def import_torchvision() -> Any:
