@@ -86,7 +86,7 @@ def generate_model(model: ZooModel, folder: Path) -> list[dict[str, Any]]:
             (folder / f"{case}{suffix}").unlink(missing_ok=True)
         args = model.example_inputs(1 if mode == "script2" else 0)
         record: dict[str, Any] = {"name": case, "model": model.name, "family": model.family, "mode": mode,
-                                  "params": params, "build_s": round(build_s, 2), "fingerprint": fingerprint()}
+                                  "params": params, "build_s": round(build_s, 2), "fingerprint": fingerprint(model)}
         start = time.perf_counter()
         try:
             exp = export(module, case, args, trace=mode == "trace", freeze=mode == "freeze", strict=model.strict)
@@ -110,19 +110,20 @@ def generate_model(model: ZooModel, folder: Path) -> list[dict[str, Any]]:
 # -- one model, start to end (a worker process) ---------------------------------------------
 
 
-def fingerprint() -> int:
-    """A checksum of the code that decides a case's files (the zoo's definitions, the
-    exporter, torch's version): a cached model made by other code is generated again."""
+def fingerprint(model: ZooModel) -> int:
+    """A checksum of what decides a case's files: the exporter's code, torch's version, the
+    model's modes and its example inputs' shapes (a cached case made otherwise is stale)."""
     import torch
 
-    text = (ROOT / "tools" / "zoo_models.py").read_bytes() + (ROOT / "tools" / "export_torch.py").read_bytes()
-    return zlib.crc32(text + torch.__version__.encode())
+    shapes = [tuple(getattr(a, "shape", ())) for size in range(model.sizes) for a in model.example_inputs(size)]
+    text = (ROOT / "tools" / "export_torch.py").read_bytes()
+    return zlib.crc32(text + f"{torch.__version__} {model.modes} {shapes}".encode())
 
 
 def is_stale(model: ZooModel, records: list[dict[str, Any]] | None) -> bool:
     wanted = [case for case, _ in cases_of(model)]
     return (records is None or [r["name"] for r in records] != wanted
-            or any(r.get("fingerprint") != fingerprint() for r in records))
+            or any(r.get("fingerprint") != fingerprint(model) for r in records))
 
 
 def process(name: str, folder: Path, generate: bool, run: bool, regenerate: bool = False) -> list[dict[str, Any]]:
@@ -206,7 +207,7 @@ def write_doc(records: list[dict[str, Any]], command: str, path: Path = DOC) -> 
         "A case matches when every output agrees with torch's within the tolerance of `tools/zoo_check.py`:",
         f"`|irvm - torch| <= {zoo_check.ATOL_SCALE:g} * scale + {zoo_check.RTOL:g} * |torch|`, scale being the",
         "largest magnitude of torch's outputs; *max err* is the largest difference divided by that scale.",
-        "*ms* is one steady run (the faster of two when a run takes under 2 s). `script2` runs the",
+        "*ms* is one run (the faster of two when a run takes under 0.5 s). `script2` runs the",
         "scripted graph on a second input size. *torch cannot* means torch itself cannot script or",
         "trace the model (not an irvm failure).",
         "",
@@ -239,6 +240,9 @@ def write_doc(records: list[dict[str, Any]], command: str, path: Path = DOC) -> 
             f"{status_cell(record, 'static')} | {_err(record)} | {_ms(results.get('interp'))} | "
             f"{_ms(results.get('static'))} | {error} |"
         )
+    missing = [name for name in ZOO if name not in {r["model"] for r in records}]
+    if missing:
+        lines += ["", f"Not generated in this run ({len(missing)}): " + ", ".join(missing) + "."]
     refused = [r for r in ordered if "torch_error" in r]
     if refused:
         lines += ["", "## What torch cannot compile", "", "| case | torch's message |", "|---|---|"]
@@ -278,7 +282,8 @@ def select(patterns: list[str], ci: bool, skip_heavy: bool) -> list[str]:
         names = [n for n in names if any(fnmatch.fnmatchcase(n, p) or p == n for p in patterns)]
     if skip_heavy:
         names = [n for n in names if not ZOO[n].heavy]
-    return names
+    # the CI subset first, the heavy models last: an interrupted sweep has covered the most
+    return sorted(names, key=lambda n: (n not in CI_SUBSET, ZOO[n].heavy))
 
 
 def all_records(folder: Path) -> list[dict[str, Any]]:
@@ -309,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(var, "1")
     previous = {r["name"]: r for r in all_records(folder)}
-    done: dict[str, list[dict[str, Any]]] = {}
+    command = "python3 tools/gen_zoo.py " + " ".join(argv if argv is not None else sys.argv[1:])
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn"), max_tasks_per_child=1,
                              initializer=_init_worker) as pool:
         futures = {pool.submit(process, n, folder, not args.no_generate, not args.no_run, args.regenerate): n
@@ -317,22 +322,20 @@ def main(argv: list[str] | None = None) -> int:
         for future in as_completed(futures):
             name = futures[future]
             try:
-                done[name] = future.result()
+                records = future.result()
             except Exception as err:  # noqa: BLE001 - a worker died (out of memory...): say so, keep going
                 print(f"{name:32} worker failed: {type(err).__name__}: {err}", flush=True)
                 continue
-            for record in done[name]:
+            for record in records:
                 print(f"{record['name']:40} " + _summary(record), flush=True)
-    for records in done.values():
-        for record in records:
-            previous[record["name"]] = record
-    merged = [previous[k] for k in sorted(previous)]
-    (folder / "results.json").write_text(json.dumps(merged, indent=1) + "\n")
-    if not args.no_run:
-        command = "python3 tools/gen_zoo.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        write_doc(merged, command.strip(), args.doc)
-        if args.failures:
-            write_failures(merged, args.failures)
+                previous[record["name"]] = record
+            # after every model, so an interrupted sweep keeps what it did
+            merged = [previous[k] for k in sorted(previous)]
+            (folder / "results.json").write_text(json.dumps(merged, indent=1) + "\n")
+            if not args.no_run:
+                write_doc(merged, command.strip(), args.doc)
+                if args.failures:
+                    write_failures(merged, args.failures)
     return 0
 
 

@@ -92,7 +92,7 @@ def first_line(text: str) -> str:
     return re.sub(r" at 0x[0-9a-f]+", "", lines[0] if lines else text)
 
 
-def run_case(name: str, backend: str, folder: Path | None = None, repeat_under_s: float = 2.0) -> Outcome:
+def run_case(name: str, backend: str, folder: Path | None = None, repeat_under_s: float = 0.5) -> Outcome:
     """Compile case ``name`` from ``folder`` and run it on ``backend``; compare with torch.
 
     The run is timed; when the first run takes under ``repeat_under_s`` it runs again and
