@@ -117,7 +117,8 @@ def fingerprint(model: ZooModel) -> int:
 
     shapes = [tuple(getattr(a, "shape", ())) for size in range(model.sizes) for a in model.example_inputs(size)]
     text = (ROOT / "tools" / "export_torch.py").read_bytes()
-    return zlib.crc32(text + f"{torch.__version__} {model.modes} {shapes}".encode())
+    settings = f"{torch.__version__} {model.modes} {shapes}" + ("" if model.strict else " strict=False")
+    return zlib.crc32(text + settings.encode())
 
 
 def is_stale(model: ZooModel, records: list[dict[str, Any]] | None) -> bool:
@@ -284,8 +285,10 @@ def select(patterns: list[str], ci: bool, skip_heavy: bool) -> list[str]:
         names = [n for n in names if any(fnmatch.fnmatchcase(n, p) or p == n for p in patterns)]
     if skip_heavy:
         names = [n for n in names if not ZOO[n].heavy]
-    # the CI subset first, the heavy models last: an interrupted sweep has covered the most
-    return sorted(names, key=lambda n: (n not in CI_SUBSET, ZOO[n].heavy))
+    # the CI subset first, then the small families, the heavy models last: an interrupted
+    # sweep has covered the most
+    family = {"hf": 0, "timm": 1, "torchvision-seg": 2, "torchvision": 3}
+    return sorted(names, key=lambda n: (n not in CI_SUBSET, ZOO[n].heavy, family.get(ZOO[n].family, 4)))
 
 
 def all_records(folder: Path) -> list[dict[str, Any]]:
@@ -303,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-generate", action="store_true", help="run the cached cases only")
     parser.add_argument("--regenerate", action="store_true", help="export again even when cached")
     parser.add_argument("--no-run", action="store_true", help="generate only")
+    parser.add_argument("--resume", action="store_true", help="leave out models with results already")
     parser.add_argument("--cache", type=Path, default=None, help="the cache folder (default $IRVM_ZOO_CACHE)")
     parser.add_argument("--doc", type=Path, default=DOC, help="where to write the table (default docs/zoo.md)")
     parser.add_argument("--failures", type=Path, default=None, help="also write the failing cases here")
@@ -316,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(var, "1")
     previous = {r["name"]: r for r in all_records(folder)}
+    if args.resume:  # leave out the models whose every case has a result already
+        names = [n for n in names if not all(
+            case in previous and ("results" in previous[case] or "torch_error" in previous[case])
+            for case, _ in cases_of(ZOO[n]))]
     command = "python3 tools/gen_zoo.py " + " ".join(argv if argv is not None else sys.argv[1:])
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn"), max_tasks_per_child=1,
                              initializer=_init_worker) as pool:

@@ -200,6 +200,7 @@ def _torchvision_models() -> list[ZooModel]:
                 image(size, second) if second else image(size),
                 modes=("script", "trace", "freeze") if name in CI_SUBSET else ("script", "trace"),
                 sizes=2 if second else 1, heavy=name in _TV_HEAVY,
+                strict=not segmentation,  # a segmentation model returns a dict: trace it strict=False
             ))
     return models
 
