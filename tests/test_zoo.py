@@ -89,6 +89,7 @@ def _record(model_name: str, case: str) -> dict[str, Any]:
     record = _records(model_name)[case]
     if "torch_error" in record:
         pytest.skip(f"torch itself cannot compile {case}: {record['torch_error']}")
+    assert "export_error" not in record, f"{case}: {record['export_error']}"
     return record
 
 

@@ -72,7 +72,7 @@ def read_manifest(folder: Path, model: str) -> list[dict[str, Any]] | None:
 def generate_model(model: ZooModel, folder: Path) -> list[dict[str, Any]]:
     """Build ``model``, export each of its cases into ``folder``; the manifest records."""
     import numpy as np
-    from export_torch import TorchCompileError, export, write
+    from export_torch import ExportError, TorchCompileError, export, write
 
     from vm.io import flatten_outputs
 
@@ -85,6 +85,8 @@ def generate_model(model: ZooModel, folder: Path) -> list[dict[str, Any]]:
         for suffix in SUFFIXES:
             (folder / f"{case}{suffix}").unlink(missing_ok=True)
         args = model.example_inputs(1 if mode == "script2" else 0)
+        if mode != "trace":  # a scripted forward takes its optional arguments too: their defaults
+            args = args + forward_defaults(module, len(args))
         record: dict[str, Any] = {"name": case, "model": model.name, "family": model.family, "mode": mode,
                                   "params": params, "build_s": round(build_s, 2), "fingerprint": fingerprint(model)}
         start = time.perf_counter()
@@ -92,6 +94,10 @@ def generate_model(model: ZooModel, folder: Path) -> list[dict[str, Any]]:
             exp = export(module, case, args, trace=mode == "trace", freeze=mode == "freeze", strict=model.strict)
         except TorchCompileError as err:
             record["torch_error"] = zoo_check.first_line(str(err))
+            records.append(record)
+            continue
+        except ExportError as err:  # the zoo's own fault (inputs that do not fit the graph...)
+            record["export_error"] = zoo_check.first_line(str(err))
             records.append(record)
             continue
         write(exp, folder)
@@ -105,6 +111,20 @@ def generate_model(model: ZooModel, folder: Path) -> list[dict[str, Any]]:
         records.append(record)
     manifest_path(folder, model.name).write_text(json.dumps(records, indent=1) + "\n")
     return records
+
+
+def forward_defaults(module: Any, given: int) -> tuple[Any, ...]:
+    """The default values of ``module.forward``'s parameters after the first ``given``
+    (timm's ``forward(x, attn_mask=None)``): a scripted graph takes every parameter."""
+    import inspect
+
+    params = list(inspect.signature(module.forward).parameters.values())[given:]
+    defaults = []
+    for param in params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.default is param.empty:
+            break
+        defaults.append(param.default)
+    return tuple(defaults)
 
 
 # -- one model, start to end (a worker process) ---------------------------------------------
@@ -137,13 +157,13 @@ def process(name: str, folder: Path, generate: bool, run: bool, regenerate: bool
             records = generate_model(model, folder)
         except Exception as err:  # noqa: BLE001 - the zoo's own build failed: record it, keep sweeping
             return [{"name": case, "model": name, "family": model.family, "mode": mode,
-                     "torch_error": f"building the model failed: {type(err).__name__}: {zoo_check.first_line(str(err))}"}
+                     "export_error": f"building the model failed: {type(err).__name__}: {zoo_check.first_line(str(err))}"}
                     for case, mode in cases_of(model)]
     if records is None:
         return []
     if run:
         for record in records:
-            if "torch_error" in record:
+            if "torch_error" in record or "export_error" in record:
                 continue
             record["results"] = {
                 backend: zoo_check.outcome_dict(zoo_check.run_case(record["name"], backend, folder))
@@ -158,6 +178,8 @@ def process(name: str, folder: Path, generate: bool, run: bool, regenerate: bool
 def status_cell(record: dict[str, Any], backend: str) -> str:
     if "torch_error" in record:
         return "torch cannot"
+    if "export_error" in record:
+        return "**export failed**"
     result = record.get("results", {}).get(backend)
     if result is None:
         return "not run"
@@ -181,6 +203,8 @@ def counts(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[int, in
             entry = table.setdefault((record["mode"], backend), [0, 0, 0])
             if "torch_error" in record:
                 entry[2] += 1
+            elif "export_error" in record:
+                entry[1] += 1
             elif backend in record.get("results", {}):
                 entry[1] += 1
                 entry[0] += record["results"][backend]["status"] == "match"
@@ -269,6 +293,8 @@ def write_failures(records: list[dict[str, Any]], path: Path) -> None:
     """One line per failing case and backend: model, mode, backend, tag, first error line."""
     lines = ["# Failing zoo cases (written by tools/gen_zoo.py --failures; one line per case and backend)", ""]
     for record in records:
+        if "export_error" in record:
+            lines.append(f"- {record['model']} {record['mode']} both [zoo] export failed: {record['export_error']}")
         for backend, result in sorted(record.get("results", {}).items()):
             if result["status"] != "match":
                 error = result.get("error", "")
@@ -322,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = {r["name"]: r for r in all_records(folder)}
     if args.resume:  # leave out the models whose every case has a result already
         names = [n for n in names if not all(
-            case in previous and ("results" in previous[case] or "torch_error" in previous[case])
+            case in previous and any(k in previous[case] for k in ("results", "torch_error", "export_error"))
             for case, _ in cases_of(ZOO[n]))]
     command = "python3 tools/gen_zoo.py " + " ".join(argv if argv is not None else sys.argv[1:])
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn"), max_tasks_per_child=1,
@@ -358,6 +384,8 @@ def _init_worker() -> None:
 def _summary(record: dict[str, Any]) -> str:
     if "torch_error" in record:
         return f"torch cannot: {record['torch_error'][:120]}"
+    if "export_error" in record:
+        return f"EXPORT FAILED: {record['export_error'][:120]}"
     results = record.get("results")
     if not results:
         return "generated"
