@@ -281,7 +281,8 @@ def failure_tag(error: str) -> str:
     # aten::__contains__ on a str-keyed dict fails where the dict is a module attribute
     # (torchvision's return_layers) that the weights file does not carry yet
     if any(w in low for w in ("bernoulli", "dropout", "rand", "training", "moduledict", "modulelist",
-                              "module attribute", "dict[str", "list[", "getattr", "aten::__contains__.str")):
+                              "module attribute", "dict[str", "dict(str", "list[", "getattr",
+                              "aten::__contains__.str", "the weights lack")):
         return "[rand]"
     if any(w in low for w in ("unknown operator", "no kernel", "no operator", "not implemented",
                               "unsupported operator", "no overload", "schema")):

@@ -89,7 +89,10 @@ def first_line(text: str) -> str:
     """The first line of an error message that says something, without object addresses
     (``<function f at 0x7f...>``), so reruns give the same text."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return re.sub(r" at 0x[0-9a-f]+", "", lines[0] if lines else text)
+    line = lines[0] if lines else text
+    if line.endswith(":") and len(lines) > 1:  # "... reads from %self:" and its first item
+        line = f"{line} {lines[1]}"
+    return re.sub(r" at 0x[0-9a-f]+", "", line)
 
 
 def run_case(name: str, backend: str, folder: Path | None = None, repeat_under_s: float = 0.5) -> Outcome:
