@@ -31,3 +31,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def torch_or_skip():
     """Import torch, or skip the calling test with a visible reason."""
     return pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--zoo",
+        choices=("ci", "all"),
+        default="ci",
+        help="model zoo (tests/test_zoo.py): the CI subset (default) or every model (all)",
+    )

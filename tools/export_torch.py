@@ -74,6 +74,10 @@ class ExportError(Exception):
     """The target cannot be exported as asked (no inputs, wrong arity...)."""
 
 
+class TorchCompileError(ExportError):
+    """torch itself cannot script, trace or freeze the target (not an irvm failure)."""
+
+
 @dataclass
 class Export:
     """What one export produces: graph text, weights, inputs and torch's own result."""
@@ -190,10 +194,11 @@ def _clone_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
 # -- scripting and dumping ----------------------------------------------------------------
 
 
-def compile_target(target: Any, args: tuple[Any, ...], *, trace: bool, freeze: bool) -> Any:
-    """The ScriptFunction or ScriptModule for ``target``."""
+def compile_target(target: Any, args: tuple[Any, ...], *, trace: bool, freeze: bool, strict: bool = True) -> Any:
+    """The ScriptFunction or ScriptModule for ``target`` (``strict=False``: a traced
+    module may return a dict or a list)."""
     if trace:
-        compiled = torch.jit.trace(target, args)
+        compiled = torch.jit.trace(target, args, strict=strict)
     else:
         compiled = torch.jit.script(target)
     if freeze:
@@ -437,16 +442,25 @@ def input_names(graph: Any, is_module: bool) -> list[str]:
 
 def export(
     target: Any, name: str, args: tuple[Any, ...], *, trace: bool = False, freeze: bool = False,
-    source_dir: Path | None = None, base: Path | None = None, inline: bool = True,
+    source_dir: Path | None = None, base: Path | None = None, inline: bool = True, strict: bool = True,
 ) -> Export:
     """Script or trace ``target``, dump it, and run it on ``args`` for the expected result.
 
     ``inline=False`` (scripted functions only) keeps the calls: the dump is a module of
-    several graphs (see ``module_text``) instead of one inlined graph.
+    several graphs (see ``module_text``) instead of one inlined graph.  ``strict=False``
+    traces with ``strict=False`` (dict outputs).  When torch cannot script, trace or
+    freeze the target, a ``TorchCompileError`` carries torch's message.
     """
     target = resolve_target(target)
     is_module = isinstance(target, torch.nn.Module)
-    compiled = compile_target(target, _clone_args(args), trace=trace, freeze=freeze)
+    try:
+        compiled = compile_target(target, _clone_args(args), trace=trace, freeze=freeze, strict=strict)
+    except ExportError:
+        raise
+    except Exception as err:  # whatever torch's frontend raises is its refusal
+        how = "trace" if trace else "script"
+        raise TorchCompileError(f"torch cannot {how}{' and freeze' if freeze else ''} {name}: "
+                                f"{type(err).__name__}: {_first_line(err)}") from err
     graph = compiled.inlined_graph if hasattr(compiled, "inlined_graph") else compiled.graph
     if inline:
         text = graph_text(compiled, source_dir, base)
@@ -489,6 +503,11 @@ def _flat_tensors(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return [t for v in value for t in _flat_tensors(v)]
     return []
+
+
+def _first_line(err: Exception) -> str:
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
 
 
 def script_error_message(err: Exception) -> str:
