@@ -29,10 +29,9 @@ from typing import Any
 import numpy as np
 
 from vm.ops import _erf as _cody
-from vm.ops._erf32 import erf_f32
-
 from vm.ops._common import copy_out, write_inplace
 from vm.ops._dtypes import BOOL, DEFAULT_FLOAT, FLOAT_CAT, INT64, category, wrap
+from vm.ops._erf32 import erf_f32
 from vm.ops.registry import kernel
 
 Fn = Callable[[np.ndarray], Any]
