@@ -138,8 +138,9 @@ def test_dumps_with_batch_norm_match_the_interpreter_with_folds_on(path: Path) -
     """Every corpus/dump/nn_models program with a BatchNorm gives the interpreter's result,
     to float32 rounding, on the static runtime with its folds on (exact runs with them off
     are tests/test_static_differential.py's)."""
-    import compiler
     from test_static_differential import _load_case
+
+    import compiler
     from vm.interpreter import Interpreter
 
     text, inputs, weights = _load_case(path)
