@@ -59,9 +59,7 @@ def _set_threads(argv: list[str]) -> int:
     return n
 
 
-THREADS = _set_threads(sys.argv)
-
-import numpy as np  # noqa: E402  (after the thread variables)
+THREADS = _set_threads(sys.argv)  # before numpy is first imported
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -77,8 +75,9 @@ ENGINES = ("irvm static", "irvm interp", "torch.jit", "torch eager", "ORT")
 def export_case(model: Any, inputs: tuple[Any, ...], name: str) -> tuple[Any, Any, Any]:
     """(irvm program, weights, compiled torch module): scripted, or traced when torch
     cannot script the model."""
-    import compiler
     import export_torch
+
+    import compiler
 
     last: Exception | None = None
     for trace in (False, True):
@@ -240,7 +239,9 @@ def table(rows: list[dict[str, Any]], threads: dict[str, str], command: str) -> 
         lines.append(f"| {row['model']} | " + " | ".join(cells)
                      + f" | {_cell(rj)} | {_cell(ro)} | {ops} |")
         errors += [f"- {row['model']} / {e}: {v}" for e, v in t.items() if isinstance(v, str)]
-    gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None  # noqa: E731
+    def gm(xs: list[float]) -> float | None:
+        return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
     lines.append(f"| geometric mean | {' | '.join('' for _ in ENGINES)} | {_cell(gm(jit_ratios))} | {_cell(gm(ort_ratios))} | |")
     lines += ["", "Threads:", *(f"- {e}: {d}" for e, d in threads.items())]
     if errors:
