@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    print(f"| kernel | irvm median | irvm min | torch median | torch min | irvm / torch (min) |\n|---|---:|---:|---:|---:|---:|")
+    print("| kernel | irvm median | irvm min | torch median | torch min | irvm / torch (min) |\n|---|---:|---:|---:|---:|---:|")
     for label, ours, theirs, tol in cases():
         if args.only not in label:
             continue

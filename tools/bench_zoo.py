@@ -9,7 +9,8 @@ weights at its example input size, batch 1, the columns are the median milliseco
 call of:
 
 - ``irvm static``: ``vm.StaticRuntime`` on the scripted graph (the traced one when torch
-  cannot script the model), weights bound, its load-time folds on;
+  cannot script the model or irvm cannot compile the scripted graph), weights bound, its
+  load-time folds on;
 - ``irvm interp``: ``vm.Interpreter`` on the same program;
 - ``torch.jit``: the scripted (or traced) module;
 - ``torch eager``: the ``nn.Module`` itself, under ``torch.no_grad()``;
@@ -89,7 +90,8 @@ def export_case(model: Any, inputs: tuple[Any, ...], name: str) -> tuple[Any, An
         program = compiler.compile_source(exp.ir, f"{name}.ir")
         compiled = export_torch.compile_target(model, export_torch._clone_args(inputs), trace=trace, freeze=False)
         return program, exp.weights, compiled
-    raise RuntimeError(f"torch can neither script nor trace {name}: {last}")
+    assert last is not None
+    raise last
 
 
 def onnx_session(model: Any, inputs: tuple[Any, ...], threads: int) -> Callable[[], Any]:
