@@ -218,9 +218,9 @@ def layer_norm_out(
     eps: float,
     cudnn_enable: bool,
 ) -> np.ndarray:
-    if type(out) is np.ndarray and out.shape == x.shape and out.dtype == x.dtype and out.flags.c_contiguous:
-        if not np.shares_memory(out, x) and _layer_norm_direct(x, normalized_shape, weight, bias, eps, out) is not None:
-            return out
+    direct = type(out) is np.ndarray and out.shape == x.shape and out.dtype == x.dtype and out.flags.c_contiguous
+    if direct and not np.shares_memory(out, x) and _layer_norm_direct(x, normalized_shape, weight, bias, eps, out) is not None:
+        return out
     return write_out(out, layer_norm_impl(x, normalized_shape, weight, bias, eps)[0])
 
 
