@@ -4,7 +4,8 @@ The forward convolution is im2col plus one BLAS call.  The zero-padded input is 
 without copying, as a window per output position (``sliding_window_view`` over the
 spatial axes, then strided slices for stride and dilation); that view is rearranged and
 copied once into a column matrix ``(N, groups, C/groups * prod(kernel), prod(out))`` and
-multiplied by the weight reshaped to ``(groups, O/groups, C/groups * prod(kernel))``.
+multiplied by the weight reshaped to ``(groups, O/groups, C/groups * prod(kernel))``; a
+1x1 convolution with stride 1 skips the window view and multiplies the input itself.
 The product already has the NCHW layout, so no transpose follows: ``np.matmul`` batches
 over the batch and group axes and each slice is one sgemm.  Depthwise convolution (one
 input channel per group) would be many tiny matmuls, so it takes another route: a sum
@@ -103,6 +104,10 @@ def conv_nd(
     xp = _pad_spatial(x, padding, padding)
     if cg == 1 and groups > 1:
         _depthwise(xp, weight, stride, dilation, oshape, result)
+    elif all(k == 1 for k in kernel_) and all(s == 1 for s in stride):
+        # a pointwise convolution is a matmul on the input itself: no window view, no copy
+        cols = np.ascontiguousarray(xp).reshape(n, groups, cg, -1)
+        np.matmul(weight.reshape(groups, o // groups, cg), cols, out=result.reshape(n, groups, o // groups, -1))
     else:
         win = _windows(xp, kernel_, stride, dilation, oshape)  # (N, C, *out, *k)
         perm = (0, 1, *range(2 + nsp, 2 + 2 * nsp), *range(2, 2 + nsp))
