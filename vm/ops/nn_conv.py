@@ -126,6 +126,9 @@ def _depthwise(xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints,
     o, _, *kernel_ = weight.shape
     mult = o // xp.shape[1]
     nsp = len(kernel_)
+    if mult == 1 and oshape[-1] < _CHANNELS_LAST_BELOW:
+        _depthwise_channels_last(xp, weight, stride, dilation, oshape, result)
+        return
     plane = int(np.prod(xp.shape[2:])) * xp.itemsize * max(xp.shape[0], 1)
     block = max(1, _DEPTHWISE_BLOCK_BYTES // plane)
     taps = list(itertools.product(*(range(k) for k in kernel_)))
@@ -147,6 +150,31 @@ def _depthwise(xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints,
 
 
 _DEPTHWISE_BLOCK_BYTES = 256 * 1024
+_CHANNELS_LAST_BELOW = 16  # output rows shorter than this (14x14, 7x7 planes) run channels-last
+
+
+def _depthwise_channels_last(
+    xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints, oshape: Ints, result: np.ndarray
+) -> None:
+    """Depthwise convolution on the input moved channels-last (one copy in, one out): a
+    tap's shifted window is then rows of ``W * C`` contiguous numbers instead of ``W``, so
+    on small planes (14x14, 7x7) each multiply-add runs over long rows, not short ones."""
+    nsp = weight.ndim - 2
+    perm = (0, *range(2, 2 + nsp), 1)
+    xl = np.ascontiguousarray(xp.transpose(perm))  # (N, *spatial, C)
+    c = xp.shape[1]
+    acc = np.empty((xp.shape[0], *oshape, c), xp.dtype)
+    scratch = np.empty_like(acc)
+    taps = list(itertools.product(*(range(k) for k in weight.shape[2:])))
+    w_last = weight.reshape(c, -1).T  # (taps, C)
+    for i, tap in enumerate(taps):
+        index = (slice(None),) + tuple(
+            slice(t * d, t * d + (n_out - 1) * s + 1, s) for t, d, s, n_out in zip(tap, dilation, stride, oshape)
+        )
+        np.multiply(xl[index], w_last[i], out=acc if i == 0 else scratch)
+        if i:
+            acc += scratch
+    np.copyto(result, acc.transpose((0, nsp + 1, *range(1, nsp + 1))))
 
 
 def _same_padding(x: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints) -> tuple[np.ndarray, int]:
