@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.nn_support import FEW, close, op, randn
+from vm.ops.registry import lookup
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

@@ -87,9 +87,9 @@ class StaticModule:
                 f"unknown planner {options.planner!r} (standard or precomputed)"
             )
         module = _as_module(source, options.fusion)
-        folded: dict[str, Any] = {}
+        added: dict[str, Any] = {}  # arrays of the constants the load-time folds made
         if weights is not None and options.fold_batch_norm:
-            module, folded = _fold_weights(module, weights)
+            module, added = _fold_weights(module, weights)
         module, self.fusion_fallbacks, groups = _expand_fusion_groups(module)
         self.groups = groups
         from vm.fusion import enable_fuser
@@ -109,8 +109,8 @@ class StaticModule:
                 + "\n".join(map(str, errors))
             )
         flat = _flat_weights(weights)
-        if folded:
-            flat = {**flat, **folded}
+        if added:
+            flat = {**flat, **added}
         names = list(module.functions)
         self.functions = {name: i for i, name in enumerate(names)}
         common = dict(
@@ -669,7 +669,9 @@ def _fold_weights(module: Module, weights: Any) -> tuple[Module, dict[str, Any]]
     if any(n.kind == "prim::SetAttr" for g in graphs for n in g.walk()):
         return module, {}
     main = module.main
-    known = known_values(main, _bind_self(main, weights), _bound_constants(module, _flat_weights(weights)))
+    known = known_values(
+        main, _bind_self(main, weights, module.attributes), _bound_constants(module, _flat_weights(weights))
+    )
     return fold_batch_norm(module, known)
 
 
