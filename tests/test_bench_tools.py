@@ -70,3 +70,17 @@ def test_fusion_columns_compute_the_same_result_and_report_their_paths(fusion_sm
             if column in ("fused-blocked", "fused-numba"):
                 assert sum(cell["paths"].values()) == cell["calls"], (row["label"], column)
                 assert cell["took_path"] or any(column in note for note in text.splitlines() if row["label"] in note)
+
+
+def test_bench_kernels_rows_agree_with_torch_and_report_ratios() -> None:
+    """tools/bench_kernels.py runs its layer_norm and softmax rows (one timed call each):
+    each row checked irvm's kernel against torch's and printed both times and a ratio."""
+    pytest.importorskip("torch")
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_kernels.py"), "--only", "softmax",
+                           "--repeat", "1"], check=False, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| softmax")]
+    assert len(rows) == 2
+    for cells in rows:
+        assert "disagrees" not in "".join(cells)
+        assert all(re.fullmatch(r"\d+\.\d+", c.strip()) for c in cells[1:])

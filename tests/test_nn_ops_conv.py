@@ -144,3 +144,33 @@ def test_convolution_mode_is_what_traced_string_padding_records(mode):
     x, w, b = randn(rng, 2, 6, 11), randn(rng, 6, 2, 4), randn(rng, 6)
     want = torch.ops.aten._convolution_mode(_t(x), _t(w), _t(b), [1], mode, [2], 3)
     close(op("aten::_convolution_mode")(x, w, b, [1], mode, [2], 3), want)
+
+
+@FEW
+@given(st.data())
+def test_depthwise_and_pointwise_paths_match_torch(data):
+    """Property: depthwise convolution on planes small (channels-last taps) and large
+    (planar taps), and 1x1 convolution (the input multiplied directly, grouped or not),
+    equal torch's to float32 rounding, including through the out variant."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    n, c = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 8))
+    h, w_ = data.draw(st.integers(1, 40)), data.draw(st.integers(1, 40))
+    if data.draw(st.booleans(), "pointwise"):
+        groups = data.draw(st.sampled_from([g for g in (1, 2, c) if c % g == 0]))
+        x, wt = randn(rng, n, c, h, w_), randn(rng, 2 * c, c // groups, 1, 1)
+        stride, padding, dilation = [1, 1], [0, 0], [1, 1]
+    else:
+        k = data.draw(st.integers(1, 5))
+        stride, dilation = [data.draw(st.integers(1, 2))] * 2, [data.draw(st.integers(1, 2))] * 2
+        padding = [data.draw(st.integers(0, 2))] * 2
+        assume(min(h, w_) + 2 * padding[0] >= dilation[0] * (k - 1) + 1)
+        x, wt, groups = randn(rng, n, c, h, w_), randn(rng, c, 1, k, k), c
+    b = randn(rng, wt.shape[0])
+    want = F.conv2d(_t(x), _t(wt), _t(b), stride, padding, dilation, groups)
+    close(op("aten::conv2d")(x, wt, b, stride, padding, dilation, groups), want)
+    buf = np.empty(tuple(want.shape), np.float32)
+    from vm.ops.registry import lookup
+
+    got = lookup("aten::conv2d").out(buf, x, wt, b, stride, padding, dilation, groups)
+    assert got is buf
+    close(buf, want)

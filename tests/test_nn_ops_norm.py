@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.nn_support import FEW, close, op, randn
+from vm.ops.registry import lookup
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -54,7 +55,11 @@ def test_layer_norm_matches_torch(data):
     norm_shape = shape[len(shape) - k :]
     x = randn(rng, *shape) * 2 + 0.5
     w, b = (randn(rng, *norm_shape), randn(rng, *norm_shape)) if data.draw(st.booleans()) else (None, None)
-    close(op("aten::layer_norm")(x, norm_shape, w, b, 1e-5, True), F.layer_norm(_t(x), norm_shape, _t(w), _t(b)), atol=1e-4)
+    want = F.layer_norm(_t(x), norm_shape, _t(w), _t(b))
+    close(op("aten::layer_norm")(x, norm_shape, w, b, 1e-5, True), want, atol=1e-4)
+    buf = np.empty_like(x)  # the out variant writes the planned buffer directly
+    assert lookup("aten::layer_norm").out(buf, x, norm_shape, w, b, 1e-5, True) is buf
+    close(buf, want, atol=1e-4)
     close(op("aten::native_layer_norm")(x, norm_shape, w, b, 1e-5), torch.native_layer_norm(_t(x), norm_shape, _t(w), _t(b), 1e-5), atol=1e-4)
 
 

@@ -103,3 +103,46 @@ def test_addmm_beta_zero_ignores_nan_bias() -> None:
 def test_tril_triu_batched(name, args) -> None:
     x = np.arange(24, dtype=F32).reshape(2, 3, 4)
     check_against_torch(name, (x, args))
+
+
+@st.composite
+def stacked_rows(draw):
+    """An N-d float tensor (2-4 dims, sizes 0-5) in C order, or permuted (a strided view, as
+    ConvNeXt's NHWC MLP input), and a matrix that multiplies its last axis."""
+    dt = draw(st.sampled_from((np.float32, np.float64)))
+    shape = tuple(draw(st.lists(st.integers(0, 5), min_size=2, max_size=4)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    x = rng.standard_normal(shape).astype(dt)
+    if draw(st.booleans()):
+        perm = draw(st.permutations(range(len(shape))))
+        x = x.transpose(perm)
+    w = rng.standard_normal((draw(st.integers(1, 6)), x.shape[-1])).astype(dt)
+    return x, w, rng.standard_normal(w.shape[0]).astype(dt)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(stacked_rows(), st.booleans())
+def test_linear_and_matmul_on_stacked_inputs_match_torch(case, with_bias: bool) -> None:
+    """Property: linear (with and without bias) and matmul by a matrix of an N-d input of
+    any layout, computed as one gemm on the input seen as rows, equal torch's to rounding,
+    through the kernel and through a C-contiguous and a strided out buffer."""
+    from vm.ops.registry import lookup
+
+    x, w, b = case
+    bias = b if with_bias else None
+    want = torch.nn.functional.linear(torch.from_numpy(x), torch.from_numpy(w),
+                                      None if bias is None else torch.from_numpy(bias)).numpy()
+    tol = 1e-5 if x.dtype == np.float32 else 1e-12
+    lin = lookup("aten::linear")
+    np.testing.assert_allclose(lin.kernel(x, w, bias), want, rtol=tol, atol=tol)
+    buf = np.empty(want.shape, x.dtype)
+    assert lin.out(buf, x, w, bias) is buf
+    np.testing.assert_allclose(buf, want, rtol=tol, atol=tol)
+    strided = np.empty(want.shape[::-1], x.dtype).T
+    np.testing.assert_allclose(lin.out(strided, x, w, bias), want, rtol=tol, atol=tol)
+    if x.ndim > 2:
+        mm_want = torch.matmul(torch.from_numpy(x), torch.from_numpy(w.T.copy())).numpy()
+        mm = lookup("aten::matmul")
+        np.testing.assert_allclose(mm.kernel(x, w.T), mm_want, rtol=tol, atol=tol)
+        buf = np.empty(mm_want.shape, x.dtype)
+        np.testing.assert_allclose(mm.out(buf, x, w.T), mm_want, rtol=tol, atol=tol)

@@ -45,6 +45,7 @@ OPTION_SETS = [
         planner=planner,
         fusion=fusion,
         min_managed_bytes=0,
+        fold_batch_norm=False,  # bit-exact runs; tests/test_passes_load.py covers the folds
     )
     for out, managed, planner, fusion in (
         (False, False, "standard", True),
@@ -57,7 +58,7 @@ OPTION_SETS = [
 ]
 
 
-SMALL = StaticOptions(min_managed_bytes=0)
+SMALL = StaticOptions(min_managed_bytes=0, fold_batch_norm=False)
 
 
 def optimized(module: Any, fusion: bool) -> Any:

@@ -71,6 +71,8 @@ class StaticOptions:
     measure_fused: bool = True
     fuser: str = "blocked"  # "numba": compile the fused kernels with numba when the module is built
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
+    # load-time rewrites once weights are bound (compiler/passes/fold_*.py)
+    fold_batch_norm: bool = True  # conv + eval BatchNorm -> one conv with folded weights
 
 
 class StaticModule:
@@ -84,9 +86,11 @@ class StaticModule:
             raise ValueError(
                 f"unknown planner {options.planner!r} (standard or precomputed)"
             )
-        module, self.fusion_fallbacks, groups = _expand_fusion_groups(
-            _as_module(source, options.fusion)
-        )
+        module = _as_module(source, options.fusion)
+        added: dict[str, Any] = {}  # arrays of the constants the load-time folds made
+        if weights is not None and options.fold_batch_norm:
+            module, added = _fold_weights(module, weights)
+        module, self.fusion_fallbacks, groups = _expand_fusion_groups(module)
         self.groups = groups
         from vm.fusion import enable_fuser
 
@@ -105,6 +109,8 @@ class StaticModule:
                 + "\n".join(map(str, errors))
             )
         flat = _flat_weights(weights)
+        if added:
+            flat = {**flat, **added}
         names = list(module.functions)
         self.functions = {name: i for i, name in enumerate(names)}
         common = dict(
@@ -652,6 +658,22 @@ def _fused_kernel(subgraph: Graph) -> Any:
         return FusedKernel(subgraph.clone())
     except Exception:  # noqa: BLE001  (no fused kernel: the group runs expanded)
         return None
+
+
+def _fold_weights(module: Module, weights: Any) -> tuple[Module, dict[str, Any]]:
+    """``module`` with the load-time folds applied (compiler/passes/fold_*.py), and the
+    arrays of the constants they added; unchanged when the program assigns attributes
+    (its weights are then not constants)."""
+    from compiler.passes.fold_batch_norm import fold_batch_norm, known_values
+
+    graphs = (module.main, *module.functions.values())
+    if any(n.kind == "prim::SetAttr" for g in graphs for n in g.walk()):
+        return module, {}
+    main = module.main
+    known = known_values(
+        main, _bind_self(main, weights, module.attributes), _bound_constants(module, _flat_weights(weights))
+    )
+    return fold_batch_norm(module, known)
 
 
 def _flat_weights(weights: Any) -> Mapping[str, Any]:

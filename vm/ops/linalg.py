@@ -7,6 +7,8 @@ and float64 products to BLAS, so results agree to float32 rounding.  PyTorch doe
 promote across dtypes in matrix products (``mm`` of float32 and float64 is an error), and
 neither do these kernels: numpy would silently compute in float64.
 
+``linear``, and ``matmul`` of an N-d tensor by a matrix, run as one gemm on the input
+seen as a matrix of rows (``flat_matmul``), not one gemm per matrix of the stack.
 ``addmm`` and ``linear`` write the product into the result and add the bias in place,
 one temporary fewer than ``a @ b + c``; ``beta == 0`` ignores ``self`` entirely (NaNs in
 it do not propagate), as PyTorch documents.  Out variants use ``np.matmul(out=...)``.
@@ -14,6 +16,7 @@ it do not propagate), as PyTorch documents.  Out variants use ``np.matmul(out=..
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -78,11 +81,17 @@ def matmul(self: Array, other: Array) -> Array:
             f"both arguments to matmul need to be at least 1D, but they are {self.ndim}D and {other.ndim}D"
         )
     _same_dtype(self, other, "both arguments")
+    if self.ndim > 2 and other.ndim == 2 and self.shape[-1] == other.shape[0]:
+        return flat_matmul(self, other)
     return wrap(np.matmul(self, other))
 
 
 @matmul.out
 def matmul_out(buf: Array, self: Array, other: Array) -> Array:
+    if self.ndim > 2 and other.ndim == 2 and buf.flags.c_contiguous and buf.dtype == self.dtype == other.dtype and (
+        buf.shape == self.shape[:-1] + other.shape[1:] and self.shape[-1] == other.shape[0]
+    ):
+        return flat_matmul(self, other, out=buf)
     if self.ndim >= 2 and other.ndim >= 2 and buf.dtype == self.dtype == other.dtype:
         shape = np.broadcast_shapes(self.shape[:-2], other.shape[:-2]) + (self.shape[-2], other.shape[-1])
         if shape == buf.shape:
@@ -120,11 +129,36 @@ def addmm_out(buf: Array, self: Array, mat1: Array, mat2: Array, beta: Any, alph
     return into(buf, addmm(self, mat1, mat2, beta, alpha))
 
 
+def _rows(x: Array) -> Array:
+    """``x`` as a 2-d matrix of its last axis (a view when the layout allows, else one
+    copy), with unit stride along the rows so BLAS takes it: numpy's matmul runs a
+    non-BLAS loop on operands without a unit stride, and on stacked operands it calls one
+    gemm per matrix of the stack."""
+    x2 = x.reshape(math.prod(x.shape[:-1]), x.shape[-1]) if x.ndim != 2 else x
+    if x2.strides[-1] != x2.itemsize and x2.strides[0] != x2.itemsize:
+        x2 = np.ascontiguousarray(x2)
+    return x2
+
+
+def flat_matmul(x: Array, w: Array, out: Array | None = None) -> Array:
+    """``x @ w`` for an N-d ``x`` and a 2-d ``w`` as one BLAS gemm on ``x`` seen as rows;
+    ``out``, when given, is a C-contiguous array of the result's shape and dtype."""
+    shape = x.shape[:-1] + (w.shape[1],)
+    x2 = _rows(x)
+    if out is None:
+        return np.matmul(x2, w).reshape(shape)
+    np.matmul(x2, w, out=out.reshape(x2.shape[0], w.shape[1]))
+    return out
+
+
 @kernel("aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")
 def linear(input: Array, weight: Array, bias: Array | None) -> Array:
     if input.dtype is not weight.dtype:
         _same_dtype(input, weight, "input and weight")
-    prod = input @ weight.T
+    if input.ndim >= 2 and weight.ndim == 2 and input.shape[-1] == weight.shape[1]:
+        prod = flat_matmul(input, weight.T)
+    else:
+        prod = input @ weight.T
     if type(prod) is not np.ndarray:
         return wrap(prod + bias if bias is not None else prod)
     if bias is not None:
@@ -138,8 +172,10 @@ def linear(input: Array, weight: Array, bias: Array | None) -> Array:
 @linear.out
 def linear_out(buf: Array, input: Array, weight: Array, bias: Array | None) -> Array:
     if input.ndim >= 2 and weight.ndim == 2 and buf.dtype == input.dtype == weight.dtype and (
-        buf.shape == input.shape[:-1] + (weight.shape[0],)
+        buf.shape == input.shape[:-1] + (weight.shape[0],) and input.shape[-1] == weight.shape[1]
     ):
+        if buf.flags.c_contiguous:
+            return _add_scaled(flat_matmul(input, weight.T, out=buf), bias, 1, 1)
         return _add_scaled(np.matmul(input, weight.T, out=buf), bias, 1, 1)
     return into(buf, linear(input, weight, bias))
 

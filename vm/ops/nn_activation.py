@@ -40,7 +40,10 @@ def need_float(name: str, x: np.ndarray) -> None:
         raise NotImplementedError(f"{name} is not implemented for {x.dtype} tensors")
 
 
-def _register(name: str, params: str, compute: Fn, *, inplace: bool = True) -> None:
+def _register(name: str, params: str, compute: Fn, *, inplace: bool = True, into: Fn | None = None) -> None:
+    """``aten::name``, its out variant and ``aten::name_``; ``into(x, *args, out=buf)``, when
+    given, computes ``compute`` straight into a float buffer of x's shape and dtype (x itself
+    for the in-place form) with the same ufuncs, so the same bits."""
     sep = ", " if params else ""
 
     def fn(x: np.ndarray, *args: Any) -> np.ndarray:
@@ -53,14 +56,24 @@ def _register(name: str, params: str, compute: Fn, *, inplace: bool = True) -> N
     functional.__name__ = name
     registered = kernel(f"aten::{name}(Tensor self{sep}{params}) -> Tensor", elementwise=True)(functional)
 
+    def direct(out: np.ndarray, x: np.ndarray) -> bool:
+        return (into is not None and type(out) is np.ndarray and out.shape == x.shape
+                and out.dtype == x.dtype and x.dtype.kind == "f")  # fmt: skip
+
     @registered.out
     def out_variant(out: np.ndarray, x: np.ndarray, *args: Any) -> np.ndarray:
+        if direct(out, x):
+            into(x, *args, out=out)
+            return out
         return write_out(out, functional(x, *args))
 
     if inplace:
 
         def in_place(x: np.ndarray, *args: Any) -> np.ndarray:
-            x[...] = fn(x, *args)
+            if direct(x, x):
+                into(x, *args, out=x)
+            else:
+                x[...] = fn(x, *args)
             return x
 
         in_place.__name__ = name + "_"
@@ -84,8 +97,9 @@ def _hardsigmoid(x: np.ndarray) -> np.ndarray:
     return np.clip(x + 3, 0, 6) / 6
 
 
-_register("hardtanh", "Scalar min_val=-1, Scalar max_val=1", lambda x, lo, hi: np.clip(x, lo, hi))
-_register("relu6", "", lambda x: np.clip(x, 0, 6))
+_register("hardtanh", "Scalar min_val=-1, Scalar max_val=1", lambda x, lo, hi: np.clip(x, lo, hi),
+          into=lambda x, lo, hi, out: np.clip(x, lo, hi, out=out))
+_register("relu6", "", lambda x: np.clip(x, 0, 6), into=lambda x, out: np.clip(x, 0, 6, out=out))
 _register("leaky_relu", "Scalar negative_slope=0.01", lambda x, s: np.where(x > 0, x, x * s))
 _register("elu", "Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", _elu)
 _register("selu", "", lambda x: _elu(x, SELU_ALPHA, SELU_SCALE, 1))

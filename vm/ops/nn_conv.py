@@ -4,7 +4,8 @@ The forward convolution is im2col plus one BLAS call.  The zero-padded input is 
 without copying, as a window per output position (``sliding_window_view`` over the
 spatial axes, then strided slices for stride and dilation); that view is rearranged and
 copied once into a column matrix ``(N, groups, C/groups * prod(kernel), prod(out))`` and
-multiplied by the weight reshaped to ``(groups, O/groups, C/groups * prod(kernel))``.
+multiplied by the weight reshaped to ``(groups, O/groups, C/groups * prod(kernel))``; a
+1x1 convolution with stride 1 skips the window view and multiplies the input itself.
 The product already has the NCHW layout, so no transpose follows: ``np.matmul`` batches
 over the batch and group axes and each slice is one sgemm.  Depthwise convolution (one
 input channel per group) would be many tiny matmuls, so it takes another route: a sum
@@ -103,6 +104,10 @@ def conv_nd(
     xp = _pad_spatial(x, padding, padding)
     if cg == 1 and groups > 1:
         _depthwise(xp, weight, stride, dilation, oshape, result)
+    elif all(k == 1 for k in kernel_) and all(s == 1 for s in stride):
+        # a pointwise convolution is a matmul on the input itself: no window view, no copy
+        cols = np.ascontiguousarray(xp).reshape(n, groups, cg, -1)
+        np.matmul(weight.reshape(groups, o // groups, cg), cols, out=result.reshape(n, groups, o // groups, -1))
     else:
         win = _windows(xp, kernel_, stride, dilation, oshape)  # (N, C, *out, *k)
         perm = (0, 1, *range(2 + nsp, 2 + 2 * nsp), *range(2, 2 + nsp))
@@ -121,6 +126,9 @@ def _depthwise(xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints,
     o, _, *kernel_ = weight.shape
     mult = o // xp.shape[1]
     nsp = len(kernel_)
+    if mult == 1 and oshape[-1] < _CHANNELS_LAST_BELOW:
+        _depthwise_channels_last(xp, weight, stride, dilation, oshape, result)
+        return
     plane = int(np.prod(xp.shape[2:])) * xp.itemsize * max(xp.shape[0], 1)
     block = max(1, _DEPTHWISE_BLOCK_BYTES // plane)
     taps = list(itertools.product(*(range(k) for k in kernel_)))
@@ -142,6 +150,31 @@ def _depthwise(xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints,
 
 
 _DEPTHWISE_BLOCK_BYTES = 256 * 1024
+_CHANNELS_LAST_BELOW = 16  # output rows shorter than this (14x14, 7x7 planes) run channels-last
+
+
+def _depthwise_channels_last(
+    xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints, oshape: Ints, result: np.ndarray
+) -> None:
+    """Depthwise convolution on the input moved channels-last (one copy in, one out): a
+    tap's shifted window is then rows of ``W * C`` contiguous numbers instead of ``W``, so
+    on small planes (14x14, 7x7) each multiply-add runs over long rows, not short ones."""
+    nsp = weight.ndim - 2
+    perm = (0, *range(2, 2 + nsp), 1)
+    xl = np.ascontiguousarray(xp.transpose(perm))  # (N, *spatial, C)
+    c = xp.shape[1]
+    acc = np.empty((xp.shape[0], *oshape, c), xp.dtype)
+    scratch = np.empty_like(acc)
+    taps = list(itertools.product(*(range(k) for k in weight.shape[2:])))
+    w_last = weight.reshape(c, -1).T  # (taps, C)
+    for i, tap in enumerate(taps):
+        index = (slice(None),) + tuple(
+            slice(t * d, t * d + (n_out - 1) * s + 1, s) for t, d, s, n_out in zip(tap, dilation, stride, oshape)
+        )
+        np.multiply(xl[index], w_last[i], out=acc if i == 0 else scratch)
+        if i:
+            acc += scratch
+    np.copyto(result, acc.transpose((0, nsp + 1, *range(1, nsp + 1))))
 
 
 def _same_padding(x: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints) -> tuple[np.ndarray, int]:

@@ -167,7 +167,45 @@ def layer_norm(
     eps: float,
     cudnn_enable: bool,
 ) -> np.ndarray:
-    return layer_norm_impl(x, normalized_shape, weight, bias, eps)[0]
+    fast = _layer_norm_direct(x, normalized_shape, weight, bias, eps, None)
+    return fast if fast is not None else layer_norm_impl(x, normalized_shape, weight, bias, eps)[0]
+
+
+def _layer_norm_direct(
+    x: np.ndarray,
+    normalized_shape: Sequence[int],
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    eps: float,
+    out: np.ndarray | None,
+) -> np.ndarray | None:
+    """``layer_norm`` of a float32/float64 ``x`` with weight and bias of its dtype (or None),
+    in one output buffer and one temporary: the mean accumulated in float64 and rounded to
+    x's dtype, the deviations ``x - mean`` written into the result, their squares averaged
+    in float64, then the result scaled by ``rsqrt(var + eps)``, ``weight`` and ``bias`` in
+    place.  None when another case applies (the general path keeps every statistic in
+    float64).  ``out``: a C-contiguous buffer of x's shape and dtype, or None."""
+    dt = x.dtype
+    if dt != np.float32 and dt != np.float64:
+        return None
+    n = len(normalized_shape)
+    if n == 0 or n > x.ndim or tuple(x.shape[x.ndim - n :]) != tuple(int(s) for s in normalized_shape):
+        return None
+    if any(a is not None and a.dtype != dt for a in (weight, bias)):
+        return None
+    axes = tuple(range(x.ndim - n, x.ndim))
+    y = np.empty(x.shape, dt) if out is None else out
+    mean = x.mean(axis=axes, dtype=np.float64, keepdims=True)
+    np.subtract(x, mean.astype(dt), out=y)
+    square = np.square(y)
+    var = square.mean(axis=axes, dtype=np.float64, keepdims=True)
+    y *= (1.0 / np.sqrt(var + eps)).astype(dt)
+    shape = x.shape[x.ndim - n :]
+    if weight is not None:
+        y *= weight.reshape(shape)
+    if bias is not None:
+        y += bias.reshape(shape)
+    return y
 
 
 @layer_norm.out
@@ -180,6 +218,9 @@ def layer_norm_out(
     eps: float,
     cudnn_enable: bool,
 ) -> np.ndarray:
+    direct = type(out) is np.ndarray and out.shape == x.shape and out.dtype == x.dtype and out.flags.c_contiguous
+    if direct and not np.shares_memory(out, x) and _layer_norm_direct(x, normalized_shape, weight, bias, eps, out) is not None:
+        return out
     return write_out(out, layer_norm_impl(x, normalized_shape, weight, bias, eps)[0])
 
 

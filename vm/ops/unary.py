@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from vm.ops import _erf as _cody
-
 from vm.ops._common import copy_out, write_inplace
 from vm.ops._dtypes import BOOL, DEFAULT_FLOAT, FLOAT_CAT, INT64, category, wrap
+from vm.ops._erf32 import erf_f32
 from vm.ops.registry import kernel
 
 Fn = Callable[[np.ndarray], Any]
@@ -43,7 +43,7 @@ def _floating(x: np.ndarray) -> np.ndarray:
     return x if category(x.dtype) >= FLOAT_CAT else x.astype(DEFAULT_FLOAT)
 
 
-Write = Callable[[np.ndarray, np.ndarray], Any]  # write(x, buf): fn(x) computed into buf
+Write = Callable[..., Any]  # write(x, buf, *args): fn(x, *args) computed into buf
 
 
 def _register(
@@ -89,13 +89,12 @@ def _writing_out(name: str, write: Write, fallback: Callable[..., np.ndarray]) -
             and buf.shape == x.shape
             and x.ndim
             and category(x.dtype) >= FLOAT_CAT
-            and not args
         ):
             if guarded:
                 with np.errstate(all="ignore"):
-                    write(x, buf)
+                    write(x, buf, *args)
             else:
-                write(x, buf)
+                write(x, buf, *args)
             return buf
         return fallback(buf, x, *args)
 
@@ -113,12 +112,22 @@ def _float_ufunc(ufunc: Callable[..., Any]) -> Fn:
 
 
 # ---------------------------------------------------------------------------------------
-# erf / erfc: vm.ops._erf (Cody's rational approximations, vectorized; no scipy)
+# erf / erfc: vm.ops._erf (Cody's rational approximations, vectorized; no scipy) in
+# float64, vm.ops._erf32 (float32 polynomials, within 2 ulp) for float32 and float16
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
     x = _floating(x)
-    return np.asarray(_cody.erf(x)).astype(x.dtype, copy=False)
+    if x.dtype == np.float64 or x.ndim == 0:
+        return np.asarray(_cody.erf(x)).astype(x.dtype, copy=False)
+    return erf_f32(x).astype(x.dtype, copy=False)
+
+
+def _erf_into(x: np.ndarray, buf: np.ndarray) -> None:
+    if buf.dtype == np.float32:
+        erf_f32(x, out=buf)
+    else:
+        np.copyto(buf, _erf(x))
 
 
 def _erfc(x: np.ndarray) -> np.ndarray:
@@ -173,7 +182,7 @@ def _reciprocal(x: np.ndarray) -> np.ndarray:
 _register("sigmoid", _sigmoid, write=_sigmoid_into)
 _register("rsqrt", _rsqrt)
 _register("reciprocal", _reciprocal)
-_register("erf", _erf)
+_register("erf", _erf, write=_erf_into)
 _register("erfc", _erfc)
 _register("erfinv", lambda x: _cody.erfinv(_floating(x)))
 
@@ -281,15 +290,35 @@ def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     if category(x.dtype) < FLOAT_CAT:
         raise RuntimeError(f'"GeluKernelImpl" not implemented for \'{x.dtype}\'')
     t = x.dtype.type
+    if approximate == "none" and x.dtype == np.float32 and x.ndim:
+        return _gelu_f32(x)
     if approximate == "none":
-        r = t(0.5) * x * (t(1) + _erf(x * t(_SQRT1_2)))
-        if x.dtype == np.float32:  # PyTorch's float32 kernel gives nan at +inf (float64 gives inf)
-            r = np.where(x == np.inf, np.float32(np.nan), r)
-        return r
+        return t(0.5) * x * (t(1) + _erf(x * t(_SQRT1_2)))
     if approximate == "tanh":
         inner = t(_SQRT_2_PI) * (x + t(0.044715) * x * x * x)
         return t(0.5) * x * (t(1) + np.tanh(inner))
     raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+
+
+def _gelu_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``x/2 * (1 + erf(x / sqrt(2)))`` in float32, as PyTorch's vectorized kernel writes it,
+    with one temporary; ``out`` (float32, x's shape, not overlapping x) receives it."""
+    r = np.multiply(x, np.float32(_SQRT1_2), out=out)
+    erf_f32(r, out=r)
+    r += np.float32(1)
+    r *= x
+    r *= np.float32(0.5)
+    top = r.max()
+    if not top < np.inf:  # PyTorch's float32 kernel gives nan at +inf (float64 gives inf)
+        r[x == np.inf] = np.nan
+    return r
+
+
+def _gelu_into(x: np.ndarray, buf: np.ndarray, approximate: str = "none") -> None:
+    if approximate == "none" and buf.dtype == np.float32 and not np.shares_memory(x, buf):
+        _gelu_f32(x, out=buf)
+    else:
+        np.copyto(buf, _gelu(x, approximate))
 
 
 def _silu(x: np.ndarray) -> np.ndarray:
@@ -299,5 +328,5 @@ def _silu(x: np.ndarray) -> np.ndarray:
 
 
 _register("relu", _relu, write=lambda x, buf: np.maximum(x, x.dtype.type(0), out=buf))
-_register("gelu", _gelu, ', *, str approximate="none"')
+_register("gelu", _gelu, ', *, str approximate="none"', write=_gelu_into)
 _register("silu", _silu)
