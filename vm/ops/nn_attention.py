@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,6 @@ def _repeat_heads(t: Array, heads: int) -> Array:
     return np.repeat(t, heads // kv_heads, axis=-3)
 
 
-@copying_out
 @kernel(
     "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
     "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"
@@ -78,6 +78,17 @@ def scaled_dot_product_attention(
         else:
             scores = scores + attn_mask.astype(scores.dtype)
     return np.matmul(safe_softmax(scores), v)
+
+
+@scaled_dot_product_attention.out
+def _scaled_dot_product_attention_out(out: np.ndarray, *args: Any) -> np.ndarray:
+    """Into ``out`` when it fits the result; otherwise the fresh result (as the tensor
+    operators' out variants do, so a planned buffer of another shape is never an error)."""
+    result = scaled_dot_product_attention(*args)
+    if out.shape != result.shape or out.dtype != result.dtype:
+        return result
+    np.copyto(out, result)
+    return out
 
 
 # ---------------------------------------------------------------------------------------
