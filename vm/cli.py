@@ -217,6 +217,10 @@ def _show(value: Any) -> str:
 def _cmd_profile(args: argparse.Namespace) -> int:
     from vm.profile import profile
 
+    out = Path(args.chrome_trace) if args.chrome_trace else None
+    if out is not None:  # checked before the (long) profile, as every output is
+        given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
+        check_writable(out, inputs=given, force=args.force, kind="chrome-trace")
     weights = {**archive_weights(args.program), **_load_npz(args.weights)}
     program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
     inputs = read_inputs(args.inputs, program)
@@ -225,17 +229,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     options = StaticOptions(fuser=args.fuser)
     report = profile(program, inputs, weights=weights, runs=args.runs, options=options, seed=args.seed)
     print(report)
-    if args.chrome_trace:
+    if out is not None:
         import json
 
-        from compiler.diagnostics import RunError
-
-        out = Path(args.chrome_trace)
-        given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
-        if out.exists() and any(out.resolve() == g.resolve() for g in given if g.exists()):
-            raise RunError(f"refusing to write {out}: it is an input of this command")
-        if out.exists() and not args.force and b'"producer": "irvm profile"' not in out.read_bytes()[:200]:
-            raise RunError(f"refusing to overwrite {out}: it exists and is not an irvm trace (use --force)")
         out.write_text(json.dumps(report.chrome_trace()))
         print(f"wrote {args.chrome_trace} (open it in https://ui.perfetto.dev)", file=sys.stderr)
     return 0

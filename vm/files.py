@@ -223,9 +223,8 @@ def npz_target(path: str | Path) -> Path:
 def check_writable(out: Path, inputs: Sequence[Path], force: bool, kind: str) -> None:
     """Refuse to write ``out`` when it is one of ``inputs`` (even with ``force``), or when it
     exists and is not a file irvm made of ``kind`` (``irbc``; ``outputs``, ``trace``,
-    ``weights``: an .npz with that ``__irvm__`` role, ``npz``: any role; ``viz``; ``json``:
-    a JSON object with an ``"__irvm__"`` key, as a Chrome trace may carry), unless
-    ``force``.  Raises ``RunError`` with a one-line message."""
+    ``weights``: an .npz with that ``__irvm__`` role, ``npz``: any role; ``viz``;
+    ``chrome-trace``: the JSON ``irvm profile`` writes), unless ``force``.  Raises ``RunError`` with a one-line message."""
     for given in inputs:
         if given.exists() and out.exists() and out.resolve() == given.resolve():
             raise RunError(f"refusing to write {out}: it is an input of this command")
@@ -247,8 +246,8 @@ def is_ours(path: Path, kind: str) -> bool:
             return npz_mark(path) == kind
         if kind == "npz":  # any .npz irvm wrote, whatever its role
             return npz_mark(path) is not None
-        if kind == "json":
-            return _json_marked(path)
+        if kind == "chrome-trace":
+            return _chrome_trace_marked(path)
         if kind == "viz":
             return _picture_marked(path)
     except OSError:
@@ -271,14 +270,16 @@ def npz_mark(path: Path) -> str | None:
         return None
 
 
-def _json_marked(path: Path) -> bool:
+def _chrome_trace_marked(path: Path) -> bool:
+    """A Chrome trace ``irvm profile`` wrote: ``{"otherData": {"producer": "irvm profile"}, ...}``."""
     import json
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
         return False
-    return isinstance(data, dict) and MARK_KEY in data
+    other = data.get("otherData") if isinstance(data, dict) else None
+    return isinstance(other, dict) and other.get("producer") == "irvm profile"
 
 
 # -- marking pictures -------------------------------------------------------------------
