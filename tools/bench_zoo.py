@@ -107,7 +107,7 @@ def onnx_session(model: Any, inputs: tuple[Any, ...], threads: int) -> Callable[
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                torch.onnx.export(model, tensors, buffer, dynamo=dynamo)
+                torch.onnx.export(model, tensors, buffer, dynamo=dynamo)  # pyright: ignore[reportArgumentType]
             data = buffer.getvalue()
             break
         except Exception as err:  # noqa: BLE001
@@ -127,7 +127,8 @@ def engines(name: str, threads: int) -> tuple[dict[str, Callable[[], Any] | str]
     from export_torch import to_numpy
     from zoo_models import ZOO
 
-    import vm
+    from vm.interpreter import Interpreter
+    from vm.static_runtime import StaticRuntime
 
     model, inputs = ZOO[name].build()
     calls: dict[str, Callable[[], Any] | str] = {}
@@ -136,8 +137,8 @@ def engines(name: str, threads: int) -> tuple[dict[str, Callable[[], Any] | str]
     try:
         program, weights, compiled = export_case(model, inputs, name)
         args = [to_numpy(x) for x in inputs]
-        static = vm.StaticRuntime(program, weights)
-        interp = vm.Interpreter(program, weights)
+        static = StaticRuntime(program, weights)
+        interp = Interpreter(program, weights)
         calls["irvm static"] = lambda: static(*args)
         calls["irvm interp"] = lambda: interp(*args)
         calls["torch.jit"] = _no_grad(lambda: compiled(*inputs))
@@ -252,7 +253,7 @@ def table(rows: list[dict[str, Any]], threads: dict[str, str], command: str) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--only", action="append", default=[], help="model name or glob (repeatable)")
     parser.add_argument("--all", action="store_true", help="every zoo model but the heavy ones")
     parser.add_argument("--rounds", type=int, default=7)
