@@ -18,8 +18,9 @@ call of:
   (the TorchScript-based exporter, ``dynamo=False``; torch 2.13's dynamo exporter is
   tried when that one fails).
 
-Rounds are interleaved (one call of each engine per round, ``--rounds`` rounds after two
-warm-up calls) so load from other processes falls on every column alike; the objects alive
+Rounds are interleaved (one call of each engine per round, after two warm-up calls;
+``--rounds`` rounds, more for fast models: as many as fill about half a second per engine,
+up to 200) so load from other processes falls on every column alike; the objects alive
 before the rounds are frozen out of the garbage collector (``gc.freeze``), whose full scans
 of a process holding torch and transformers otherwise land as 10 ms pauses on whichever
 call triggers them.  Then the ratios
@@ -70,6 +71,7 @@ DEFAULT = (
     "resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5",
     "densenet121", "convnext_tiny", "vit_b_16", "swin_t", "bert", "gpt2",
 )
+ROUND_SECONDS, MAX_ROUNDS = 0.5, 200  # small models get more rounds: ~0.5 s per engine
 ENGINES = ("irvm static", "irvm interp", "torch.jit", "torch eager", "ORT")
 
 
@@ -166,6 +168,7 @@ def _no_grad(fn: Callable[[], Any]) -> Callable[[], Any]:
 def measure(calls: dict[str, Callable[[], Any] | str], rounds: int) -> dict[str, float | str]:
     """Median ms per call of each callable engine, interleaved rounds; errors pass through."""
     live = {}
+    slowest = 0.0
     result: dict[str, float | str] = {}
     gc.collect()
     gc.freeze()  # the process holds torch, transformers and every engine: keep them out of GC scans
@@ -175,10 +178,13 @@ def measure(calls: dict[str, Callable[[], Any] | str], rounds: int) -> dict[str,
             continue
         try:
             fn()
+            start = time.perf_counter()
             fn()
+            slowest = max(slowest, time.perf_counter() - start)
             live[engine] = fn
         except Exception as err:  # noqa: BLE001
             result[engine] = f"{type(err).__name__}: {str(err).splitlines()[0][:120]}"
+    rounds = max(rounds, min(MAX_ROUNDS, int(ROUND_SECONDS / max(slowest, 1e-9))))
     samples: dict[str, list[float]] = {e: [] for e in live}
     for _ in range(rounds):
         for engine, fn in live.items():
