@@ -7,10 +7,24 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tensor_op_support import (
-    ALL, BOOL, EXAMPLES, F32, F64, FLOAT, I32, I64, INTS, NUM, binary, broadcast_pair, check_against_torch, scalars,
-    tensor, tensor_scalar, unary,
+    ALL,
+    BOOL,
+    EXAMPLES,
+    F32,
+    F64,
+    FLOAT,
+    I32,
+    I64,
+    INTS,
+    NUM,
+    binary,
+    broadcast_pair,
+    check_against_torch,
+    scalars,
+    tensor,
+    tensor_scalar,
+    unary,
 )
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
@@ -167,3 +181,19 @@ def test_zero_dim_results_are_arrays() -> None:
                        ("aten::where.Scalar", (np.array(True), 1.0, 2.0)), ("aten::neg", (x,))]:
         r = lookup(name).kernel(*args)
         assert type(r) is np.ndarray and r.shape == (), name
+
+
+def test_pow_by_three_is_torchs_two_multiplies_bit_for_bit() -> None:
+    """x ** 3 on a float tensor is computed as torch does it, (x * x) * x: the same bits,
+    infinities, nan and -0.0 included (not powf, which rounds differently and is slow)."""
+    import torch
+
+    from vm.ops.registry import lookup
+
+    x = np.random.default_rng(0).standard_normal(4096).astype(np.float32) * 40
+    x[:5] = [np.inf, -np.inf, np.nan, -0.0, 1e20]
+    for exponent in (3, 3.0):
+        got = lookup("aten::pow.Tensor_Scalar").kernel(x, exponent)
+        want = torch.pow(torch.from_numpy(x), exponent).numpy()
+        assert got.dtype == np.float32
+        assert np.array_equal(got, want, equal_nan=True) and np.signbit(got[3])

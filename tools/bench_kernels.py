@@ -118,7 +118,7 @@ def timings(fns: list[Callable[[], Any]], repeat: int) -> list[tuple[float, floa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--only", default="", help="rows whose label contains this text")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)

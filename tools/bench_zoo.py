@@ -18,8 +18,9 @@ call of:
   (the TorchScript-based exporter, ``dynamo=False``; torch 2.13's dynamo exporter is
   tried when that one fails).
 
-Rounds are interleaved (one call of each engine per round, ``--rounds`` rounds after two
-warm-up calls) so load from other processes falls on every column alike; the objects alive
+Rounds are interleaved (one call of each engine per round, after two warm-up calls;
+``--rounds`` rounds, more for fast models: as many as fill about half a second per engine,
+up to 200) so load from other processes falls on every column alike; the objects alive
 before the rounds are frozen out of the garbage collector (``gc.freeze``), whose full scans
 of a process holding torch and transformers otherwise land as 10 ms pauses on whichever
 call triggers them.  Then the ratios
@@ -70,6 +71,7 @@ DEFAULT = (
     "resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5",
     "densenet121", "convnext_tiny", "vit_b_16", "swin_t", "bert", "gpt2",
 )
+ROUND_SECONDS, MAX_ROUNDS = 0.5, 200  # small models get more rounds: ~0.5 s per engine
 ENGINES = ("irvm static", "irvm interp", "torch.jit", "torch eager", "ORT")
 
 
@@ -107,7 +109,7 @@ def onnx_session(model: Any, inputs: tuple[Any, ...], threads: int) -> Callable[
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                torch.onnx.export(model, tensors, buffer, dynamo=dynamo)
+                torch.onnx.export(model, tensors, buffer, dynamo=dynamo)  # pyright: ignore[reportArgumentType]
             data = buffer.getvalue()
             break
         except Exception as err:  # noqa: BLE001
@@ -127,7 +129,8 @@ def engines(name: str, threads: int) -> tuple[dict[str, Callable[[], Any] | str]
     from export_torch import to_numpy
     from zoo_models import ZOO
 
-    import vm
+    from vm.interpreter import Interpreter
+    from vm.static_runtime import StaticRuntime
 
     model, inputs = ZOO[name].build()
     calls: dict[str, Callable[[], Any] | str] = {}
@@ -136,8 +139,8 @@ def engines(name: str, threads: int) -> tuple[dict[str, Callable[[], Any] | str]
     try:
         program, weights, compiled = export_case(model, inputs, name)
         args = [to_numpy(x) for x in inputs]
-        static = vm.StaticRuntime(program, weights)
-        interp = vm.Interpreter(program, weights)
+        static = StaticRuntime(program, weights)
+        interp = Interpreter(program, weights)
         calls["irvm static"] = lambda: static(*args)
         calls["irvm interp"] = lambda: interp(*args)
         calls["torch.jit"] = _no_grad(lambda: compiled(*inputs))
@@ -165,6 +168,7 @@ def _no_grad(fn: Callable[[], Any]) -> Callable[[], Any]:
 def measure(calls: dict[str, Callable[[], Any] | str], rounds: int) -> dict[str, float | str]:
     """Median ms per call of each callable engine, interleaved rounds; errors pass through."""
     live = {}
+    slowest = 0.0
     result: dict[str, float | str] = {}
     gc.collect()
     gc.freeze()  # the process holds torch, transformers and every engine: keep them out of GC scans
@@ -174,10 +178,13 @@ def measure(calls: dict[str, Callable[[], Any] | str], rounds: int) -> dict[str,
             continue
         try:
             fn()
+            start = time.perf_counter()
             fn()
+            slowest = max(slowest, time.perf_counter() - start)
             live[engine] = fn
         except Exception as err:  # noqa: BLE001
             result[engine] = f"{type(err).__name__}: {str(err).splitlines()[0][:120]}"
+    rounds = max(rounds, min(MAX_ROUNDS, int(ROUND_SECONDS / max(slowest, 1e-9))))
     samples: dict[str, list[float]] = {e: [] for e in live}
     for _ in range(rounds):
         for engine, fn in live.items():
@@ -252,7 +259,7 @@ def table(rows: list[dict[str, Any]], threads: dict[str, str], command: str) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--only", action="append", default=[], help="model name or glob (repeatable)")
     parser.add_argument("--all", action="store_true", help="every zoo model but the heavy ones")
     parser.add_argument("--rounds", type=int, default=7)

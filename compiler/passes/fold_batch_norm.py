@@ -83,7 +83,8 @@ def _values(graph: Graph) -> list[Value]:
 
 def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], taken: set[str]) -> None:
     conv = bn.inputs[0].node
-    if conv is None or conv.kind not in CONVS or conv.owner is not bn.owner:
+    block = bn.owner
+    if conv is None or conv.kind not in CONVS or block is None or conv.owner is not block:
         return
     y = bn.inputs[0]
     others = [u.user for u in y.uses if u.user is not bn]
@@ -122,7 +123,7 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
         taken.add(name)
         const = Node("prim::Constant", attrs={"value": TensorLiteral(None, printed="<Tensor>")}, span=conv.span)
         const.add_output(name, T.TensorType(dtype=_DTYPE_NAMES.get(array.dtype.str), sizes=array.shape))
-        conv.owner.insert_before(conv, const)
+        block.insert_before(conv, const)
         conv.replace_input(index, const.output)
         arrays[name] = array
     bn.output.replace_all_uses_with(y)

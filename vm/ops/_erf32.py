@@ -58,8 +58,7 @@ def erf_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """erf of a float array in float32 (``out``: a float32 array of x's shape, which may
     be ``x`` itself)."""
     src = np.ascontiguousarray(x, dtype=F32).reshape(-1)
-    direct = out is not None and out.flags.c_contiguous
-    result = out if direct else np.empty(np.shape(x), F32)
+    result = out if out is not None and out.flags.c_contiguous else np.empty(np.shape(x), F32)
     flat = result.reshape(-1)
     inplace = np.shares_memory(flat, src)
     n = src.size
@@ -73,7 +72,7 @@ def erf_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
             flat[lo : lo + k] = spare[:k]
         else:
             _erf_block(src[lo : lo + k], flat[lo : lo + k], c[:k], acc[:k])
-    if out is not None and not direct:
+    if out is not None and result is not out:
         np.copyto(out, result)
         return out
     return result
