@@ -36,7 +36,7 @@ import attrs
 from compiler.diagnostics import IRError
 from compiler.ir import Module
 from compiler.known_modules import add_known_methods
-from compiler.passes import collecting, node_count
+from compiler.passes import collecting, in_place, node_count
 
 DEFAULT_PIPELINE: list[str] = [
     # Phase 0: calls to known graphs become their bodies, so later passes see across them
@@ -71,6 +71,7 @@ class PassRecord:
     nodes_before: int
     nodes_after: int
     counters: tuple[tuple[str, int], ...] = ()
+    seconds: float = attrs.field(default=0.0, eq=False)  # wall time of the pass
 
     @property
     def changed(self) -> bool:
@@ -140,7 +141,7 @@ def optimize(
     records: list[PassRecord] = []
     for name, run in chosen:
         before = node_count(current)
-        with collecting() as counts:
+        with collecting() as counts, in_place():
             current = run(current)
         records.append(PassRecord(name, before, node_count(current), tuple(sorted(counts.items()))))
         if verify_each:

@@ -21,7 +21,7 @@ class Type:
     __slots__ = ()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class NamedType(Type):
     """A leaf type known by its name alone: int, float, bool, str, NoneType, Device..."""
 
@@ -64,7 +64,7 @@ def is_known_leaf_name(name: str) -> bool:
     return name in LEAF_TYPE_NAMES or "." in name or name[:1].islower() or name[:1] == "_"
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class TensorType(Type):
     """``Tensor`` or a refined tensor type such as ``Float(2, 3, strides=[3, 1], device=cpu)``.
 
@@ -102,7 +102,7 @@ class TensorType(Type):
 TENSOR = TensorType()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class ListType(Type):
     elem: Type
 
@@ -110,7 +110,7 @@ class ListType(Type):
         return f"{_postfix_operand(self.elem)}[]"
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class OptionalType(Type):
     elem: Type
 
@@ -118,7 +118,7 @@ class OptionalType(Type):
         return f"{_postfix_operand(self.elem)}?"
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class TupleType(Type):
     """``(Tensor, int)``; a named tuple keeps its field ``names`` and prints as PyTorch
     prints it: ``NamedTuple(a : Tensor, b : int)``."""
@@ -133,7 +133,7 @@ class TupleType(Type):
         return "(" + ", ".join(str(e) for e in self.elems) + ")"
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class DictType(Type):
     key: Type
     value: Type
@@ -142,7 +142,7 @@ class DictType(Type):
         return f"Dict({self.key}, {self.value})"
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class FutureType(Type):
     elem: Type
 
@@ -150,7 +150,7 @@ class FutureType(Type):
         return f"Future[{self.elem}]"  # as PyTorch 2.x prints it
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class UnionType(Type):
     elems: tuple[Type, ...]
 
@@ -158,7 +158,7 @@ class UnionType(Type):
         return "Union(" + ", ".join(str(e) for e in self.elems) + ")"
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class ClassType(Type):
     """A TorchScript class or module type: ``__torch__.m.___torch_mangle_3.Net``."""
 
