@@ -18,7 +18,7 @@ from compiler.parser import parse
 from compiler.pipeline import optimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from synthetic_graphs import synthetic_graph  # noqa: E402
+from synthetic_graphs import synthetic_graph
 
 
 def _work(n_layers: int) -> tuple[int, dict[str, int]]:

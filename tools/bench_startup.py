@@ -34,9 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-import numpy as np  # noqa: E402
-
-from synthetic_graphs import NODES_PER_LAYER, synthetic_graph  # noqa: E402
+import numpy as np
+from synthetic_graphs import NODES_PER_LAYER, synthetic_graph
 
 CACHE = Path(os.environ.get("IRVM_STARTUP_DIR", Path.home() / ".cache" / "irvm" / "startup"))
 
@@ -104,7 +103,6 @@ def _make_model(name: str) -> tuple[Any, tuple[Any, ...]]:
 def export_model(name: str) -> dict[str, Any]:
     """Export ``name`` into the cache once; returns paths and the torch timings."""
     import torch
-
     from export_torch import export, write
 
     model, args = _make_model(name)
