@@ -106,12 +106,25 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
     if kind is FileKind.IRBC:
         return load(path)
     import compiler
+    from compiler.progress import Progress
     from compiler.torchscript import compile_archive
 
-    if kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file; its weights: archive_weights
-        return compile_archive(path, fusion=fusion)[0]
+    with Progress("irvm: compiling") as progress:
+        progress.stage(path)
+        if kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file; its weights: archive_weights
+            program = compile_archive(path, fusion=fusion)[0]
+        else:
+            program = compiler.compile_source(read_source(path), path, fusion=fusion, weights=weights)
+    if progress.elapsed > SLOW_COMPILE:
+        print(
+            f"irvm: compiling {path} took {progress.elapsed:.1f}s; `irc compile {path}` writes a .irbc"
+            f" that starts without compiling",
+            file=sys.stderr,
+        )
+    return program
 
-    return compiler.compile_source(read_source(path), path, fusion=fusion, weights=weights)
+
+SLOW_COMPILE = 1.0  # seconds: `irvm run x.ir` says so when compiling takes longer
 
 
 def _load_npz(path: str | None, role: str = "weights") -> dict[str, np.ndarray]:
