@@ -45,6 +45,7 @@ from compiler.types import TensorType
 from vm.bytecode import Function, Instruction, Opcode, Program
 from vm.ops import registry
 from vm.ops.registry import OpRef
+from vm.self_reads import self_reads_of
 
 
 def emit(module: Module, source: str | None = None, *, fused_kernels: bool = True) -> Program:
@@ -68,6 +69,7 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         output_types=tuple(_type_text(v) for v in main.outputs),
         source=source if source is not None else _print(module),
         module=module,
+        self_reads=self_reads_of(module.main),
     )
 
 

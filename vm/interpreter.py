@@ -400,8 +400,12 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
 
     if isinstance(weights, ModuleObject):
         return weights
-    if program.module is not None and hasattr(W, "bind_self"):
-        return W.bind_self(program.module.main, weights, program.module.attributes)
+    from vm.self_reads import self_graph
+
+    graph = self_graph(program) if program.takes_self else None
+    if graph is not None and hasattr(W, "bind_self"):
+        module = program.module_if_loaded
+        return W.bind_self(graph, weights, module.attributes if module is not None else program.folded)
     return ModuleObject.from_state_dict(weights or {})
 
 
