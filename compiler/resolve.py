@@ -41,6 +41,8 @@ from compiler.diagnostics import CompileError
 from compiler.ir import Graph, Module, Node, TensorLiteral, Value
 from vm.ops import registry
 from vm.ops.registry import MISSING, OpInfo, OpRef, Schema
+from vm.types import NUMPY_DTYPES
+from vm.unbound import UnboundTensor
 
 # Kinds the emitter and the static runtime handle themselves.
 CONTROL_KINDS = frozenset(
@@ -436,51 +438,6 @@ def default_value(type_text: str, default: Any) -> Any:
 # ---------------------------------------------------------------------------------------
 # Constants
 
-NUMPY_DTYPES: dict[str, str] = {
-    "Byte": "uint8",
-    "Char": "int8",
-    "Short": "int16",
-    "Int": "int32",
-    "Long": "int64",
-    "Half": "float16",
-    "Float": "float32",
-    "Double": "float64",
-    "ComplexFloat": "complex64",
-    "ComplexDouble": "complex128",
-    "Bool": "bool",
-}
-
-
-@attrs.frozen
-class UnboundTensor:
-    """A ``<Tensor>`` constant: PyTorch did not print its values, so they come from weights.
-
-    ``name`` is the constant's value name without ``%`` (``self.0.weight``).  A runtime
-    binds it from its weights mapping under the first of ``keys()`` it holds: the name
-    itself, the name without its ``self.`` prefix (a state_dict key, ``0.weight``), and
-    both again without a trailing ``.N`` uniquing suffix (``self.0.weight.1``).
-    """
-
-    name: str
-
-    def keys(self) -> list[str]:
-        bases = [self.name]
-        stripped = re.sub(r"\.\d+$", "", self.name)
-        if stripped != self.name:
-            bases.append(stripped)
-        keys: list[str] = []
-        for base in bases:
-            keys.append(base)
-            if base.startswith("self."):
-                keys.append(base[len("self.") :])
-        return list(dict.fromkeys(keys))
-
-    def bind(self, weights: Any) -> Any:
-        """The weight for this constant from a mapping; CompileError naming the keys tried."""
-        for key in self.keys():
-            if key in weights:
-                return weights[key]
-        raise CompileError(f"no weight for tensor constant %{self.name} (tried {', '.join(self.keys())})")
 
 
 def constant_value(node: Node) -> Any:

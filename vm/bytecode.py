@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from compiler.diagnostics import Span
+from vm.errors import Span
 from vm.ops.registry import OpRef
 
 

@@ -130,7 +130,7 @@ SLOW_COMPILE = 1.0  # seconds: `irvm run x.ir` says so when compiling takes long
 def _load_npz(path: str | None, role: str = "weights") -> dict[str, np.ndarray]:
     if path is None:
         return {}
-    from compiler.diagnostics import RunError
+    from vm.errors import RunError
     from vm.files import MARK_KEY, expect
 
     expect(path, role)

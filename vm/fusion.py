@@ -41,7 +41,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from compiler.diagnostics import RunError, Span
+from vm.errors import RunError, Span
 from vm import fusion_numba
 from vm.fusion_plan import BlockPlan, make_plan, make_whole, probe_dtypes
 from vm.ops.registry import OpRef, bind, bind_out, prim_factory
@@ -400,7 +400,7 @@ def _declared_sample(kinds: Sequence[str]) -> list[Any]:
 def input_kind(t: Any) -> str:
     """How a sub-graph input is declared, for the kernel's first plan: the dtype name of a
     tensor (``Float``; ``Float`` for a plain ``Tensor``), else ``int``, ``bool`` or ``float``."""
-    from compiler import types as T
+    from vm import types as T
 
     if t is None or isinstance(t, T.TensorType):
         return getattr(t, "dtype", None) or "Float"

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.diagnostics import BytecodeError, IRError, RunError
+from vm.errors import BytecodeError, IRError, RunError
 from vm import decode as D
 from vm.bytecode import Opcode, Program
 from vm.fusion import enable_fuser
@@ -430,7 +430,7 @@ def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:
     """Each function's constants, ``<Tensor>`` ones (and rounded literals when the
     weights have them) taken from the weights by name; one RunError lists every miss."""
-    from compiler.resolve import UnboundTensor
+    from vm.unbound import UnboundTensor
 
     flat = weights if isinstance(weights, Mapping) else {}
     missing: list[str] = []

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler import types as T
-from compiler.diagnostics import RunError
+from vm import types as T
+from vm.errors import RunError
 from vm.files import MARK_KEY
 
 SPEC_KEY = "__spec__"

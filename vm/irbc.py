@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.diagnostics import BytecodeError, IRError, Span
+from vm.errors import BytecodeError, IRError, Span
 from vm.bytecode import (
     Function,
     Instruction,
@@ -159,8 +159,8 @@ def _untabled(stored: Any, convert: Any) -> tuple[Any, ...]:
 
 def _encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
     """Tagged JSON for a constant: scalars and strings as themselves, the rest in a dict."""
-    from compiler.resolve import UnboundTensor
-    from compiler.types import Type
+    from vm.unbound import UnboundTensor
+    from vm.types import Type
 
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -323,7 +323,7 @@ def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
     if tag == "dict":
         return {_decode(k, files, where): _decode(v, files, where) for k, v in payload}
     if tag == "unbound":
-        from compiler.resolve import UnboundTensor
+        from vm.unbound import UnboundTensor
 
         return UnboundTensor(str(payload))
     if tag == "irtype":

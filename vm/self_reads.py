@@ -27,7 +27,7 @@ def _span_tuple(span: Any) -> tuple[Any, ...] | None:
 
 
 def _span(stored: Any) -> Any:
-    from compiler.diagnostics import Span
+    from vm.errors import Span
 
     if stored is None:
         return None
@@ -37,7 +37,7 @@ def _span(stored: Any) -> Any:
 
 def self_reads_of(graph: Any) -> tuple[SelfRead, ...]:
     """The GetAttr tree rooted at ``graph``'s ``%self`` (empty for a function)."""
-    from compiler import types as T
+    from vm import types as T
 
     if not graph.inputs or not isinstance(graph.inputs[0].type, T.ClassType):
         return ()
@@ -84,8 +84,8 @@ def self_graph(program: Any) -> Any:
 @lru_cache(maxsize=4096)
 def parse_type(text: str) -> Any:
     """The IR type printed as ``text`` (each distinct spelling parsed once)."""
-    from compiler.diagnostics import BytecodeError, IRError
     from compiler.parser import parse
+    from vm.errors import BytecodeError, IRError
 
     try:
         return parse(f"graph(%x : {text}):\n  return (%x)\n", "<type>").main.inputs[0].type

@@ -33,8 +33,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from compiler import types as T
-from compiler.diagnostics import CompileError, RunError
+from vm import types as T
+from vm.errors import CompileError, RunError
 from compiler.ir import Graph, Module, Value, clone_node
 from vm import memory_planner as mp
 from vm import static_fastpath as fastpath

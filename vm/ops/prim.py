@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler import types as T
+from vm import types as T
 from vm.ops import _dtypes
 from vm.ops.dicts import dict_key
 from vm.ops.registry import kernel, prim_factory
