@@ -40,12 +40,12 @@ import attrs
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.passes.insert_drops import insert_drops
+from compiler.program_tables import node_spans_of, self_reads_of
 from compiler.resolve import constant_value, resolve_all
 from compiler.types import TensorType
 from vm.bytecode import Function, Instruction, Opcode, Program
 from vm.ops import registry
 from vm.ops.registry import OpRef
-from vm.self_reads import self_reads_of
 
 
 def emit(module: Module, source: str | None = None, *, fused_kernels: bool = True) -> Program:
@@ -70,6 +70,8 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         source=source if source is not None else _print(module),
         module=module,
         self_reads=self_reads_of(module.main),
+        node_spans=node_spans_of(module),
+        print_ir=lambda: _print(module),
     )
 
 
@@ -404,7 +406,7 @@ class _FunctionEmitter:
         for value in node.inputs:
             self.use(value)
         if self.table.fused_kernels:
-            from vm.fusion import fused_opref
+            from compiler.fusion_spec import fused_opref
 
             ref = fused_opref(node)
             probe = next((i for i, v in enumerate(node.inputs) if v.type is None or isinstance(v.type, TensorType)), 0)

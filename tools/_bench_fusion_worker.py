@@ -123,13 +123,14 @@ def group_kernel(case: str, inputs: list[np.ndarray], **options: Any) -> tuple[A
     group takes ``(x, b, w)``)."""
     import compiler
     from compiler.pipeline import optimize
-    from vm.fusion import FusedKernel
+    from compiler.fusion_spec import fusion_spec
+from vm.fusion import FusedKernel
 
     optimized, _ = optimize(compiler.parse(CASES[case][0](), case))
     (node,) = [n for n in optimized.main.walk() if "Subgraph" in n.attrs]
     position = {id(v): i for i, v in enumerate(optimized.main.inputs)}
     order = [position[id(v)] for v in node.inputs]  # a KeyError: the group takes a non-input
-    kernel = FusedKernel(node.attrs["Subgraph"], name=f"{case} group", **options)
+    kernel = FusedKernel(fusion_spec(node.attrs["Subgraph"]), name=f"{case} group", **options)
     return kernel, [inputs[i] for i in order]
 
 

@@ -95,7 +95,8 @@ def _make_model(name: str) -> tuple[Any, tuple[Any, ...]]:
         model = torch.nn.Transformer(
             d_model=64, nhead=4, num_encoder_layers=layers, num_decoder_layers=layers, dim_feedforward=128, dropout=0.0
         )
-        return model.eval(), (torch.randn(10, 2, 64), torch.randn(9, 2, 64))
+        # forward(src, tgt, three masks, three padding masks, three is_causal flags)
+        return model.eval(), (torch.randn(10, 2, 64), torch.randn(9, 2, 64), *[None] * 8, False)
     model = getattr(_torchvision().models, name)()
     return model.eval(), (torch.randn(1, 3, 224, 224),)
 

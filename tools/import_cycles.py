@@ -4,7 +4,8 @@
 
 Reads every module of ``compiler/`` and ``vm/`` with ``ast`` (nothing is imported),
 draws an edge for each ``import``/``from ... import`` of another irvm module wherever it
-stands (module level or inside a function), and prints the strongly connected
+stands (module level or inside a function; a package whose ``__init__`` imports all its
+modules through ``pkgutil``, as ``vm.ops``, to each of them), and prints the strongly connected
 components with more than one module: each is a set of modules that import each other,
 directly or not.  ``vm`` below ``compiler`` means no component mixes the two packages.
 """
@@ -33,7 +34,10 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     """The irvm modules ``name`` imports anywhere in its source."""
     found: set[str] = set()
     is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    source = path.read_text()
+    if is_package and "pkgutil.iter_modules" in source:  # a package that imports all its modules
+        found.update(m for m in known if m.startswith(name + ".") and "." not in m[len(name) + 1 :])
+    for node in ast.walk(ast.parse(source, str(path))):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -42,7 +46,10 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
             if node.level:
                 parent = name.split(".")[: len(name.split(".")) - node.level + (1 if is_package else 0)]
                 base = ".".join([*parent, base] if base else parent)
-            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            # `from pkg import sub` imports the submodule; the package only when a name of
+            # it is imported (its __init__ runs either way, but its lazy imports do not)
+            subs = [f"{base}.{alias.name}" for alias in node.names]
+            targets = subs if all(t in known for t in subs) else [*subs, base]
         for target in targets:
             while target and target not in known:
                 target = target.rpartition(".")[0]

@@ -169,6 +169,7 @@ class Program:
     node_spans: tuple[Any, ...] = attrs.field(default=(), eq=False, repr=False)
     self_reads: tuple[tuple[int, str, str, bool, Any], ...] = attrs.field(default=(), eq=False, repr=False)
     folded: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)  # ``Module.attributes`` of a loaded program
+    print_ir: Any = attrs.field(default=None, eq=False, repr=False)  # the compiler's printer of ``module``
     _lock: Any = attrs.field(factory=threading.Lock, eq=False, repr=False, init=False)
 
     @property
@@ -197,12 +198,10 @@ class Program:
         return self._module
 
     def optimized_text(self) -> str:
-        """The optimized IR as text (printed from ``module`` when not read from a file)."""
-        if self.optimized_ir or self._module is None:
+        """The optimized IR as text (printed by ``print_ir`` when not read from a file)."""
+        if self.optimized_ir or self.print_ir is None:
             return self.optimized_ir
-        from compiler.printer import print_module
-
-        return print_module(self._module)
+        return self.print_ir()
 
 
 def is_class_type(type_text: str) -> bool:

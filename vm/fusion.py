@@ -41,8 +41,8 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from vm.errors import RunError, Span
 from vm import fusion_numba
+from vm.errors import RunError, Span
 from vm.fusion_plan import BlockPlan, make_plan, make_whole, probe_dtypes
 from vm.ops.registry import OpRef, bind, bind_out, prim_factory
 
@@ -99,13 +99,12 @@ class FusedKernel:
     its plan, a few hundred microseconds of planning, on its first call.
     """
 
-    def __init__(self, subgraph: Any, name: str = "prim::FusionGroup", min_block: int | None = None,
+    def __init__(self, subgraph: FusionSpec, name: str = "prim::FusionGroup", min_block: int | None = None,
                  max_block: int | None = None):
         self.name = name
         self.min_block = MIN_BLOCK if min_block is None else min_block
         self.max_block = max(self.min_block, MAX_BLOCK if max_block is None else max_block)
-        spec = subgraph if isinstance(subgraph, FusionSpec) else fusion_spec(subgraph)
-        self.spec = spec
+        spec = self.spec = subgraph  # a FusionSpec (compiler.fusion_spec makes one from a sub-graph)
         self.n_inputs = spec.n_inputs
         self.constants: dict[int, Any] = dict(spec.constants)
         self.steps = tuple(
@@ -383,7 +382,7 @@ _DECLARED = {"Float": np.float32, "Double": np.float64, "Long": np.int64, "Int":
 
 
 def _declared_sample(kinds: Sequence[str]) -> list[Any]:
-    """One-element arguments of the kinds a sub-graph declares (``input_kind``)."""
+    """One-element arguments of the kinds a sub-graph declares (``FusionSpec.input_kinds``)."""
     sample: list[Any] = []
     for kind in kinds:
         if kind == "int":
@@ -395,16 +394,6 @@ def _declared_sample(kinds: Sequence[str]) -> list[Any]:
         else:  # a tensor: its declared dtype, float32 for a plain ``Tensor``
             sample.append(np.ones(1, dtype=_DECLARED.get(kind, np.float32)))
     return sample
-
-
-def input_kind(t: Any) -> str:
-    """How a sub-graph input is declared, for the kernel's first plan: the dtype name of a
-    tensor (``Float``; ``Float`` for a plain ``Tensor``), else ``int``, ``bool`` or ``float``."""
-    from vm import types as T
-
-    if t is None or isinstance(t, T.TensorType):
-        return getattr(t, "dtype", None) or "Float"
-    return "int" if t == T.INT else "bool" if t == T.BOOL else "float"
 
 
 def _signature(args: Sequence[Any]) -> tuple[Any, ...]:
@@ -463,43 +452,13 @@ class FusionSpec(NamedTuple):
     ``steps`` are (operator, input slots, output slot, span as a tuple or None, node text)
     in order; slots number the group's inputs first, then ``constants`` (slot -> value),
     then the steps' results; ``outputs`` are the slots the group returns; ``input_kinds``
-    are the declared kinds of the inputs (``input_kind``)."""
+    are the declared kinds of the inputs (``compiler.fusion_spec.input_kind``)."""
 
     n_inputs: int
     constants: tuple[tuple[int, Any], ...]
     steps: tuple[tuple[OpRef, tuple[int, ...], int, tuple[Any, ...] | None, str], ...]
     outputs: tuple[int, ...]
     input_kinds: tuple[str, ...]
-
-
-def fusion_spec(subgraph: Any) -> FusionSpec:
-    """Resolve the operators of a fusion ``subgraph`` (a ``compiler.ir.Graph``)."""
-    from compiler.resolve import constant_value, resolve
-
-    index: dict[int, int] = {id(v): i for i, v in enumerate(subgraph.inputs)}
-    slot = len(subgraph.inputs)
-    constants: list[tuple[int, Any]] = []
-    for node in subgraph.nodes:
-        if node.kind == "prim::Constant":
-            index[id(node.output)] = slot
-            constants.append((slot, constant_value(node)))
-            slot += 1
-    steps = []
-    for node in subgraph.nodes:
-        if node.kind == "prim::Constant":
-            continue
-        ref = resolve(node)
-        index[id(node.output)] = slot
-        span = None if node.span is None else (node.span.file, node.span.line, node.span.col, node.span.source_line)
-        steps.append((ref, tuple(index[id(v)] for v in node.inputs), slot, span, repr(node)))
-        slot += 1
-    return FusionSpec(
-        len(subgraph.inputs),
-        tuple(constants),
-        tuple(steps),
-        tuple(index[id(v)] for v in subgraph.outputs),
-        tuple(input_kind(v.type) for v in subgraph.inputs),
-    )
 
 
 @prim_factory("prim::FusedKernel")
@@ -537,9 +496,3 @@ def spec_from_attrs(stored: Sequence[Any]) -> FusionSpec:
         tuple(int(o) for o in outputs),
         tuple(str(k) for k in kinds),
     )
-
-
-def fused_opref(node: Any) -> OpRef:
-    """The OpRef an emitter stores for a ``prim::FusionGroup`` node: the group resolved."""
-    spec = fusion_spec(node.attrs["Subgraph"])
-    return OpRef("prim::FusedKernel", len(node.inputs), len(node.outputs), attrs=(("name", node.kind), ("spec", spec_attrs(spec))))

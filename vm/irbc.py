@@ -97,12 +97,7 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
     source = json.dumps({"text": program.source, "options": options or {}}).encode()
     members.append(("source.ir", source))
     members.append(("optimized.ir", program.optimized_text().encode()))
-    spans = program.node_spans
-    if not spans and program.module_if_loaded is not None:
-        from vm.self_reads import node_spans_of
-
-        spans = node_spans_of(program.module_if_loaded)
-    members.append(("spans.json", json.dumps(list(spans)).encode()))
+    members.append(("spans.json", json.dumps(list(program.node_spans)).encode()))
     header = {"format": FORMAT_VERSION, "producer": PRODUCER, "sha256": _digest(members)}
     tmp = Path(str(path) + ".tmp")
     with zipfile.ZipFile(tmp, "w") as zf:

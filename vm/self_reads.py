@@ -6,24 +6,20 @@ bytecode alone.  Two things still need IR now and then, and get it from here:
 - binding ``%self`` (``vm.weights.bind_self``) walks the ``prim::GetAttr`` nodes that read
   from it.  The compiler records them as ``self_reads`` (``self_reads_of``): one entry per
   GetAttr, ``(parent, name, type, required, span)`` with ``parent`` the index of the entry
-  whose result it reads from (-1 for ``%self``).  ``self_graph`` rebuilds just those nodes,
+  whose result it reads from (-1 for ``%self``; ``compiler.program_tables``).  ``self_graph`` rebuilds just those nodes,
   a graph of a few hundred nodes at most, instead of parsing the whole program;
 - the static runtime runs the optimized IR itself: ``parse_optimized`` parses the text the
   file carries (once, when a static runtime is built) and gives every node back the span
-  it had in the original file (``node_spans_of``, recorded in walk order).
+  it had in the original file (recorded in ``all_nodes`` order by
+  ``compiler.program_tables``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
 SelfRead = tuple[int, str, str, bool, Any]
-
-
-def _span_tuple(span: Any) -> tuple[Any, ...] | None:
-    return None if span is None else (span.file, span.line, span.col, span.source_line)
 
 
 def _span(stored: Any) -> Any:
@@ -33,28 +29,6 @@ def _span(stored: Any) -> Any:
         return None
     file, line, col, *rest = stored
     return Span(str(file), int(line), int(col), rest[0] if rest else None)
-
-
-def self_reads_of(graph: Any) -> tuple[SelfRead, ...]:
-    """The GetAttr tree rooted at ``graph``'s ``%self`` (empty for a function)."""
-    from vm import types as T
-
-    if not graph.inputs or not isinstance(graph.inputs[0].type, T.ClassType):
-        return ()
-    reads: list[SelfRead] = []
-    pending: list[tuple[Any, int]] = [(graph.inputs[0], -1)]
-    while pending:
-        value, parent = pending.pop(0)
-        for use in value.uses:
-            node = use.user
-            if getattr(node, "kind", None) != "prim::GetAttr" or use.index != 0:
-                continue
-            out = node.outputs[0]
-            type_text = "" if out.type is None else str(out.type)
-            reads.append((parent, str(node.attrs["name"]), type_text, bool(node.attrs.get("required")), _span_tuple(node.span)))
-            if isinstance(out.type, T.ClassType):
-                pending.append((out, len(reads) - 1))
-    return tuple(reads)
 
 
 def self_graph(program: Any) -> Any:
@@ -93,32 +67,10 @@ def parse_type(text: str) -> Any:
         raise BytecodeError(f"malformed type {text!r}") from None
 
 
-def all_nodes(module: Any) -> Iterator[Any]:
-    """Every node of every graph of ``module``, fusion sub-graphs included, in a fixed
-    order: each graph walked in program order, a node's sub-graph right after it."""
-    from compiler.ir import Graph
-
-    for graph in (module.main, *module.functions.values()):
-        stack = [graph.walk()]
-        while stack:
-            node = next(stack[-1], None)
-            if node is None:
-                stack.pop()
-                continue
-            yield node
-            for value in node.attrs.values():
-                if isinstance(value, Graph):
-                    stack.append(value.walk())
-
-
-def node_spans_of(module: Any) -> tuple[Any, ...]:
-    """The span of every node of ``module`` (``all_nodes`` order), as plain tuples."""
-    return tuple(_span_tuple(node.span) for node in all_nodes(module))
-
-
 def parse_optimized(program: Any) -> Any:
     """The optimized IR module of a program read from a file, spans restored."""
     from compiler.parser import parse
+    from compiler.program_tables import all_nodes
 
     module = parse(program.optimized_ir, "<optimized IR>")
     module.attributes = dict(program.folded)  # the attribute values it was compiled for

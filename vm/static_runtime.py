@@ -653,9 +653,10 @@ def _expand_fusion_groups(
 
 def _fused_kernel(subgraph: Graph) -> Any:
     try:
+        from compiler.fusion_spec import fusion_spec
         from vm.fusion import FusedKernel
 
-        return FusedKernel(subgraph.clone())
+        return FusedKernel(fusion_spec(subgraph.clone()))
     except Exception:  # noqa: BLE001  (no fused kernel: the group runs expanded)
         return None
 

@@ -167,7 +167,7 @@ _TYPE_NAMES: dict[str, T.Type] = {
 def _as_type(t: Any) -> T.Type:
     if isinstance(t, T.Type):
         return t
-    from compiler.resolve import parse_schema_type
+    from vm.schema_types import parse_schema_type
 
     return _TYPE_NAMES.get(str(t)) or parse_schema_type(str(t))
 
