@@ -57,7 +57,11 @@ def self_graph(program: Any) -> Any:
 
 @lru_cache(maxsize=4096)
 def parse_type(text: str) -> Any:
-    """The IR type printed as ``text`` (each distinct spelling parsed once)."""
+    """The IR type printed as ``text`` (each distinct spelling read once): the common
+    spellings of attribute types directly, others by the IR parser."""
+    simple = _simple_type(text)
+    if simple is not None:
+        return simple
     from compiler.parser import parse
     from vm.errors import BytecodeError, IRError
 
@@ -65,6 +69,33 @@ def parse_type(text: str) -> Any:
         return parse(f"graph(%x : {text}):\n  return (%x)\n", "<type>").main.inputs[0].type
     except IRError:
         raise BytecodeError(f"malformed type {text!r}") from None
+
+
+def _simple_type(text: str) -> Any:
+    """``int``, ``Tensor?``, ``float[]``, ``__torch__.a.B``... without the parser; None else."""
+    from vm import types as T
+
+    if text.endswith("?"):
+        inner = _simple_type(text[:-1])
+        return None if inner is None else T.OptionalType(inner)
+    if text.endswith("[]"):
+        inner = _simple_type(text[:-2])
+        return None if inner is None else T.ListType(inner)
+    leaf = _LEAVES.get(text)
+    if leaf is not None:
+        return leaf
+    if text.startswith(("__torch__.", "__main__.")) and text.replace(".", "").replace("_", "").isalnum():
+        return T.ClassType(text)
+    return None
+
+
+def _leaves() -> dict[str, Any]:
+    from vm import types as T
+
+    return {"Tensor": T.TENSOR, **{str(t): t for t in (T.INT, T.FLOAT, T.BOOL, T.STR, T.NONE, T.DEVICE, T.ANY)}}
+
+
+_LEAVES = _leaves()
 
 
 def parse_optimized(program: Any) -> Any:
