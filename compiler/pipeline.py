@@ -105,9 +105,8 @@ def optimize(
     print_after: Iterable[str] = (),
     printer: Callable[[str, str], None] | None = None,
     verify_each: bool = False,
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+    weights: Mapping[str, Any] | None = None,
+    on_pass: Callable[[str, int], None] | None = None,
 ) -> tuple[Module, list[PassRecord]]:
     """Run ``passes`` (default: ``DEFAULT_PIPELINE``) over a copy of ``module``.
 

@@ -411,20 +411,25 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
 
 def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     """Check the weights against the shapes and dtypes the graph declares (``vm.preflight``,
-    ``vm.weights.bind_constants``); return the guard of the inputs' dtypes, or None."""
-    if program.module is None:
+    ``vm.weights.bind_constants``); return the guard of the inputs' dtypes, or None.  The
+    checks read the IR: a program loaded from a ``.irbc`` with neither weights nor %self
+    has nothing to check and is not parsed for them."""
+    module = program.module_if_loaded
+    if module is None and (weights or program.takes_self):
+        module = program.module  # the optimized IR the file carries, parsed once
+    if module is None:
         return None
     from vm.preflight import check_weights, make_guard
     from vm.weights import bind_constants
 
     flat = weights if isinstance(weights, Mapping) else None
-    main = program.module.main
+    main = module.main
     nodes = list(main.walk())  # one walk for both checks
     bind_constants(main, flat or {}, nodes)
-    for graph in program.module.functions.values():
+    for graph in module.functions.values():
         bind_constants(graph, flat or {})
     check_weights(main, self_object, flat, program.takes_self, nodes)
-    return make_guard(program.module.main, self_object, flat, program.takes_self)
+    return make_guard(module.main, self_object, flat, program.takes_self)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:
