@@ -4,7 +4,7 @@
 
 Reads every module of ``compiler/`` and ``vm/`` with ``ast`` (nothing is imported),
 draws an edge for each ``import``/``from ... import`` of another irvm module wherever it
-stands (module level or inside a function; a package whose ``__init__`` imports all its
+stands (module level or inside a function, not under ``if TYPE_CHECKING``; a package whose ``__init__`` imports all its
 modules through ``pkgutil``, as ``vm.ops``, to each of them), and prints the strongly connected
 components with more than one module: each is a set of modules that import each other,
 directly or not.  ``vm`` below ``compiler`` means no component mixes the two packages.
@@ -37,7 +37,16 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     source = path.read_text()
     if is_package and "pkgutil.iter_modules" in source:  # a package that imports all its modules
         found.update(m for m in known if m.startswith(name + ".") and "." not in m[len(name) + 1 :])
-    for node in ast.walk(ast.parse(source, str(path))):
+    tree = ast.parse(source, str(path))
+    typing_only = {  # `if TYPE_CHECKING:` imports are for annotations: never executed
+        id(inner)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for inner in ast.walk(block)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -66,10 +75,10 @@ def components(graph: dict[str, set[str]]) -> list[list[str]]:
     stack: list[str] = []
     result: list[list[str]] = []
     counter = 0
-    for start in graph:
+    for start, edges_of_start in graph.items():
         if start in index:
             continue
-        work = [(start, iter(sorted(graph[start])))]
+        work = [(start, iter(sorted(edges_of_start)))]
         index[start] = low[start] = counter
         counter += 1
         stack.append(start)
