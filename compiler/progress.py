@@ -29,7 +29,7 @@ class Progress:
         self.delay = delay
         self.enabled = _is_terminal(self.stream) if enabled is None else enabled
         self.start = time.perf_counter()
-        self.current = ""
+        self.current = "starting"
         self.shown = False
         self._lock = threading.Lock()
         self._done = threading.Event()
