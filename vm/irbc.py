@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from vm.errors import BytecodeError, IRError, Span
 from vm.bytecode import (
     Function,
     Instruction,
@@ -50,6 +49,7 @@ from vm.bytecode import (
     loop_exit_effect,
     stack_effect,
 )
+from vm.errors import BytecodeError, IRError, Span
 from vm.ops import registry
 from vm.ops.registry import OpRef
 
@@ -154,8 +154,8 @@ def _untabled(stored: Any, convert: Any) -> tuple[Any, ...]:
 
 def _encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
     """Tagged JSON for a constant: scalars and strings as themselves, the rest in a dict."""
-    from vm.unbound import UnboundTensor
     from vm.types import Type
+    from vm.unbound import UnboundTensor
 
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
