@@ -144,7 +144,7 @@ def _load_npz(path: str | None, role: str = "weights") -> dict[str, np.ndarray]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from compiler.diagnostics import RunError
+    from vm.errors import RunError
     from vm.io import save_marked, save_outputs
 
     if args.trace and args.backend == "static":
@@ -193,7 +193,7 @@ def read_inputs(path: str | None, program: Any) -> list[Any]:
     from vm.io import load_inputs
 
     if path is not None and expect(path, "inputs") is FileKind.NPY:
-        from compiler.diagnostics import RunError
+        from vm.errors import RunError
 
         names = list(program.input_names[1:] if program.takes_self else program.input_names)
         if len(names) != 1:
@@ -241,7 +241,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if args.chrome_trace:
         import json
 
-        from compiler.diagnostics import RunError
+        from vm.errors import RunError
 
         out = Path(args.chrome_trace)
         given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
