@@ -23,6 +23,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from compiler.diagnostics import IRError
 
@@ -174,15 +175,33 @@ def _stage_printer(diff: bool) -> Callable[[str, str], None]:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
+    from compiler.progress import Progress
+
+    with Progress("irc") as progress:
+        return _compile(args, progress)
+
+
+def _compile(args: argparse.Namespace, progress: Any) -> int:
+    import time
+
     from compiler import pipeline
     from compiler.emit import emit
     from compiler.parser import parse
     from compiler.printer import print_module
     from compiler.verify import verify
 
+    timings: list[tuple[str, float]] = []
+
+    def timed(name: str, work: Callable[[], Any]) -> Any:
+        progress.stage(name)
+        start = time.perf_counter()
+        result = work()
+        timings.append((name, time.perf_counter() - start))
+        return result
+
     source = read_source(args.file)
-    module = parse(source, args.file)
-    verify(module)
+    module = timed("parse", lambda: parse(source, args.file))
+    timed("verify", lambda: verify(module))
     passes = None if args.passes is None else [p.strip() for p in args.passes.split(",") if p.strip()]
     print_after = ("all",) if args.print_after_all else tuple(args.print_after)
     printer = _stage_printer(args.diff)
@@ -194,15 +213,18 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
         weights = _load_npz(args.weights)
     optimized, records = pipeline.optimize(
-        module, passes, fusion=not args.no_fusion, print_after=print_after, printer=printer, weights=weights
+        module, passes, fusion=not args.no_fusion, print_after=print_after, printer=printer, weights=weights,
+        on_pass=progress.stage,
     )
     if args.verbose:
+        for name, seconds in timings:
+            print(f"[{name}: {_ms(seconds)}]", file=sys.stderr)
         for record in records:
-            print(f"[{record}]", file=sys.stderr)
+            print(f"[{record}; {_ms(record.seconds)}]", file=sys.stderr)
     if args.emit == "ir":
         print(print_module(optimized), end="")
         return 0
-    program = emit(optimized, source=source)
+    program = timed("emit", lambda: emit(optimized, source=source))
     if args.emit == "bytecode":
         from vm.bytecode import disassemble
 
@@ -213,18 +235,27 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
     given = [Path(args.file), *([Path(args.weights)] if args.weights else [])]
     check_writable(out, inputs=given, force=args.force, kind="irbc")
-    save(program, out, options={"fusion": not args.no_fusion, "passes": passes})
+    timed("save", lambda: save(program, out, options={"fusion": not args.no_fusion, "passes": passes}))
     from compiler.torchscript import save_archive_weights
 
     save_archive_weights(args.file, out, force=args.force)  # a .pt's weights go beside the .irbc
+    if args.verbose:
+        for name, seconds in timings[2:]:
+            print(f"[{name}: {_ms(seconds)}]", file=sys.stderr)
+        print(f"[total: {_ms(progress.elapsed)}]", file=sys.stderr)
     if args.fuser == "numba":
         from vm.interpreter import Interpreter
 
+        progress.stage("numba kernels")
         problems = Interpreter(program, fuser="numba").fuser_problems  # fills the numba cache
         for problem in problems:
             print(f"irc: numba: {problem} (that group runs blocked)", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
 
 
 def check_writable(out: Path, inputs: Sequence[Path], force: bool, kind: str) -> None:

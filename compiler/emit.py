@@ -40,6 +40,7 @@ import attrs
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.passes.insert_drops import insert_drops
+from compiler.program_tables import node_spans_of, self_reads_of
 from compiler.resolve import constant_value, resolve_all
 from compiler.types import TensorType
 from vm.bytecode import Function, Instruction, Opcode, Program
@@ -68,6 +69,9 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         output_types=tuple(_type_text(v) for v in main.outputs),
         source=source if source is not None else _print(module),
         module=module,
+        self_reads=self_reads_of(module.main),
+        node_spans=node_spans_of(module),
+        print_ir=lambda: _print(module),
     )
 
 
@@ -402,7 +406,7 @@ class _FunctionEmitter:
         for value in node.inputs:
             self.use(value)
         if self.table.fused_kernels:
-            from vm.fusion import fused_opref
+            from compiler.fusion_spec import fused_opref
 
             ref = fused_opref(node)
             probe = next((i for i, v in enumerate(node.inputs) if v.type is None or isinstance(v.type, TensorType)), 0)

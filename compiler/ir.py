@@ -16,7 +16,7 @@ Attribute payloads (``Node.attrs`` values) are plain Python data: ``int``, ``flo
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Union
+from typing import NamedTuple, Union
 
 from attrs import define, field, frozen
 
@@ -40,9 +40,11 @@ class TensorLiteral:
     printed: str | None = field(default=None, eq=False)  # original text, for printing
 
 
-@frozen
-class Use:
-    """One use of a value: ``user.inputs[index]`` (a Node) or ``user.returns[index]`` (a Block)."""
+class Use(NamedTuple):
+    """One use of a value: ``user.inputs[index]`` (a Node) or ``user.returns[index]`` (a Block).
+
+    A tuple, so that finding one in a use list (``list.remove``) compares in C: a pooled
+    constant can have thousands of uses."""
 
     user: Union["Node", "Block"]
     index: int
@@ -185,16 +187,31 @@ class Block:
         return self.insert(self.index_of(anchor) + 1, node)
 
     def index_of(self, node: Node) -> int:
-        for i, n in enumerate(self.nodes):
-            if n is node:
-                return i
-        raise ValueError(f"{node!r} is not in this block")
+        try:
+            return self.nodes.index(node)  # nodes compare by identity: a scan in C
+        except ValueError:
+            raise ValueError(f"{node!r} is not in this block") from None
 
     def move_before(self, node: Node, anchor: Node) -> None:
         """Move ``node`` (of any block) to just before ``anchor`` in this block."""
         assert node.owner is not None
         node.owner.nodes.remove(node)
         self.insert_before(anchor, node)
+
+    def move_all_before(self, nodes: list[Node], anchor: Node) -> None:
+        """Move every node of ``nodes`` (all of one other block, in order) to just before
+        ``anchor`` in this block, in one splice."""
+        moved = list(nodes)
+        if not moved:
+            return
+        source = moved[0].owner
+        assert source is not None and source is not self
+        keep = set(map(id, moved))
+        source.nodes[:] = [n for n in source.nodes if id(n) not in keep]
+        for node in moved:
+            node.owner = self
+        at = self.index_of(anchor)
+        self.nodes[at:at] = moved
 
     def walk(self) -> Iterator[Node]:
         """Every node of this block and of its nested blocks, in program order."""
@@ -203,10 +220,12 @@ class Block:
     def destroy_contents(self) -> None:
         while self.returns:
             self.remove_return(len(self.returns) - 1)
-        for node in reversed(list(self.nodes)):
+        for node in reversed(self.nodes):
             for out in node.outputs:
                 out.uses.clear()  # uses inside this block die with it
+            node.owner = None  # the list is cleared below, at once
             node.destroy()
+        self.nodes.clear()
 
 
 @define(eq=False, repr=False)
@@ -251,12 +270,49 @@ class Graph:
             i += 1
         return f"{base}.{i}"
 
+    def name_source(self) -> "FreshNames":
+        """A source of fresh value names for a pass that creates many values (see ``FreshNames``)."""
+        return FreshNames(self)
+
     def clone(self) -> "Graph":
         """A deep copy: new nodes and values, same names, types, attributes and spans."""
         mapping: dict[int, Value] = {}
         new = Graph(name=self.name, span=self.span)
         _clone_block_into(self.block, new.block, mapping)
         return new
+
+
+class FreshNames:
+    """Fresh value names for one graph, the graph's names collected once.
+
+    ``graph.fresh_name`` collects every name of the graph on each call, which is quadratic
+    in a pass that names a value per node; this collects them on first use, remembers the
+    names it gave, and for each base the next suffix to try.  Names the pass creates by
+    other means must be added with ``taken.add``.
+    """
+
+    def __init__(self, graph: "Graph") -> None:
+        self.graph = graph
+        self._taken: set[str] | None = None
+        self._next: dict[str, int] = {}
+
+    @property
+    def taken(self) -> set[str]:
+        if self._taken is None:
+            self._taken = self.graph.value_names()
+        return self._taken
+
+    def __call__(self, base: str) -> str:
+        taken = self.taken
+        name = base
+        if name in taken:
+            i = self._next.get(base, 1)
+            while f"{base}.{i}" in taken:
+                i += 1
+            self._next[base] = i + 1
+            name = f"{base}.{i}"
+        taken.add(name)
+        return name
 
 
 @define(eq=False, repr=False)
@@ -360,22 +416,30 @@ def _operands(user: Node | Block) -> list[Value]:
     return user.inputs if isinstance(user, Node) else user.returns
 
 
+def _forget_use(value: Value, use: Use) -> None:
+    try:
+        value.uses.remove(use)
+    except ValueError:
+        pass  # a use list a pass broke by hand: the verifier reports it
+
+
 def _set_operand(user: Node | Block, index: int, value: Value) -> None:
     operands = _operands(user)
-    old = operands[index]
-    old.uses = [u for u in old.uses if not (u.user is user and u.index == index)]
+    _forget_use(operands[index], Use(user, index))
     operands[index] = value
     value.uses.append(Use(user, index))
 
 
 def _remove_operand(user: Node | Block, operands: list[Value], index: int) -> None:
-    old = operands[index]
-    old.uses = [u for u in old.uses if not (u.user is user and u.index == index)]
+    _forget_use(operands[index], Use(user, index))
     del operands[index]
     # later operands shift down by one: renumber their uses
     for i in range(index, len(operands)):
-        v = operands[i]
-        v.uses = [Use(user, i) if (u.user is user and u.index == i + 1) else u for u in v.uses]
+        uses = operands[i].uses
+        try:
+            uses[uses.index(Use(user, i + 1))] = Use(user, i)
+        except ValueError:
+            pass
 
 
 def all_blocks(graph: Graph) -> Iterator[Block]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -36,7 +37,7 @@ import attrs
 from compiler.diagnostics import IRError
 from compiler.ir import Module
 from compiler.known_modules import add_known_methods
-from compiler.passes import collecting, node_count
+from compiler.passes import collecting, in_place, node_count
 
 DEFAULT_PIPELINE: list[str] = [
     # Phase 0: calls to known graphs become their bodies, so later passes see across them
@@ -71,6 +72,7 @@ class PassRecord:
     nodes_before: int
     nodes_after: int
     counters: tuple[tuple[str, int], ...] = ()
+    seconds: float = attrs.field(default=0.0, eq=False)  # wall time of the pass
 
     @property
     def changed(self) -> bool:
@@ -104,14 +106,17 @@ def optimize(
     printer: Callable[[str, str], None] | None = None,
     verify_each: bool = False,
     weights: Mapping[str, Any] | None = None,
+    on_pass: Callable[[str, int], None] | None = None,
 ) -> tuple[Module, list[PassRecord]]:
     """Run ``passes`` (default: ``DEFAULT_PIPELINE``) over a copy of ``module``.
 
     With ``fusion=False`` the fusion passes are skipped.  After each pass named in
     ``print_after`` (``"all"`` for every pass), ``printer(pass_name, module_text)`` is
     called (default: print to stdout).  The input is verified first (IRValidationError);
-    ``verify_each`` runs the verifier after every pass too, as the tests do.  Returns the
-    optimized module and one record per pass run.  First, ``compiler.known_modules.add_known_methods`` gives every call of a standard
+    ``verify_each`` runs the verifier after every pass too, as the tests do.
+    ``on_pass(name, nodes)`` is called as each pass starts (the progress display).
+    Returns the optimized module and one record per pass run, with its wall time.
+    First, ``compiler.known_modules.add_known_methods`` gives every call of a standard
     ``torch.nn`` submodule without a body (a dump of ``.graph``) irvm's forward graph.
     With ``weights`` (the mapping the program will run with), ``fold_module_attributes``
     runs right after ``inline_calls`` (first, if that is not run): settings read from
@@ -140,9 +145,13 @@ def optimize(
     records: list[PassRecord] = []
     for name, run in chosen:
         before = node_count(current)
-        with collecting() as counts:
+        if on_pass is not None:
+            on_pass(name, before)
+        start = time.perf_counter()
+        with collecting() as counts, in_place():
             current = run(current)
-        records.append(PassRecord(name, before, node_count(current), tuple(sorted(counts.items()))))
+        seconds = time.perf_counter() - start
+        records.append(PassRecord(name, before, node_count(current), tuple(sorted(counts.items())), seconds))
         if verify_each:
             verify(current)
         if "all" in wanted or name in wanted:

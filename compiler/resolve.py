@@ -29,7 +29,6 @@ replace by a weight looked up under the constant's name (see ``UnboundTensor.key
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,6 +40,9 @@ from compiler.diagnostics import CompileError
 from compiler.ir import Graph, Module, Node, TensorLiteral, Value
 from vm.ops import registry
 from vm.ops.registry import MISSING, OpInfo, OpRef, Schema
+from vm.schema_types import FixedList, TypeVar, parse_schema_type
+from vm.types import NUMPY_DTYPES
+from vm.unbound import UnboundTensor
 
 # Kinds the emitter and the static runtime handle themselves.
 CONTROL_KINDS = frozenset(
@@ -54,109 +56,6 @@ CONTROL_KINDS = frozenset(
         "prim::Drop",
     }
 )
-
-
-@attrs.frozen
-class TypeVar(T.Type):
-    """A schema type variable such as ``t`` in ``t[] a``: binds to one type per call."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
-
-
-@attrs.frozen
-class FixedList(T.ListType):
-    """``int[2]``: a list type with a declared length, which also accepts a single int."""
-
-    size: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.elem}[{self.size}]"
-
-
-# ---------------------------------------------------------------------------------------
-# Schema type text -> Type
-
-_LEAVES: dict[str, T.Type] = {
-    "Tensor": T.TENSOR,
-    "int": T.INT,
-    "SymInt": T.INT,
-    "float": T.FLOAT,
-    "bool": T.BOOL,
-    "str": T.STR,
-    "Scalar": T.SCALAR,
-    "number": T.SCALAR,
-    "NoneType": T.NONE,
-    "Device": T.DEVICE,
-    "Any": T.ANY,
-    "ScalarType": T.SCALAR_TYPE,
-    "Layout": T.LAYOUT,
-    "MemoryFormat": T.MEMORY_FORMAT,
-    "Generator": T.GENERATOR,
-}
-_TOKEN = re.compile(r"\s*(\w+|\[\d*\]|[()?,\[\]])")
-_schema_type_cache: dict[str, T.Type] = {}
-
-
-def parse_schema_type(text: str) -> T.Type:
-    """``"int[]?"`` -> ``OptionalType(ListType(INT))``; lowercase unknown names are TypeVars."""
-    cached = _schema_type_cache.get(text)
-    if cached is None:
-        tokens = _TOKEN.findall(text)
-        parsed, pos = _parse_type(tokens, 0)
-        if pos != len(tokens):
-            raise ValueError(f"cannot parse schema type {text!r}")
-        cached = _schema_type_cache[text] = parsed
-    return cached
-
-
-def _parse_type(tokens: list[str], pos: int) -> tuple[T.Type, int]:
-    tok = tokens[pos]
-    if tok == "(":
-        elems, pos = _parse_type_list(tokens, pos + 1)
-        base: T.Type = T.TupleType(tuple(elems))
-    elif pos + 1 < len(tokens) and tokens[pos + 1] == "(" and tok in ("Dict", "Future", "Union", "Optional", "List", "Tuple"):
-        elems, pos = _parse_type_list(tokens, pos + 2)
-        base = _generic(tok, elems)
-    else:
-        pos += 1
-        base = _LEAVES.get(tok) or (TypeVar(tok) if tok[:1].islower() else T.NamedType(tok))
-    while pos < len(tokens) and (tokens[pos] == "?" or tokens[pos].startswith("[")):
-        tok = tokens[pos]
-        if tok == "?":
-            base = T.OptionalType(base)
-        elif tok == "[]":
-            base = T.ListType(base)
-        else:
-            base = FixedList(base, int(tok[1:-1]))
-        pos += 1
-    return base, pos
-
-
-def _parse_type_list(tokens: list[str], pos: int) -> tuple[list[T.Type], int]:
-    elems: list[T.Type] = []
-    while tokens[pos] != ")":
-        elem, pos = _parse_type(tokens, pos)
-        elems.append(elem)
-        if tokens[pos] == ",":
-            pos += 1
-    return elems, pos + 1
-
-
-def _generic(name: str, elems: list[T.Type]) -> T.Type:
-    if name == "Dict":
-        return T.DictType(elems[0], elems[1])
-    if name == "Future":
-        return T.FutureType(elems[0])
-    if name == "Optional":
-        return T.OptionalType(elems[0])
-    if name == "List":
-        return T.ListType(elems[0])
-    if name == "Tuple":
-        return T.TupleType(tuple(elems))
-    return T.UnionType(tuple(elems))
 
 
 # ---------------------------------------------------------------------------------------
@@ -436,51 +335,6 @@ def default_value(type_text: str, default: Any) -> Any:
 # ---------------------------------------------------------------------------------------
 # Constants
 
-NUMPY_DTYPES: dict[str, str] = {
-    "Byte": "uint8",
-    "Char": "int8",
-    "Short": "int16",
-    "Int": "int32",
-    "Long": "int64",
-    "Half": "float16",
-    "Float": "float32",
-    "Double": "float64",
-    "ComplexFloat": "complex64",
-    "ComplexDouble": "complex128",
-    "Bool": "bool",
-}
-
-
-@attrs.frozen
-class UnboundTensor:
-    """A ``<Tensor>`` constant: PyTorch did not print its values, so they come from weights.
-
-    ``name`` is the constant's value name without ``%`` (``self.0.weight``).  A runtime
-    binds it from its weights mapping under the first of ``keys()`` it holds: the name
-    itself, the name without its ``self.`` prefix (a state_dict key, ``0.weight``), and
-    both again without a trailing ``.N`` uniquing suffix (``self.0.weight.1``).
-    """
-
-    name: str
-
-    def keys(self) -> list[str]:
-        bases = [self.name]
-        stripped = re.sub(r"\.\d+$", "", self.name)
-        if stripped != self.name:
-            bases.append(stripped)
-        keys: list[str] = []
-        for base in bases:
-            keys.append(base)
-            if base.startswith("self."):
-                keys.append(base[len("self.") :])
-        return list(dict.fromkeys(keys))
-
-    def bind(self, weights: Any) -> Any:
-        """The weight for this constant from a mapping; CompileError naming the keys tried."""
-        for key in self.keys():
-            if key in weights:
-                return weights[key]
-        raise CompileError(f"no weight for tensor constant %{self.name} (tried {', '.join(self.keys())})")
 
 
 def constant_value(node: Node) -> Any:

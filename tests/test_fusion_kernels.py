@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 import compiler
 from compiler.diagnostics import RunError
+from compiler.fusion_spec import fused_opref, fusion_spec
 from compiler.pipeline import optimize
-from vm.fusion import FusedKernel, fused_opref
+from vm.fusion import FusedKernel
 from vm.ops.registry import bind
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +58,7 @@ graph(%x : Tensor, %w : Tensor, %b : Tensor):
 def _chain_kernel(min_block: int = 64) -> FusedKernel:
     optimized, _ = optimize(compiler.parse(CHAIN, "chain.ir"))
     (node,) = _groups(optimized)
-    return FusedKernel(node.attrs["Subgraph"], min_block=min_block, max_block=4 * min_block)
+    return FusedKernel(fusion_spec(node.attrs["Subgraph"]), min_block=min_block, max_block=4 * min_block)
 
 
 @settings(max_examples=200)

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import compiler
 import vm.fusion as fusion
 from compiler.diagnostics import RunError
+from compiler.fusion_spec import fusion_spec
 from vm.fusion import FusedKernel
 
 DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
@@ -158,7 +159,7 @@ def test_blocked_group_equals_unfused_bit_for_bit(group, dtypes, zero_dim, n, ro
     unfused dtype, shape and bytes; where the unfused run raises, the fused one raises a
     RunError too."""
     text, n_inputs, scalar_input = group
-    kernel = FusedKernel(compiler.parse(text, "group.ir").main, min_block=8, max_block=16)
+    kernel = FusedKernel(fusion_spec(compiler.parse(text, "group.ir").main), min_block=8, max_block=16)
     rng = np.random.default_rng(seed)
     shape = (rows, n // rows)
     args: list[Any] = [
@@ -184,7 +185,7 @@ def _ratio_iou_kernel(**options: Any) -> FusedKernel:
 
     optimized, _ = optimize(compiler.parse(RATIO_IOU, "ratio_iou.ir"))
     (node,) = [n for n in optimized.main.walk() if "Subgraph" in n.attrs]
-    return FusedKernel(node.attrs["Subgraph"], **options)
+    return FusedKernel(fusion_spec(node.attrs["Subgraph"]), **options)
 
 
 def test_ratio_iou_plan_is_all_ufunc_lines_over_few_buffers() -> None:

@@ -272,7 +272,7 @@ def test_irbc_fused_kernel_with_malformed_attributes(tmp_path: Path) -> None:
         for f in body["functions"]:
             for op in f["operators"]:
                 if op["name"] == "prim::FusedKernel":
-                    op["attrs"] = [[k, {"list": [{"list": ["f.ir", {"unbound": "w"}, 1, None]}]} if k == "spans" else v]
+                    op["attrs"] = [[k, {"list": [{"list": ["f.ir", {"unbound": "w"}, 1, None]}]} if k == "spec" else v]
                                    for k, v in op["attrs"]]  # fmt: skip
         return body
 

@@ -251,3 +251,59 @@ def test_mutated_files_only_raise_bytecode_errors(ratio_iou_file: Path, data: st
         load(path)
     except BytecodeError:
         pass
+
+
+def test_loading_runs_no_pass_and_no_parse(ratio_iou_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is the compiled program: ``load`` and an interpreter run call neither the
+    IR parser, nor the pass pipeline, nor overload resolution; fusion groups come resolved."""
+    import compiler.parser
+    import compiler.pipeline
+    import compiler.resolve
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("loading a .irbc must not parse, optimize or resolve")
+
+    monkeypatch.setattr(compiler.parser, "parse", forbidden)
+    monkeypatch.setattr(compiler.pipeline, "optimize", forbidden)
+    monkeypatch.setattr(compiler.resolve, "resolve", forbidden)
+    program = load(ratio_iou_file)
+    assert any(ref.name == "prim::FusedKernel" for f in program.functions for ref in f.operators)
+    out = vm.Interpreter(program)(*[np.ones(4, np.float32)] * 8)
+    assert out.shape == (4,)
+
+
+def test_static_runtime_of_a_loaded_file_gets_the_optimized_ir_with_original_spans(ratio_iou_file: Path) -> None:
+    """The optimized IR the file carries is parsed when a static runtime needs it, not
+    re-optimized, and its nodes point at the original file's lines."""
+    program = load(ratio_iou_file)
+    assert program.module_if_loaded is None
+    direct = vm.Interpreter(compiler.compile_file(EXAMPLES / "ratio_iou.ir"))(*_inputs("ratio_iou"))
+    np.testing.assert_array_equal(vm.StaticRuntime(program)(*_inputs("ratio_iou")), direct)
+    spans = [n.span for n in program.module.main.walk() if n.kind != "prim::Constant"]
+    assert spans and all(s is not None and s.file.endswith("ratio_iou.ir") for s in spans)
+
+
+def test_self_attribute_reads_are_bound_without_the_ir(tmp_path: Path) -> None:
+    """A module program read from a file binds ``%self`` from its stored attribute reads,
+    and a missing weight is still reported with its dotted path and type."""
+    text = """\
+graph(%self : __torch__.Net, %x : Tensor):
+  %lin : __torch__.Scaler = prim::GetAttr[name="lin"](%self)
+  %w : Tensor = prim::GetAttr[name="weight"](%lin)
+  %scale : float = prim::GetAttr[name="scale"](%self)
+  %y : Tensor = aten::mul(%x, %w)
+  %z : Tensor = aten::mul(%y, %scale)
+  return (%z)
+"""
+    path = tmp_path / "net.irbc"
+    save(compiler.compile_source(text, "net.ir"), path)
+    program = load(path)
+    assert [(name, kind) for _, name, kind, _, _ in program.self_reads] == [
+        ("lin", "__torch__.Scaler"), ("scale", "float"), ("weight", "Tensor")
+    ]
+    weights = {"lin.weight": np.full(3, 2.0, np.float32), "scale": np.array(0.5)}
+    np.testing.assert_array_equal(vm.Interpreter(program, weights)(np.ones(3, np.float32)), np.ones(3, np.float32))
+    from compiler.diagnostics import RunError
+
+    with pytest.raises(RunError, match=r"lin\.weight : Tensor"):
+        vm.Interpreter(program, {"scale": np.array(0.5)})

@@ -122,6 +122,7 @@ def group_kernel(case: str, inputs: list[np.ndarray], **options: Any) -> tuple[A
     program's inputs in the order the group takes them (grouping reorders them: the chain
     group takes ``(x, b, w)``)."""
     import compiler
+    from compiler.fusion_spec import fusion_spec
     from compiler.pipeline import optimize
     from vm.fusion import FusedKernel
 
@@ -129,7 +130,7 @@ def group_kernel(case: str, inputs: list[np.ndarray], **options: Any) -> tuple[A
     (node,) = [n for n in optimized.main.walk() if "Subgraph" in n.attrs]
     position = {id(v): i for i, v in enumerate(optimized.main.inputs)}
     order = [position[id(v)] for v in node.inputs]  # a KeyError: the group takes a non-input
-    kernel = FusedKernel(node.attrs["Subgraph"], name=f"{case} group", **options)
+    kernel = FusedKernel(fusion_spec(node.attrs["Subgraph"]), name=f"{case} group", **options)
     return kernel, [inputs[i] for i in order]
 
 

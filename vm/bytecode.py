@@ -38,11 +38,12 @@ the three header slots under the carried values and jumps to ``exit``.
 from __future__ import annotations
 
 import enum
+import threading
 from typing import Any, NamedTuple
 
 import attrs
 
-from compiler.diagnostics import Span
+from vm.errors import Span
 from vm.ops.registry import OpRef
 
 
@@ -143,11 +144,17 @@ class Function:
 class Program:
     """A compiled module: functions, the entry, and what it was compiled from.
 
-    ``module`` is the optimized ``compiler.ir.Module`` (the static runtime builds from it;
-    None for a program read from a file until recompiled), ``source`` the IR text of the
-    program.  ``input_names``/``input_types`` describe the entry function's inputs (type
-    strings as PyTorch prints them: ``Tensor``, ``Float(2, 3)``, ``int``, ``Tensor?``...);
-    a class-typed first input is ``%self``, bound from the weights, not passed by callers.
+    ``source`` is the IR text of the program.  ``input_names``/``input_types`` describe
+    the entry function's inputs (type strings as PyTorch prints them: ``Tensor``,
+    ``Float(2, 3)``, ``int``, ``Tensor?``...); a class-typed first input is ``%self``,
+    bound from the weights, not passed by callers; ``self_reads`` lists the attributes
+    the program reads from it (``vm.self_reads``).
+
+    ``module`` is the optimized ``compiler.ir.Module``, which the static runtime builds
+    from: the compiler's own object for a program just compiled; for a program read from
+    a ``.irbc``, parsed from ``optimized_ir`` (the optimized IR as printed) the first time
+    it is asked for, its nodes given back their original spans (``node_spans``, in walk
+    order) -- never re-optimized.  The interpreter never needs it.
     """
 
     functions: tuple[Function, ...]
@@ -157,7 +164,13 @@ class Program:
     n_outputs: int = 1
     source: str = ""
     output_types: tuple[str, ...] = ()  # the entry's output types, as input_types
-    module: Any = attrs.field(default=None, eq=False, repr=False)
+    _module: Any = attrs.field(default=None, eq=False, repr=False)
+    optimized_ir: str = attrs.field(default="", eq=False, repr=False)
+    node_spans: tuple[Any, ...] = attrs.field(default=(), eq=False, repr=False)
+    self_reads: tuple[tuple[int, str, str, bool, Any], ...] = attrs.field(default=(), eq=False, repr=False)
+    folded: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)  # ``Module.attributes`` of a loaded program
+    print_ir: Any = attrs.field(default=None, eq=False, repr=False)  # the compiler's printer of ``module``
+    _lock: Any = attrs.field(factory=threading.Lock, eq=False, repr=False, init=False)
 
     @property
     def main(self) -> Function:
@@ -167,6 +180,28 @@ class Program:
     def takes_self(self) -> bool:
         """True when the entry's first input is a module object (``%self``)."""
         return bool(self.input_types) and is_class_type(self.input_types[0])
+
+    @property
+    def module_if_loaded(self) -> Any:
+        """The optimized IR module if it exists already (never parses)."""
+        return self._module
+
+    @property
+    def module(self) -> Any:
+        """The optimized IR module (see the class docstring); None if there is none."""
+        if self._module is None and self.optimized_ir:
+            with self._lock:
+                if self._module is None:
+                    from vm.self_reads import parse_optimized
+
+                    object.__setattr__(self, "_module", parse_optimized(self))
+        return self._module
+
+    def optimized_text(self) -> str:
+        """The optimized IR as text (printed by ``print_ir`` when not read from a file)."""
+        if self.optimized_ir or self.print_ir is None:
+            return self.optimized_ir
+        return self.print_ir()
 
 
 def is_class_type(type_text: str) -> bool:

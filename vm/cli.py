@@ -106,18 +106,31 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
     if kind is FileKind.IRBC:
         return load(path)
     import compiler
+    from compiler.progress import Progress
     from compiler.torchscript import compile_archive
 
-    if kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file; its weights: archive_weights
-        return compile_archive(path, fusion=fusion)[0]
+    with Progress("irvm: compiling") as progress:
+        progress.stage(path)
+        if kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file; its weights: archive_weights
+            program = compile_archive(path, fusion=fusion)[0]
+        else:
+            program = compiler.compile_source(read_source(path), path, fusion=fusion, weights=weights)
+    if progress.elapsed > SLOW_COMPILE:
+        print(
+            f"irvm: compiling {path} took {progress.elapsed:.1f}s; `irc compile {path}` writes a .irbc"
+            f" that starts without compiling",
+            file=sys.stderr,
+        )
+    return program
 
-    return compiler.compile_source(read_source(path), path, fusion=fusion, weights=weights)
+
+SLOW_COMPILE = 1.0  # seconds: `irvm run x.ir` says so when compiling takes longer
 
 
 def _load_npz(path: str | None, role: str = "weights") -> dict[str, np.ndarray]:
     if path is None:
         return {}
-    from compiler.diagnostics import RunError
+    from vm.errors import RunError
     from vm.files import MARK_KEY, expect
 
     expect(path, role)
@@ -131,7 +144,7 @@ def _load_npz(path: str | None, role: str = "weights") -> dict[str, np.ndarray]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from compiler.diagnostics import RunError
+    from vm.errors import RunError
     from vm.io import save_marked, save_outputs
 
     if args.trace and args.backend == "static":
@@ -180,7 +193,7 @@ def read_inputs(path: str | None, program: Any) -> list[Any]:
     from vm.io import load_inputs
 
     if path is not None and expect(path, "inputs") is FileKind.NPY:
-        from compiler.diagnostics import RunError
+        from vm.errors import RunError
 
         names = list(program.input_names[1:] if program.takes_self else program.input_names)
         if len(names) != 1:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from compiler.diagnostics import IRError, RunError
+from vm.errors import IRError, RunError
 
 MARK_KEY = "__irvm__"  # npz entry: a 0-d string naming what irvm wrote ("outputs", "trace")
 PICTURE_MARK = "irvm viz"
@@ -190,7 +190,7 @@ def read_program_text(path: str | Path) -> str:
     """The IR text at ``path``; a file that is no program text (a TorchScript archive, an
     .npz, bytecode...) is refused with what it is, and text that is not UTF-8 is an
     ``IRSyntaxError`` at the first bad byte."""
-    from compiler.diagnostics import IRSyntaxError, Span
+    from vm.errors import IRSyntaxError, Span
 
     kind = expect(path, "program")
     if kind is FileKind.IRBC:

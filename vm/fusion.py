@@ -41,8 +41,8 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from compiler.diagnostics import RunError, Span
 from vm import fusion_numba
+from vm.errors import RunError, Span
 from vm.fusion_plan import BlockPlan, make_plan, make_whole, probe_dtypes
 from vm.ops.registry import OpRef, bind, bind_out, prim_factory
 
@@ -99,34 +99,21 @@ class FusedKernel:
     its plan, a few hundred microseconds of planning, on its first call.
     """
 
-    def __init__(self, subgraph: Any, name: str = "prim::FusionGroup", min_block: int | None = None,
+    def __init__(self, subgraph: FusionSpec, name: str = "prim::FusionGroup", min_block: int | None = None,
                  max_block: int | None = None):
-        from compiler.resolve import constant_value, resolve
-
         self.name = name
         self.min_block = MIN_BLOCK if min_block is None else min_block
         self.max_block = max(self.min_block, MAX_BLOCK if max_block is None else max_block)
-        index: dict[int, int] = {}
-        self.n_inputs = len(subgraph.inputs)
-        for i, v in enumerate(subgraph.inputs):
-            index[id(v)] = i
-        self.constants: dict[int, Any] = {}
-        steps: list[_Step] = []
-        n_slots = self.n_inputs
-        for node in subgraph.nodes:
-            if node.kind == "prim::Constant":
-                index[id(node.output)] = n_slots
-                self.constants[n_slots] = constant_value(node)
-                n_slots += 1
-                continue
-            ref = resolve(node)
-            index[id(node.output)] = n_slots
-            steps.append(_Step(ref, tuple(index[id(v)] for v in node.inputs), n_slots, node.span, repr(node)))
-            n_slots += 1
-        self.steps = tuple(steps)
-        self.n_slots = n_slots
-        self.outputs = tuple(index[id(v)] for v in subgraph.outputs)
-        self.input_types = tuple(v.type for v in subgraph.inputs)
+        spec = self.spec = subgraph  # a FusionSpec (compiler.fusion_spec makes one from a sub-graph)
+        self.n_inputs = spec.n_inputs
+        self.constants: dict[int, Any] = dict(spec.constants)
+        self.steps = tuple(
+            _Step(ref, inputs, output, None if span is None else Span(*span), text)
+            for ref, inputs, output, span, text in spec.steps
+        )
+        self.n_slots = spec.n_inputs + len(spec.constants) + len(spec.steps)
+        self.outputs = spec.outputs
+        self.input_types = spec.input_kinds
         self.whole_source, self._whole = make_whole(self.steps, self.constants, self.n_inputs, self.outputs)
         self.plans: dict[tuple[Any, ...], BlockPlan | str] = {}
         self.numba_kernels: dict[tuple[Any, ...], _NumbaKernel] = {}
@@ -394,21 +381,18 @@ _DECLARED = {"Float": np.float32, "Double": np.float64, "Long": np.int64, "Int":
              "Half": np.float16}
 
 
-def _declared_sample(types: Sequence[Any]) -> list[Any]:
-    """One-element arguments with the dtypes a sub-graph declares (float32 for ``Tensor``)."""
-    from compiler import types as T
-
+def _declared_sample(kinds: Sequence[str]) -> list[Any]:
+    """One-element arguments of the kinds a sub-graph declares (``FusionSpec.input_kinds``)."""
     sample: list[Any] = []
-    for t in types:
-        if t is None or isinstance(t, T.TensorType):
-            dtype = _DECLARED.get(getattr(t, "dtype", None) or "Float", np.float32)
-            sample.append(np.ones(1, dtype=dtype))
-        elif t == T.INT:
+    for kind in kinds:
+        if kind == "int":
             sample.append(1)
-        elif t == T.BOOL:
+        elif kind == "bool":
             sample.append(True)
-        else:
+        elif kind == "float":
             sample.append(1.0)
+        else:  # a tensor: its declared dtype, float32 for a plain ``Tensor``
+            sample.append(np.ones(1, dtype=_DECLARED.get(kind, np.float32)))
     return sample
 
 
@@ -460,32 +444,55 @@ def enable_fuser(fuser: str, kernels: Any) -> list[str]:
     return problems
 
 
+class FusionSpec(NamedTuple):
+    """A fusion group resolved at compile time: everything a ``FusedKernel`` is built
+    from, as plain data (what a ``.irbc`` file stores), so that loading a program neither
+    parses the group nor resolves its operators again.
+
+    ``steps`` are (operator, input slots, output slot, span as a tuple or None, node text)
+    in order; slots number the group's inputs first, then ``constants`` (slot -> value),
+    then the steps' results; ``outputs`` are the slots the group returns; ``input_kinds``
+    are the declared kinds of the inputs (``compiler.fusion_spec.input_kind``)."""
+
+    n_inputs: int
+    constants: tuple[tuple[int, Any], ...]
+    steps: tuple[tuple[OpRef, tuple[int, ...], int, tuple[Any, ...] | None, str], ...]
+    outputs: tuple[int, ...]
+    input_kinds: tuple[str, ...]
+
+
 @prim_factory("prim::FusedKernel")
 def _fused_kernel_factory(attrs: dict[str, Any], n_inputs: int, n_outputs: int) -> Callable[..., Any]:
-    """Bind an emitted fused kernel: ``attrs["graph"]`` is the group's sub-graph as IR text
-    and ``attrs["spans"]`` the original spans of its nodes (for error messages)."""
-    from compiler.parser import parse
-    from compiler.verify import verify
-
-    graph = parse(str(attrs["graph"]), "<fusion group>").main
-    verify(graph)  # the text comes from an .irbc file: a well-formed graph, or an IRValidationError
-    spans = attrs.get("spans", ())
-    operators = [n for n in graph.nodes if n.kind != "prim::Constant"]
-    for node, span in zip(operators, spans):
-        if span is not None:
-            node.span = Span(str(span[0]), int(span[1]), int(span[2]), span[3] if len(span) > 3 else None)
-    return FusedKernel(graph, str(attrs.get("name", "prim::FusionGroup")))
+    """Bind an emitted fused kernel: ``attrs["spec"]`` is its ``FusionSpec`` as stored
+    (``spec_attrs``)."""
+    return FusedKernel(spec_from_attrs(attrs["spec"]), str(attrs.get("name", "prim::FusionGroup")))
 
 
-def fused_opref(node: Any) -> OpRef:
-    """The OpRef an emitter stores for a ``prim::FusionGroup`` node."""
-    from compiler.printer import print_graph
-
-    subgraph = node.attrs["Subgraph"]
-    spans = tuple(
-        None if n.span is None else (n.span.file, n.span.line, n.span.col, n.span.source_line)
-        for n in subgraph.nodes
-        if n.kind != "prim::Constant"
+def spec_attrs(spec: FusionSpec) -> tuple[Any, ...]:
+    """``spec`` as nested tuples of plain values (operators as their fields)."""
+    steps = tuple(
+        ((r.name, r.n_inputs, r.n_outputs, r.defaults, r.attrs), inputs, output, span, text)
+        for r, inputs, output, span, text in spec.steps
     )
-    attrs = (("graph", print_graph(subgraph)), ("name", node.kind), ("spans", spans))
-    return OpRef("prim::FusedKernel", len(node.inputs), len(node.outputs), attrs=attrs)
+    return (spec.n_inputs, spec.constants, steps, spec.outputs, spec.input_kinds)
+
+
+def spec_from_attrs(stored: Sequence[Any]) -> FusionSpec:
+    """The inverse of ``spec_attrs`` (lists read back from a file are accepted)."""
+    n_inputs, constants, steps, outputs, kinds = stored
+    return FusionSpec(
+        int(n_inputs),
+        tuple((int(k), v) for k, v in constants),
+        tuple(
+            (
+                OpRef(str(r[0]), int(r[1]), int(r[2]), tuple(r[3]), tuple((str(k), v) for k, v in r[4])),
+                tuple(int(i) for i in inputs),
+                int(output),
+                None if span is None else tuple(span),
+                str(text),
+            )
+            for r, inputs, output, span, text in steps
+        ),
+        tuple(int(o) for o in outputs),
+        tuple(str(k) for k in kinds),
+    )

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.diagnostics import RunError
+from vm.errors import RunError
 from vm.bytecode import Program
 
 DTYPES = {  # the dtype names of refined tensor types, as numpy dtypes

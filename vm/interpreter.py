@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.diagnostics import BytecodeError, IRError, RunError
+from vm.errors import BytecodeError, IRError, RunError
 from vm import decode as D
 from vm.bytecode import Opcode, Program
 from vm.fusion import enable_fuser
@@ -400,33 +400,42 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
 
     if isinstance(weights, ModuleObject):
         return weights
-    if program.module is not None and hasattr(W, "bind_self"):
-        return W.bind_self(program.module.main, weights, program.module.attributes)
+    from vm.self_reads import self_graph
+
+    graph = self_graph(program) if program.takes_self else None
+    if graph is not None and hasattr(W, "bind_self"):
+        module = program.module_if_loaded
+        return W.bind_self(graph, weights, module.attributes if module is not None else program.folded)
     return ModuleObject.from_state_dict(weights or {})
 
 
 def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     """Check the weights against the shapes and dtypes the graph declares (``vm.preflight``,
-    ``vm.weights.bind_constants``); return the guard of the inputs' dtypes, or None."""
-    if program.module is None:
+    ``vm.weights.bind_constants``); return the guard of the inputs' dtypes, or None.  The
+    checks read the IR: a program loaded from a ``.irbc`` with neither weights nor %self
+    has nothing to check and is not parsed for them."""
+    module = program.module_if_loaded
+    if module is None and (weights or program.takes_self):
+        module = program.module  # the optimized IR the file carries, parsed once
+    if module is None:
         return None
     from vm.preflight import check_weights, make_guard
     from vm.weights import bind_constants
 
     flat = weights if isinstance(weights, Mapping) else None
-    main = program.module.main
+    main = module.main
     nodes = list(main.walk())  # one walk for both checks
     bind_constants(main, flat or {}, nodes)
-    for graph in program.module.functions.values():
+    for graph in module.functions.values():
         bind_constants(graph, flat or {})
     check_weights(main, self_object, flat, program.takes_self, nodes)
-    return make_guard(program.module.main, self_object, flat, program.takes_self)
+    return make_guard(module.main, self_object, flat, program.takes_self)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:
     """Each function's constants, ``<Tensor>`` ones (and rounded literals when the
     weights have them) taken from the weights by name; one RunError lists every miss."""
-    from compiler.resolve import UnboundTensor
+    from vm.unbound import UnboundTensor
 
     flat = weights if isinstance(weights, Mapping) else {}
     missing: list[str] = []

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler import types as T
-from compiler.diagnostics import RunError
+from vm import types as T
+from vm.errors import RunError
 from vm.files import MARK_KEY
 
 SPEC_KEY = "__spec__"
@@ -252,8 +252,8 @@ def _graph_inputs(program: Any) -> list[Any]:
     """The entry graph's input Values: from a Graph, a Module, or a Program (its IR module,
     else, for a program read from .irbc, its recorded input names and type strings)."""
     target = program
-    if getattr(target, "module", None) is not None:
-        target = target.module
+    if getattr(target, "module_if_loaded", None) is not None:
+        target = target.module_if_loaded
     elif getattr(target, "input_names", None) is not None and hasattr(target, "input_types"):
         return _signature(target.input_names, target.input_types)
     if hasattr(target, "main"):

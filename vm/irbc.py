@@ -10,7 +10,15 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
 - ``arrays/K.npy``: tensor constants, read with ``allow_pickle=False``;
 - ``source.ir``: the IR text the program was compiled from, and the compile options, so
   a newer irvm can recompile an old file instead of refusing it (options include the
-  module attribute values folded into the program, when it was compiled with weights).
+  module attribute values folded into the program, when it was compiled with weights);
+- ``optimized.ir``: the optimized IR as printed, for the static runtime (which runs the
+  IR, and parses this text only when one is built) and ``irc viz``, and ``spans.json``,
+  the original span of each of its nodes.
+
+The file is the compiled program: loading runs no pass, resolves no overload and
+parses no IR (fusion groups are stored resolved, ``vm.fusion.FusionSpec``; ``%self``'s
+attribute reads as a table, ``vm.self_reads``).  Format 2; format 1 files carried only
+the source and are recompiled.
 
 Loading checks, in order: the magic, the format version (a newer format is refused in
 one line; an older one is recompiled from its IR), the hash, the JSON's shape, and then
@@ -32,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from compiler.diagnostics import BytecodeError, IRError, Span
 from vm.bytecode import (
     Function,
     Instruction,
@@ -42,10 +49,11 @@ from vm.bytecode import (
     loop_exit_effect,
     stack_effect,
 )
+from vm.errors import BytecodeError, IRError, Span
 from vm.ops import registry
 from vm.ops.registry import OpRef
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAGIC_MEMBER = "irvm-bytecode"
 PRODUCER = "irvm 0.1.0"
 _MAGIC_PREFIX = b"PK\x03\x04"
@@ -73,18 +81,23 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
         "input_names": list(program.input_names),
         "input_types": list(program.input_types),
         "n_outputs": program.n_outputs,
+        "output_types": list(program.output_types),
         "functions": [_function_json(f, arrays) for f in program.functions],
+        "self_reads": [list(r) for r in program.self_reads],
     }
     members: list[tuple[str, bytes]] = [("program.json", json.dumps(body).encode())]
     for name, array in arrays.items():
         buf = io.BytesIO()
         np.save(buf, array, allow_pickle=False)
         members.append((name, buf.getvalue()))
-    folded = dict(program.module.attributes) if program.module is not None else {}
+    loaded = program.module_if_loaded
+    folded = dict(loaded.attributes) if loaded is not None else dict(program.folded)
     if folded:  # compiled with weights: recompiling needs the same attribute values
         options = {**(options or {}), "attributes": folded}
     source = json.dumps({"text": program.source, "options": options or {}}).encode()
     members.append(("source.ir", source))
+    members.append(("optimized.ir", program.optimized_text().encode()))
+    members.append(("spans.json", json.dumps(list(program.node_spans)).encode()))
     header = {"format": FORMAT_VERSION, "producer": PRODUCER, "sha256": _digest(members)}
     tmp = Path(str(path) + ".tmp")
     with zipfile.ZipFile(tmp, "w") as zf:
@@ -119,17 +132,30 @@ def _function_json(f: Function, arrays: dict[str, np.ndarray]) -> dict[str, Any]
             }
             for r in f.operators
         ],
-        "spans": [None if s is None else [s.file, s.line, s.col, s.source_line] for s in f.spans],
-        "nodes": list(f.nodes),
+        # instructions of one node share its span and text: each is stored once, in a table
+        "spans": _tabled([None if s is None else (s.file, s.line, s.col, s.source_line) for s in f.spans]),
+        "nodes": _tabled(list(f.nodes)),
         "register_names": list(f.register_names),
         "constant_names": list(f.constant_names),
     }
 
 
+def _tabled(items: list[Any]) -> dict[str, list[Any]]:
+    """``items`` as a table of the distinct ones and an index into it per item."""
+    table: dict[Any, int] = {}
+    index = [table.setdefault(item, len(table)) for item in items]
+    return {"table": list(table), "index": index}
+
+
+def _untabled(stored: Any, convert: Any) -> tuple[Any, ...]:
+    table = [convert(item) for item in stored["table"]]
+    return tuple([table[i] for i in stored["index"]])
+
+
 def _encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
     """Tagged JSON for a constant: scalars and strings as themselves, the rest in a dict."""
-    from compiler.resolve import UnboundTensor
-    from compiler.types import Type
+    from vm.types import Type
+    from vm.unbound import UnboundTensor
 
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -219,19 +245,6 @@ def _folded(source: dict[str, Any]) -> dict[str, Any] | None:
     return dict(folded) if isinstance(folded, dict) else None
 
 
-def _optimized_module(source: dict[str, Any], where: str) -> Any:
-    """The optimized IR the static runtime builds from: the stored IR, re-optimized."""
-    from compiler.parser import parse
-    from compiler.pipeline import optimize
-
-    options = source.get("options", {})
-    module = parse(source["text"], where)
-    optimized, _ = optimize(
-        module, options.get("passes"), fusion=options.get("fusion", True), weights=_folded(source)
-    )
-    return optimized
-
-
 def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str, source: dict[str, Any]) -> Program:
     functions = tuple(_function_from_json(f, files, where) for f in body["functions"])
     return Program(
@@ -241,18 +254,30 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         input_types=tuple(str(t) for t in body["input_types"]),
         n_outputs=int(body["n_outputs"]),
         source=str(source["text"]),
-        module=_optimized_module(source, where),
+        output_types=tuple(str(t) for t in body["output_types"]),
+        optimized_ir=files["optimized.ir"].decode(),
+        node_spans=tuple(None if s is None else tuple(s) for s in json.loads(files["spans.json"])),
+        folded=_folded(source) or {},
+        self_reads=tuple(
+            (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
+            for parent, name, type_text, required, span in body["self_reads"]
+        ),
     )
+
+
+_OPCODES = {int(op): op for op in Opcode}
 
 
 def _function_from_json(f: dict[str, Any], files: dict[str, bytes], where: str) -> Function:
     code = []
+    opcodes = _OPCODES
     for k, (op, x, n) in enumerate(f["code"]):
-        try:
-            opcode = Opcode(int(op))
-        except ValueError:
-            raise BytecodeError(f"{where}: function {f.get('name')!r}, instruction {k}: unknown opcode {op}") from None
-        code.append(Instruction(opcode, int(x), int(n)))
+        opcode = opcodes.get(op) if type(op) is int else None
+        if opcode is None:
+            raise BytecodeError(f"{where}: function {f.get('name')!r}, instruction {k}: unknown opcode {op}")
+        if type(x) is not int or type(n) is not int:
+            raise BytecodeError(f"{where}: function {f.get('name')!r}, instruction {k}: operands {x!r}, {n!r} are not integers")
+        code.append(Instruction(opcode, x, n))
     decode = lambda v: _decode(v, files, where)
     return Function(
         name=str(f["name"]),
@@ -271,8 +296,8 @@ def _function_from_json(f: dict[str, Any], files: dict[str, bytes], where: str) 
             )
             for r in f["operators"]
         ),
-        spans=tuple(None if s is None else Span(str(s[0]), int(s[1]), int(s[2]), s[3]) for s in f["spans"]),
-        nodes=tuple(str(n) for n in f["nodes"]),
+        spans=_untabled(f["spans"], lambda s: None if s is None else Span(str(s[0]), int(s[1]), int(s[2]), s[3])),
+        nodes=_untabled(f["nodes"], str),
         register_names=tuple(str(n) for n in f["register_names"]),
         constant_names=tuple(str(n) for n in f["constant_names"]),
     )
@@ -293,7 +318,7 @@ def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
     if tag == "dict":
         return {_decode(k, files, where): _decode(v, files, where) for k, v in payload}
     if tag == "unbound":
-        from compiler.resolve import UnboundTensor
+        from vm.unbound import UnboundTensor
 
         return UnboundTensor(str(payload))
     if tag == "irtype":
@@ -302,11 +327,11 @@ def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
 
 
 def _parse_type(text: str, where: str) -> Any:
-    from compiler.parser import parse
+    from vm.self_reads import parse_type
 
     try:
-        return parse(f"graph(%x : {text}):\n  return (%x)\n", where).main.inputs[0].type
-    except IRError:
+        return parse_type(text)
+    except BytecodeError:
         raise BytecodeError(f"{where}: malformed type {text!r}") from None
 
 
@@ -382,38 +407,62 @@ def _verify_operands(program: Program, f: Function, where: str) -> None:
             raise _fail(where, f, pc, f"LOOP needs at least 2 header values, has {ins.n}")
 
 
+_SIMPLE_EFFECTS = {Opcode.LOAD: 1, Opcode.MOVE: 1, Opcode.LOADC: 1, Opcode.STORE: -1, Opcode.DROP: -1, Opcode.DROPR: 0}
+
+
 def _verify_stack(program: Program, f: Function, where: str) -> None:
-    """Abstract interpretation of stack depths over the control-flow graph."""
+    """Abstract interpretation of stack depths over the control-flow graph (each
+    instruction visited once; straight-line code followed without the work list)."""
     code = f.instructions
+    n_code = len(code)
+    simple = _SIMPLE_EFFECTS
     depth_at: dict[int, int] = {0: f.n_inputs}
     work = [0]
     while work:
         pc = work.pop()
         depth = depth_at[pc]
-        if pc >= len(code):
-            raise _fail(where, f, pc, "control falls off the end of the function (no RET)")
-        ins = code[pc]
-        pops, pushes = stack_effect(program, f, ins)
-        if pops > depth:
-            raise _fail(where, f, pc, f"{ins.op.name} pops {pops} values from a stack of {depth}")
-        after = depth - pops + pushes
-        if ins.op is Opcode.RET:
-            if depth != f.n_outputs:
-                raise _fail(where, f, pc, f"RET with {depth} values on the stack, the function returns {f.n_outputs}")
-            continue
-        successors: list[tuple[int, int]] = []
-        if ins.op is Opcode.JMP:
-            successors.append((ins.x, after))
-        elif ins.op is Opcode.JF:
-            successors += [(pc + 1, after), (ins.x, after)]
-        elif ins.op is Opcode.LOOP:
-            successors += [(pc + 1, after), (ins.x, depth + loop_exit_effect(ins))]
-        else:
-            successors.append((pc + 1, after))
-        for target, d in successors:
-            seen = depth_at.get(target)
-            if seen is None:
-                depth_at[target] = d
-                work.append(target)
-            elif seen != d:
-                raise _fail(where, f, target, f"the stack holds {seen} values on one path into it and {d} on another")
+        while True:
+            if pc >= n_code:
+                raise _fail(where, f, pc, "control falls off the end of the function (no RET)")
+            ins = code[pc]
+            delta = simple.get(ins.op)
+            if delta is not None:  # pops at most one: LOAD/MOVE/LOADC push, STORE/DROP pop
+                if delta < 0 and depth < 1:
+                    raise _fail(where, f, pc, f"{ins.op.name} pops 1 values from a stack of {depth}")
+                depth += delta
+                pc += 1
+                seen = depth_at.get(pc)
+                if seen is None:
+                    depth_at[pc] = depth
+                    continue
+                if seen != depth:
+                    raise _fail(where, f, pc, f"the stack holds {seen} values on one path into it and {depth} on another")
+                break
+            successors = _successors(program, f, pc, ins, depth, where)
+            for target, d in successors:
+                seen = depth_at.get(target)
+                if seen is None:
+                    depth_at[target] = d
+                    work.append(target)
+                elif seen != d:
+                    raise _fail(where, f, target, f"the stack holds {seen} values on one path into it and {d} on another")
+            break
+
+
+def _successors(program: Program, f: Function, pc: int, ins: Instruction, depth: int, where: str) -> list[tuple[int, int]]:
+    """Where control goes after ``ins`` (at stack ``depth``), with the depth there."""
+    pops, pushes = stack_effect(program, f, ins)
+    if pops > depth:
+        raise _fail(where, f, pc, f"{ins.op.name} pops {pops} values from a stack of {depth}")
+    after = depth - pops + pushes
+    if ins.op is Opcode.RET:
+        if depth != f.n_outputs:
+            raise _fail(where, f, pc, f"RET with {depth} values on the stack, the function returns {f.n_outputs}")
+        return []
+    if ins.op is Opcode.JMP:
+        return [(ins.x, after)]
+    if ins.op is Opcode.JF:
+        return [(pc + 1, after), (ins.x, after)]
+    if ins.op is Opcode.LOOP:
+        return [(pc + 1, after), (ins.x, depth + loop_exit_effect(ins))]
+    return [(pc + 1, after)]

@@ -52,7 +52,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from compiler.diagnostics import RunError
+from vm.errors import RunError
 
 ALIGN = 64
 

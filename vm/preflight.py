@@ -27,8 +27,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from compiler import types as T
-from compiler.diagnostics import RunError
+from vm import types as T
+from vm.errors import RunError
 from compiler.ir import Block, Graph, Node, TensorLiteral, Value
 
 # strict op -> positions of the tensor arguments that must share one dtype

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from compiler.diagnostics import IRError
+from vm.errors import IRError
 from vm.bytecode import Opcode
 
 if TYPE_CHECKING:

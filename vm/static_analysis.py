@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import attrs
 
-from compiler import types as T
+from vm import types as T
 from compiler.analysis import effects
 from compiler.ir import Graph, Node, Value
 from vm.ops import registry

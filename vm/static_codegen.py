@@ -37,7 +37,7 @@ import attrs
 import numpy as np
 
 from compiler.analysis.effects import is_mutable_type
-from compiler.diagnostics import CompileError
+from vm.errors import CompileError
 from compiler.ir import Block, Graph, Node, Value
 from vm.ops.registry import OpRef
 

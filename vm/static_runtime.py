@@ -33,8 +33,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from compiler import types as T
-from compiler.diagnostics import CompileError, RunError
+from vm import types as T
+from vm.errors import CompileError, RunError
 from compiler.ir import Graph, Module, Value, clone_node
 from vm import memory_planner as mp
 from vm import static_fastpath as fastpath
@@ -653,9 +653,10 @@ def _expand_fusion_groups(
 
 def _fused_kernel(subgraph: Graph) -> Any:
     try:
+        from compiler.fusion_spec import fusion_spec
         from vm.fusion import FusedKernel
 
-        return FusedKernel(subgraph.clone())
+        return FusedKernel(fusion_spec(subgraph.clone()))
     except Exception:  # noqa: BLE001  (no fused kernel: the group runs expanded)
         return None
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler import types as T
-from compiler.diagnostics import RunError
+from vm import types as T
+from vm.errors import RunError
 from compiler.ir import Graph, Node, Value
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}

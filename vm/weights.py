@@ -44,13 +44,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from compiler import types as T
-from compiler.diagnostics import RunError, Span
-from compiler.ir import Graph, Node, TensorLiteral, Value
+from vm import types as T
+from vm.errors import RunError, Span
+
+if TYPE_CHECKING:  # the IR data model is the compiler's: only the static runtime brings it
+    from compiler.ir import Graph, Node, Value
 
 
 class ModuleObject:
@@ -215,7 +217,7 @@ _PLAIN_HINT = (
 def _bind_reads(value: Value, obj: ModuleObject, missing: _Missing) -> None:
     for use in list(value.uses):
         node = use.user
-        if not isinstance(node, Node) or node.kind != "prim::GetAttr" or use.index != 0:
+        if getattr(node, "kind", None) != "prim::GetAttr" or use.index != 0:  # a Node, not a Block
             continue
         name = str(node.attrs["name"])
         out = node.outputs[0]
@@ -357,6 +359,8 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
     bound only when present.  A bound array whose shape contradicts the declared type is
     an error too.
     """
+    from compiler.ir import TensorLiteral  # the static runtime's IR: the compiler's data model
+
     bound: dict[str, np.ndarray] = {}
     missing = _Missing()
     for node in graph.walk() if nodes is None else nodes:
@@ -385,7 +389,7 @@ def constant_keys(name: str) -> list[str]:
     """Where a tensor constant named ``name`` may sit in a weights mapping, in order (the
     same rule as ``compiler.resolve.UnboundTensor.keys``)."""
     # lazy: compiler.resolve imports the operator library, which imports this module
-    from compiler.resolve import UnboundTensor
+    from vm.unbound import UnboundTensor
 
     return UnboundTensor(name).keys()
 

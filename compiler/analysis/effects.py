@@ -87,10 +87,12 @@ def op_info(node: Node) -> OpInfo | None:
     """The registered overload ``node`` runs, or None (control flow, prims, unknown ops)."""
     if node.kind in PURE_KINDS or node.kind in EFFECT_KINDS:
         return None
-    key = (node.kind, tuple(v.type for v in node.inputs), tuple(v.type for v in node.outputs))
-    if key not in _INFO_CACHE:
-        _INFO_CACHE[key] = _resolve_info(node)
-    return _INFO_CACHE[key]
+    key = (node.kind, tuple([v.type for v in node.inputs]), tuple([v.type for v in node.outputs]))
+    try:
+        return _INFO_CACHE[key]
+    except KeyError:
+        info = _INFO_CACHE[key] = _resolve_info(node)
+        return info
 
 
 def _resolve_info(node: Node) -> OpInfo | None:
@@ -175,6 +177,7 @@ def is_pure(node: Node) -> bool:
     return not has_side_effects(node) and not mutated_inputs(node)
 
 
+@cache
 def is_mutable_type(t: T.Type | None) -> bool:
     """Can a value of type ``t`` be written in place (or hold something that can)?"""
     if t is None or isinstance(t, (T.TensorType, T.ListType, T.DictType, T.ClassType, T.UnionType)):

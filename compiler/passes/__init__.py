@@ -20,6 +20,7 @@ from compiler.ir import Block, Graph, Module, Node
 Target = TypeVar("Target", Graph, Module)
 
 _counters: ContextVar[Counter[str] | None] = ContextVar("pass_counters", default=None)
+_in_place: ContextVar[bool] = ContextVar("pass_in_place", default=False)
 
 
 def note(counter: str, n: int = 1) -> None:
@@ -47,11 +48,36 @@ def graphs_of(target: Graph | Module) -> list[Graph]:
     return [target.main, *target.functions.values()]
 
 
+@contextmanager
+def in_place() -> Iterator[None]:
+    """Let the next pass entry called inside the ``with`` block transform its target
+    itself instead of a clone (the pass manager owns its copy of the module, and cloning
+    it before every pass costs as much as a pass).  Passes that pass entry calls get
+    copies as usual."""
+    token = _in_place.set(True)
+    try:
+        yield
+    finally:
+        _in_place.reset(token)
+
+
+def owned_copy(target: Target) -> Target:
+    """What a pass that works on the whole target transforms: a clone of it, or inside
+    ``in_place()`` the target itself."""
+    return target if _in_place.get() else target.clone()
+
+
 def apply_to_clone(target: Target, transform: Callable[[Graph], None]) -> Target:
-    """Clone ``target`` and run the in-place ``transform`` on each of its graphs."""
-    copy = target.clone()
-    for graph in graphs_of(copy):
-        transform(graph)
+    """Clone ``target`` and run the in-place ``transform`` on each of its graphs
+    (no clone inside ``in_place()``)."""
+    own = _in_place.get()
+    token = _in_place.set(False)
+    try:
+        copy = target if own else target.clone()
+        for graph in graphs_of(copy):
+            transform(graph)
+    finally:
+        _in_place.reset(token)
     return copy
 
 

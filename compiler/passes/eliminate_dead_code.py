@@ -2,7 +2,7 @@
 
 This is TorchScript's inverse mark-and-sweep (``dead_code_elimination.cpp``) over our
 IR.  *Mark* starts from the graph's returns and from every node with a side effect
-(raise, print, calls, unknown operators) and runs to a fixpoint over the whole graph:
+(raise, print, calls, unknown operators) and follows a worklist of newly live values:
 
 - a node is live when an output is live, when it has a side effect, when it contains a
   live node (an If or Loop around a print), or when it writes (``(a!)`` in its schema)
@@ -12,9 +12,10 @@ IR.  *Mark* starts from the graph's returns and from every node with a side effe
   live output the matching return of both branches;
 - a live Loop makes its trip count, its initial condition and the body's continue
   condition live; a loop-carried value is live when its loop output or its body
-  parameter is, and then its initial value and its body return are live too.  Because a
-  write or a read in iteration k can feed iteration k+1, marking repeats until nothing
-  changes.
+  parameter is, and then its initial value and its body return are live too (a write
+  or a read in iteration k can feed iteration k+1).
+
+Each value enters the worklist once, when it becomes live, so marking is linear.
 
 As in PyTorch, a pure operator that would have raised (a shape error, say) is removed
 when its result is dead: only explicit raises are effects.
@@ -45,80 +46,116 @@ def sweep_dead_code(graph: Graph) -> None:
 
 
 class _Marker:
+    """The mark phase as a worklist: each value becomes live once, and making it live
+    does the work its liveness implies (its producer, the writers of its memory, the
+    loop-carried value it is part of) once, so marking is linear in the graph plus the
+    memory locations each value may refer to."""
+
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.nodes = list(graph.walk())
         self.aliases = AliasClasses(graph)
         self.live_nodes: set[Node] = set()
-        self.live_values: set[Value] = set(graph.outputs)
-        self.observed = frozenset().union(*(self.aliases.locations(v) for v in graph.inputs))
-        self.writes = {
-            n: frozenset().union(*(self.aliases.locations(n.inputs[i]) for i in mutated_inputs(n))) for n in self.nodes
-        }
-        self.effects = {n for n in self.nodes if has_side_effects(n)}
+        self.live_values: set[Value] = set()
+        self.pending: list[Value] = []
+        self.roots: set[int] = set()
+        self.writers: dict[int, list[Node]] = {}
+        self.carried: dict[Value, tuple[Node, int]] = {}  # loop body parameter -> (loop, j)
+        for n in self.nodes:
+            for i in mutated_inputs(n):
+                for loc in self.aliases.locations(n.inputs[i]):
+                    self.writers.setdefault(loc, []).append(n)
+            if n.kind == "prim::Loop":
+                for j, param in enumerate(n.blocks[0].params[1:]):
+                    self.carried[param] = (n, j)
 
     def run(self) -> tuple[set[Node], set[Value]]:
-        changed = True
-        while changed:
-            changed = False
-            roots = self.observed.union(*(self.aliases.locations(v) for v in self.live_values))
-            for node in self.nodes:
-                if self._wanted(node, roots) and self._mark(node):
-                    changed = True
-                if node.kind == "prim::Loop" and node in self.live_nodes:
-                    changed |= self._mark_loop(node)
+        for v in self.graph.outputs:
+            self._live(v)
+        for v in self.graph.inputs:  # the caller sees writes to its inputs
+            self._add_roots(self.aliases.locations(v))
+        for node in self.nodes:
+            if has_side_effects(node):
+                self._mark(node)
+        while self.pending:
+            value = self.pending.pop()
+            self._add_roots(self.aliases.locations(value))
+            producer = value.node
+            if producer is not None:
+                self._mark(producer)
+                if producer.kind == "prim::If":
+                    self._mark_if_output(producer, _index(producer.outputs, value))
+                elif producer.kind == "prim::Loop":
+                    self._mark_carried(producer, _index(producer.outputs, value))
+            elif value in self.carried:
+                loop, j = self.carried[value]
+                if loop in self.live_nodes:
+                    self._mark_carried(loop, j)
         return self.live_nodes, self.live_values
 
-    def _wanted(self, node: Node, roots: frozenset[int]) -> bool:
-        if node in self.effects or any(v in self.live_values for v in node.outputs):
-            return True
-        return bool(self.writes[node] & roots)
+    def _live(self, value: Value) -> None:
+        if value not in self.live_values:
+            self.live_values.add(value)
+            self.pending.append(value)
 
-    def _mark(self, node: Node) -> bool:
-        """Mark ``node`` and its enclosing nodes live; True if anything was new."""
-        new = False
+    def _add_roots(self, locations: frozenset[int]) -> None:
+        for loc in locations:
+            if loc not in self.roots:
+                self.roots.add(loc)
+                for writer in self.writers.get(loc, ()):
+                    self._mark(writer)
+
+    def _mark(self, node: Node) -> None:
+        """Mark ``node`` and its enclosing nodes live, with what each of them needs."""
         current: Node | None = node
         while current is not None and current not in self.live_nodes:
-            new = True
             self.live_nodes.add(current)
             if current.kind == "prim::If":
-                self.live_values.add(current.inputs[0])
+                self._live(current.inputs[0])
+                for i, out in enumerate(current.outputs):
+                    if out in self.live_values:
+                        self._mark_if_output(current, i)
             elif current.kind == "prim::Loop":
-                self.live_values.update(current.inputs[:2])
-                self.live_values.add(current.blocks[0].returns[0])
+                for v in current.inputs[:2]:
+                    self._live(v)
+                body = current.blocks[0]
+                self._live(body.returns[0])
+                for j, out in enumerate(current.outputs):
+                    if out in self.live_values or body.params[j + 1] in self.live_values:
+                        self._mark_carried(current, j)
             else:
-                self.live_values.update(current.inputs)
+                for v in current.inputs:
+                    self._live(v)
             current = current.owner.owner if current.owner is not None else None
-        if node.kind == "prim::If":
-            new |= self._mark_if(node)
-        return new
 
-    def _mark_if(self, node: Node) -> bool:
-        before = len(self.live_values)
-        for i, out in enumerate(node.outputs):
-            if out in self.live_values:
-                self.live_values.update(block.returns[i] for block in node.blocks)
-        return len(self.live_values) != before
+    def _mark_if_output(self, node: Node, i: int) -> None:
+        if node in self.live_nodes:
+            for block in node.blocks:
+                self._live(block.returns[i])
 
-    def _mark_loop(self, node: Node) -> bool:
-        before = len(self.live_values)
+    def _mark_carried(self, node: Node, j: int) -> None:
         body = node.blocks[0]
-        for j, out in enumerate(node.outputs):
-            if out in self.live_values or body.params[j + 1] in self.live_values:
-                self.live_values.update((node.inputs[j + 2], body.returns[j + 1], out, body.params[j + 1]))
-        if node.kind == "prim::Loop":
-            self.live_values.update(node.inputs[:2])
-        return len(self.live_values) != before
+        for v in (node.inputs[j + 2], body.returns[j + 1], node.outputs[j], body.params[j + 1]):
+            self._live(v)
+
+
+def _index(values: list[Value], value: Value) -> int:
+    for i, v in enumerate(values):
+        if v is value:
+            return i
+    raise ValueError(f"%{value.name} is not an output of its producer")
 
 
 def _sweep_block(block: Block, live: tuple[set[Node], set[Value]]) -> None:
     live_nodes = live[0]
-    for node in reversed(list(block.nodes)):
+    removed = 0
+    for node in reversed(block.nodes):
         if node not in live_nodes:
             for out in node.outputs:
                 assert not out.uses, f"dead %{out.name} still used"
+            node.owner = None  # taken out of the block below, all at once
             node.destroy()
-            note("nodes removed")
+            removed += 1
         elif node.kind == "prim::If":
             _sweep_if(node, live)
         elif node.kind == "prim::Loop":
@@ -126,6 +163,9 @@ def _sweep_block(block: Block, live: tuple[set[Node], set[Value]]) -> None:
         else:
             for inner in node.blocks:
                 _sweep_block(inner, live)
+    if removed:
+        block.nodes[:] = [n for n in block.nodes if n.owner is block]
+        note("nodes removed", removed)
 
 
 def _sweep_if(node: Node, live: tuple[set[Node], set[Value]]) -> None:

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler import types as T
-from compiler.ir import Graph, Module, Node, Value
+from compiler.ir import FreshNames, Module, Node, Value
 from compiler.passes import note
 
 _PLAIN = {T.BOOL: bool, T.INT: int, T.FLOAT: float, T.STR: str}
@@ -47,12 +47,12 @@ def fold_module_attributes(module: Module, weights: Mapping[str, Any]) -> Module
         return copy
     root = weights if isinstance(weights, ModuleObject) else ModuleObject.from_state_dict(weights)
     folded: dict[str, Any] = {}
-    _fold_reads(main, main.inputs[0], root, folded)
+    _fold_reads(main.name_source(), main.inputs[0], root, folded)
     copy.attributes = {**copy.attributes, **folded}
     return copy
 
 
-def _fold_reads(graph: Graph, value: Value, obj: Any, folded: dict[str, Any]) -> None:
+def _fold_reads(names: FreshNames, value: Value, obj: Any, folded: dict[str, Any]) -> None:
     from vm.weights import ModuleObject
 
     for use in list(value.uses):
@@ -64,7 +64,7 @@ def _fold_reads(graph: Graph, value: Value, obj: Any, folded: dict[str, Any]) ->
         child = obj.attributes.get(name) if isinstance(obj, ModuleObject) else None
         if isinstance(out.type, T.ClassType):
             if isinstance(child, ModuleObject):
-                _fold_reads(graph, out, child, folded)
+                _fold_reads(names, out, child, folded)
             continue
         constant = _constant_for(child, out.type, name in obj.attributes if isinstance(obj, ModuleObject) else False)
         if constant is _KEEP:
@@ -72,7 +72,7 @@ def _fold_reads(graph: Graph, value: Value, obj: Any, folded: dict[str, Any]) ->
         path = obj.dotted(name)
         folded[path] = constant
         const = Node("prim::Constant", attrs={} if constant is None else {"value": _payload(constant)}, span=node.span)
-        const.add_output(graph.fresh_name(out.name), out.type)
+        const.add_output(names(out.name), out.type)  # names gathered once, not per attribute
         node.owner.insert_before(node, const)  # type: ignore[union-attr]
         out.replace_all_uses_with(const.outputs[0])
         node.destroy()

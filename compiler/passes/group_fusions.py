@@ -111,7 +111,11 @@ def _cloned_constant(v: Value) -> bool:
 
 
 def _fuse_block(block: Block) -> bool:
-    """Fuse ``block`` and its nested blocks to a fixpoint; True if anything merged."""
+    """Fuse ``block`` and its nested blocks to a fixpoint; True if anything merged.
+
+    During a scan, nodes keep their slots in ``block.nodes`` (a new group takes the slot
+    of the node it replaces; a merged producer is left as a stale entry, its owner None,
+    dropped when the scan ends), so ``pos`` finds any node's place in constant time."""
     any_change = False
     for node in block.nodes:
         for inner in node.blocks:
@@ -119,35 +123,38 @@ def _fuse_block(block: Block) -> bool:
     changed = True
     while changed:
         changed = False
+        pos = {node: i for i, node in enumerate(block.nodes)}
         for consumer in reversed(list(block.nodes)):
             if consumer.owner is block and (consumer.kind == GROUP or is_fusible(consumer)):
-                while (merged := _absorb_one_producer(consumer, block)) is not None:
+                while (merged := _absorb_one_producer(consumer, block, pos)) is not None:
                     consumer, changed = merged, True
+        block.nodes[:] = [n for n in block.nodes if n.owner is block]
         any_change |= changed
     return any_change
 
 
-def _absorb_one_producer(consumer: Node, block: Block) -> Node | None:
+def _absorb_one_producer(consumer: Node, block: Block, pos: dict[Node, int]) -> Node | None:
     """Pull the latest fusible producer of ``consumer`` into its group; the group, or None."""
     producers = {v.node for v in consumer.inputs if v.node is not None and v.node.owner is block}
-    for producer in sorted(producers, key=block.index_of, reverse=True):
+    for producer in sorted(producers, key=pos.__getitem__, reverse=True):
         if producer.kind != GROUP and not is_fusible(producer):
             continue
-        if len(consumer.inputs) + len(producer.inputs) > MAX_INPUTS or not _can_move_down(producer, consumer):
+        if len(consumer.inputs) + len(producer.inputs) > MAX_INPUTS or not _can_move_down(producer, consumer, pos):
             continue
-        group = consumer if consumer.kind == GROUP else _singleton(consumer)
-        _merge(group, producer if producer.kind == GROUP else _singleton(producer))
+        group = consumer if consumer.kind == GROUP else _singleton(consumer, pos)
+        _merge(group, producer if producer.kind == GROUP else _singleton(producer, pos))
         note("nodes fused")
         return group
     return None
 
 
-def _can_move_down(producer: Node, consumer: Node) -> bool:
+def _can_move_down(producer: Node, consumer: Node, pos: dict[Node, int]) -> bool:
     block = consumer.owner
     assert block is not None
-    start, end = block.index_of(producer), block.index_of(consumer)
     outputs = set(producer.outputs)
-    for node in block.nodes[start + 1 : end]:
+    for node in block.nodes[pos[producer] + 1 : pos[consumer]]:
+        if node.owner is not block:
+            continue  # merged away earlier in this scan
         for inner in (node, *node.walk()):
             if not is_pure(inner) or any(v in outputs for v in inner.inputs):
                 return False
@@ -161,8 +168,8 @@ def _blocks(node: Node) -> list[Block]:
     return [b for n in (node, *node.walk()) for b in n.blocks]
 
 
-def _singleton(node: Node) -> Node:
-    """Replace ``node`` by a group holding only it; returns the group."""
+def _singleton(node: Node, pos: dict[Node, int]) -> Node:
+    """Replace ``node`` by a group holding only it, in its slot; returns the group."""
     sub = Graph(name=GROUP)
     group = Node(GROUP, attrs={"Subgraph": sub}, span=node.span)
     mapping: dict[int, Value] = {}
@@ -175,8 +182,12 @@ def _singleton(node: Node) -> Node:
         sub.block.add_return(new)
         group_out = group.add_output(out.name, out.type)
         out.replace_all_uses_with(group_out)
-    assert node.owner is not None
-    node.owner.insert_before(node, group)
+    block = node.owner
+    assert block is not None
+    slot = pos[node]
+    block.nodes[slot] = group
+    group.owner, pos[group] = block, slot
+    node.owner = None  # its slot is the group's now
     node.destroy()
     return group
 
@@ -219,6 +230,7 @@ def _merge(group: Node, producer: Node) -> None:
     for outer, ret in zip(producer.outputs, psub.outputs):
         inner = mapping.get(id(ret), ret)
         _connect(group, outer, inner)
+    producer.owner = None  # a stale entry of the block until the scan ends (_fuse_block)
     producer.destroy()
     taken = sub.value_names()
     for value, name in renamed:  # a parameter that held the name may be gone now

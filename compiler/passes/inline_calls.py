@@ -27,13 +27,13 @@ from __future__ import annotations
 from compiler import types as T
 from compiler.ir import Block, Graph, Module, Node, Value, clone_node
 from compiler.known_functions import known_body
-from compiler.passes import Target, graphs_of, note
+from compiler.passes import Target, graphs_of, note, owned_copy
 
 
 def inline_calls(target: Target) -> Target:
     """A copy of ``target`` with no call left to a known graph, except calls to graphs
     that are (mutually) recursive."""
-    copy = target.clone()
+    copy = owned_copy(target)
     functions = copy.functions if isinstance(copy, Module) else {}
     added = _add_known_functions(graphs_of(copy), functions)
     recursive = _recursive_functions(functions)
@@ -143,11 +143,15 @@ def _inline_call(call: Node, callee: Graph, taken: set[str]) -> None:
     args = call.inputs[1:] if call.kind == "prim::CallFunction" else call.inputs
     assert len(args) == len(callee.inputs), f"{call!r}: {len(args)} arguments for {len(callee.inputs)} parameters"
     mapping: dict[int, Value] = {id(p): a for p, a in zip(callee.inputs, args)}
+    copies = []
     for node in callee.nodes:
         copy = clone_node(node, mapping)
         _rename(copy, taken)
         _adopt_span(copy, call)
-        block.insert_before(call, copy)
+        copy.owner = block
+        copies.append(copy)
+    at = block.index_of(call)
+    block.nodes[at:at] = copies  # one splice, not one list insertion per node
     for out, ret in zip(call.outputs, callee.outputs):
         out.replace_all_uses_with(mapping.get(id(ret), ret))
     call.destroy()

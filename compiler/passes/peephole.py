@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from compiler import types as T
 from compiler.analysis.effects import AliasClasses
-from compiler.ir import Graph, Node, Value
+from compiler.ir import FreshNames, Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, note
 from compiler.passes.eliminate_dead_code import sweep_dead_code
 
@@ -47,10 +47,11 @@ def _peephole_graph(graph: Graph) -> None:
 def _rewrite_all(graph: Graph) -> bool:
     changed = False
     aliases = AliasClasses(graph)
+    names = graph.name_source()
     for node in list(graph.walk()):
         if node.owner is None:
             continue  # removed by an earlier rewrite
-        replacement = _rewrite(node, aliases.is_written, graph)
+        replacement = _rewrite(node, aliases.is_written, names)
         if replacement is None:
             continue
         node.output.replace_all_uses_with(replacement)
@@ -60,7 +61,7 @@ def _rewrite_all(graph: Graph) -> bool:
     return changed
 
 
-def _rewrite(node: Node, is_written: object, graph: Graph) -> Value | None:
+def _rewrite(node: Node, is_written: object, names: FreshNames) -> Value | None:
     kind = node.kind
     if len(node.outputs) != 1:
         return None
@@ -75,7 +76,7 @@ def _rewrite(node: Node, is_written: object, graph: Graph) -> Value | None:
     elif kind in _IDENTITY_SCALAR and 2 <= len(node.inputs) <= 3:
         return _arith_identity(node, is_written)
     elif kind in ("aten::__is__", "aten::__isnot__") and len(node.inputs) == 2:
-        return _none_test(node, graph)
+        return _none_test(node, names)
     elif kind in _DROPOUTS and len(node.inputs) == 3:
         return _eval_dropout(node)
     return None
@@ -115,7 +116,7 @@ def _arith_identity(node: Node, is_written: object) -> Value | None:
     return x
 
 
-def _none_test(node: Node, graph: Graph) -> Value | None:
+def _none_test(node: Node, names: FreshNames) -> Value | None:
     a, b = (v.type for v in node.inputs)
     can_be_none = [t is not None and (t == T.NONE or isinstance(t, T.OptionalType) or t == T.ANY) for t in (a, b)]
     if a == T.NONE and b == T.NONE:
@@ -127,7 +128,7 @@ def _none_test(node: Node, graph: Graph) -> Value | None:
     if node.kind == "aten::__isnot__":
         result = not result
     const = Node("prim::Constant", attrs={"value": int(result)}, span=node.span)
-    out = const.add_output(graph.fresh_name(node.output.name), T.BOOL)
+    out = const.add_output(names(node.output.name), T.BOOL)
     assert node.owner is not None
     node.owner.insert_before(node, const)
     return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.analysis.effects import AliasClasses
-from compiler.ir import Graph, Node, TensorLiteral, Value
+from compiler.ir import Block, Graph, Node, TensorLiteral, Value
 from compiler.passes import Target, apply_to_clone, note
 from compiler.resolve import constant_value
 
@@ -64,25 +64,38 @@ def _written(graph: Graph) -> set[Value]:
 
 
 def pool_graph(graph: Graph) -> None:
-    """Pool the constants of ``graph`` in place (for passes that clean up after themselves)."""
+    """Pool the constants of ``graph`` in place (for passes that clean up after themselves).
+
+    One walk decides each constant's fate (kept, or replaced by an earlier equal one);
+    then every block is rebuilt once, the kept constants first in the top-level block."""
     written = _written(graph)
     kept: dict[tuple[Any, ...], Node] = {}
-    hoisted = 0
+    block = graph.block
+    front: list[Node] = []
+    holders: dict[int, Block] = {}  # the blocks that held constants
+    behind = False  # a top-level node that stays has come before: later constants move
     for node in list(graph.walk()):
         if node.kind != "prim::Constant":
+            behind |= node.owner is block
             continue
+        owner = node.owner
+        assert owner is not None
+        holders[id(owner)] = owner
         key = constant_key(node) if node.output not in written else ("written", id(node))
         first = kept.get(key)
         if first is not None:
             node.output.replace_all_uses_with(first.output)
+            node.owner = None  # out of its block when the blocks are rebuilt below
             node.destroy()
             note("constants pooled")
             continue
         kept[key] = node
-        block = graph.block
-        if node.owner is not block or block.index_of(node) != hoisted:
+        if owner is not block or behind:
             note("constants hoisted")
-            assert node.owner is not None
-            node.owner.nodes.remove(node)
-            block.insert(hoisted, node)
-        hoisted += 1
+        front.append(node)
+    for holder in holders.values():
+        if holder is not block:
+            holder.nodes[:] = [n for n in holder.nodes if n.kind != "prim::Constant"]
+    block.nodes[:] = front + [n for n in block.nodes if n.kind != "prim::Constant"]
+    for node in front:
+        node.owner = block

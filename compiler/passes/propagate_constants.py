@@ -13,19 +13,21 @@ Control flow folds too: a ``prim::If`` on a constant condition is replaced by th
 of the branch taken, an If output that both branches return from outside the If is that
 value, a ``prim::Loop`` that cannot run (trip count <= 0, or initial condition false)
 is replaced by its initial carried values, and a carried value the body returns
-unchanged is replaced by its initial value (and stops being carried).  Folding continues to a fixpoint, and
-dead code is then removed, since folded nodes leave their inputs unused.
+unchanged is replaced by its initial value (and stops being carried).  Folding
+continues to a fixpoint (a worklist: a fold revisits only the users of what it
+replaced), and dead code is then removed, since folded nodes leave their inputs unused.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import numpy as np
 
 from compiler import types as T
 from compiler.analysis.effects import AliasClasses, has_side_effects, mutated_inputs
-from compiler.ir import Graph, Node, Value
+from compiler.ir import FreshNames, Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, note
 from compiler.passes.eliminate_dead_code import sweep_dead_code
 from compiler.resolve import CONTROL_KINDS, constant_value, resolve
@@ -41,22 +43,41 @@ def propagate_constants(target: Target) -> Target:
 
 
 def _propagate(graph: Graph) -> None:
+    """Fold in one pass over a worklist: every node once in program order, then again
+    only the nodes a fold can have made foldable (the users of the values it replaced,
+    the If or Loop whose block returns changed).  The alias classes are computed once:
+    folding only redirects uses to new constants and removes nodes, which never makes a
+    list written that was not."""
+    aliases = AliasClasses(graph)
+    names = graph.name_source()
+    work = deque(graph.walk())
+    queued = set(work)
     changed_any = False
-    while True:
-        aliases = AliasClasses(graph)
-        changed = False
-        for node in list(graph.walk()):
-            if node.owner is None:
-                continue  # inside a branch that folding removed
-            if node.kind == "prim::If":
-                changed |= _fold_if(node)
-            elif node.kind == "prim::Loop":
-                changed |= _fold_loop(node)
-            elif _foldable(node):
-                changed |= _fold_node(node, graph, aliases.is_written)
-        changed_any |= changed
-        if not changed:
-            break
+
+    def revisit(values: list[Value]) -> None:
+        for value in values:
+            for use in value.uses:
+                user = use.user if isinstance(use.user, Node) else use.user.owner
+                if user is not None and user not in queued:
+                    queued.add(user)
+                    work.append(user)
+
+    while work:
+        node = work.popleft()
+        queued.discard(node)
+        if node.owner is None:
+            continue  # inside a branch that folding removed, or folded itself
+        if node.kind == "prim::If":
+            touched = _fold_if(node)
+        elif node.kind == "prim::Loop":
+            touched = _fold_loop(node)
+        elif _foldable(node):
+            touched = _fold_node(node, names, aliases.is_written)
+        else:
+            continue
+        if touched is not None:
+            changed_any = True
+            revisit(touched)
     if changed_any:
         sweep_dead_code(graph)
 
@@ -77,28 +98,31 @@ def _foldable(node: Node) -> bool:
     )
 
 
-def _fold_node(node: Node, graph: Graph, is_written: Any) -> bool:
+def _fold_node(node: Node, names: FreshNames, is_written: Any) -> list[Value] | None:
+    """Replace ``node`` by constants; the new constants' values, or None if it stays."""
     try:
         fn = bind(resolve(node))
         args = [constant_value(v.node) for v in node.inputs]  # type: ignore[arg-type]
         result = fn(*args)
     except Exception:  # noqa: BLE001
-        return False  # unknown operator, or it raises: leave it to run time
+        return None  # unknown operator, or it raises: leave it to run time
     results = list(result) if len(node.outputs) > 1 else [result]
     if len(results) != len(node.outputs):
-        return False
+        return None
     payloads = [_payload(r, out.type) for r, out in zip(results, node.outputs)]
     if any(p is _UNREPRESENTABLE for p in payloads):
-        return False
+        return None
     if any(isinstance(out.type, T.ListType) and is_written(out) for out in node.outputs):
-        return False
+        return None
+    made = []
     for out, payload in zip(node.outputs, payloads):
-        const = make_constant(payload, out.type, graph.fresh_name(out.name), node)
+        const = make_constant(payload, out.type, names(out.name), node)
         node.owner.insert_before(node, const)  # type: ignore[union-attr]
         out.replace_all_uses_with(const.output)
+        made.append(const.output)
     node.destroy()
     note("nodes folded")
-    return True
+    return made
 
 
 _UNREPRESENTABLE = object()
@@ -136,25 +160,26 @@ def _bool_constant(value: Value) -> bool | None:
     return bool(payload) if isinstance(payload, (bool, int)) else None
 
 
-def _fold_if(node: Node) -> bool:
+def _fold_if(node: Node) -> list[Value] | None:
+    """Fold an If; the values whose uses changed, or None if nothing changed."""
     cond = _bool_constant(node.inputs[0])
     if cond is None:
         return _fold_if_outputs(node)
     taken = node.blocks[0 if cond else 1]
     block = node.owner
     assert block is not None
-    for inner in list(taken.nodes):
-        block.move_before(inner, node)
-    for out, ret in zip(node.outputs, taken.returns):
+    block.move_all_before(taken.nodes, node)
+    returns = list(taken.returns)
+    for out, ret in zip(node.outputs, returns):
         out.replace_all_uses_with(ret)
     node.destroy()
     note("Ifs folded")
-    return True
+    return returns
 
 
-def _fold_if_outputs(node: Node) -> bool:
+def _fold_if_outputs(node: Node) -> list[Value] | None:
     """An output that both branches return as the same outside value is that value."""
-    changed = False
+    changed: list[Value] = []
     then, other = node.blocks
     for i in reversed(range(len(node.outputs))):
         a, b = then.returns[i], other.returns[i]
@@ -164,8 +189,8 @@ def _fold_if_outputs(node: Node) -> bool:
             other.remove_return(i)
             node.remove_output(i)
             note("If outputs folded")
-            changed = True
-    return changed
+            changed.append(a)
+    return changed or None
 
 
 def _defined_inside(value: Value, node: Node) -> bool:
@@ -177,10 +202,10 @@ def _defined_inside(value: Value, node: Node) -> bool:
     return False
 
 
-def _drop_invariant_carried(node: Node) -> bool:
+def _drop_invariant_carried(node: Node) -> list[Value] | None:
     """A carried value the body returns unchanged is its initial value throughout."""
     body = node.blocks[0]
-    changed = False
+    changed: list[Value] = []
     for j in reversed(range(len(node.outputs))):
         param, init = body.params[j + 1], node.inputs[j + 2]
         if body.returns[j + 1] is not param:
@@ -192,19 +217,20 @@ def _drop_invariant_carried(node: Node) -> bool:
         node.remove_output(j)
         node.remove_input(j + 2)
         note("loop-invariant carried values removed")
-        changed = True
-    return changed
+        changed.append(init)
+    return changed or None
 
 
-def _fold_loop(node: Node) -> bool:
+def _fold_loop(node: Node) -> list[Value] | None:
     trip, cond = node.inputs[0], node.inputs[1]
     never = _bool_constant(cond) is False
     if _is_constant(trip) and isinstance(constant_value(trip.node), int):  # type: ignore[arg-type]
         never |= constant_value(trip.node) <= 0  # type: ignore[arg-type]
     if not never:
         return _drop_invariant_carried(node)
-    for out, init in zip(node.outputs, node.inputs[2:]):
+    inits = list(node.inputs[2:])
+    for out, init in zip(node.outputs, inits):
         out.replace_all_uses_with(init)
     node.destroy()
     note("Loops removed")
-    return True
+    return inits

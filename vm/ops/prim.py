@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler import types as T
+from vm import types as T
 from vm.ops import _dtypes
 from vm.ops.dicts import dict_key
 from vm.ops.registry import kernel, prim_factory
@@ -167,7 +167,7 @@ _TYPE_NAMES: dict[str, T.Type] = {
 def _as_type(t: Any) -> T.Type:
     if isinstance(t, T.Type):
         return t
-    from compiler.resolve import parse_schema_type
+    from vm.schema_types import parse_schema_type
 
     return _TYPE_NAMES.get(str(t)) or parse_schema_type(str(t))
 

@@ -1,0 +1,199 @@
+"""How long irvm takes to start: compile, load and first call, against steady calls.
+
+    python tools/bench_startup.py [--sizes 1000,4000,16000,64000] [--models transformer12,densenet121,vit_b_16]
+                                  [--skip-synthetic] [--skip-models] [--runs 3]
+
+Part 1, scaling: synthetic graphs (``tools/synthetic_graphs.py``) of about 1k, 4k, 16k
+and 64k nodes are parsed, verified, optimized and emitted; the table gives the total and
+the milliseconds per node.  A flat ms/node column means compile time is linear.
+
+Part 2, real graphs (needs torch and torchvision for the export, once): the models are
+scripted and exported with ``tools/export_torch.py`` into ``$IRVM_STARTUP_DIR`` (default
+``~/.cache/irvm/startup``): graph IR, weights and sample inputs.  For each: ``irc
+compile`` time (in process), ``vm.load`` of the ``.irbc``, then for the interpreter and
+the static runtime the construction time, the first call and the best of ``--runs``
+steady calls; and ``torch.jit.script`` / ``torch.jit.load`` of the same model.
+
+Compile, save and load are single-threaded and timed in CPU seconds of this process
+(``time.process_time``), as are ``torch.jit.script`` and ``torch.jit.load``: on a shared
+machine the wall clock mostly measures the other processes.  Calls are timed on the wall clock (fused kernels use threads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import numpy as np
+from synthetic_graphs import NODES_PER_LAYER, synthetic_graph
+
+cpu = time.process_time
+CACHE = Path(os.environ.get("IRVM_STARTUP_DIR", Path.home() / ".cache" / "irvm" / "startup"))
+
+
+def compile_text(text: str, name: str) -> tuple[Any, dict[str, float], int]:
+    """Parse, verify, optimize and emit ``text``: the program, seconds per phase, nodes."""
+    from compiler.emit import emit
+    from compiler.parser import parse
+    from compiler.pipeline import optimize
+    from compiler.verify import verify
+
+    times: dict[str, float] = {}
+    t0 = cpu()
+    module = parse(text, name)
+    t1 = cpu()
+    verify(module)
+    t2 = cpu()
+    optimized, _ = optimize(module)
+    t3 = cpu()
+    program = emit(optimized, source=text)
+    t4 = cpu()
+    times.update(parse=t1 - t0, verify=t2 - t1, optimize=t3 - t2, emit=t4 - t3, total=t4 - t0)
+    nodes = sum(1 for _ in module.main.walk())
+    return program, times, nodes
+
+
+def bench_synthetic(sizes: list[int]) -> None:
+    print("== compile time against graph size (synthetic graphs; CPU seconds) ==")
+    print(f"{'nodes':>8} {'parse s':>8} {'verify s':>8} {'optim s':>8} {'emit s':>8} {'total s':>8} {'ms/node':>8}")
+    for size in sizes:
+        text = synthetic_graph(max(1, size // NODES_PER_LAYER))
+        _, times, nodes = compile_text(text, f"<synthetic {size}>")
+        print(
+            f"{nodes:>8} {times['parse']:>8.2f} {times['verify']:>8.2f} {times['optimize']:>8.2f}"
+            f" {times['emit']:>8.2f} {times['total']:>8.2f} {1000 * times['total'] / nodes:>8.3f}",
+            flush=True,
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# real graphs
+
+
+def _torchvision() -> Any:
+    sys.modules.setdefault("torchvision._meta_registrations", types.ModuleType("torchvision._meta_registrations"))
+    import torchvision
+
+    return torchvision
+
+
+def _make_model(name: str) -> tuple[Any, tuple[Any, ...]]:
+    import torch
+
+    torch.manual_seed(0)
+    if name.startswith("transformer"):
+        layers = int(name[len("transformer"):])
+        model = torch.nn.Transformer(
+            d_model=64, nhead=4, num_encoder_layers=layers, num_decoder_layers=layers, dim_feedforward=128, dropout=0.0
+        )
+        # forward(src, tgt, three masks, three padding masks, three is_causal flags)
+        return model.eval(), (torch.randn(10, 2, 64), torch.randn(9, 2, 64), *[None] * 8, False)
+    model = getattr(_torchvision().models, name)()
+    return model.eval(), (torch.randn(1, 3, 224, 224),)
+
+
+def export_model(name: str) -> dict[str, Any]:
+    """Export ``name`` into the cache once; returns paths and the torch timings."""
+    import torch
+    from export_torch import export, write
+
+    model, args = _make_model(name)
+    t0 = cpu()
+    scripted = torch.jit.script(model)
+    script_s = cpu() - t0
+    pt = CACHE / f"{name}.pt"
+    scripted.save(str(pt))
+    t0 = cpu()
+    torch.jit.load(str(pt))
+    load_s = cpu() - t0
+    paths = {"ir": CACHE / f"{name}.ir", "inputs": CACHE / f"{name}.inputs.npz", "weights": CACHE / f"{name}.weights.npz"}
+    if not all(p.exists() for p in paths.values()):
+        exp = export(model, name, args)
+        paths.update(write(exp, CACHE))
+    return {**paths, "script": script_s, "torch_load": load_s}
+
+
+def bench_model(name: str, runs: int) -> None:
+    import vm
+    from vm.interpreter import Interpreter
+    from vm.io import load_inputs
+    from vm.irbc import save
+    from vm.static_runtime import StaticRuntime
+
+    info = export_model(name)
+    text = Path(info["ir"]).read_text()
+    program, times, nodes = compile_text(text, str(info["ir"]))
+    out = CACHE / f"{name}.irbc"
+    t0 = cpu()
+    save(program, out, options={"fusion": True, "passes": None})
+    save_s = cpu() - t0
+    t0 = cpu()
+    loaded = vm.load(out)
+    load_s = cpu() - t0
+    with np.load(info["weights"], allow_pickle=False) as data:
+        weights = {k: data[k] for k in data.files}
+    with np.load(info["inputs"], allow_pickle=False) as data:
+        inputs = load_inputs({k: data[k] for k in data.files}, loaded)
+    print(f"{name}: {len(text.splitlines())} IR lines, {nodes} nodes")
+    print(
+        f"  CPU: compile {times['total']:.2f}s (parse {times['parse']:.2f}, optimize {times['optimize']:.2f},"
+        f" emit {times['emit']:.2f}); save {save_s:.2f}s; vm.load {load_s:.3f}s;"
+        f" torch.jit.script {info['script']:.2f}s; torch.jit.load {info['torch_load']:.3f}s"
+    )
+    for label, make in (("interpreter", lambda: Interpreter(loaded, weights)), ("static", lambda: StaticRuntime(loaded, weights))):
+        t0 = time.perf_counter()
+        runner = make()
+        build_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        runner(*inputs)
+        first = time.perf_counter() - t0
+        steady = float("inf")
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            runner(*inputs)
+            steady = min(steady, time.perf_counter() - t0)
+        print(
+            f"  {label:<11} construct {build_s:.3f}s  first call {first:.3f}s  steady {steady:.3f}s"
+            f"  first/steady {first / steady:.2f}x",
+            flush=True,
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,4000,16000,64000")
+    parser.add_argument("--models", default="transformer12,densenet121,vit_b_16")
+    parser.add_argument("--skip-synthetic", action="store_true")
+    parser.add_argument("--skip-models", action="store_true")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    sys.setrecursionlimit(10000)
+    if not args.skip_synthetic:
+        bench_synthetic([int(s) for s in args.sizes.split(",") if s])
+    if not args.skip_models:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            print("torch is not installed: the real graphs need it for their export")
+            return 0
+        CACHE.mkdir(parents=True, exist_ok=True)
+        print("== real graphs ==")
+        for name in [m for m in args.models.split(",") if m]:
+            bench_model(name, args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

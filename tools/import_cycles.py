@@ -1,0 +1,133 @@
+"""Import cycles between irvm's packages, counting imports inside functions too.
+
+    python tools/import_cycles.py [ROOT]
+
+Reads every module of ``compiler/`` and ``vm/`` with ``ast`` (nothing is imported),
+draws an edge for each ``import``/``from ... import`` of another irvm module wherever it
+stands (module level or inside a function, not under ``if TYPE_CHECKING``; a package whose ``__init__`` imports all its
+modules through ``pkgutil``, as ``vm.ops``, to each of them), and prints the strongly connected
+components with more than one module: each is a set of modules that import each other,
+directly or not.  ``vm`` below ``compiler`` means no component mixes the two packages.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+PACKAGES = ("compiler", "vm")
+
+
+def module_names(root: Path) -> dict[str, Path]:
+    names: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            names[".".join(parts)] = path
+    return names
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The irvm modules ``name`` imports anywhere in its source."""
+    found: set[str] = set()
+    is_package = path.name == "__init__.py"
+    source = path.read_text()
+    if is_package and "pkgutil.iter_modules" in source:  # a package that imports all its modules
+        found.update(m for m in known if m.startswith(name + ".") and "." not in m[len(name) + 1 :])
+    tree = ast.parse(source, str(path))
+    typing_only = {  # `if TYPE_CHECKING:` imports are for annotations: never executed
+        id(inner)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for inner in ast.walk(block)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = name.split(".")[: len(name.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join([*parent, base] if base else parent)
+            # `from pkg import sub` imports the submodule; the package only when a name of
+            # it is imported (its __init__ runs either way, but its lazy imports do not)
+            subs = [f"{base}.{alias.name}" for alias in node.names]
+            targets = subs if all(t in known for t in subs) else [*subs, base]
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    result: list[list[str]] = []
+    counter = 0
+    for start, edges_of_start in graph.items():
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges_of_start)))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            advanced = False
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    comp.append(member)
+                    if member == node:
+                        break
+                result.append(sorted(comp))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    root = Path(args[0]) if args else Path(__file__).resolve().parent.parent
+    known = module_names(root)
+    graph = {name: imports_of(name, path, known) for name, path in known.items()}
+    cycles = sorted((c for c in components(graph) if len(c) > 1), key=len, reverse=True)
+    mixed = [c for c in cycles if {m.split(".")[0] for m in c} == set(PACKAGES)]
+    print(f"{len(known)} modules, {sum(len(v) for v in graph.values())} imports")
+    print(f"{len(cycles)} import cycles; largest {len(cycles[0]) if cycles else 0} modules; "
+          f"{sum(len(c) for c in mixed)} modules in cycles that mix compiler and vm")
+    for comp in cycles:
+        print(f"  {len(comp)}: {', '.join(comp)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
