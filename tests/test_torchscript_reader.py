@@ -233,3 +233,37 @@ def test_an_unsupported_statement_names_itself(tmp_path: Path) -> None:
     with pytest.raises(CompileError, match=r"code/__torch__\.py:8:5: unsupported statement `with`"):
         compiler.load_torchscript(path)
 
+
+
+ENUM_CODE = '''class Format(Enum):
+  NCHW = "NCHW"
+  NHWC = "NHWC"
+class M(Module):
+  __parameters__ = []
+  __buffers__ = []
+  fmt : __torch__.Format
+  training : bool
+  def forward(self: __torch__.M,
+    x: Tensor) -> Tensor:
+    _0 = __torch__.Format.NHWC
+    fmt = self.fmt
+    if torch.eq(fmt, _0):
+      y = torch.permute(x, [0, 2, 3, 1])
+    else:
+      y = x
+    return y
+'''
+
+
+@pytest.mark.parametrize("member", ["NCHW", "NHWC"])
+def test_an_enum_attribute_reads_as_its_value(tmp_path: Path, member: str) -> None:
+    """TorchScript pickles an enum member as REDUCE of its class with the bare value (no
+    argument tuple); it reads as that value, and code comparing it with a member of the
+    enum class runs the right branch."""
+    attrs = _str("fmt") + _global("__torch__", "Format") + _str(member) + b"R" + _str("training") + b"\x89"
+    path = _write_archive(tmp_path / "m.pt", _module(attrs), {}, ENUM_CODE)
+    program, weights = compiler.torchscript.compile_archive(path)
+    assert str(weights["fmt"]) == member
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    want = x.transpose(0, 2, 3, 1) if member == "NHWC" else x
+    np.testing.assert_array_equal(vm.Interpreter(program, weights)(x), want)

@@ -222,6 +222,8 @@ class ExprCompiler(abc.ABC):
                 raise self.error(ctx, e, f"NamedTuple {obj.type} has no field `{name}`")
             i = obj.type.names.index(name)
             return self.b.node("prim::TupleIndex", [obj, self.b.constant(i, span)], [obj.type.elems[i]], span).output
+        if name == "value" and obj.type in (T.STR, T.INT, T.FLOAT):
+            return obj  # `(member).value` of an enum member, which irvm holds as its value
         if not isinstance(obj.type, T.ClassType):
             return BoundMethod(obj, name)
         record = self.records.get(id(obj))
@@ -234,6 +236,8 @@ class ExprCompiler(abc.ABC):
         if name in info.constants:
             return self.b.constant(info.constants[name], span)
         sub = record.attributes.get(name) if record is not None else None
+        if isinstance(sub, Record) and getattr(self.index.classes.get(sub.qualname), "kind", "") == "enum":
+            sub = sub.state  # an enum member is held as its value
         if name == "training" and isinstance(sub, bool) and not self.training_assigned:
             return self.b.constant(sub, span)  # the module's mode, fixed: see compiler.torchscript.fold
         if isinstance(sub, Record):

@@ -189,7 +189,12 @@ class SourceIndex:
         raise ArchiveError(f"unsupported type annotation `{ast.unparse(expr)}`", self.span(file, expr))
 
     def class_type(self, qualname: str) -> T.Type:
+        """The type of values of class ``qualname``: a NamedTuple is a tuple type, an enum
+        the type of its members' values (irvm holds an enum member as its value)."""
         info = self.classes.get(qualname)
+        if info is not None and info.kind == "enum":
+            kinds = {type(v) for v in info.constants.values()}
+            return {str: T.STR, int: T.INT, float: T.FLOAT}.get(kinds.pop(), T.ANY) if len(kinds) == 1 else T.ANY
         if info is not None and info.kind == "namedtuple":
             names = tuple(n for n, _ in info.fields)
             return T.TupleType(tuple(self.type_of(a, info.file) for _, a in info.fields), names)

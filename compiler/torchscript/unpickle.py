@@ -26,7 +26,7 @@ from __future__ import annotations
 import io
 import pickle
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -187,9 +187,23 @@ _GLOBALS: dict[tuple[str, str], Any] = {
 }
 
 
-class SafeUnpickler(pickle.Unpickler):
+class SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined]  # the Python one: REDUCE is ours
     """``pickle.Unpickler`` whose globals come only from the table above (see the module
-    docstring); ``storage(dtype, key, numel)`` supplies the arrays of persistent ids."""
+    docstring); ``storage(dtype, key, numel)`` supplies the arrays of persistent ids.
+
+    TorchScript pickles an enum value as ``GLOBAL cls; value; REDUCE`` with the bare value
+    where Python's pickle wants an argument tuple, so REDUCE calls with a non-tuple
+    argument as one argument (the C unpickler refuses it)."""
+
+    dispatch: ClassVar[dict[int, Callable[..., None]]] = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+
+    def load_reduce(self) -> None:
+        stack: list[Any] = self.stack  # type: ignore[attr-defined]
+        args = stack.pop()
+        func = stack[-1]
+        stack[-1] = func(*args) if isinstance(args, tuple) else func(args)
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
 
     def __init__(self, data: bytes, storage: Callable[[str, str, int], np.ndarray], what: str) -> None:
         super().__init__(io.BytesIO(data))

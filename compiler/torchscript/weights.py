@@ -7,7 +7,7 @@ Every attribute of the module tree gets its dotted path (``fc.weight``, ``layers
 - a list of numbers a 1-d array; a list or tuple of anything else indexed entries
   (``name.0``, ``name.1``...); a dict the dict itself (in an npz: ``name.<key>`` entries);
 - None is left out (an absent Optional attribute reads as None);
-- a sub-module recurses.
+- a sub-module recurses; an enum member is its value.
 
 The code's tensor constants (``CONSTANTS.cN`` of a frozen module) are added under
 ``CONSTANTS.cN``, the name the frontend gives their ``<Tensor>`` constants.
@@ -30,7 +30,9 @@ def flatten(root: Record, constants: tuple[Any, ...] = (), *, arrays_only: bool 
     stack: list[tuple[str, Any]] = [("", root)]
     while stack:
         path, value = stack.pop()
-        if isinstance(value, Record):
+        if isinstance(value, Record) and not value.attributes and isinstance(value.state, (str, int, float)):
+            _leaf(out, path, value.state, stack)  # an enum member: its value
+        elif isinstance(value, Record):
             for name, attr in value.attributes.items():
                 stack.append((f"{path}.{name}" if path else name, attr))
         else:
