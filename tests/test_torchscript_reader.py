@@ -267,3 +267,14 @@ def test_an_enum_attribute_reads_as_its_value(tmp_path: Path, member: str) -> No
     x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
     want = x.transpose(0, 2, 3, 1) if member == "NHWC" else x
     np.testing.assert_array_equal(vm.Interpreter(program, weights)(x), want)
+
+
+def test_method_defaults_are_the_literals_the_source_writes(tmp_path: Path) -> None:
+    """``method_defaults`` gives a method's trailing default arguments (what torch passes
+    when a caller leaves them out), here ``scale: Optional[float]=None, k: int=2``."""
+    from compiler.torchscript import method_defaults
+
+    code = CODE.replace("    x: Tensor) -> Tensor:", "    x: Tensor,\n    scale: Optional[float]=None,\n    k: int=2) -> Tensor:")
+    path = _simple(tmp_path / "m.pt", np.ones((2, 2), np.float32), code)
+    assert method_defaults(path) == [None, 2]
+    assert method_defaults(path, "missing") == []

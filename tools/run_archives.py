@@ -85,7 +85,7 @@ def run_case(path: Path) -> dict[str, str]:
     """{"interp": "ok" | why, "static": ...} for one archive."""
     import vm
     from compiler.diagnostics import IRError
-    from compiler.torchscript import compile_archive
+    from compiler.torchscript import compile_archive, method_defaults
 
     with open(path.with_suffix(".case.pkl"), "rb") as f:
         case = pickle.load(f)  # our own file, written by tools/torchscript_archives.py
@@ -94,19 +94,24 @@ def run_case(path: Path) -> dict[str, str]:
     except Exception as err:  # noqa: BLE001 - reported, by cause
         why = f"compile: {_first_line(err)}"
         return {"interp": why, "static": why}
+    inputs = list(case["inputs"])
+    wanted = len(program.input_names) - int(program.takes_self)
+    if len(inputs) < wanted:  # torch filled the forward's default arguments: so do we
+        defaults = method_defaults(path)
+        inputs += defaults[len(defaults) - (wanted - len(inputs)) :] if len(defaults) >= wanted - len(inputs) else []
     results: dict[str, str] = {}
     for backend, runtime in (("interp", vm.Interpreter), ("static", vm.StaticRuntime)):
         try:
             fresh = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in weights.items()}  # a run may update buffers
             if "error" in case:
                 try:
-                    got = runtime(program, fresh)(*_copy(case["inputs"]))
+                    got = runtime(program, fresh)(*_copy(inputs))
                 except IRError:
                     results[backend] = "ok"
                 else:
                     results[backend] = f"mismatch: returned {got!r:.60} where torch raised {case['error']!r:.80}"
                 continue
-            got = runtime(program, fresh)(*_copy(case["inputs"]))
+            got = runtime(program, fresh)(*_copy(inputs))
             problem = compare(case["expected"], got)
             results[backend] = "ok" if problem is None else f"mismatch: {problem}"
         except Exception as err:  # noqa: BLE001 - reported, by cause

@@ -51,6 +51,33 @@ def compile_archive(path: str | Path, method: str = "forward", **options: Any) -
     return emit(optimized, fused_kernels=fused), weights
 
 
+def method_defaults(path: str | Path, method: str = "forward") -> list[Any]:
+    """The default values of ``method``'s trailing parameters, as the archive's source
+    writes them (``attn_mask: Optional[Tensor]=None`` gives None): what torch passes
+    when a caller leaves them out.  Literals only; [] when there are none."""
+    import ast
+
+    from compiler.torchscript.source import SourceIndex
+
+    archive = Archive(path)
+    try:
+        index = SourceIndex(archive.code_files())
+        root = archive.module()
+    finally:
+        archive.close()
+    info = index.classes.get(root.qualname)
+    fn = info.methods.get(method) if info is not None else None
+    if fn is None:
+        return []
+    values: list[Any] = []
+    for default in fn.node.args.defaults:
+        try:
+            values.append(ast.literal_eval(default))
+        except ValueError:
+            return []
+    return values
+
+
 def archive_weights(path: str | Path) -> dict[str, Any]:
     """The weights mapping of the archive at ``path``; {} when ``path`` is no archive."""
     from compiler.torchscript.weights import flatten
@@ -117,6 +144,7 @@ __all__ = [
     "compile_archive",
     "is_torchscript_archive",
     "load_torchscript",
+    "method_defaults",
     "save_archive_weights",
     "weights_path",
 ]
