@@ -1,5 +1,6 @@
 """Operators that real model zoos reach (found by ``tools/op_coverage.py``), against PyTorch:
-``diff`` (Hugging Face GPT-2's packed-sequence detection, traced without a mask) and the
+``diff`` (Hugging Face GPT-2's packed-sequence detection, traced without a mask), ``tile``
+(SAM2's Hiera), ``Tensor.unfold`` (HaloNet), and the
 in-place twins of functional kernels (``addmm_``, ``baddbmm_``, ``cumsum_``, ``lerp_``...),
 which must write PyTorch's result into ``self`` and return ``self`` itself."""
 
@@ -240,7 +241,17 @@ def masked_fill_args(draw, tensor_value: bool):
     return x, mask, value
 
 
+@st.composite
+def unfold_args(draw):
+    """Tensor.unfold windows (timm's HaloNet): any dim, sizes up to and past the length, steps."""
+    x, dim = draw(tensor_dim(ALL))
+    length = x.shape[dim] if x.ndim else 1
+    return x, dim, draw(st.integers(0, length + 1)), draw(st.integers(0, 3))
+
+
 CASES += [
+    ("aten::tile", st.tuples(tensor(ALL), st.lists(st.integers(0, 3), max_size=4))),
+    ("aten::unfold", unfold_args()),
     ("aten::masked_fill.Scalar", masked_fill_args(False)),
     ("aten::masked_fill.Tensor", masked_fill_args(True)),
     ("aten::masked_fill_.Scalar", masked_fill_args(False)),

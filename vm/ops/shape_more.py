@@ -226,3 +226,29 @@ def _stacker(name: str, join: Any) -> None:
 for _name, _join in (("hstack", np.hstack), ("vstack", np.vstack), ("dstack", np.dstack),
                      ("column_stack", np.column_stack)):
     _stacker(_name, _join)
+
+
+@kernel("aten::tile(Tensor self, SymInt[] dims) -> Tensor")
+def tile(self: Array, dims: Sequence[int]) -> Array:
+    """``np.tile``: repeats per dim, fewer dims than the tensor's meaning leading 1s."""
+    if any(d < 0 for d in dims):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(dims)}")
+    return np.tile(self, tuple(dims)) if dims else self.copy()
+
+
+tile.out(copy_out(tile))
+
+
+@kernel("aten::unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)")
+def unfold(self: Array, dimension: int, size: int, step: int) -> Array:
+    """Every ``size``-long window along ``dimension``, ``step`` apart, as a new last dim (a view)."""
+    d = norm_dim(dimension, self.ndim)
+    length = self.shape[d] if self.ndim else 1
+    if size < 0 or size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if self.ndim == 0:
+        return self.reshape(1)[:size]
+    windows = np.lib.stride_tricks.sliding_window_view(self, size, axis=d)
+    return windows[(slice(None),) * d + (slice(None, None, step),)]
