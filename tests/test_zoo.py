@@ -33,22 +33,10 @@ import gen_zoo
 import zoo_check
 from zoo_models import CI_SUBSET, ZOO, available
 
-# Cases of the CI subset that fail today: case -> the text of the error it stops on (each a
-# piece issue #14 asks for, owned by another change: random operators, missing operators).
-_DROPOUT = "unknown operator aten::dropout_"
-_BERNOULLI = "unknown operator aten::bernoulli_"
-KNOWN_FAILURES: dict[str, str] = {
-    "mobilenet_v3_small.script": _DROPOUT,
-    "mobilenet_v3_small.script2": _DROPOUT,
-    "mobilenet_v3_small.trace": _DROPOUT,
-    "efficientnet_b0.script": _BERNOULLI,
-    "efficientnet_b0.script2": _BERNOULLI,
-    "efficientnet_b0.trace": _DROPOUT,
-    # return_layers, a Dict[str, str] module attribute read with prim::GetAttr
-    "fcn_resnet50.script": "aten::__contains__",
-    "fcn_resnet50.script2": "aten::__contains__",
-    "gpt2.trace": "unknown operator aten::diff",
-}
+# Cases of the CI subset that fail today: case -> the text of the error it stops on (a piece
+# issue #14 asks for that another change owns). Empty since random operators, module
+# attributes and the zoo's operators landed.
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _cases(full: bool) -> list[Any]:

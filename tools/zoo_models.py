@@ -45,7 +45,7 @@ Inputs = tuple[Any, ...]
 # The models CI runs on every push (tests/test_zoo.py): one per family, a few minutes in all.
 CI_SUBSET: tuple[str, ...] = (
     "resnet18", "mobilenet_v3_small", "efficientnet_b0", "regnet_x_400mf", "fcn_resnet50", "bert", "gpt2",
-    "timm_resnet18",
+    "timm_convnext_atto",
 )
 
 
