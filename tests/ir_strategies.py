@@ -30,7 +30,7 @@ __all__ = ["attr_payloads", "graphs", "modules", "types", "value_names"]
 _LEAVES = [T.INT, T.FLOAT, T.BOOL, T.STR, T.NONE, T.DEVICE, T.SCALAR, T.ANY, T.FUNCTION, T.SCALAR_TYPE]
 _DTYPES = ["Float", "Long", "Double", "Int", "Bool", "Half"]
 # prim::GetAttr is not here: the verifier requires its object and name, which a random op lacks
-_KINDS = ["aten::add", "aten::mul", "aten::__getitem__", "my_ns::op", "prim::TupleConstruct", "foo::bar2", "aten::_cat"]
+_KINDS = ["aten::add", "aten::mul", "aten::__getitem__", "my_ns::op", "aten::sub", "foo::bar2", "aten::_cat"]
 _IDENT = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 
