@@ -1,9 +1,9 @@
 """torch.jit.save archives run without PyTorch and match it (the bar of issue #19).
 
 Where torch is installed, ``tools/torchscript_archives.py`` saves the coverage set (every
-corpus case, the nn models, the feature modules, resnet18 and mobilenet_v3_small;
-scripted, traced, frozen) under ``~/.cache/irvm/archives`` (or ``$IRVM_ARCHIVE_CACHE``),
-and ``tools/run_archives.py`` runs each archive in ONE subprocess where ``import torch``
+corpus case, the nn models, the feature modules, resnet18 and mobilenet_v3_small, and the
+model zoo's CI subset; scripted, traced, frozen) under ``~/.cache/irvm/archives`` (or
+``$IRVM_ARCHIVE_CACHE``), and ``tools/run_archives.py`` runs each archive in ONE subprocess where ``import torch``
 fails, on the interpreter and the static runtime, against torch's outputs.  The command
 line is checked the same way, in a torch-less subprocess.
 """
@@ -37,7 +37,7 @@ def _env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     cache = torchscript_archives.CACHE
-    torchscript_archives.save_all(cache)
+    torchscript_archives.save_all(cache, zoo="ci")
     out = tmp_path_factory.mktemp("archives") / "results.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "run_archives.py"), str(cache), "--json", str(out)],
@@ -47,7 +47,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str
     return json.loads(out.read_text())
 
 
-GROUPS = ["corpus.", "nn.", "features.", "vision."]
+GROUPS = ["corpus.", "nn.", "features.", "vision.", "zoo."]
 
 
 @pytest.mark.parametrize("group", GROUPS)
@@ -57,6 +57,12 @@ def test_every_saved_archive_runs_without_torch_on_both_backends(results: dict[s
     raised); the assertion lists every failure with its cause."""
     if group == "vision." and importlib.util.find_spec("torchvision") is None:
         pytest.skip("torchvision is not installed")
+    if group == "zoo.":
+        import zoo_models
+
+        reasons = [zoo_models.available(zoo_models.ZOO[n]) for n in zoo_models.CI_SUBSET]
+        if None not in reasons:  # the models of an absent package are not saved, so not checked
+            pytest.skip(f"no model-zoo package is installed: {sorted(set(map(str, reasons)))}")
     cases = {name: r for name, r in results.items() if name.startswith(group)}
     assert cases, f"no {group} archives were saved"
     failures = {n: r for n, r in cases.items() if r["interp"] != "ok" or r["static"] != "ok"}
