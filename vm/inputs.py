@@ -17,22 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from vm.errors import RunError
 from vm.bytecode import Program
+from vm.errors import RunError
+from vm.types import NUMPY_DTYPES
 
-DTYPES = {  # the dtype names of refined tensor types, as numpy dtypes
-    "Byte": "uint8",
-    "Char": "int8",
-    "Short": "int16",
-    "Int": "int32",
-    "Long": "int64",
-    "Half": "float16",
-    "Float": "float32",
-    "Double": "float64",
-    "Bool": "bool",
-    "ComplexFloat": "complex64",
-    "ComplexDouble": "complex128",
-}
+DTYPES = NUMPY_DTYPES  # the dtype names of refined tensor types, as numpy dtype names
 _DTYPES = DTYPES
 # A refined tensor type names its dtype: ``Float(2, 3, strides=[3, 1], ...)``; ``Dict(str, Tensor)``
 # and other container types start the same way but are not tensors.

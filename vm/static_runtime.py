@@ -33,15 +33,23 @@ from typing import Any
 import attrs
 import numpy as np
 
-from vm import types as T
-from vm.errors import CompileError, RunError
-from compiler.ir import Graph, Module, Value, clone_node
 from vm import memory_planner as mp
 from vm import static_fastpath as fastpath
+from vm.errors import CompileError, RunError
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
 from vm.static_analysis import analyze
-from vm.static_codegen import LINEMAPS, FusionInfo, GraphCode, Mode
+from vm.static_codegen import LINEMAPS, GraphCode, Mode
+from vm.static_inputs import input_checker
+from vm.static_prepare import (
+    as_module,
+    bind_self,
+    bound_constants,
+    constant,
+    expand_fusion_groups,
+    flat_weights,
+    fold_weights,
+)
 
 
 @attrs.frozen
@@ -86,11 +94,11 @@ class StaticModule:
             raise ValueError(
                 f"unknown planner {options.planner!r} (standard or precomputed)"
             )
-        module = _as_module(source, options.fusion)
+        module = as_module(source, options.fusion)
         added: dict[str, Any] = {}  # arrays of the constants the load-time folds made
         if weights is not None and options.fold_batch_norm:
-            module, added = _fold_weights(module, weights)
-        module, self.fusion_fallbacks, groups = _expand_fusion_groups(module)
+            module, added = fold_weights(module, weights)
+        module, self.fusion_fallbacks, groups = expand_fusion_groups(module)
         self.groups = groups
         from vm.fusion import enable_fuser
 
@@ -108,7 +116,7 @@ class StaticModule:
                 f"{len(errors)} nodes cannot be compiled:\n"
                 + "\n".join(map(str, errors))
             )
-        flat = _flat_weights(weights)
+        flat = flat_weights(weights)
         if added:
             flat = {**flat, **added}
         names = list(module.functions)
@@ -119,11 +127,11 @@ class StaticModule:
             functions=self.functions,
             max_depth=options.max_call_depth,
         )
-        tensors = _bound_constants(module, flat)
+        tensors = bound_constants(module, flat)
         common["constant"] = lambda node: (
             tensors.get(node.outputs[0].name)
             if node.outputs[0].name in tensors
-            else _constant(node, flat)
+            else constant(node, flat)
         )
         common["bind_out"] = (
             registry.bind_out if options.enable_out_variant else (lambda ref: None)
@@ -132,7 +140,7 @@ class StaticModule:
         self.draws = any(
             n.kind in RANDOM_KINDS for g in (main, *module.functions.values()) for n in g.walk()
         )
-        bound = _bind_self(main, weights, module.attributes)
+        bound = bind_self(main, weights, module.attributes)
         from vm.preflight import check_weights, make_guard
 
         self_object = next(iter(bound.values()), None)
@@ -169,7 +177,7 @@ class StaticModule:
         self.inputs = [v for v in main.inputs if v not in bound]
         self.n_outputs = len(main.outputs)
         self.n_inputs = len(self.inputs)
-        self._enter = _input_checker(self.inputs)
+        self._enter = input_checker(self.inputs)
         self._prepare_planning(refs)
         self._shared_callees: dict[bool, list[Any]] = {}
         self._lock = threading.Lock()
@@ -585,222 +593,5 @@ class RuntimePool:
                 self._available.notify()
 
 
-# ---------------------------------------------------------------------------------------
-# preparation helpers
-
-
-def _as_module(source: Any, fusion: bool) -> Module:
-    """The optimized IR module of a Program, a Module, a Graph, or IR text."""
-    if isinstance(source, Module):
-        return source
-    if isinstance(source, Graph):
-        return Module(source)
-    if isinstance(source, str):
-        import compiler
-        from compiler.pipeline import optimize
-
-        module, _ = optimize(compiler.parse(source), fusion=fusion)
-        return module
-    module = getattr(source, "module", None)
-    if isinstance(module, Module):
-        return module
-    raise TypeError(f"cannot build a StaticModule from {type(source).__name__}")
-
-
-def _expand_fusion_groups(
-    module: Module,
-) -> tuple[Module, list[tuple[Any, int]], list[FusionInfo]]:
-    """A copy where each prim::FusionGroup is replaced by its Subgraph's nodes.
-
-    Groups of the entry graph's top-level block also keep a fused kernel
-    (``vm.fusion.FusedKernel``), which a plan uses instead of the nodes when the recorded
-    sizes make it pay; every other group always runs expanded (listed as a fallback).
-    """
-    module = module.clone()
-    fallbacks, groups = [], []
-    for graph in (module.main, *module.functions.values()):
-        for node in list(graph.walk()):
-            if node.kind != "prim::FusionGroup":
-                continue
-            sub = node.attrs.get("Subgraph")
-            if not isinstance(sub, Graph):
-                raise CompileError("prim::FusionGroup without a Subgraph", node.span)
-            mapping = {id(p): v for p, v in zip(sub.inputs, node.inputs)}
-            block = node.owner
-            inlined = [clone_node(inner, mapping) for inner in sub.nodes]
-            for new in inlined:
-                block.insert_before(node, new)
-            outputs = [mapping.get(id(ret), ret) for ret in sub.outputs]
-            kernel = _fused_kernel(sub) if block is module.main.block else None
-            if kernel is None:
-                fallbacks.append((node.span, len(sub.nodes)))
-            else:
-                groups.append(
-                    FusionInfo(
-                        len(groups),
-                        inlined,
-                        list(node.inputs),
-                        outputs,
-                        kernel,
-                        node.span,
-                    )
-                )
-            for out, new_value in zip(node.outputs, outputs):
-                out.replace_all_uses_with(new_value)
-            node.destroy()
-    return module, fallbacks, groups
-
-
-def _fused_kernel(subgraph: Graph) -> Any:
-    try:
-        from compiler.fusion_spec import fusion_spec
-        from vm.fusion import FusedKernel
-
-        return FusedKernel(fusion_spec(subgraph.clone()))
-    except Exception:  # noqa: BLE001  (no fused kernel: the group runs expanded)
-        return None
-
-
-def _fold_weights(module: Module, weights: Any) -> tuple[Module, dict[str, Any]]:
-    """``module`` with the load-time folds applied (compiler/passes/fold_*.py), and the
-    arrays of the constants they added; unchanged when the program assigns attributes
-    (its weights are then not constants)."""
-    from compiler.passes.fold_batch_norm import fold_batch_norm, known_values
-
-    graphs = (module.main, *module.functions.values())
-    if any(n.kind == "prim::SetAttr" for g in graphs for n in g.walk()):
-        return module, {}
-    main = module.main
-    known = known_values(
-        main, _bind_self(main, weights, module.attributes), _bound_constants(module, _flat_weights(weights))
-    )
-    return fold_batch_norm(module, known)
-
-
-def _flat_weights(weights: Any) -> Mapping[str, Any]:
-    if weights is None:
-        return {}
-    if isinstance(weights, Mapping):
-        return weights
-    return {}
-
-
-def _bind_self(graph: Graph, weights: Any, folded: Mapping[str, Any]) -> dict[Value, Any]:
-    """``%self`` (a leading module-typed input) comes from the weights, not the caller."""
-    params = graph.inputs
-    if not params or not isinstance(params[0].type, T.ClassType):
-        return {}
-    from vm import weights as W
-
-    if isinstance(weights, W.ModuleObject):
-        return {params[0]: weights}
-    binder = getattr(W, "bind_self", None)
-    if binder is not None:
-        return {params[0]: binder(graph, weights or {}, folded)}
-    return {params[0]: W.ModuleObject.from_state_dict(weights or {})}
-
-
-def _bound_constants(module: Module, weights: Mapping[str, Any]) -> dict[str, Any]:
-    """Tensor constants bound from the weights by name (``vm.weights.bind_constants``)."""
-    from vm.weights import bind_constants
-
-    bound: dict[str, Any] = {}
-    for graph in (module.main, *module.functions.values()):
-        bound.update(bind_constants(graph, weights))
-    return bound
-
-
-def _constant(node: Any, weights: Mapping[str, Any]) -> Any:
-    from compiler.resolve import UnboundTensor, constant_value
-
-    value = constant_value(node)
-    if isinstance(value, UnboundTensor):
-        try:
-            return value.bind(weights)
-        except CompileError as err:
-            raise CompileError(err.message, node.span) from None
-    return value
-
-
 def _deep(label: str, depth: int) -> None:
     raise RunError(f"maximum call depth ({depth - 1}) exceeded calling {label}")
-
-
-# ---------------------------------------------------------------------------------------
-# input checks
-
-
-def _input_checker(inputs: list[Value]) -> Any:
-    """A generated ``enter(*args) -> key``: type checks, then the tensor shapes and dtypes."""
-    lines: list[str] = []
-    key: list[str] = []
-    env: dict[str, Any] = {
-        "_nd": np.ndarray,
-        "_bad": lambda i, x: _bad_input(inputs[i], x),
-    }
-    for i, v in enumerate(inputs):
-        t = v.type
-        if t is None or isinstance(t, T.TensorType):
-            lines.append(
-                f"    if type(a{i}) is not _nd and not isinstance(a{i}, _nd): _bad({i}, a{i})"
-            )
-            key.append(f"a{i}.shape, a{i}.dtype")
-        else:
-            env[f"_c{i}"] = _type_check(t)
-            lines.append(f"    if not _c{i}(a{i}): _bad({i}, a{i})")
-    params = ", ".join(f"a{i}" for i in range(len(inputs)))
-    src = (
-        f"def enter({params}):\n"
-        + "\n".join(lines)
-        + f"\n    return ({', '.join(key)}{',' if key else ''})\n"
-    )
-    exec(compile(src, "<static:inputs>", "exec"), env)
-    enter = env["enter"]
-    enter.inputs = inputs
-    return enter
-
-
-def _type_check(t: T.Type) -> Any:
-    if t is None or isinstance(t, T.TensorType):
-        return lambda x: isinstance(x, np.ndarray)
-    if t == T.INT:
-        return lambda x: (
-            isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-        )
-    if t == T.FLOAT:
-        return lambda x: (
-            isinstance(x, (int, float, np.integer, np.floating))
-            and not isinstance(x, (bool, np.bool_))
-        )
-    if t == T.BOOL:
-        return lambda x: isinstance(x, (bool, np.bool_))
-    if t == T.STR:
-        return lambda x: isinstance(x, str)
-    if isinstance(t, T.OptionalType):
-        inner = _type_check(t.elem)
-        return lambda x: x is None or inner(x)
-    if isinstance(t, T.ListType):
-        inner = _type_check(t.elem)
-        return lambda x: isinstance(x, list) and all(inner(e) for e in x)
-    if isinstance(t, T.TupleType):
-        parts = [_type_check(e) for e in t.elems]
-        return lambda x: (
-            isinstance(x, tuple)
-            and len(x) == len(parts)
-            and all(p(e) for p, e in zip(parts, x))
-        )
-    if isinstance(t, T.DictType):
-        return lambda x: isinstance(x, dict)
-    return lambda x: True
-
-
-def _bad_input(decl: Value, value: Any) -> None:
-    raise RunError(
-        f"input %{decl.name} expects {decl.type or 'Tensor'}, {_describe(value)}"
-    )
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        return f"got a Tensor {value.dtype}{list(value.shape)}"
-    return f"got {type(value).__name__} {value!r:.60}"
