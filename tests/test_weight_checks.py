@@ -124,3 +124,24 @@ def test_the_models_own_weights_pass(backend: str) -> None:
         runtime = (Interpreter if backend == "interp" else StaticRuntime)(program, exp.weights)
         got = runtime(*exp.inputs.values())
         np.testing.assert_allclose(got, exp.outputs[0], rtol=1e-4, atol=1e-5)
+
+
+def test_a_scripted_archive_refuses_weights_of_another_num_classes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 17's case, SmallCNN(num_classes=5) weights given to the 10-class model: a
+    scripted dump's text is the same for both, but a .pt archive holds the model's own
+    weights, so `irvm run model.pt --weights` refuses a size mismatch as load_state_dict does."""
+    from vm.cli import main as irvm_main
+
+    model = SmallCNN(10).eval()
+    pt, weights, inputs = tmp_path / "cnn10.pt", tmp_path / "cnn5.npz", tmp_path / "x.npz"
+    torch.jit.save(torch.jit.script(model), str(pt))
+    other = _state(SmallCNN(5))
+    _refused_by_torch(model, other)
+    np.savez(weights, **other)
+    np.savez(inputs, x=np.ones((2, 1, 8, 8), np.float32))
+    code = irvm_main(["run", str(pt), "--inputs", str(inputs), "--weights", str(weights)])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "size mismatch" in err and "fc.weight: [5, 144] given, [10, 144]" in err and "fc.bias" in err
+    np.savez(weights, **_state(SmallCNN(10)))  # weights of the same architecture replace the archive's
+    assert irvm_main(["run", str(pt), "--inputs", str(inputs), "--weights", str(weights)]) == 0, capsys.readouterr().err

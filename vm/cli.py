@@ -39,6 +39,7 @@ import numpy as np
 import vm
 from compiler.cli import check_writable, read_source, run_guarded
 from compiler.torchscript import archive_weights
+from vm.weights import override
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,7 +160,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_writable(Path(args.output), inputs=given, force=args.force, kind="outputs")
     if args.trace:
         check_writable(Path(args.trace), inputs=given, force=args.force, kind="trace")
-    weights = {**archive_weights(args.program), **_load_npz(args.weights)}
+    weights = override(archive_weights(args.program), _load_npz(args.weights), args.program)
     program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
     inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
@@ -234,7 +235,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if out is not None:  # checked before the (long) profile, as every output is
         given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
         check_writable(out, inputs=given, force=args.force, kind="chrome-trace")
-    weights = {**archive_weights(args.program), **_load_npz(args.weights)}
+    weights = override(archive_weights(args.program), _load_npz(args.weights), args.program)
     program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
     inputs = read_inputs(args.inputs, program)
     from vm.static_runtime import StaticOptions

@@ -98,6 +98,21 @@ class ModuleObject:
         return root
 
 
+def override(base: Mapping[str, Any], given: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """``base`` (a model's own weights, from ``source``) with the entries of ``given``
+    replacing them; a tensor of another shape is refused as ``load_state_dict`` refuses a
+    "size mismatch", naming every such weight."""
+    clashes = [
+        f"{key}: {list(np.shape(given[key]))} given, {list(np.shape(base[key]))} in {source}"
+        for key in sorted(given.keys() & base.keys())
+        if isinstance(base[key], np.ndarray) and base[key].ndim and np.shape(given[key]) != base[key].shape
+    ]
+    if clashes:
+        raise RunError("size mismatch: the weights given do not fit the model's own (another model's weights?): "
+                       + "; ".join(clashes))
+    return {**base, **given}
+
+
 def gather_attributes(weights: Mapping[str, Any]) -> dict[str, Any]:
     """``weights`` with each attribute its ``__spec__`` describes rebuilt as one value
     (``vm.io``'s convention, as for program inputs) in place of its flattened entries."""
@@ -359,7 +374,9 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
     bound only when present.  A bound array whose shape contradicts the declared type is
     an error too.
     """
-    from compiler.ir import TensorLiteral  # the static runtime's IR: the compiler's data model
+    from compiler.ir import (
+        TensorLiteral,  # the static runtime's IR: the compiler's data model
+    )
 
     bound: dict[str, np.ndarray] = {}
     missing = _Missing()
