@@ -181,3 +181,22 @@ def test_a_scripted_module_with_enum_attributes_exports_and_matches_torch(name: 
     for make in (vm.Interpreter, vm.StaticRuntime):
         got = make(program, weights)(*inputs)
         assert compare_flat(flatten_outputs(exp.outputs), flatten_outputs([got])) == []
+
+
+def test_compiling_with_the_weights_folds_enum_attributes_and_their_comparisons(tmp_path: Path) -> None:
+    """Given the weights at compile time, an enum attribute becomes a member constant, so
+    its comparisons fold and the branch they decide disappears (as torch.jit.freeze does);
+    the .irbc keeps the folding and weights naming another member are refused."""
+    from vm import irbc
+
+    weights = {"fmt": np.array("NHWC"), "color": np.array("GREEN")}
+    program = compiler.compile_source(GRAPH, "m.ir", weights=weights)
+    optimized = program.optimized_text()
+    assert "prim::If" not in optimized and "aten::eq" not in optimized and "GetAttr" not in optimized
+    irbc.save(program, tmp_path / "m.irbc")
+    for loaded in (program, irbc.load(tmp_path / "m.irbc")):
+        for make in (vm.Interpreter, vm.StaticRuntime):
+            y, differs, name = make(loaded, weights)(np.zeros(2, np.float32))
+            assert (y.tolist(), differs, name) == ([1.0, 1.0], True, "GREEN")
+        with pytest.raises(RunError, match="fmt = 'NHWC' in the program, 'NCHW' in these weights"):
+            vm.Interpreter(loaded, {**weights, "fmt": np.array("NCHW")})(np.zeros(2, np.float32))
