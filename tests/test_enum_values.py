@@ -200,3 +200,58 @@ def test_compiling_with_the_weights_folds_enum_attributes_and_their_comparisons(
             assert (y.tolist(), differs, name) == ([1.0, 1.0], True, "GREEN")
         with pytest.raises(RunError, match="fmt = 'NHWC' in the program, 'NCHW' in these weights"):
             vm.Interpreter(loaded, {**weights, "fmt": np.array("NCHW")})(np.zeros(2, np.float32))
+
+
+ENUM_FUNCTION = '''
+import enum
+import torch
+from typing import List, Optional
+
+
+class Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+
+
+def f(x: torch.Tensor, c: Optional[Color]):
+    cs: List[Color] = [Color.RED, Color.GREEN]
+    d = Color.GREEN if bool(x.sum() > 0) else None
+    if c is not None and c == cs[0] and d is not None:
+        x = x + 1
+    print(Color.RED)
+    return x, Color.RED.value, Color.GREEN.name
+'''
+
+
+@pytest.mark.parametrize("member", [None, "RED", "GREEN"])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_optional_enums_enum_lists_and_printing_match_torch(
+    member: str | None, sign: float, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``Enum<...>?`` inputs and If results, ``Enum<...>[]`` lists and ``prim::Print`` of a
+    member (``Enum<Color.RED>``, as TorchScript prints it): both backends give torch's
+    results for every input member and for None."""
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(ROOT / "tools"))
+    import export_torch
+
+    source = tmp_path / "enum_fn.py"
+    source.write_text(ENUM_FUNCTION)
+    mod = export_torch.load_file(source)
+    scripted = torch.jit.script(mod.f)
+    text = str(scripted.graph)
+    parsed = parse(text, "f.ir")
+    assert print_module(parsed) == text
+    program = compiler.compile_source(text, "f.ir")
+    enum_type = parsed.main.inputs[1].type
+    assert isinstance(enum_type, T.OptionalType) and isinstance(enum_type.elem, T.EnumType)
+    x = np.full(2, sign, dtype=np.float32)
+    c = None if member is None else getattr(mod.Color, member)
+    want = scripted(torch.from_numpy(x), c)
+    capfd.readouterr()
+    arg = None if member is None else EnumValue(enum_type.elem.qualname, member)
+    for make in (vm.Interpreter, vm.StaticRuntime):
+        got = make(program, {})(x, arg)
+        np.testing.assert_array_equal(got[0], want[0].numpy())
+        assert got[1:] == want[1:]
+        assert capfd.readouterr().out == "Enum<Color.RED>\n"
