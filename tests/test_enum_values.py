@@ -255,3 +255,25 @@ def test_optional_enums_enum_lists_and_printing_match_torch(
         np.testing.assert_array_equal(got[0], want[0].numpy())
         assert got[1:] == want[1:]
         assert capfd.readouterr().out == "Enum<Color.RED>\n"
+
+
+def test_enum_inputs_and_outputs_go_through_npz_files_as_member_names(tmp_path: Path) -> None:
+    """``irvm run`` reads an ``Enum<...>`` input given as its member's name and writes an
+    enum output as its member's name (what tools/export_torch.py writes for torch's);
+    a non-name input is refused naming the input."""
+    from vm.io import load_inputs, save_values
+
+    text = """graph(%c.1 : Enum<__torch__.Color>, %d.1 : Enum<__torch__.Color>?):
+  %2 : Enum<__torch__.Color> = prim::Constant[value=__torch__.Color.RED]()
+  %3 : bool = aten::eq(%c.1, %2)
+  return (%3, %c.1)
+"""
+    program = compiler.compile_source(text, "e.ir")
+    save_values(tmp_path / "in.npz", {"c.1": "RED"})
+    args = load_inputs(tmp_path / "in.npz", program)
+    assert args == [EnumValue("__torch__.Color", "RED"), None]
+    same, member = vm.Interpreter(program, {})(*args)
+    assert same is True and flatten_outputs([member])["out0"] == np.array("RED")
+    save_values(tmp_path / "bad.npz", {"c.1": 3})
+    with pytest.raises(RunError, match="input 'c.1' has type Enum<__torch__.Color>: give the name"):
+        load_inputs(tmp_path / "bad.npz", program)
