@@ -8,8 +8,9 @@ depth's ``bernoulli_`` under ``if self.training``) would stop the compile.  When
 weights are known -- ``irvm run model.ir --weights w.npz``, ``compiler.compile_source(text,
 weights=w)`` -- this pass does what ``torch.jit.freeze`` does for attributes: each chain
 that ends in a ``bool``, ``int``, ``float``, ``str`` or enum attribute (timm's
-``output_fmt``), or in an Optional attribute holding None, becomes a ``prim::Constant`` of the weights' value, and
-``propagate_constants`` (which runs next) removes the branches those constants decide.
+``output_fmt``), or in an Optional attribute holding None, becomes a ``prim::Constant``
+of the weights' value, and ``propagate_constants`` (which runs next) removes the
+branches those constants decide.
 
 Only immutable values are folded: tensors, lists, tuples and dicts stay attribute reads
 (they are objects a run may modify, and a tensor constant would print rounded), and a
