@@ -41,6 +41,7 @@ from compiler import types as T
 from compiler.diagnostics import IRSyntaxError, IRValidationError, Span
 from compiler.ir import Graph, Module, Node, Value
 from compiler.parse_tree import Builder, RawBlock, RawGraph, RawNode
+from vm.enum_values import member_of
 
 __all__ = ["grammar", "parse"]
 
@@ -324,6 +325,7 @@ def _finish_node(raw: RawNode, scope: _Scope, local: list[Value], ctx: _Context)
         scope.define(value, token, local)
     if node.kind == "prim::Constant" and node.outputs:
         _float_payload(node)
+        _enum_payload(node)
 
 
 def _float_payload(node: Node) -> None:
@@ -334,6 +336,17 @@ def _float_payload(node: Node) -> None:
         node.attrs["value"] = float(value)
     elif type_ == _FLOAT_LIST and type(value) is list and any(type(v) is int for v in value):
         node.attrs["value"] = [float(v) if type(v) is int else v for v in value]
+
+
+def _enum_payload(node: Node) -> None:
+    """``prim::Constant[value=__torch__.m.Color.RED]()`` of type ``Enum<__torch__.m.Color>``:
+    the qualified name, read as a class name, is that enum's member ``RED`` (a name that is
+    no member of the declared enum stays, for the verifier to report)."""
+    value, type_ = node.attrs.get("value"), node.outputs[0].type
+    if isinstance(type_, T.EnumType) and isinstance(value, T.ClassType):
+        member = member_of(type_.qualname, value.qualname)
+        if member is not None:
+            node.attrs["value"] = member
 
 
 # ----------------------------------------------------------------------------- sections

@@ -28,6 +28,7 @@ from typing import Any
 from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Value
 from compiler.literals import AnnotatedDict, AnnotatedList, Opaque, format_float, format_tensor_literal, quote
 from compiler.types import Type
+from vm.enum_values import EnumValue
 
 __all__ = ["print_module", "print_graph", "format_attr_value", "structurally_equal"]
 
@@ -148,7 +149,7 @@ def format_attr_value(value: Any) -> str:
         return quote(value)
     if isinstance(value, TensorLiteral):
         return format_tensor_literal(value)
-    if isinstance(value, Type):
+    if isinstance(value, (Type, EnumValue)):
         return str(value)
     if isinstance(value, list):
         body = "[" + ", ".join(format_attr_value(v) for v in value) + "]"

@@ -64,6 +64,7 @@ CONTROL_KINDS = frozenset(
 _EXACT, _VAR, _OPTIONAL, _SCALAR, _WIDEN, _BOOL_AS_NUMBER, _ANY = 0, 1, 1, 2, 3, 5, 6
 _INT_LIKE = (T.INT, T.SCALAR_TYPE, T.LAYOUT, T.MEMORY_FORMAT)
 _NUMBERS = (T.INT, T.FLOAT, T.NamedType("complex"))
+_ANY_ENUM = T.NamedType("AnyEnumType")
 
 
 def normalize(t: T.Type | None) -> T.Type:
@@ -151,6 +152,8 @@ def _fit_leaf(formal: T.Type, actual: T.Type) -> int | None:
         return _EXACT
     if formal == T.DEVICE and actual == T.STR:
         return _WIDEN
+    if formal == _ANY_ENUM and isinstance(actual, T.EnumType):
+        return _EXACT
     return None
 
 

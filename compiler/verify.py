@@ -34,6 +34,7 @@ from typing import Any
 from compiler import types as T
 from compiler.diagnostics import IRValidationError
 from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Use, Value
+from vm.enum_values import EnumValue
 
 __all__ = ["assignable", "check_block_arity", "verify"]
 
@@ -372,6 +373,8 @@ def _payload_mismatch(value: Any, type_: T.Type) -> str | None:
                 return problem
         elif isinstance(t, T.TensorType):
             ok = False
+        elif isinstance(t, T.EnumType) or isinstance(v, EnumValue):
+            ok = isinstance(t, T.EnumType) and isinstance(v, EnumValue) and v.qualname == t.qualname
         elif v is None:
             ok = t == T.NONE
         elif isinstance(v, bool):

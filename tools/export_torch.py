@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import enum
 import importlib.util
 import inspect
 import os
@@ -169,6 +170,8 @@ def to_numpy(value: Any) -> Any:
         return _DTYPE_CODES[value]
     if isinstance(value, torch.device):
         return str(value)
+    if isinstance(value, enum.Enum):
+        return value.name  # vm.weights reads an Enum<...> attribute from its member's name
     return value
 
 

@@ -15,7 +15,8 @@ so an ``int`` result and a 0-d int64 tensor would look alike.  To keep the file 
 we add one more entry, ``__spec__``: a JSON string mapping each top-level key to the kind
 of value stored there (``"Tensor"``, ``"int"``, ``"float"``, ``"bool"``, ``"str"``,
 ``"None"``, ``["list", [...]]``, ``["tuple", [...]]``, ``["dict", [[key, kind], ...]]``).
-None and empty containers exist only in the spec.  (One loss: numpy drops trailing NUL
+None and empty containers exist only in the spec.  An enum member is stored as its
+member's name (a ``"str"``), and an ``Enum<...>`` input is read from that name.  (One loss: numpy drops trailing NUL
 characters of a string.)  A file irvm writes as a run's result also holds ``__irvm__``, a
 0-d string naming its role (``"outputs"``, ``"trace"``): the mark by which ``irvm run``
 knows it may write over it again (vm/files.py); readers skip both entries.  Files written by hand may leave the
@@ -39,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from vm import types as T
+from vm.enum_values import EnumValue
 from vm.errors import RunError
 from vm.files import MARK_KEY
 
@@ -63,7 +65,7 @@ def kind_of(value: Any) -> Kind:
         return "int"
     if isinstance(value, (float, np.floating)):
         return "float"
-    if isinstance(value, str):
+    if isinstance(value, (str, EnumValue)):
         return "str"
     if isinstance(value, tuple):
         return ["tuple", [kind_of(v) for v in value]]
@@ -88,6 +90,8 @@ def flatten(prefix: str, value: Any, into: dict[str, np.ndarray]) -> None:
         into[prefix] = np.array(float(value), dtype=np.float64)
     elif isinstance(value, str):
         into[prefix] = np.array(value)
+    elif isinstance(value, EnumValue):
+        into[prefix] = np.array(value.name)  # an enum member as its name, as tools/export_torch.py writes it
     elif isinstance(value, (tuple, list)):
         for i, item in enumerate(value):
             flatten(f"{prefix}.{i}", item, into)
@@ -223,12 +227,24 @@ def load_inputs(source: str | Path | Mapping[str, np.ndarray], program: Any) -> 
     unique = {b for b in bases if bases.count(b) == 1}
     try:
         return [
-            _load_one(flat, spec, p.name, f"arg{i}", p.type, bases[i] if bases[i] in unique else None)
+            _enum_input(_load_one(flat, spec, p.name, f"arg{i}", p.type, bases[i] if bases[i] in unique else None),
+                        p.type, p.name)
             for i, p in enumerate(params)
         ]
     except _MissingInput as err:
         have = ", ".join(sorted(k for k in flat if k not in RESERVED_KEYS)) or "nothing"
         raise RunError(f"input {err.args[0]!r} is missing from the inputs file, which has {have} ({_expected(params)})") from None
+
+
+def _enum_input(value: Any, type_: Any, name: str) -> Any:
+    """An input of type ``Enum<...>`` (or its Optional) given as its member's name: that member."""
+    enum_type = T.unwrap_optional(type_) if type_ is not None else None
+    if not isinstance(enum_type, T.EnumType) or value is None:
+        return value
+    if not isinstance(value, str) or not value.isidentifier():
+        raise RunError(f"input {name!r} has type {enum_type}: give the name of one of its members as a string, "
+                       f"not {value!r}")
+    return EnumValue(enum_type.qualname, value)
 
 
 class _MissingInput(Exception):

@@ -154,6 +154,7 @@ def _untabled(stored: Any, convert: Any) -> tuple[Any, ...]:
 
 def _encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
     """Tagged JSON for a constant: scalars and strings as themselves, the rest in a dict."""
+    from vm.enum_values import EnumValue
     from vm.types import Type
     from vm.unbound import UnboundTensor
 
@@ -171,6 +172,8 @@ def _encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
         return {"unbound": value.name}
     if isinstance(value, Type):
         return {"irtype": str(value)}
+    if isinstance(value, EnumValue):
+        return {"enum": [value.qualname, value.name]}
     raise BytecodeError(f"cannot store a constant of type {type(value).__name__} in an .irbc file: {value!r}")
 
 
@@ -323,6 +326,10 @@ def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
         return UnboundTensor(str(payload))
     if tag == "irtype":
         return _parse_type(str(payload), where)
+    if tag == "enum" and isinstance(payload, list) and len(payload) == 2 and all(isinstance(p, str) for p in payload):
+        from vm.enum_values import EnumValue
+
+        return EnumValue(payload[0], payload[1])
     raise BytecodeError(f"{where}: unknown constant tag {tag!r}")
 
 

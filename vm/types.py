@@ -172,6 +172,16 @@ class ClassType(Type):
         return self.qualname
 
 
+@attrs.frozen(cache_hash=True)
+class EnumType(Type):
+    """A TorchScript enum class, printed ``Enum<__torch__.timm.layers.format.Format>``."""
+
+    qualname: str
+
+    def __str__(self) -> str:
+        return f"Enum<{self.qualname}>"
+
+
 def _postfix_operand(t: Type) -> str:
     # Optional[List[int]] prints as int[]?, List[Optional[int]] as int?[]; a Union or
     # tuple element needs no parentheses because its own form is already closed.

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vm import types as T
+from vm.enum_values import EnumValue, member_of
 from vm.errors import RunError, Span
 
 if TYPE_CHECKING:  # the IR data model is the compiler's: only the static runtime brings it
@@ -294,6 +295,8 @@ def convert_attribute(raw: Any, type_: T.Type) -> Any:
         if array.size != 1:
             raise ValueError(f"expected one value, got an array of shape {list(array.shape)}")
         return _SCALARS[type_](array.reshape(()).item())
+    if isinstance(type_, T.EnumType):
+        return _enum_attribute(raw, type_)
     if isinstance(type_, T.DictType):
         return _dict_attribute(raw, type_)
     if isinstance(type_, (T.ListType, T.TupleType)):
@@ -304,6 +307,23 @@ def convert_attribute(raw: Any, type_: T.Type) -> Any:
         converted = [convert_attribute(item, elem) for item, elem in zip(items, elems)]
         return converted if isinstance(type_, T.ListType) else tuple(converted)
     return raw
+
+
+def _enum_attribute(raw: Any, type_: T.EnumType) -> EnumValue:
+    """An ``Enum<...>`` attribute, stored as its member's name (``'NCHW'``; a qualified
+    ``'__torch__.m.Format.NCHW'`` is read too)."""
+    if isinstance(raw, EnumValue):
+        if raw.qualname != type_.qualname:
+            raise TypeError(f"expected a member of {type_.qualname}, found {raw}")
+        return raw
+    array = np.asarray(raw) if isinstance(raw, (str, np.ndarray)) else None
+    if array is None or array.ndim != 0 or array.dtype.kind != "U":
+        raise TypeError(f"expected the name of a member of {type_.qualname} as a string, found {_kind_name(raw)}")
+    text = str(array.item())
+    member = member_of(type_.qualname, text) if "." in text else EnumValue(type_.qualname, text)
+    if member is None or not member.name.isidentifier():
+        raise ValueError(f"{text!r} is not the name of a member of {type_.qualname}")
+    return member
 
 
 def _dict_attribute(raw: Any, type_: T.DictType) -> dict[Any, Any]:

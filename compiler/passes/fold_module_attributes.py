@@ -7,9 +7,10 @@ stay, and an operator irvm lacks inside a branch never taken at inference (stoch
 depth's ``bernoulli_`` under ``if self.training``) would stop the compile.  When the
 weights are known -- ``irvm run model.ir --weights w.npz``, ``compiler.compile_source(text,
 weights=w)`` -- this pass does what ``torch.jit.freeze`` does for attributes: each chain
-that ends in a ``bool``, ``int``, ``float`` or ``str`` attribute, or in an Optional
-attribute holding None, becomes a ``prim::Constant`` of the weights' value, and
-``propagate_constants`` (which runs next) removes the branches those constants decide.
+that ends in a ``bool``, ``int``, ``float``, ``str`` or enum attribute (timm's
+``output_fmt``), or in an Optional attribute holding None, becomes a ``prim::Constant``
+of the weights' value, and ``propagate_constants`` (which runs next) removes the
+branches those constants decide.
 
 Only immutable values are folded: tensors, lists, tuples and dicts stay attribute reads
 (they are objects a run may modify, and a tensor constant would print rounded), and a
@@ -29,6 +30,7 @@ from typing import Any
 from compiler import types as T
 from compiler.ir import FreshNames, Module, Node, Value
 from compiler.passes import note
+from vm.enum_values import EnumValue
 
 _PLAIN = {T.BOOL: bool, T.INT: int, T.FLOAT: float, T.STR: str}
 
@@ -70,7 +72,7 @@ def _fold_reads(names: FreshNames, value: Value, obj: Any, folded: dict[str, Any
         if constant is _KEEP:
             continue
         path = obj.dotted(name)
-        folded[path] = constant
+        folded[path] = constant.name if isinstance(constant, EnumValue) else constant  # as the weights store it
         const = Node("prim::Constant", attrs={} if constant is None else {"value": _payload(constant)}, span=node.span)
         const.add_output(names(out.name), out.type)  # names gathered once, not per attribute
         node.owner.insert_before(node, const)  # type: ignore[union-attr]
@@ -94,7 +96,7 @@ def _constant_for(raw: Any, type_: T.Type | None, present: bool) -> Any:
         return _KEEP  # the runtime's binding reports it, with its path
     if value is None and (isinstance(type_, T.OptionalType) or type_ == T.NONE):
         return None
-    return value if type_ in _PLAIN else _KEEP
+    return value if type_ in _PLAIN or isinstance(type_, T.EnumType) else _KEEP
 
 
 def _payload(value: Any) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from vm.enum_values import EnumValue
 from vm.ops.registry import kernel, register_op
 
 # ---------------------------------------------------------------------------------------
@@ -55,6 +56,8 @@ def to_str(value: Any) -> str:
         return "(" + ", ".join(to_str(v) for v in value) + (",)" if len(value) == 1 else ")")
     if isinstance(value, dict):
         return "{" + ", ".join(f"{to_str(_unkey(k))}: {to_str(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, EnumValue):
+        return f"Enum<{value.qualname.rsplit('.', 1)[-1]}.{value.name}>"  # the class's unqualified name
     return str(value)
 
 
