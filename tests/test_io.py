@@ -101,6 +101,16 @@ def test_inputs_keyed_by_python_argument_names() -> None:
         load_inputs({"x": np.ones(2)}, twins)
 
 
+def test_inputs_keyed_by_a_dump_feed_the_same_tensor_input_of_an_archive() -> None:
+    """A file made for a dump (``x.1``) feeds a ``.pt`` graph's ``%x``: a tensor input has no
+    elements for ``x.1`` to be; two such keys for one input are no answer, and refused."""
+    g = graph_with(("x", T.TENSOR), ("n", T.INT))
+    x, n = load_inputs({"x.1": np.ones(2, np.float32), "n.3": np.array(4)}, g)
+    assert x.dtype == np.float32 and x.shape == (2,) and n == 4
+    with pytest.raises(RunError, match="missing entry 'x'"):
+        load_inputs({"x.1": np.ones(2), "x.2": np.ones(2), "n": np.array(4)}, g)
+
+
 def test_inputs_with_a_spec_keep_their_kinds(tmp_path: Path) -> None:
     g = graph_with(("x", T.TENSOR), ("t", T.TupleType((T.INT, T.TENSOR))), ("o", T.OptionalType(T.INT)))
     save_values(tmp_path / "i.npz", {"x": np.array(1.5, np.float32), "t": (4, np.zeros(2)), "o": None})

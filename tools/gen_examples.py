@@ -7,7 +7,8 @@ same path a user takes), and its ``.ir`` gets a header comment saying what it sh
 the one command that runs it.  ``examples/fib.ir`` is written by hand (torch never prints
 a multi-graph module); for it we write only inputs and expected outputs, computed by a
 Python reference implementation.  torch's (or the reference's) outputs go to
-``NAME.expected.npz``, which ``tests/test_examples.py`` compares against.
+``NAME.expected.npz``, which ``tests/test_examples.py`` compares against.  ``cnn.pt`` is
+the CNN saved by ``torch.jit.save``, which irvm runs with its own weights.
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ def export_example(source: object, name: str) -> None:
     np.savez(EXAMPLES / f"{name}.expected.npz", **flatten_outputs(exp.outputs))
 
 
+def write_archive(source: object) -> None:
+    """``cnn.pt``: the same CNN, with the same weights, saved by ``torch.jit.save`` after
+    ``torch.jit.script``, the file a TorchScript user holds; it shares ``cnn.inputs.npz``
+    and ``cnn.expected.npz`` with ``cnn.ir``."""
+    torch.jit.save(torch.jit.script(source.cnn()), str(EXAMPLES / "cnn.pt"))
+
+
 def fib_reference(n: int) -> int:
     return n if n < 2 else fib_reference(n - 1) + fib_reference(n - 2)
 
@@ -83,6 +91,8 @@ def main() -> int:
     for name in HEADERS:
         export_example(source, name)
         print(f"examples/{name}.ir")
+    write_archive(source)
+    print("examples/cnn.pt (torch.jit.save of the scripted CNN)")
     write_fib()
     print("examples/fib.ir (hand-written; inputs and expected outputs)")
     return 0

@@ -211,7 +211,8 @@ def load_inputs(source: str | Path | Mapping[str, np.ndarray], program: Any) -> 
 
     Each graph input (but a leading ``%self`` of module type, which comes from the
     weights) is read under its name without ``%`` or under ``arg<i>`` (i counting the
-    non-self inputs), or under the Python argument's name (``x`` for ``%x.1``) when no
+    non-self inputs), or under the Python argument's name (``x`` for ``%x.1``, and ``x.1``
+    for a tensor ``%x``, as a file made for a dump meets the graph of a ``.pt``) when no
     other input shares it, as its ``__spec__`` entry says, else as its graph type says.
     """
     flat = read_npz(source) if isinstance(source, (str, Path)) else dict(source)
@@ -293,7 +294,17 @@ def _load_one(flat: Mapping[str, np.ndarray], spec: dict[str, Kind], name: str, 
         if key in spec:
             return _rebuild(flat, key, spec[key])
     for key in (name, alias):
-        if key in flat or any(k.startswith(key + ".") for k in flat):
+        if key in flat:
+            return _by_type(flat, key, type_ if type_ is not None else T.TENSOR)
+    leaf = not isinstance(T.unwrap_optional(type_), (T.ListType, T.TupleType, T.DictType))
+    if python_name is not None and leaf:
+        # `x.1` for `%x` (a tensor or scalar has no elements), when no other input is `x` in Python
+        twins = [k for k in flat if k not in RESERVED_KEYS and _python_name(k) == python_name]
+        if len(twins) == 1:
+            key = twins[0]
+            return _rebuild(flat, key, spec[key]) if key in spec else _by_type(flat, key, type_ or T.TENSOR)
+    for key in (name, alias):
+        if any(k.startswith(key + ".") for k in flat):
             return _by_type(flat, key, type_ if type_ is not None else T.TENSOR)
     if python_name is not None and python_name != name:  # keyed by the Python argument's name
         if python_name in spec:
