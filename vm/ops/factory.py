@@ -24,7 +24,15 @@ from typing import Any
 import numpy as np
 
 from vm.ops._common import copy_out
-from vm.ops._dtypes import DEFAULT_FLOAT, INT64, as_array, scalar_dtype, scalar_for, to_dtype, to_python
+from vm.ops._dtypes import (
+    DEFAULT_FLOAT,
+    INT64,
+    as_array,
+    scalar_dtype,
+    scalar_for,
+    to_dtype,
+    to_python,
+)
 from vm.ops.registry import kernel
 
 Array = np.ndarray
@@ -32,24 +40,25 @@ _OPTS = "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool?
 _LIKE_OPTS = _OPTS + ", MemoryFormat? memory_format=None"
 
 
-def _check_device(device: Any) -> None:
+def check_device(device: Any) -> None:
     if device is not None and not str(device).startswith("cpu"):
         raise RuntimeError(f"irvm runs on the CPU only; cannot create a tensor on {device!r}")
 
 
-def _shape(size: Sequence[int]) -> tuple[int, ...]:
+def checked_shape(size: Sequence[int]) -> tuple[int, ...]:
+    """``size`` as a tuple of ints; a negative size is refused with torch's message."""
     for s in size:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-    return tuple(size)
+    return tuple(int(s) for s in size)
 
 
 def _filled(size: Sequence[int], value: Any, dtype: Any, device: Any) -> Array:
-    _check_device(device)
+    check_device(device)
     dt = to_dtype(dtype, default=scalar_dtype(value) if value is not None else DEFAULT_FLOAT)
     if value is None:
-        return np.empty(_shape(size), dt)
-    return np.full(_shape(size), scalar_for(value, dt), dt)
+        return np.empty(checked_shape(size), dt)
+    return np.full(checked_shape(size), scalar_for(value, dt), dt)
 
 
 kernel(f"aten::zeros(SymInt[] size, *, {_OPTS}) -> Tensor")(
@@ -67,10 +76,10 @@ kernel(f"aten::empty.memory_format(SymInt[] size, *, {_LIKE_OPTS}) -> Tensor")(
 
 
 def _filled_dt(shape: Sequence[int], value: Any, dt: np.dtype[Any], device: Any) -> Array:
-    _check_device(device)
+    check_device(device)
     if value is None:
-        return np.empty(_shape(shape), dt)
-    return np.full(_shape(shape), scalar_for(value, dt), dt)
+        return np.empty(checked_shape(shape), dt)
+    return np.full(checked_shape(shape), scalar_for(value, dt), dt)
 
 
 kernel(f"aten::zeros_like(Tensor self, *, {_LIKE_OPTS}) -> Tensor")(
@@ -108,7 +117,7 @@ def _dt(self: Array, dtype: int | None) -> np.dtype[Any]:
 
 
 def _arange(start: Any, end: Any, step: Any, dtype: int | None, device: Any) -> Array:
-    _check_device(device)
+    check_device(device)
     start, end, step = to_python(start), to_python(end), to_python(step)
     if step == 0:
         raise RuntimeError("step must be nonzero")
@@ -137,7 +146,7 @@ kernel(f"aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, {_O
 
 
 def _linspace(start: Any, end: Any, steps: int, dtype: int | None, device: Any) -> Array:
-    _check_device(device)
+    check_device(device)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = to_python(start), to_python(end)
@@ -152,10 +161,10 @@ for _sig in ("(Scalar start, Scalar end", ".Tensor_Tensor(Tensor start, Tensor e
 
 
 kernel(f"aten::eye(SymInt n, *, {_OPTS}) -> Tensor")(
-    lambda n, dtype, layout, device, pin: (_check_device(device), np.eye(n, dtype=to_dtype(dtype)))[1]
+    lambda n, dtype, layout, device, pin: (check_device(device), np.eye(n, dtype=to_dtype(dtype)))[1]
 )
 kernel(f"aten::eye.m(SymInt n, SymInt m, *, {_OPTS}) -> Tensor")(
-    lambda n, m, dtype, layout, device, pin: (_check_device(device), np.eye(n, m, dtype=to_dtype(dtype)))[1]
+    lambda n, m, dtype, layout, device, pin: (check_device(device), np.eye(n, m, dtype=to_dtype(dtype)))[1]
 )
 
 
@@ -164,7 +173,7 @@ kernel(f"aten::eye.m(SymInt n, SymInt m, *, {_OPTS}) -> Tensor")(
 
 
 def _tensor(data: Any, dtype: int | None, device: Any, requires_grad: bool) -> Array:
-    _check_device(device)
+    check_device(device)
     arr = np.array(data)
     if arr.dtype == np.float64 and dtype is None and not _has_float64_tensor(data):
         arr = arr.astype(DEFAULT_FLOAT)
@@ -185,5 +194,5 @@ for _t in ("float", "int", "bool"):
         lambda t, dtype, device, rg: as_array(t, to_dtype(dtype, default=scalar_dtype(t)))
     )
 kernel(f"aten::scalar_tensor(Scalar s, *, {_OPTS}) -> Tensor")(
-    lambda s, dtype, layout, device, pin: (_check_device(device), as_array(s, to_dtype(dtype)))[1]
+    lambda s, dtype, layout, device, pin: (check_device(device), as_array(s, to_dtype(dtype)))[1]
 )

@@ -23,7 +23,7 @@ that DCE, CSE, constant folding and fusion leave them where the program put them
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -86,16 +86,6 @@ def _no_generator(gen: Any) -> None:
         )
 
 
-def _check_device(device: Any) -> None:
-    if device is not None and not str(device).startswith("cpu"):
-        raise RuntimeError(f"irvm runs on the CPU only; cannot create a tensor on {device!r}")
-
-
-def _shape(size: Sequence[int]) -> tuple[int, ...]:
-    for s in size:
-        if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-    return tuple(int(s) for s in size)
 
 
 def _need_float(dt: np.dtype[Any], what: str) -> None:

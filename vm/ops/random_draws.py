@@ -21,12 +21,11 @@ import numpy as np
 
 from vm.ops._common import write_inplace
 from vm.ops._dtypes import DEFAULT_FLOAT, INT64, to_dtype
+from vm.ops.factory import check_device, checked_shape
 from vm.ops.random import (
-    _check_device,
     _need_float,
     _no_generator,
     _random,
-    _shape,
     _write_out,
     generator,
     normal_array,
@@ -51,7 +50,7 @@ def _register(base: str, args: str, opts: str, fn: Any) -> None:
 
     def plain(*a: Any) -> Array:
         dtype, _layout, device = a[n], a[n + 1], a[n + 2]
-        _check_device(device)
+        check_device(device)
         return fn(*a[:n], dtype)
 
     def with_generator(*a: Any) -> Array:
@@ -70,15 +69,15 @@ def _int_dt(dtype: int | None) -> np.dtype[Any]:
     return to_dtype(dtype, INT64)
 
 
-_register("rand", "SymInt[] size", _OPTS, lambda size, dt: uniform_array(_shape(size), _float_dt(dt)))
-_register("randn", "SymInt[] size", _OPTS, lambda size, dt: normal_array(_shape(size), _float_dt(dt)))
+_register("rand", "SymInt[] size", _OPTS, lambda size, dt: uniform_array(checked_shape(size), _float_dt(dt)))
+_register("randn", "SymInt[] size", _OPTS, lambda size, dt: normal_array(checked_shape(size), _float_dt(dt)))
 _register(
     "randint", "SymInt high, SymInt[] size", _INT_OPTS,
-    lambda high, size, dt: randint_array(0, high, _shape(size), _int_dt(dt)),
+    lambda high, size, dt: randint_array(0, high, checked_shape(size), _int_dt(dt)),
 )
 _register(
     "randint.low", "SymInt low, SymInt high, SymInt[] size", _INT_OPTS,
-    lambda low, high, size, dt: randint_array(low, high, _shape(size), _int_dt(dt)),
+    lambda low, high, size, dt: randint_array(low, high, checked_shape(size), _int_dt(dt)),
 )
 _register("randperm", "SymInt n", _INT_OPTS, lambda n, dt: _randperm(n, _int_dt(dt)))
 _register(
@@ -109,22 +108,22 @@ def _randperm(n: int, dt: np.dtype[Any]) -> Array:
 
 @_random("aten::rand.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")
 def rand_out(size: Sequence[int], out: Array) -> Array:
-    return _write_out(out, uniform_array(_shape(size), out.dtype))
+    return _write_out(out, uniform_array(checked_shape(size), out.dtype))
 
 
 @_random("aten::randn.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")
 def randn_out(size: Sequence[int], out: Array) -> Array:
-    return _write_out(out, normal_array(_shape(size), out.dtype))
+    return _write_out(out, normal_array(checked_shape(size), out.dtype))
 
 
 @_random("aten::randint.out(SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")
 def randint_out(high: int, size: Sequence[int], out: Array) -> Array:
-    return _write_out(out, randint_array(0, high, _shape(size), out.dtype))
+    return _write_out(out, randint_array(0, high, checked_shape(size), out.dtype))
 
 
 @_random("aten::randint.low_out(SymInt low, SymInt high, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)")
 def randint_low_out(low: int, high: int, size: Sequence[int], out: Array) -> Array:
-    return _write_out(out, randint_array(low, high, _shape(size), out.dtype))
+    return _write_out(out, randint_array(low, high, checked_shape(size), out.dtype))
 
 
 @_random("aten::randperm.out(SymInt n, *, Tensor(a!) out) -> Tensor(a!)")
@@ -161,8 +160,8 @@ def normal_tensor_tensor(mean: Array, std: Array, gen: Any) -> Array:
 )
 def normal_float_float(mean: float, std: float, size: Sequence[int], gen: Any, dtype: Any, *rest: Any) -> Array:
     _no_generator(gen)
-    _check_device(rest[1])
-    return normal_array(_shape(size), _float_dt(dtype), mean, std)
+    check_device(rest[1])
+    return normal_array(checked_shape(size), _float_dt(dtype), mean, std)
 
 
 @_random("aten::normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)")
