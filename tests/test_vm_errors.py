@@ -162,3 +162,29 @@ def test_dict_and_tuple_inputs_are_not_taken_for_refined_tensors() -> None:
     np.testing.assert_array_equal(interp({"a": np.arange(3)}), np.arange(3))
     with pytest.raises(RunError, match="declared Dict"):
         interp(np.arange(3))
+
+
+def test_an_attribute_read_twice_is_listed_once_when_the_weights_lack_it() -> None:
+    """The missing-weights message counts attributes, not reads (levit listed one six times)."""
+    import compiler
+    from vm import Interpreter
+    from vm.errors import RunError
+
+    program = compiler.compile_source(
+        """graph(%self : __torch__.M, %x : Tensor, %c : bool):
+  %y : Tensor = prim::If(%c)
+    block0():
+      %s : float = prim::GetAttr[name="scale"](%self)
+      %a : Tensor = aten::mul(%x, %s)
+      -> (%a)
+    block1():
+      %s2 : float = prim::GetAttr[name="scale"](%self)
+      %b : Tensor = aten::div(%x, %s2)
+      -> (%b)
+  return (%y)
+""",
+        fusion=False,
+    )
+    with pytest.raises(RunError, match=r"lack 1 attribute\(s\)") as err:
+        Interpreter(program, {})
+    assert str(err.value).count("scale : float") == 1

@@ -148,7 +148,8 @@ class _Missing:
         self.span: Span | None = None
 
     def add(self, text: str, span: Span | None) -> None:
-        self.entries.append(text)
+        if text not in self.entries:  # a graph may read one attribute many times
+            self.entries.append(text)
         self.span = self.span or span
 
 
