@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import List
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
 
 import compiler  # noqa: E402
 import vm  # noqa: E402
+from tests.torch_support import same_as_torch  # noqa: E402
 
 
 def views_indexing_and_conversions(x: torch.Tensor, y: torch.Tensor, i: int):
@@ -61,19 +61,6 @@ def loops_inplace_and_bitwise(x: torch.Tensor, n: int):
     return torch.stack(out), acc.narrow(0, 1, 2), x.select(1, 0), x.transpose(0, 1), x.masked_fill(x > 1, 0.5), bb, oo, xx, lt, x.eq(1.0), x.ne(x), x.le(0.5)
 
 
-def _same(ours, theirs, path="out"):
-    if isinstance(theirs, torch.Tensor):
-        theirs = theirs.numpy()
-        assert type(ours) is np.ndarray, (path, type(ours))
-        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, (path, ours.dtype, theirs.dtype)
-        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5, err_msg=path)
-    elif isinstance(theirs, (list, tuple)):
-        assert isinstance(ours, (list, tuple)) and len(ours) == len(theirs), path
-        for i, (o, t) in enumerate(zip(ours, theirs)):
-            _same(o, t, f"{path}[{i}]")
-    else:
-        assert type(ours) is type(theirs) and ours == theirs, (path, ours, theirs)
-
 
 CASES = [
     (views_indexing_and_conversions, lambda g: (torch.randn(4, 4, generator=g), torch.randn(4, 4, generator=g), 2)),
@@ -94,4 +81,4 @@ def test_scripted_function_matches_torch(fn, make_args, backend) -> None:
         args = make_args(torch.Generator().manual_seed(seed))
         expected = scripted(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
         got = runner(*[a.numpy().copy() if isinstance(a, torch.Tensor) else a for a in args])
-        _same(got, expected)
+        same_as_torch(got, expected)

@@ -7,7 +7,6 @@ traced without an attention mask (the path that calls ``aten::diff``), runs the 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
@@ -15,6 +14,7 @@ F = torch.nn.functional
 
 import compiler
 import vm
+from tests.torch_support import same_as_torch
 
 
 def packed_positions(position_ids: torch.Tensor, x: torch.Tensor):
@@ -109,19 +109,6 @@ def _args(name: str, g: torch.Generator):
 FUNCTIONS = [packed_positions, paddings_and_rolls, interpolations, attention, fills_and_inplace]
 
 
-def _same(ours, theirs, path="out"):
-    if isinstance(theirs, torch.Tensor):
-        theirs = theirs.numpy()
-        assert type(ours) is np.ndarray, (path, type(ours))
-        assert (ours.dtype, ours.shape) == (theirs.dtype, theirs.shape), (path, ours.dtype, ours.shape, theirs.shape)
-        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=2e-5, err_msg=path)
-    elif isinstance(theirs, (list, tuple)):
-        assert isinstance(ours, (list, tuple)) and len(ours) == len(theirs), path
-        for i, (o, t) in enumerate(zip(ours, theirs)):
-            _same(o, t, f"{path}[{i}]")
-    else:
-        assert type(ours) is type(theirs) and ours == theirs, (path, ours, theirs)
-
 
 def _numpy(args):
     return [a.numpy().copy() if isinstance(a, torch.Tensor) else a for a in args]
@@ -139,7 +126,7 @@ def test_zoo_operators_end_to_end(fn, mode, backend) -> None:
     runner = getattr(vm, backend)(program)
     for seed in range(2):
         args = _args(fn.__name__, torch.Generator().manual_seed(seed))
-        _same(runner(*_numpy(args)), jit(*args))
+        same_as_torch(runner(*_numpy(args)), jit(*args), atol=2e-5)
 
 
 def test_gpt2_traced_without_a_mask_matches_torch() -> None:
@@ -162,4 +149,4 @@ def test_gpt2_traced_without_a_mask_matches_torch() -> None:
     weights = {k: v.detach().numpy() for k, v in traced.state_dict().items()}
     for backend in ("Interpreter", "StaticRuntime"):
         got = getattr(vm, backend)(program, weights)(ids.numpy())
-        _same(got, want)
+        same_as_torch(got, want, atol=2e-5)

@@ -24,19 +24,9 @@ import export_torch
 
 import compiler
 from compiler.diagnostics import RunError
+from tests.torch_support import SmallCNN
 from vm.interpreter import Interpreter
 from vm.static_runtime import StaticRuntime
-
-
-class SmallCNN(nn.Module):
-    def __init__(self, num_classes: int = 10):
-        super().__init__()
-        self.conv = nn.Conv2d(1, 4, 3)
-        self.bn = nn.BatchNorm2d(4)
-        self.fc = nn.Linear(4 * 6 * 6, num_classes)
-
-    def forward(self, x):
-        return self.fc(torch.flatten(torch.relu(self.bn(self.conv(x))), 1))
 
 
 class BiasThenLinear(nn.Module):
