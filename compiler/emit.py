@@ -22,7 +22,7 @@ graph becomes one ``Function``, emitted block by block:
   exit: STOREN outputs`` (see ``vm.bytecode``);
 - ``prim::CallFunction`` of a ``prim::Constant[name="f"]`` is ``CALL f`` (a new frame; a
   function may call itself); a ``prim::FusionGroup`` is one OP of the fused kernel of
-  ``vm.fusion`` (its subgraph travels as IR text in the operator's attributes; the
+  ``vm.fusion.kernels`` (its subgraph travels as IR text in the operator's attributes; the
   subgraph is also emitted as a function, which the interpreter runs instead when the
   tensors are too small for a fused kernel to pay), or with ``fused_kernels=False`` a CALL
   of that function.
@@ -51,7 +51,7 @@ from vm.ops.registry import OpRef
 def emit(module: Module, source: str | None = None, *, fused_kernels: bool = True) -> Program:
     """The program for an optimized ``module`` (left untouched); ``source`` is the IR text
     recorded in the program (default: ``module`` printed).  With ``fused_kernels`` a fusion
-    group is one OP of ``vm.fusion``'s fused kernel, else a CALL of its subgraph."""
+    group is one OP of ``vm.fusion.kernels``'s fused kernel, else a CALL of its subgraph."""
     dropped = insert_drops(module)
     resolved, errors = resolve_all(dropped)
     table = _FunctionTable(dropped, resolved, errors)

@@ -1,4 +1,4 @@
-"""Fusion groups resolved at compile time: ``vm.fusion.FusionSpec`` from a sub-graph.
+"""Fusion groups resolved at compile time: ``vm.fusion.kernels.FusionSpec`` from a sub-graph.
 
 The fused kernel of a ``prim::FusionGroup`` is built from plain data (its operators
 resolved, its constants, slots and declared input kinds), so a loaded program neither
@@ -11,7 +11,7 @@ from typing import Any
 
 from compiler import types as T
 from compiler.resolve import constant_value, resolve
-from vm.fusion import FusionSpec, spec_attrs
+from vm.fusion.kernels import FusionSpec, spec_attrs
 from vm.ops.registry import OpRef
 
 

@@ -17,7 +17,7 @@ import compiler
 from compiler.diagnostics import RunError
 from compiler.fusion_spec import fused_opref, fusion_spec
 from compiler.pipeline import optimize
-from vm.fusion import FusedKernel
+from vm.fusion.kernels import FusedKernel
 from vm.ops.registry import bind
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,7 +148,7 @@ def _numba_or_skip() -> None:
 
 def test_numba_kernel_matches_unfused_within_float32_rounding(tmp_path: Path, monkeypatch) -> None:
     _numba_or_skip()
-    import vm.fusion_numba as fn
+    import vm.fusion.numba_backend as fn
 
     monkeypatch.setenv("IRVM_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(fn, "THRESHOLD", 64)
@@ -169,7 +169,7 @@ def test_numba_kernel_matches_unfused_within_float32_rounding(tmp_path: Path, mo
 def test_numba_never_compiles_on_a_run(tmp_path: Path, monkeypatch) -> None:
     """Dtypes not compiled ahead run blocked (and say so) instead of compiling lazily."""
     _numba_or_skip()
-    import vm.fusion_numba as fn
+    import vm.fusion.numba_backend as fn
 
     monkeypatch.setenv("IRVM_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(fn, "THRESHOLD", 64)

@@ -1,6 +1,6 @@
 """The numpy fuser's block plans compute, bit for bit, what the unfused operators compute.
 
-Random elementwise groups (``vm.fusion_plan`` turns each operator into a ufunc line where
+Random elementwise groups (``vm.fusion.plan`` turns each operator into a ufunc line where
 that is exact, else into its registered out variant) run blocked, with blocks of a few
 dozen elements so that block and thread boundaries fall everywhere, and are compared to
 the same group run operator by operator: same dtype, same shape, same bytes (signed zero
@@ -21,10 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import compiler
-import vm.fusion as fusion
+import vm.fusion.kernels as fusion
 from compiler.diagnostics import RunError
 from compiler.fusion_spec import fusion_spec
-from vm.fusion import FusedKernel
+from vm.fusion.kernels import FusedKernel
 
 DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
 SPECIALS = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-30, 3.5, -2.0]

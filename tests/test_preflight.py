@@ -26,7 +26,7 @@ import compiler
 from compiler.diagnostics import RunError
 from tests.torch_support import SmallCNN
 from vm.interpreter import Interpreter
-from vm.static_runtime import StaticRuntime
+from vm.static.runtime import StaticRuntime
 
 
 class BiasThenLinear(nn.Module):

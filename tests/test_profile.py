@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import compiler
-from vm.profile import OUTSIDE, profile
+from vm.static.profile import OUTSIDE, profile
 
 LOOP = """graph(%x : Tensor, %w : Tensor, %n : int):
   %t : bool = prim::Constant[value=1]()

@@ -34,7 +34,7 @@ def same_value(a: Any, b: Any) -> bool:
     return _same(a, b)
 
 
-from vm.static_runtime import StaticModule, StaticOptions, StaticRuntime
+from vm.static.runtime import StaticModule, StaticOptions, StaticRuntime
 
 # A covering array: every pair of values of (out variants, managed outputs, planner, fusion)
 # appears in some set (managed outputs need out variants; without them the planner is idle).

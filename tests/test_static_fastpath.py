@@ -26,8 +26,8 @@ import pytest
 
 import compiler
 import vm
-from vm import static_fastpath as fastpath
-from vm.static_runtime import StaticOptions, StaticRuntime
+from vm.static import fastpath
+from vm.static.runtime import StaticOptions, StaticRuntime
 from tests.test_static_runtime import LSTM_CELL
 
 MLP = """
@@ -193,7 +193,7 @@ def test_chunk_pieces_have_planned_shapes_so_the_lstm_gates_run_in_the_slab() ->
 
 
 def test_profile_reports_the_filled_constants() -> None:
-    from vm.profile import profile
+    from vm.static.profile import profile
 
     report = profile(compiler.compile_source(MLP), _mlp_inputs(256), runs=1)
     # the two relus share one zeros row of the hidden layer's width
@@ -229,7 +229,7 @@ RATIO_IOU = (Path(__file__).resolve().parent.parent / "examples" / "ratio_iou.ir
 def test_a_plan_times_a_small_fused_group_against_its_nodes_and_keeps_the_faster(slow) -> None:
     """Near the fused kernel's size threshold the plan measures both ways on the recorded
     inputs; the faster one runs, and the results equal the interpreter's either way."""
-    from vm.fusion import MIN_BLOCK
+    from vm.fusion.kernels import MIN_BLOCK
 
     program = compiler.compile_source(RATIO_IOU, fusion=True)
     rt = StaticRuntime(program)
@@ -245,7 +245,7 @@ def test_a_plan_times_a_small_fused_group_against_its_nodes_and_keeps_the_faster
     assert group.kernel.calls["unfused"] == fastpath.MEASURE_CALLS  # timed once, at plan time
     assert rt._last_plan.mode.fused == (frozenset() if slow == "fused" else frozenset({0}))
     if slow == "fused":
-        from vm.profile import profile
+        from vm.static.profile import profile
 
         report = profile(rt.module, args, runs=1)
         assert any(fastpath.TIMED_SLOWER in f for f in report.fusion_fallbacks)

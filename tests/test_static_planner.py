@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vm import memory_planner as mp
-from vm.profile import profile
-from vm.static_runtime import StaticModule, StaticOptions, StaticRuntime
+from vm.static import memory_planner as mp
+from vm.static.profile import profile
+from vm.static.runtime import StaticModule, StaticOptions, StaticRuntime
 
 RATIO_IOU = (Path(__file__).resolve().parent.parent / "examples" / "ratio_iou.ir").read_text()
 

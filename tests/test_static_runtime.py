@@ -14,7 +14,7 @@ import pytest
 
 import compiler
 from compiler.diagnostics import RunError
-from vm.static_runtime import RuntimePool, StaticModule, StaticOptions, StaticRuntime
+from vm.static.runtime import RuntimePool, StaticModule, StaticOptions, StaticRuntime
 
 LSTM_CELL = """
 graph(%x : Tensor, %hx : Tensor, %cx : Tensor, %w_ih : Tensor, %w_hh : Tensor, %b_ih : Tensor, %b_hh : Tensor):
@@ -220,11 +220,11 @@ RATIO_IOU = (Path(__file__).resolve().parent.parent / "examples" / "ratio_iou.ir
 
 
 def test_big_fusion_groups_run_their_fused_kernel_small_ones_their_nodes() -> None:
-    """A plan picks vm.fusion's fused kernel when the recorded group inputs span at least
+    """A plan picks vm.fusion.kernels's fused kernel when the recorded group inputs span at least
     two of its blocks, and the group's own nodes otherwise; both equal the interpreter."""
-    from vm.fusion import MIN_BLOCK
+    from vm.fusion.kernels import MIN_BLOCK
     from vm.interpreter import Interpreter
-    from vm.profile import profile
+    from vm.static.profile import profile
 
     program = compiler.compile_source(RATIO_IOU, fusion=True)
     # the size rule alone (measure_fused=False): timing is tested in test_static_fastpath.py

@@ -52,7 +52,7 @@ def test_fusion_group_is_one_kernel_call_that_blocks_big_and_runs_small_tensors_
     """A fusion group is one operator of the decoded code, whatever the size: big tensors
     run blocked, small ones run the group's kernels straight-line inside the fused kernel
     (cheaper than dispatching them); both give what the unfused group gives."""
-    from vm.fusion import FusedKernel
+    from vm.fusion.kernels import FusedKernel
 
     path = CORPUS / "ratio_iou.ir"
     fused = Interpreter(compile_source(path.read_text(), str(path)))

@@ -28,7 +28,7 @@ The protocol is three commands, each answered with one dict (or ``{"error": trac
 One more worker, ``copy``, times a numpy copy moving as many bytes as the case's group
 reads and writes: the row's bandwidth bound, measured interleaved like the columns.
 
-Only the public face of ``vm.fusion.FusedKernel`` is used: the constructor with
+Only the public face of ``vm.fusion.kernels.FusedKernel`` is used: the constructor with
 ``name``/``min_block``/``max_block``, the call, ``run_unfused``, ``enable_numba``,
 ``stats`` and ``fallback_reasons``.
 """
@@ -124,7 +124,7 @@ def group_kernel(case: str, inputs: list[np.ndarray], **options: Any) -> tuple[A
     import compiler
     from compiler.fusion_spec import fusion_spec
     from compiler.pipeline import optimize
-    from vm.fusion import FusedKernel
+    from vm.fusion.kernels import FusedKernel
 
     optimized, _ = optimize(compiler.parse(CASES[case][0](), case))
     (node,) = [n for n in optimized.main.walk() if "Subgraph" in n.attrs]
@@ -203,7 +203,7 @@ def describe(column: str) -> dict[str, Any]:
 
         info.update(torch=torch.__version__, torch_threads=torch.get_num_threads())
     if column == "fused-numba":
-        from vm import fusion_numba
+        from vm.fusion import numba_backend as fusion_numba
 
         if fusion_numba.AVAILABLE:
             import numba
@@ -214,7 +214,7 @@ def describe(column: str) -> dict[str, Any]:
             except ValueError:  # no parallel kernel has run in this process yet
                 info["numba_layer"] = "(not started)"
     if column in ("fused-blocked", "fused-numba"):
-        from vm import fusion
+        from vm.fusion import kernels as fusion
 
         info["fusion_threads"] = getattr(fusion, "THREADS", None)
     return info

@@ -25,7 +25,7 @@ before the rounds are frozen out of the garbage collector (``gc.freeze``), whose
 of a process holding torch and transformers otherwise land as 10 ms pauses on whichever
 call triggers them.  Then the ratios
 irvm static / torch.jit and irvm static / ORT (and their geometric means), and for irvm
-the operators that take the most time (``vm.profile``: per-node timing of the static
+the operators that take the most time (``vm.static.profile``: per-node timing of the static
 runtime, share of the summed node time).  Threads: numpy's BLAS is limited to one thread
 through ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` (set before numpy
 is imported; ``--threads N`` raises every engine to N), torch through
@@ -130,7 +130,7 @@ def engines(name: str, threads: int) -> tuple[dict[str, Callable[[], Any] | str]
     from zoo_models import ZOO
 
     from vm.interpreter import Interpreter
-    from vm.static_runtime import StaticRuntime
+    from vm.static.runtime import StaticRuntime
 
     model, inputs = ZOO[name].build()
     calls: dict[str, Callable[[], Any] | str] = {}
@@ -198,7 +198,7 @@ def measure(calls: dict[str, Callable[[], Any] | str], rounds: int) -> dict[str,
 
 def operator_shares(program: Any, args: list[Any], weights: Any, top: int = 4) -> list[tuple[str, float]]:
     """irvm static's most expensive operators: (kind, share of the summed node time)."""
-    from vm.profile import profile
+    from vm.static.profile import profile
 
     report = profile(program, args, weights, runs=3)
     return [(k.kind, k.share) for k in report.per_kind[:top]]

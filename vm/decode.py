@@ -15,7 +15,7 @@ superinstruction-forming loader would:
 - a push followed by JF becomes a test of the register;
 - the pushes of an If branch's outputs, with the JMP to the join (or the fall through
   into it) and the join's STORE, become one COPY from register to register;
-- a fused kernel (``vm.fusion``) is an operator like any other: for small tensors it
+- a fused kernel (``vm.fusion.kernels``) is an operator like any other: for small tensors it
   calls the group's kernels itself, straight-line, which costs less than dispatching
   them here one by one or calling the group's function;
 - the pushes of a CALL's arguments, the CALL and the store of its results become one

@@ -35,7 +35,7 @@ from typing import Any
 from vm.errors import BytecodeError, IRError, RunError
 from vm import decode as D
 from vm.bytecode import Opcode, Program
-from vm.fusion import enable_fuser
+from vm.fusion.kernels import enable_fuser
 from vm.inputs import InputChecker
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
@@ -58,7 +58,7 @@ class Interpreter:
     shares them).  ``trace=True`` makes ``__call__`` keep the values of the last run in
     ``last_trace`` (one attribute: use ``run_traced`` from several threads);
     ``debug=True`` prints every instruction.  ``fuser="numba"`` compiles the fused kernels
-    with numba now (``vm.fusion``); ``"blocked"`` (the default) uses numpy alone.
+    with numba now (``vm.fusion.kernels``); ``"blocked"`` (the default) uses numpy alone.
     Random operators draw from ``self.generator``, a numpy Generator seeded by ``seed``
     (None: from the OS), so the same seed gives the same draws call after call.
     """

@@ -16,7 +16,7 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
   the original span of each of its nodes.
 
 The file is the compiled program: loading runs no pass, resolves no overload and
-parses no IR (fusion groups are stored resolved, ``vm.fusion.FusionSpec``; ``%self``'s
+parses no IR (fusion groups are stored resolved, ``vm.fusion.kernels.FusionSpec``; ``%self``'s
 attribute reads as a table, ``vm.self_reads``).  Format 2; format 1 files carried only
 the source and are recompiled.
 

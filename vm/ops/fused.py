@@ -1,3 +1,3 @@
-"""Registers ``prim::FusedKernel`` (see ``vm.fusion``) with the other operator families."""
+"""Registers ``prim::FusedKernel`` (see ``vm.fusion.kernels``) with the other operator families."""
 
-import vm.fusion  # noqa: F401  (its @prim_factory registration)
+import vm.fusion.kernels  # noqa: F401  (its @prim_factory registration)

@@ -85,7 +85,7 @@ class FusionInfo:
     nodes: list[Node]
     inputs: list[Value]
     outputs: list[Value]
-    kernel: Any  # vm.fusion.FusedKernel, or None when the group cannot have one
+    kernel: Any  # vm.fusion.kernels.FusedKernel, or None when the group cannot have one
     span: Any = None
 
 
@@ -98,7 +98,7 @@ class Mode:
     record: bool = False  # store managed candidates' values in R[slot]
     candidates: frozenset[int] = frozenset()  # what record mode records
     timed: bool = False  # accumulate each node's time in T[index]
-    # nodes called as a bare ufunc (vm/static_fastpath.py):
+    # nodes called as a bare ufunc (vm/static/fastpath.py):
     # (index, (("v", slot) | ("s", j), ...), guarded by a dtype check)
     fast: tuple[tuple[int, tuple[tuple[str, int], ...], bool], ...] = ()
     fused: frozenset[int] = (

@@ -16,7 +16,7 @@ to the run.  ``report.chrome_trace()`` is the last timed run as Chrome trace-eve
 The memory section reads the plan of the profiled input shapes: managed bytes (what the
 managed intermediates would take if each were allocated), slab bytes, the number of
 storage groups, and the bytes saved, plus the constants the fast path widened to arrays
-for maximum/minimum (``vm/static_fastpath.py``).  It also counts out-variant fallbacks (a managed
+for maximum/minimum (``vm/static/fastpath.py``).  It also counts out-variant fallbacks (a managed
 node whose out variant returned a fresh array instead of writing its slab view) and the
 fusion groups that ran as their subgraph because no fused kernel exists.
 
@@ -34,8 +34,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from vm.static_codegen import Mode
-from vm.static_runtime import StaticModule, StaticOptions, StaticRuntime
+from vm.static.codegen import Mode
+from vm.static.runtime import StaticModule, StaticOptions, StaticRuntime
 
 
 @attrs.frozen

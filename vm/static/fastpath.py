@@ -5,7 +5,7 @@ first finds the result dtype and converts its operands; on a 10-element tensor t
 bookkeeping costs more than the arithmetic (a bare ``np.add`` call ~0.3 us, the kernel
 ~2x that, some unary kernels ~5x).  Once a plan exists, the static runtime knows more:
 the recording run saw every tensor of the entry block, and for values whose dtypes and
-shapes follow from the plan key (the untainted values of ``vm/static_analysis.py``) what
+shapes follow from the plan key (the untainted values of ``vm/static/analysis.py``) what
 it saw holds for every run with that key.
 
 So when the recording run shows that a node of the table below took float tensors of one
@@ -19,7 +19,7 @@ kernel's own four-ufunc recipe, overflow ignored as the kernel ignores it; a 2-d
 ``linear`` with a bias as the kernel's matmul and in-place add (``_linear``: measured
 ~0.6 us a call saved: the 3-layer MLP at batch 1 went from 28.2 to 26.4 us).  An unguarded
 bare ufunc is also what lets the planner write its result over an operand that dies at
-the node (in-place reuse, ``vm/memory_planner.py``): a ufunc is exact with ``out=`` equal
+the node (in-place reuse, ``vm/static/memory_planner.py``): a ufunc is exact with ``out=`` equal
 to an input.
 
 One more step for ``maximum``/``minimum`` (relu, clamp, clamp_min/max, max/min with a
@@ -40,7 +40,7 @@ elements run as nodes took 342 us (p10) with full arrays, 377 us with scalars.  
 element is the same ``maximum(x_i, c)``, so the bits are those of the scalar call
 (checked over random bit patterns, NaN payloads and signed zeros by the tests).
 
-Last, which fusion groups a plan runs with their fused kernel (``vm.fusion``) rather than
+Last, which fusion groups a plan runs with their fused kernel (``vm.fusion.kernels``) rather than
 as their own nodes (``groups_to_fuse``).  The kernel's rule is size: one common shape of
 at least two of its cache blocks.  Near that threshold the blocked kernel may still lose
 to the nodes, which here write planned buffers through the calls above: measured on the
@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.static_codegen import ProcessedNode
+from vm.static.codegen import ProcessedNode
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 

@@ -1,6 +1,6 @@
 """Block plans: the numpy fuser's compiled form of one fusion group for one signature.
 
-A fusion group runs block by block (``vm.fusion``).  What a block does is fixed once the
+A fusion group runs block by block (``vm.fusion.kernels``).  What a block does is fixed once the
 dtypes of the group's inputs are known, so it is worked out once per signature (the
 inputs' dtypes, and which inputs are full-size tensors rather than 0-dim tensors or
 scalars) and compiled into a straight-line Python function, the way Static Runtime
@@ -26,7 +26,7 @@ pre-resolves kernels and our static runtime generates code:
 
 The same module generates the *whole* function: the group's kernels called one after the
 other on whole arrays, without an interpreter loop, for calls too small to block.
-Errors are not handled here: ``vm.fusion`` re-runs a failing call operator by operator to
+Errors are not handled here: ``vm.fusion.kernels`` re-runs a failing call operator by operator to
 name the node that failed.
 """
 
@@ -67,7 +67,7 @@ _MAXMIN = (np.maximum, np.minimum)
 
 
 class Step(Protocol):
-    """One operator of the group as the planner needs it (``vm.fusion`` builds them)."""
+    """One operator of the group as the planner needs it (``vm.fusion.kernels`` builds them)."""
 
     name: str  # the resolved overload, ``aten::add.Tensor``
     inputs: tuple[int, ...]  # slots of its inputs

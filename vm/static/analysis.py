@@ -1,6 +1,6 @@
 """Which tensors of a graph the static runtime may carve out of its slab, and for how long.
 
-The memory planner (``vm/memory_planner.py``) needs three facts about the top-level block
+The memory planner (``vm/static/memory_planner.py``) needs three facts about the top-level block
 of the entry graph, all computed once when a ``StaticModule`` is built:
 
 * steps: the block's nodes in order, a node with sub-blocks counting as one step; a value

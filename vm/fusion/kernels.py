@@ -8,7 +8,7 @@ group's inputs and writes its outputs once.
 
 ``FusedKernel`` does it with numpy alone, by cache blocking: the elements are cut into
 blocks (``MAX_BLOCK`` elements at most), and each block runs the group's *block plan*
-(``vm.fusion_plan``): straight-line ufunc calls with ``out=`` into a few per-thread
+(``vm.fusion.plan``): straight-line ufunc calls with ``out=`` into a few per-thread
 scratch buffers that stay in L2, compiled once per dtype signature (the declared one
 when the kernel is built).  Calls with enough work (``PARALLEL_WORK``) split their blocks
 between the calling thread and a small thread pool made with the kernel (numpy releases
@@ -23,7 +23,7 @@ where blocking only adds overhead), its tensor inputs do not share one shape
 (broadcasting other than against 0-dim tensors and scalars), or its dtypes have no plan.
 
 With numba installed and enabled (``enable_numba``), big calls run a compiled single-pass
-loop instead (``vm.fusion_numba``).
+loop instead (``vm.fusion.numba_backend``).
 
 Errors inside a group name the original node and its ``file:line:col``, not the group:
 a failing call is re-run operator by operator to find it.
@@ -41,9 +41,9 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from vm import fusion_numba
+from vm.fusion import numba_backend as fusion_numba
 from vm.errors import RunError, Span
-from vm.fusion_plan import BlockPlan, make_plan, make_whole, probe_dtypes
+from vm.fusion.plan import BlockPlan, make_plan, make_whole, probe_dtypes
 from vm.ops.registry import OpRef, bind, bind_out, prim_factory
 
 MIN_BLOCK = 1 << 13  # 8K elements: calls below two blocks run unfused (tools/bench_fusion.py)

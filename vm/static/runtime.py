@@ -5,8 +5,8 @@ Modelled on PyTorch's Static Runtime (``torch/csrc/jit/runtime/static``) and AIT
 
 * ``StaticModule`` is prepared once and then only read: the optimized IR (fusion groups
   expanded into their nodes unless a fused kernel exists), every operator resolved and
-  bound (``vm/static_codegen.py``), constants converted, ``%self`` bound to the weights, and
-  the facts the memory planner needs (``vm/static_analysis.py``).  Many runtimes share it.
+  bound (``vm/static/codegen.py``), constants converted, ``%self`` bound to the weights, and
+  the facts the memory planner needs (``vm/static/analysis.py``).  Many runtimes share it.
 * ``StaticRuntime`` owns what changes per run: its plans, each with a slab and the views
   into it, and the generated function bound to those views.  One per thread.
 * ``RuntimePool(static_module, n)`` hands each call a free runtime, or waits for one.
@@ -14,7 +14,7 @@ Modelled on PyTorch's Static Runtime (``torch/csrc/jit/runtime/static``) and AIT
 A run first checks the inputs against the graph's declared types (a ``RunError`` naming
 the input) and computes the plan key: the shapes and dtypes of the tensor inputs.  The
 first run for a key executes the allocating kernels and records the size of every
-managed tensor; the planner (``vm/memory_planner.py``) then groups tensors that are never
+managed tensor; the planner (``vm/static/memory_planner.py``) then groups tensors that are never
 alive together, validates the plan and allocates one slab.  Later runs with that key call
 the out variants with the slab views, so a steady-state run allocates no managed
 intermediate.  Plans live in a bounded LRU cache, like ONNX Runtime's memory patterns.
@@ -33,15 +33,15 @@ from typing import Any
 import attrs
 import numpy as np
 
-from vm import memory_planner as mp
-from vm import static_fastpath as fastpath
+from vm.static import memory_planner as mp
+from vm.static import fastpath
 from vm.errors import CompileError, RunError
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
-from vm.static_analysis import analyze
-from vm.static_codegen import LINEMAPS, GraphCode, Mode
-from vm.static_inputs import input_checker
-from vm.static_prepare import (
+from vm.static.analysis import analyze
+from vm.static.codegen import LINEMAPS, GraphCode, Mode
+from vm.static.inputs import input_checker
+from vm.static.prepare import (
     as_module,
     bind_self,
     bound_constants,
@@ -71,11 +71,11 @@ class StaticOptions:
     # buys nothing below ~64 KiB; fresh pages are what hurt, from ~256 KiB up).
     min_managed_bytes: int = 16384
     specialize: bool = (
-        True  # call a few float pointwise ops as bare ufuncs (vm/static_fastpath.py)
+        True  # call a few float pointwise ops as bare ufuncs (vm/static/fastpath.py)
     )
-    fused_kernels: bool = True  # run big fusion groups with vm.fusion's fused kernel
+    fused_kernels: bool = True  # run big fusion groups with vm.fusion.kernels's fused kernel
     # below MEASURE_BELOW elements, time the fused kernel against its group's own nodes
-    # when a plan is made, and keep the faster (vm/static_fastpath.py)
+    # when a plan is made, and keep the faster (vm/static/fastpath.py)
     measure_fused: bool = True
     fuser: str = "blocked"  # "numba": compile the fused kernels with numba when the module is built
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
@@ -100,7 +100,7 @@ class StaticModule:
             module, added = fold_weights(module, weights)
         module, self.fusion_fallbacks, groups = expand_fusion_groups(module)
         self.groups = groups
-        from vm.fusion import enable_fuser
+        from vm.fusion.kernels import enable_fuser
 
         self.fuser_problems = enable_fuser(options.fuser, (g.kernel for g in groups))
         self.ir = module
@@ -519,7 +519,7 @@ def _fast_calls(
     sm: StaticModule, recorded: Mapping[int, Any], fused: frozenset[int]
 ) -> dict[int, Any]:
     """node index -> (ufunc, args, guard) for the nodes this plan calls as bare ufuncs
-    (``vm/static_fastpath.py``), constants of maximum/minimum filled to arrays."""
+    (``vm/static/fastpath.py``), constants of maximum/minimum filled to arrays."""
     fast, fills = {}, {}
     for pn in sm.fast_candidates:
         group = sm.entry.group_of.get(pn.node)
@@ -540,7 +540,7 @@ def _inplace_pairs(
 ) -> dict[int, int]:
     """output slot -> operand slot, for unguarded bare ufuncs whose managed operand has
     the output's spec and dies at the node: the output may take its bytes (a ufunc is
-    exact with ``out=`` equal to an input; see ``vm/memory_planner.py``)."""
+    exact with ``out=`` equal to an input; see ``vm/static/memory_planner.py``)."""
     by_index = {pn.index: pn for pn in sm.entry.pnodes}
     pairs = {}
     for i, (_, args, guard) in fast.items():

@@ -13,7 +13,7 @@ from typing import Any
 from compiler.ir import Graph, Module, Value, clone_node
 from vm import types as T
 from vm.errors import CompileError
-from vm.static_codegen import FusionInfo
+from vm.static.codegen import FusionInfo
 
 
 def as_module(source: Any, fusion: bool) -> Module:
@@ -40,7 +40,7 @@ def expand_fusion_groups(
     """A copy where each prim::FusionGroup is replaced by its Subgraph's nodes.
 
     Groups of the entry graph's top-level block also keep a fused kernel
-    (``vm.fusion.FusedKernel``), which a plan uses instead of the nodes when the recorded
+    (``vm.fusion.kernels.FusedKernel``), which a plan uses instead of the nodes when the recorded
     sizes make it pay; every other group always runs expanded (listed as a fallback).
     """
     module = module.clone()
@@ -81,7 +81,7 @@ def expand_fusion_groups(
 def fused_kernel(subgraph: Graph) -> Any:
     try:
         from compiler.fusion_spec import fusion_spec
-        from vm.fusion import FusedKernel
+        from vm.fusion.kernels import FusedKernel
 
         return FusedKernel(fusion_spec(subgraph.clone()))
     except Exception:  # noqa: BLE001  (no fused kernel: the group runs expanded)
