@@ -1,4 +1,4 @@
-"""The loss operators (vm/ops/nn_loss.py) match torch.nn.functional for every reduction
+"""The loss operators (vm/ops/nn/loss.py) match torch.nn.functional for every reduction
 code, weights, ignore_index, label smoothing, class-probability targets, and BCE's clamp."""
 
 import numpy as np

@@ -9,8 +9,8 @@ from vm.ops import registry
 
 torch = pytest.importorskip("torch")
 
-NN_MODULES = ("vm.ops.nn_conv", "vm.ops.nn_pool", "vm.ops.nn_norm", "vm.ops.nn_activation",
-              "vm.ops.nn_resize", "vm.ops.nn_upsample", "vm.ops.nn_embedding", "vm.ops.nn_rnn", "vm.ops.nn_attention")
+NN_MODULES = ("vm.ops.nn.conv", "vm.ops.nn.pool", "vm.ops.nn.norm", "vm.ops.nn.activation",
+              "vm.ops.nn.resize", "vm.ops.nn.upsample", "vm.ops.nn.embedding", "vm.ops.nn.rnn", "vm.ops.nn.attention")
 
 
 def _nn_ops() -> list[registry.OpInfo]:
@@ -84,7 +84,7 @@ def test_conv_out_variant_writes_through_a_strided_buffer():
 
 
 def test_fallback_ops_that_nn_modules_call_behave_as_at_inference():
-    """vm/ops/zz_nn_fallbacks.py (or the family that owns these ops) answers like torch in
+    """vm/ops/nn/fallbacks.py (or the family that owns these ops) answers like torch in
     inference mode and chunks like torch.chunk."""
     import numpy as np
 

@@ -1,4 +1,4 @@
-"""vm/ops/zz_out_overloads.py: every generated out overload is PyTorch's own schema, and
+"""vm/ops/out_overloads.py: every generated out overload is PyTorch's own schema, and
 its kernel writes into ``out`` (returning it) when the result fits, else returns a new
 array (numpy cannot resize ``out`` in place as PyTorch does: the documented limit)."""
 

@@ -24,7 +24,7 @@ from tensor_op_support import EXAMPLES, assert_same, copy_args
 from vm.ops.registry import all_ops, lookup
 
 TENSOR_MODULES = {"vm.ops.pointwise", "vm.ops.unary", "vm.ops.reduction", "vm.ops.shape", "vm.ops.linalg",
-                  "vm.ops.factory", "vm.ops.indexing", "vm.ops.pointwise_more", "vm.ops.shape_more"}
+                  "vm.ops.factory", "vm.ops.indexing", "vm.ops.predicates", "vm.ops.rearrange"}
 
 ALL_CASES = (test_ops_tensor_pointwise.CASES + test_ops_tensor_reduction.CASES + test_ops_tensor_shape.CASES
              + test_ops_tensor_linalg.CASES + test_ops_tensor_more.CASES

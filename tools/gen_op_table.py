@@ -92,10 +92,10 @@ def render() -> str:
     lines = [HEADER, f"{total} overloads of {len(names)} operators in {len(families)} families.\n"]
     lines.append("| family | overloads |\n|---|---|")
     for fam in sorted(families):
-        lines.append(f"| [{fam}](#{fam.replace('_', '')}) | {len(families[fam])} |")
+        lines.append(f"| [{fam}](#{fam.replace('_', '').replace('.', '')}) | {len(families[fam])} |")
     lines.append("")
     for fam in sorted(families):
-        lines.append(f"## {fam}\n\n`vm/ops/{fam}.py`\n")
+        lines.append(f"## {fam}\n\n`vm/ops/{fam.replace('.', '/')}.py`\n")
         lines.append("| overload | schema | out | traits |\n|---|---|---|---|")
         for info in sorted(families[fam], key=lambda i: i.name):  # type: ignore[attr-defined]
             out = "yes" if info.out is not None else ""  # type: ignore[attr-defined]

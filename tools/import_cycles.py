@@ -4,8 +4,8 @@
 
 Reads every module of ``compiler/`` and ``vm/`` with ``ast`` (nothing is imported),
 draws an edge for each ``import``/``from ... import`` of another irvm module wherever it
-stands (module level or inside a function, not under ``if TYPE_CHECKING``; a package whose ``__init__`` imports all its
-modules through ``pkgutil``, as ``vm.ops``, to each of them), and prints the strongly connected
+stands (module level or inside a function, not under ``if TYPE_CHECKING``; a package whose ``__init__`` imports
+its modules by name from a ``FAMILIES`` tuple, as ``vm.ops`` does, to each of them), and prints the strongly connected
 components with more than one module: each is a set of modules that import each other,
 directly or not.  ``vm`` below ``compiler`` means no component mixes the two packages.
 """
@@ -35,9 +35,11 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     found: set[str] = set()
     is_package = path.name == "__init__.py"
     source = path.read_text()
-    if is_package and "pkgutil.iter_modules" in source:  # a package that imports all its modules
-        found.update(m for m in known if m.startswith(name + ".") and "." not in m[len(name) + 1 :])
     tree = ast.parse(source, str(path))
+    if is_package:  # FAMILIES = ("dicts", "nn.conv", ...): modules imported by importlib
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "FAMILIES" for t in node.targets):
+                found.update(f"{name}.{m}" for m in ast.literal_eval(node.value) if f"{name}.{m}" in known)
     typing_only = {  # `if TYPE_CHECKING:` imports are for annotations: never executed
         id(inner)
         for block in ast.walk(tree)

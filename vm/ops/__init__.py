@@ -1,12 +1,52 @@
-"""The operator library: every module in this package registers its kernels on import.
+"""The operator library: every module listed below registers its kernels on import.
 
-Families: pointwise, reduction, shape, linalg, nn, prim (scalars, lists, dicts, strings,
-prim:: ops).  ``vm.ops.registry`` holds the table they fill.
+Families: pointwise (``unary``, ``pointwise``, ``predicates``), reductions, shapes and
+views (``shape``, ``rearrange``), indexing, linear algebra, ``nn/`` (the ``torch.nn``
+kernels), random operators, and the prim side (scalars, lists, dicts, strings, enums,
+prim:: nodes).  ``vm.ops.registry`` holds the table they fill.
+
+The modules import in the order of ``FAMILIES``.  The order is part of the semantics:
+when two overloads fit a node equally well, overload resolution picks the one registered
+first, and the last two entries only fill gaps the others left (``nn.fallbacks``) or add
+``out=`` overloads of what everything before them registered (``out_overloads``).
 """
 
 import importlib
-import pkgutil
 
-for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if not _info.name.startswith("_") and _info.name != "registry":
-        importlib.import_module(f"{__name__}.{_info.name}")
+FAMILIES = (
+    "dicts",
+    "enums",
+    "factory",
+    "fused",
+    "indexing",
+    "inplace",
+    "linalg",
+    "lists",
+    "nn.activation",
+    "nn.attention",
+    "nn.conv",
+    "nn.embedding",
+    "nn.fold",
+    "nn.loss",
+    "nn.norm",
+    "nn.pool",
+    "nn.resize",
+    "nn.rnn",
+    "nn.upsample",
+    "pointwise",
+    "predicates",
+    "prim",
+    "random",
+    "random_draws",
+    "reduction",
+    "scalar",
+    "shape",
+    "rearrange",
+    "strings",
+    "unary",
+    "nn.fallbacks",  # only what no family registered
+    "out_overloads",  # out= overloads of everything above
+)
+
+for _name in FAMILIES:
+    importlib.import_module(f"{__name__}.{_name}")

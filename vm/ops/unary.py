@@ -8,7 +8,7 @@ Three kinds, by what PyTorch does with the dtype:
   on integers the rounding family is the identity (a copy), and PyTorch's refusals on
   bool inputs are kept (``-`` on a bool tensor is an error, as is ``abs``);
 - the activations that are plain pointwise math: relu, sigmoid, tanh, silu, gelu (with
-  ``approximate``); the other ``torch.nn`` activations live in ``nn_activation.py``.
+  ``approximate``); the other ``torch.nn`` activations live in ``nn/activation.py``.
 
 Each op is one small function from an ndarray to an ndarray; ``_register`` adds the
 ``foo`` kernel with its out variant, and the ``foo_`` in-place form that PyTorch has for

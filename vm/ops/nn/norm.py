@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vm.ops._nn_util import copying_out, write_out
+from vm.ops.nn._util import copying_out, write_out
 from vm.ops.registry import kernel
 
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from vm.ops._nn_util import copying_out
+from vm.ops.nn._util import copying_out
 from vm.ops.registry import kernel
 
 Scales = Sequence[float | None]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from vm.ops._nn_util import check_out, copying_out, expand, write_out
+from vm.ops.nn._util import check_out, copying_out, expand, write_out
 from vm.ops.registry import kernel
 
 Ints = Sequence[int]

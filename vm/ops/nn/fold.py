@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vm.ops._nn_util import copying_out, expand
+from vm.ops.nn._util import copying_out, expand
 from vm.ops.registry import kernel
 
 Ints = int | Sequence[int]

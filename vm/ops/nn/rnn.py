@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vm.ops._nn_util import copying_out, sigmoid
+from vm.ops.nn._util import copying_out, sigmoid
 from vm.ops.registry import kernel
 
 Array = np.ndarray

@@ -6,7 +6,7 @@ its fused fast path and the decomposed one with ``aten::is_grad_enabled()``,
 ``aten::is_autocast_enabled()``, ``prim::is_nested`` and ``aten::is_floating_point``; a
 traced ``nn.LSTMCell`` splits its gates with ``aten::unsafe_chunk``.  These belong to the
 prim and tensor families; until those register them, the nn end-to-end models would not
-compile.  ``vm.ops`` imports its modules in name order and this one sorts last, so each
+compile.  ``vm.ops`` imports this module after every family (its ``FAMILIES`` order), so each
 registration below first checks that nobody else has made it: the owning family can add
 its own at any time and this file then stands aside.
 

@@ -1,4 +1,4 @@
-"""Small helpers shared by the nn kernel modules (``nn_conv``, ``nn_pool``, ...).
+"""Small helpers shared by the nn kernel modules (``nn.conv``, ``nn.pool``, ...).
 
 Schemas declare fixed-size lists (``int[2] stride``) that TorchScript lets a caller pass
 as one int or a one-element list; ``expand`` turns any of these into a tuple of the

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.ops._nn_util import copying_out
+from vm.ops.nn._util import copying_out
 from vm.ops.registry import kernel, lookup
 
 Array = np.ndarray

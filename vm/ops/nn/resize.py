@@ -1,5 +1,5 @@
 """Padding and pixel shuffles: operators that change spatial extent by moving data.
-(Interpolation lives in ``nn_upsample``.)
+(Interpolation lives in ``nn.upsample``.)
 
 ``pad`` takes PyTorch's flat pad list, pairs for the last dimension first
 (``[left, right, top, bottom]``), and maps it onto ``np.pad`` modes: constant (negative
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vm.ops._nn_util import copying_out, write_out
+from vm.ops.nn._util import copying_out, write_out
 from vm.ops.registry import kernel
 
 Ints = Sequence[int]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vm.ops._nn_util import check_out, copying_out
+from vm.ops.nn._util import check_out, copying_out
 from vm.ops.registry import kernel
 
 
