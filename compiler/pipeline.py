@@ -36,7 +36,7 @@ import attrs
 
 from compiler.diagnostics import IRError
 from compiler.ir import Module
-from compiler.known_modules import add_known_methods
+from compiler.known.modules import add_known_methods
 from compiler.passes import collecting, in_place, node_count
 
 DEFAULT_PIPELINE: list[str] = [
@@ -116,7 +116,7 @@ def optimize(
     ``verify_each`` runs the verifier after every pass too, as the tests do.
     ``on_pass(name, nodes)`` is called as each pass starts (the progress display).
     Returns the optimized module and one record per pass run, with its wall time.
-    First, ``compiler.known_modules.add_known_methods`` gives every call of a standard
+    First, ``compiler.known.modules.add_known_methods`` gives every call of a standard
     ``torch.nn`` submodule without a body (a dump of ``.graph``) irvm's forward graph.
     With ``weights`` (the mapping the program will run with), ``fold_module_attributes``
     runs right after ``inline_calls`` (first, if that is not run): settings read from

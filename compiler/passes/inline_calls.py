@@ -9,7 +9,7 @@ arguments (without the function constant), every copied value gets a name fresh 
 caller, the call's outputs are replaced by the copied return values, and each copied
 node keeps its own span.  Calls inside nested blocks are inlined in place.
 
-A call of a name the module does not define, but that ``compiler.known_functions``
+A call of a name the module does not define, but that ``compiler.known.functions``
 knows (``relu``, ``layer_norm``, ``pad``... which a ``.graph`` dump calls without their
 bodies), first gets irvm's body for it in ``Module.functions``, when the call's arity and
 argument types fit one; the nodes copied from such a body take the call's span.  Known
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from compiler import types as T
 from compiler.ir import Block, Graph, Module, Node, Value, clone_node
-from compiler.known_functions import known_body
+from compiler.known.functions import known_body
 from compiler.passes import Target, graphs_of, note, owned_copy
 
 

@@ -3,13 +3,13 @@
 ``LAYERS`` maps a class's unmangled TorchScript qualname to a builder returning the text
 of its forward graph, with ``$SELF`` for the type of ``%self``, and the length of its
 ``int[]`` settings (``kernel_size=3`` of a Conv2d means ``[3, 3]``).  The bodies follow
-the rules ``compiler.known_modules`` explains: every setting read from ``%self``, eval
+the rules ``compiler.known.modules`` explains: every setting read from ``%self``, eval
 semantics, PyTorch's input checks kept where a wrong input would otherwise give an answer
 instead of torch's error.  The builders are small string functions (``_attr`` reads a
 setting, ``_raise_if`` raises as TorchScript prints a ``raise``), so that each body can
-be read as the IR it produces (``print(compiler.known_modules.known_forward(q))``).
+be read as the IR it produces (``print(compiler.known.modules.known_forward(q))``).
 The sequence models (recurrent layers, attention, the transformer encoder layer) are in
-``compiler.known_module_bodies_seq``.
+``compiler.known.sequence``.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ input are not implemented and raise.
 
 from __future__ import annotations
 
-from compiler.known_functions_text import choose, const, graph, raise_if
+from compiler.known.text import choose, const, graph, raise_if
 
 
 def _check_choice(value: str, options: tuple[str, ...], message: str, tag: str) -> str:

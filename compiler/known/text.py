@@ -1,4 +1,4 @@
-"""Text builders for the bodies of ``compiler.known_functions``: a graph, a constant, a
+"""Text builders for the bodies of ``compiler.known.functions``: a graph, a constant, a
 guarded raise, a two-armed ``prim::If``, an Optional unwrapped to a default.
 
 The body modules (``known_functions_<family>.py``) write their IR with these; keeping them

@@ -2,7 +2,7 @@
 average pooling, and of ``torch.functional.norm`` / ``cdist``.
 
 Each body has the parameter list TorchScript passes for the torch 2.13 Python function
-(see ``compiler.known_functions``) and lowers to one ``aten`` operator where one exists,
+(see ``compiler.known.functions``) and lowers to one ``aten`` operator where one exists,
 after the argument checks and argument rewriting the Python function does (``group_norm``
 on a 1-d input, ``embedding``'s ``padding_idx`` range, ``embedding_bag``'s 2-d input as
 equal bags and its mode string).  Where ``vm.ops`` lacks the operator the body is
@@ -21,7 +21,7 @@ nuclear norm needs singular values, which ``vm.ops`` lacks: it raises.
 
 from __future__ import annotations
 
-from compiler.known_functions_text import choose, const, graph, raise_if
+from compiler.known.text import choose, const, graph, raise_if
 
 _NOT_NONE = "  %{n}_none_c : NoneType = prim::Constant()\n  %{n}_given_b : bool = aten::__isnot__(%{n}, %{n}_none_c)\n"
 

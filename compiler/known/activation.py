@@ -1,7 +1,7 @@
 """Known bodies of ``torch.nn.functional`` activations, softmax family and dropout.
 
 Each body has the parameter list TorchScript passes for the torch 2.13 Python function
-(see ``compiler.known_functions``).  An ``inplace`` flag chooses between the operator and
+(see ``compiler.known.functions``).  An ``inplace`` flag chooses between the operator and
 its in-place variant (``aten::relu_`` mutates and returns its input, as torch's does).
 Dropout calls ``aten::dropout`` and its kin, which are the identity when ``training`` is
 False and draw a mask from the runtime's generator when it is True (``vm.ops.random``).  ``softmax(dim=None)`` picks the dimension as
@@ -10,7 +10,7 @@ torch's legacy rule does (0 for 0-, 1- and 3-d inputs, else 1).
 
 from __future__ import annotations
 
-from compiler.known_functions_text import choose, const, graph, raise_if
+from compiler.known.text import choose, const, graph, raise_if
 
 _FLOAT_PARAMS = {"alpha": "float", "negative_slope": "float", "min_val": "float", "max_val": "float",
                  "threshold": "float", "value": "float"}

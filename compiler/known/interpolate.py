@@ -19,7 +19,7 @@ and reshapes to ``a``'s free sizes followed by ``b``'s.
 
 from __future__ import annotations
 
-from compiler.known_functions_text import choose, const, graph, raise_if
+from compiler.known.text import choose, const, graph, raise_if
 
 _MODES = ("nearest", "area", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "lanczos")
 _SIZE_LEN = ("Input and output must have the same number of spatial dimensions. Please provide input tensor in "

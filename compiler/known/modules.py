@@ -8,8 +8,8 @@ graph stored in ``Module.functions`` under ``"<class qualname>.forward"``; this 
 supplies that graph for the classes it knows, before the passes run
 (``compiler.pipeline.optimize`` calls ``add_known_methods`` first, so ``compile_source``,
 ``irc compile`` and the static runtime's re-optimized ``.irbc`` all get the bodies).  The
-bodies themselves are written in ``compiler.known_module_bodies`` (layers) and
-``compiler.known_module_bodies_seq`` (recurrent layers, attention).
+bodies themselves are written in ``compiler.known.layers`` (layers) and
+``compiler.known.sequence`` (recurrent layers, attention).
 
 The bodies are ours, written after PyTorch's documented semantics of each module's
 ``forward`` in eval mode; they are not copies of what TorchScript prints (which bakes the
@@ -62,8 +62,8 @@ from functools import cache
 from compiler import types as T
 from compiler.diagnostics import CompileError
 from compiler.ir import Graph, Module, Node
-from compiler.known_module_bodies import CONTAINERS, LAYERS
-from compiler.known_module_bodies_seq import METHODS, SEQUENCE
+from compiler.known.layers import CONTAINERS, LAYERS
+from compiler.known.sequence import METHODS, SEQUENCE
 from compiler.passes.inline_calls import callee_name
 
 # unmangled class qualname -> (builder of its forward's IR text, rank of its int[] settings)

@@ -15,7 +15,7 @@ consecutive starts.  ``unique`` always returns sorted values (what torch returns
 
 from __future__ import annotations
 
-from compiler.known_functions_text import const, graph, raise_if
+from compiler.known.text import const, graph, raise_if
 
 
 def _runs(sort: bool) -> str:

@@ -27,7 +27,7 @@ too, inlined in turn.
 
 from __future__ import annotations
 
-from compiler.known_functions_text import choose, const, graph, raise_if, unwrap
+from compiler.known.text import choose, const, graph, raise_if, unwrap
 
 _POOL_PARAMS = ("%input : Tensor, %kernel_size : int[], %stride : int[]?, %padding : int[], %dilation : int[], "
                 "%ceil_mode : bool, %return_indices : bool")

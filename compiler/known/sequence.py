@@ -1,6 +1,6 @@
 """irvm's ``forward`` bodies for the sequence models of ``torch.nn``: LSTM, GRU, RNN,
 MultiheadAttention and TransformerEncoderLayer (``SEQUENCE``, same form as
-``compiler.known_module_bodies.LAYERS``).
+``compiler.known.layers.LAYERS``).
 
 The recurrent layers follow ``RNNBase.forward`` around one ``aten::lstm`` / ``gru`` /
 ``rnn_tanh`` / ``rnn_relu`` call: an unbatched input gets a batch dimension and loses it
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from compiler.known_module_bodies import NN, _attr, _graph, _indent, _raise_if
+from compiler.known.layers import NN, _attr, _graph, _indent, _raise_if
 
 _RNN_SETTINGS = [("batch_first", "bool"), ("bidirectional", "bool"), ("num_layers", "int"), ("hidden_size", "int"),
                  ("bias", "bool"), ("dropout", "float"), ("_flat_weights", "Tensor[]")]

@@ -68,15 +68,15 @@ from compiler.ir import Graph, Node
 
 
 def _table() -> dict[str, list[str]]:
-    from compiler import known_functions_activation as act
-    from compiler import known_functions_grid as grid
-    from compiler import known_functions_interpolate as interp
-    from compiler import known_functions_loss as loss
-    from compiler import known_functions_margin as margin
-    from compiler import known_functions_nn as nn
-    from compiler import known_functions_patches as patches
-    from compiler import known_functions_pool as pool
-    from compiler import known_functions_unique as unique
+    from compiler.known import activation as act
+    from compiler.known import grid as grid
+    from compiler.known import interpolate as interp
+    from compiler.known import loss as loss
+    from compiler.known import margin as margin
+    from compiler.known import nn as nn
+    from compiler.known import patches as patches
+    from compiler.known import pool as pool
+    from compiler.known import unique as unique
 
     table: dict[str, list[str]] = {}
     for part in (act.BODIES, nn.BODIES, loss.BODIES, interp.BODIES, pool.BODIES, margin.BODIES, patches.BODIES, grid.BODIES, unique.BODIES):

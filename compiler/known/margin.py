@@ -3,7 +3,7 @@
 Their ``aten`` operators are missing from ``vm.ops``, so each body writes the operator's
 formula (torch's ATen definitions) with pointwise operators, after the Python function's
 own checks and its legacy ``size_average`` / ``reduce`` handling (shared with
-``compiler.known_functions_loss``), and reduces with the same none / mean / sum rule:
+``compiler.known.loss``), and reduces with the same none / mean / sum rule:
 
 - ``margin_ranking_loss``: ``max(0, -y * (x1 - x2) + margin)``;
 - ``hinge_embedding_loss``: ``x`` where ``y != -1``, plus ``max(0, margin - x)`` where
@@ -26,13 +26,13 @@ own checks and its legacy ``size_average`` / ``reduce`` handling (shared with
 
 from __future__ import annotations
 
-from compiler.known_functions_loss import (
+from compiler.known.loss import (
     LEGACY,
     reduce_by_enum,
     reduction_enum,
     reduction_string,
 )
-from compiler.known_functions_text import choose, const, graph, raise_if
+from compiler.known.text import choose, const, graph, raise_if
 
 
 def _reduced(elementwise: str, loss: str) -> str:

@@ -17,7 +17,7 @@ Two operators ``vm.ops`` lacks are composed: ``binary_cross_entropy_with_logits`
 
 from __future__ import annotations
 
-from compiler.known_functions_text import choose, const, graph, raise_if
+from compiler.known.text import choose, const, graph, raise_if
 
 LEGACY = "%size_average : bool?, %reduce : bool?"
 

@@ -14,7 +14,7 @@ count and channel count that match the sizes.
 
 from __future__ import annotations
 
-from compiler.known_functions_text import choose, const, graph, raise_if
+from compiler.known.text import choose, const, graph, raise_if
 
 
 def _item(name: str, values: str, index: str) -> str:

@@ -1,0 +1,1 @@
+"""irvm's own IR bodies for what a ``.graph`` dump calls without printing."""
