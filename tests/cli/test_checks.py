@@ -16,8 +16,8 @@ import pytest
 from compiler.cli import main as irc_main
 from compiler.cli import run_guarded
 from vm.cli import main as irvm_main
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 

@@ -3,7 +3,7 @@
 directory, ONNX) are named for what they are, with what to do instead.
 
 The commands run in-process (``main(argv)`` returns the exit code) to keep the suite fast;
-tests/test_cli.py runs them as subprocesses.
+tests/cli/test_cli.py runs them as subprocesses.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from compiler.cli import main as irc_main
 from vm.cli import main as irvm_main
 from vm.files import FileKind, is_ours, mark_picture, sniff
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from compiler.parser import parse
 from compiler.pipeline import optimize
 from compiler.progress import Progress
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "lunif2.ir"
 
 

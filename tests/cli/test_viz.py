@@ -18,8 +18,8 @@ import pytest
 import compiler
 from compiler.pipeline import optimize
 from compiler.viz import render, to_dot
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 IF_LOOP = """\

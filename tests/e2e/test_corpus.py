@@ -1,6 +1,6 @@
 """The differential corpus: real torch 2.13 dumps run through irvm, compared with torch.
 
-Every program of ``tests/corpus/`` (written by ``tools/gen_corpus.py``) is compiled with
+Every program of ``tests/data/corpus/`` (written by ``tools/gen_corpus.py``) is compiled with
 ``compiler.compile_source`` and run on both backends, the bytecode interpreter and the
 static runtime, and on the interpreter in three more ways (after an ``.irbc`` round trip,
 unoptimized, on its reference loop).  Its outputs must equal what torch returned: same
@@ -25,9 +25,8 @@ from typing import Any
 import pytest
 
 from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from tests.support.paths import ROOT, CORPUS
 
-CORPUS = Path(__file__).parent / "corpus"
-ROOT = Path(__file__).parent.parent
 MANIFEST: list[dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text())
 NAMES = [rec["name"] for rec in MANIFEST]
 BACKENDS = ["interp", "static"]

@@ -1,5 +1,5 @@
 """End to end: real torch modules (scripted, traced, traced on the fused fast path, frozen)
-dumped by tools/dump_nn_models.py into tests/nn_models/, run in irvm on both backends,
+dumped by tools/dump_nn_models.py into tests/data/nn_models/, run in irvm on both backends,
 must match torch's outputs within float32 tolerance.
 
 Each dump is NAME.ir + NAME.weights.npz + NAME.inputs.npz + NAME.expected.npz; the test
@@ -19,8 +19,9 @@ import compiler
 import vm
 from compiler.diagnostics import RunError
 from vm import io
+from tests.support.paths import NN_MODELS
 
-MODELS = Path(__file__).parent / "nn_models"
+MODELS = NN_MODELS
 DUMPS = sorted(p.stem for p in MODELS.glob("*.ir"))
 
 

@@ -19,8 +19,8 @@ from compiler.fusion_spec import fused_opref, fusion_spec
 from compiler.pipeline import optimize
 from vm.fusion.kernels import FusedKernel
 from vm.ops.registry import bind
+from tests.support.paths import EXAMPLES
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _groups(module) -> list:
@@ -187,7 +187,7 @@ def test_interpreter_fuser_numba_compiles_at_construction(tmp_path: Path, monkey
     import vm
 
     monkeypatch.setenv("IRVM_CACHE_DIR", str(tmp_path))
-    program = compiler.compile_file(Path(__file__).resolve().parent.parent / "examples" / "ratio_iou.ir")
+    program = compiler.compile_file(EXAMPLES / "ratio_iou.ir")
     interp = vm.Interpreter(program, fuser="numba")
     assert interp.fuser_problems == []
     kernels = [k for ks in interp.kernels for k in ks if isinstance(k, FusedKernel)]

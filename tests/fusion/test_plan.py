@@ -25,6 +25,7 @@ import vm.fusion.kernels as fusion
 from compiler.diagnostics import RunError
 from compiler.fusion_spec import fusion_spec
 from vm.fusion.kernels import FusedKernel
+from tests.support.paths import CORPUS, EXAMPLES
 
 DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
 SPECIALS = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-30, 3.5, -2.0]
@@ -177,7 +178,7 @@ def test_blocked_group_equals_unfused_bit_for_bit(group, dtypes, zero_dim, n, ro
         assert kernel.stats["fused"] + kernel.stats["unfused"] == 1
 
 
-RATIO_IOU = open(__file__.rsplit("/tests/", 1)[0] + "/examples/ratio_iou.ir").read()
+RATIO_IOU = (EXAMPLES / "ratio_iou.ir").read_text()
 
 
 def _ratio_iou_kernel(**options: Any) -> FusedKernel:
@@ -245,7 +246,6 @@ def test_a_signature_without_plan_runs_unfused_and_says_why() -> None:
     assert any(reason.startswith("no block plan") for reason in kernel.fallback_reasons)
 
 
-CORPUS = Path(__file__).parent / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
 
 

@@ -1,8 +1,8 @@
 """The standing fuzz campaign: mutated real inputs end in a result or in irvm's own error.
 
-Properties (tests/mutations.py draws the edits):
+Properties (tests/support/mutations.py draws the edits):
 
-- a real dump (the corpus, tests/dumps, the examples) after 1-3 token, line or character
+- a real dump (the corpus, tests/data/dumps, the examples) after 1-3 token, line or character
   edits, fed to ``compiler.compile_source``, compiles or raises an ``IRError``;
 - a compiled ``.irbc`` after byte flips, truncation or a field edit with the hash written
   again, fed to ``vm.load`` and run on its inputs, runs or raises an ``IRError``
@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import compiler
 from compiler.diagnostics import IRError, IRSyntaxError, IRValidationError
-from tests.mutations import (
+from tests.support.mutations import (
     IR_EDITS,
     IRBC_EDITS,
     apply_ir_edits,
@@ -37,9 +37,9 @@ from tests.mutations import (
     classify,
     ir_seeds,
 )
+from tests.support.paths import ROOT
 
 SEEDS = ir_seeds()
-ROOT_DIR = Path(__file__).resolve().parent.parent
 
 
 def _edits(kinds: tuple[str, ...]) -> st.SearchStrategy[list[tuple[str, int, int]]]:
@@ -248,7 +248,7 @@ def _edited_irbc(tmp_path: Path, text: str, edit: Any) -> Path:
     import zipfile
 
     import vm.irbc as irbc
-    from tests.mutations import _rehash
+    from tests.support.mutations import _rehash
 
     path = tmp_path / "p.irbc"
     irbc.save(compiler.compile_source(text, "p.ir"), path)
@@ -276,7 +276,7 @@ def test_irbc_fused_kernel_with_malformed_attributes(tmp_path: Path) -> None:
                                    for k, v in op["attrs"]]  # fmt: skip
         return body
 
-    path = _edited_irbc(tmp_path, (ROOT_DIR / "examples" / "lstm_cell.ir").read_text(), edit)
+    path = _edited_irbc(tmp_path, (ROOT / "examples" / "lstm_cell.ir").read_text(), edit)
     with pytest.raises(BytecodeError, match="operator prim::FusedKernel has malformed attributes"):
         Interpreter(vm.load(path))
 

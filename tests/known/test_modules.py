@@ -10,6 +10,7 @@ module has any, so a body that ignored one would fail.
 
 from __future__ import annotations
 
+from tests.support.paths import ROOT
 import re
 import sys
 from collections.abc import Callable
@@ -22,7 +23,6 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import export_torch
 
@@ -526,7 +526,7 @@ INLINED = """graph(%self : __torch__.Net, %x : Tensor):
 
 
 def test_known_bodies_are_added_under_the_mangled_class_and_inlined_at_the_call() -> None:
-    from filecheck import check_output, strip_checks
+    from tests.filecheck import check_output, strip_checks
 
     from compiler import parse
     from compiler.known_modules import add_known_methods

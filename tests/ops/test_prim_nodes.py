@@ -118,7 +118,7 @@ def test_scalar_tensor_conversions() -> None:
 
 def test_print_writes_like_torchscript(capfd: pytest.CaptureFixture[str]) -> None:
     torch = pytest.importorskip("torch")
-    from tests._prim_torch import script
+    from tests.support.prim_torch import script
 
     src = "def f(x: int, s: str, l: List[float], t: torch.Tensor):\n    print(x, s, l, t, None, (x, s))\n    return x"
     args = (3, "hi", [1.0, 0.1], np.array([[1.5, -2.0], [0.25, 4.0]], dtype=np.float32))
@@ -146,7 +146,7 @@ tensors = st.one_of(
 @given(t=tensors)
 def test_tensors_print_like_torchscript(t: np.ndarray) -> None:
     torch = pytest.importorskip("torch")
-    from tests._prim_torch import script
+    from tests.support.prim_torch import script
 
     fn = _str_of_tensor()
     assert format_tensor(t) == fn(torch.from_numpy(t.copy())), t
@@ -156,7 +156,7 @@ _CACHE: dict[str, object] = {}
 
 
 def _str_of_tensor():  # type: ignore[no-untyped-def]
-    from tests._prim_torch import script
+    from tests.support.prim_torch import script
 
     if "f" not in _CACHE:
         _CACHE["f"] = script("def f(t: torch.Tensor):\n    return str(t)")

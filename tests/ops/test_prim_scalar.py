@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tests._prim_torch import Scripted, outcome, same
+from tests.support.prim_torch import Scripted, outcome, same
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

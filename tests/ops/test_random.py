@@ -13,7 +13,7 @@ import pytest
 
 import compiler
 import vm
-from tests.nn_support import op
+from tests.support.nn import op
 from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
 
 torch = pytest.importorskip("torch")

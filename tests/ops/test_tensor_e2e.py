@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
 
 import compiler  # noqa: E402
 import vm  # noqa: E402
-from tests.torch_support import same_as_torch  # noqa: E402
+from tests.support.torch_models import same_as_torch  # noqa: E402
 
 
 def views_indexing_and_conversions(x: torch.Tensor, y: torch.Tensor, i: int):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensor_op_support import (
+from tests.support.tensor_ops import (
     ALL, BOOL, EXAMPLES, F32, FLOAT, I64, INTS, NUM, binary, broadcast_pair, check_against_torch, scalars, tensor,
     tensor_dim, tensor_scalar, unary,
 )
@@ -74,7 +74,7 @@ CASES = [
 
 
 def _gather_case():
-    from test_ops_tensor_shape import gather_case
+    from tests.ops.test_tensor_shape import gather_case
 
     return gather_case()
 

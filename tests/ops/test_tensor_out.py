@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-import test_ops_tensor_linalg
-import test_ops_tensor_more
-import test_ops_tensor_pointwise
-import test_ops_tensor_reduction
-import test_ops_tensor_shape
-import test_ops_tensor_zoo
-from tensor_op_support import EXAMPLES, assert_same, copy_args
+from tests.ops import test_tensor_linalg as test_ops_tensor_linalg
+from tests.ops import test_tensor_more as test_ops_tensor_more
+from tests.ops import test_tensor_pointwise as test_ops_tensor_pointwise
+from tests.ops import test_tensor_reduction as test_ops_tensor_reduction
+from tests.ops import test_tensor_shape as test_ops_tensor_shape
+from tests.ops import test_tensor_zoo as test_ops_tensor_zoo
+from tests.support.tensor_ops import EXAMPLES, assert_same, copy_args
 from vm.ops.registry import all_ops, lookup
 
 TENSOR_MODULES = {"vm.ops.pointwise", "vm.ops.unary", "vm.ops.reduction", "vm.ops.shape", "vm.ops.linalg",

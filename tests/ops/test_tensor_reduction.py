@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensor_op_support import (
+from tests.support.tensor_ops import (
     ALL, EXAMPLES, F32, F64, FLOAT, NUM, assert_same, check_against_torch, tensor, tensor_dim,
 )
 

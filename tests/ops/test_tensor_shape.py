@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensor_op_support import (
+from tests.support.tensor_ops import (
     ALL, BOOL, EXAMPLES, F32, FLOAT, I64, NUM, assert_same, check_against_torch, shapes, tensor, tensor_dim,
 )
 from vm.ops.registry import lookup
@@ -291,7 +291,7 @@ def test_x_float_is_to_dtype() -> None:
 @pytest.mark.parametrize("dtype", [None, 7, 4])
 def test_tensor_literal_dtype_like_torch_tensor(data, dtype) -> None:
     """aten::tensor(%list, %dtype, ...) infers int64/float32/bool from the data as torch.tensor does."""
-    from tensor_op_support import _TORCH_DTYPES
+    from tests.support.tensor_ops import _TORCH_DTYPES
     from vm.ops._dtypes import to_dtype
 
     ours = lookup("aten::tensor").kernel(data, dtype, None, False)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from tensor_op_support import (
+from tests.support.tensor_ops import (
     ALL,
     EXAMPLES,
     F32,

@@ -14,7 +14,7 @@ F = torch.nn.functional
 
 import compiler
 import vm
-from tests.torch_support import same_as_torch
+from tests.support.torch_models import same_as_torch
 
 
 def packed_positions(position_ids: torch.Tensor, x: torch.Tensor):

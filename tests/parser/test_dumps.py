@@ -1,5 +1,5 @@
-"""Real PyTorch dumps (tests/dumps, written by tools/dump_parser_cases.py, and the corpus
-dumps of tests/corpus) parse, verify, print back, and parse again to the same module.
+"""Real PyTorch dumps (tests/data/dumps, written by tools/dump_parser_cases.py, and the corpus
+dumps of tests/data/corpus) parse, verify, print back, and parse again to the same module.
 
 Beyond the round trip, a few dumps are checked for what the parser must have understood:
 fusion groups and their sub-graphs, Python ops, tensor literals, strings with escapes,
@@ -19,14 +19,14 @@ from compiler.literals import AnnotatedList
 from compiler.parser import parse
 from compiler.printer import print_module, structural_diff
 from compiler.verify import verify
+from tests.support import paths
 
-HERE = Path(__file__).parent
-DUMPS = sorted((HERE / "dumps").glob("*.ir"))
-CORPUS = sorted((HERE / "corpus").glob("*.ir"))
+DUMPS = sorted(paths.DUMPS.glob("*.ir"))
+CORPUS = sorted(paths.CORPUS.glob("*.ir"))
 
 
 def load(name: str) -> Module:
-    path = HERE / "dumps" / f"{name}.ir"
+    path = paths.DUMPS / f"{name}.ir"
     return parse(path.read_text(), str(path))
 
 

@@ -9,6 +9,7 @@ and the weights binding turns that name back into the member (differential again
 
 from __future__ import annotations
 
+from tests.support.paths import ROOT
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,6 @@ from vm import types as T
 from vm.enum_values import EnumValue
 from vm.io import compare_flat, flatten_outputs
 
-ROOT = Path(__file__).parent.parent
 
 GRAPH = """graph(%self : __torch__.M,
       %x.1 : Tensor):

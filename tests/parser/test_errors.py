@@ -15,8 +15,9 @@ from compiler.diagnostics import IRError, IRSyntaxError, IRValidationError
 from compiler.parser import parse
 from compiler.printer import print_module, structurally_equal
 from compiler.verify import verify
+from tests.support import paths
 
-DUMPS = sorted((Path(__file__).parent / "dumps").glob("*.ir"))
+DUMPS = sorted(paths.DUMPS.glob("*.ir"))
 
 # (name, text, error class, line, column, words the message must contain)
 CASES = [

@@ -4,7 +4,7 @@ Where PyTorch checks an exact round trip (``checkRoundtrip``), so do we: our pri
 give back the very same text.  Where it only parses, we parse and check what the C++ test
 asserts: ``ValueReuse`` redefines ``%x`` and later uses see the newest definition, and
 ``If``/``If2`` give ``prim::If`` a single block, which parses (running it is the
-verifier's question, tests/test_verify_errors.py).  Its malformed inputs are rejected by
+verifier's question, tests/parser/test_verify_errors.py).  Its malformed inputs are rejected by
 both parsers.  Where torch is installed, ``torch._C.parse_ir`` reads every case too and
 both parsers must build the same graph (kinds, wiring, blocks).
 """

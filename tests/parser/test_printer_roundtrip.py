@@ -1,5 +1,5 @@
 """The printer writes what the parser reads: parse(print(m)) is m, over random well-formed
-modules (tests/ir_strategies.py), and printing is a fixed point after one parse."""
+modules (tests/support/ir_strategies.py), and printing is a fixed point after one parse."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from compiler.parser import parse
 from compiler.printer import print_module, structural_diff
 from compiler.verify import verify
-from tests.ir_strategies import attr_payloads, modules
+from tests.support.ir_strategies import attr_payloads, modules
 
 
 @given(modules())

@@ -9,6 +9,7 @@ cost about sixteen times the calls; a linear pipeline stays near four.
 
 from __future__ import annotations
 
+from tests.support.paths import TOOLS
 import cProfile
 import pstats
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 from compiler.parser import parse
 from compiler.pipeline import optimize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(TOOLS))
 from synthetic_graphs import synthetic_graph
 
 

@@ -1,6 +1,6 @@
 """The pipeline on the real torch dumps of tests/corpus: it never changes an output.
 
-Each corpus program is run by the reference evaluator (tests/graph_strategies.py) before
+Each corpus program is run by the reference evaluator (tests/support/graph_strategies.py) before
 and after ``optimize`` (every pass, fusion on, the verifier after each pass), and the
 optimized program must give exactly the same outputs, or raise the same error.  The
 unoptimized run is also compared with what torch returned (to 1e-4: matmuls sum in another
@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from graph_strategies import run_reference, same_value
+from tests.support.graph_strategies import run_reference, same_value
 
 from compiler.parser import parse
 from compiler.pipeline import DEFAULT_PIPELINE, optimize
 from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 from vm.weights import bind_self
+from tests.support.paths import CORPUS
 
-CORPUS = Path(__file__).parent / "corpus"
 NAMES = [rec["name"] for rec in json.loads((CORPUS / "manifest.json").read_text())]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from filecheck import CheckError, check_output, strip_checks
+from tests.filecheck import CheckError, check_output, strip_checks
 
 OUT = """graph(%x):
   %1 = aten::add(%x, %x)

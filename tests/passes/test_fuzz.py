@@ -8,7 +8,7 @@ constants after pooling, no dead pure node after DCE, last uses at the defining 
 after drop insertion, only fusible operators inside fusion groups).
 
 The ``ci`` profile (default) runs 200 examples per property; for 10,000 run
-``pytest --hypothesis-profile long tests/test_passes_fuzz.py``.
+``pytest --hypothesis-profile long tests/passes/test_fuzz.py``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import io
 from typing import Any
 
 import pytest
-from graph_strategies import FreedValueError, graphs, run_reference, same_value
+from tests.support.graph_strategies import FreedValueError, graphs, run_reference, same_value
 from hypothesis import given, note
-from ir_checks import check_wellformed, dump, structure
+from tests.support.ir_checks import check_wellformed, dump, structure
 
 from compiler.analysis.effects import is_pure
 from compiler.analysis.last_uses import last_uses

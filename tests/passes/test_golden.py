@@ -12,14 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from filecheck import check_output, parse_checks, strip_checks
+from tests.filecheck import check_output, parse_checks, strip_checks
 
 from compiler import parse
 from compiler.pipeline import get_pass
 from compiler.printer import print_module
 from compiler.verify import verify
 
-ROOT = Path(__file__).parent / "passes"
+ROOT = Path(__file__).parent
 SPLIT = "# -----"
 
 

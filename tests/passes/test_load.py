@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from filecheck import check_output, parse_checks, strip_checks
+from tests.filecheck import check_output, parse_checks, strip_checks
 
 from compiler import parse
 from compiler import types as T
@@ -22,8 +22,9 @@ from compiler.passes.fold_batch_norm import fold_batch_norm, known_values
 from compiler.printer import print_module
 from compiler.verify import verify
 from vm.static.runtime import StaticOptions, StaticRuntime
+from tests.support.paths import TOOLS
 
-ROOT = Path(__file__).parent / "passes_load"
+ROOT = Path(__file__).parent / "load"
 SPLIT = "# -----"
 PASSES = {"fold_batch_norm": fold_batch_norm}
 CASES = [
@@ -93,7 +94,7 @@ def test_folded_conv_bn_module_matches_torch() -> None:
     torch = pytest.importorskip("torch")
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    sys.path.insert(0, str(TOOLS))
     import export_torch
 
     class Block(torch.nn.Module):
@@ -128,7 +129,7 @@ def test_folded_conv_bn_module_matches_torch() -> None:
 
 
 def _dumps() -> list[Path]:
-    from test_static_differential import DUMPS
+    from tests.static.test_differential import DUMPS
 
     return [p for p in DUMPS if "batch_norm" in p.read_text() and p.with_suffix(".weights.npz").exists()]
 
@@ -138,7 +139,7 @@ def test_dumps_with_batch_norm_match_the_interpreter_with_folds_on(path: Path) -
     """Every corpus/dump/nn_models program with a BatchNorm gives the interpreter's result,
     to float32 rounding, on the static runtime with its folds on (exact runs with them off
     are tests/test_static_differential.py's)."""
-    from test_static_differential import _load_case
+    from tests.static.test_differential import _load_case
 
     import compiler
     from vm.interpreter import Interpreter

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from tests.support.paths import DOCS
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "custom_ops.md"
+DOC = DOCS / "custom_ops.md"
 
 
 def python_blocks(text: str) -> list[str]:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from tests.support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
 ROOT = EXAMPLES.parent
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.ir"))
 RTOL, ATOL = 1e-4, 1e-5

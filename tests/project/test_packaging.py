@@ -7,8 +7,8 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("top", ["compiler", "vm"])

@@ -1,10 +1,10 @@
 """The static runtime against the reference evaluator, under every option combination.
 
-For each random program (``tests/graph_strategies.py``) and each combination of out
+For each random program (``tests/support/graph_strategies.py``) and each combination of out
 variants on/off, managed outputs on/off, fusion on/off and planner, three runs A, B, A
 (two input sets) must equal the reference, leave the inputs untouched, and never
 overwrite the outputs an earlier run returned.  The same protocol runs over every dump in
-``tests/corpus`` (with a shape change where the program allows one).
+``tests/data/corpus`` (with a shape change where the program allows one).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from graph_strategies import graphs, input_strategy, run_reference
-from graph_strategies import same_value as _same
+from tests.support.graph_strategies import graphs, input_strategy, run_reference
+from tests.support.graph_strategies import same_value as _same
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,6 +35,7 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 from vm.static.runtime import StaticModule, StaticOptions, StaticRuntime
+from tests.support.paths import DATA
 
 # A covering array: every pair of values of (out variants, managed outputs, planner, fusion)
 # appears in some set (managed outputs need out variants; without them the planner is idle).
@@ -45,7 +46,7 @@ OPTION_SETS = [
         planner=planner,
         fusion=fusion,
         min_managed_bytes=0,
-        fold_batch_norm=False,  # bit-exact runs; tests/test_passes_load.py covers the folds
+        fold_batch_norm=False,  # bit-exact runs; tests/passes/test_load.py covers the folds
     )
     for out, managed, planner, fusion in (
         (False, False, "standard", True),
@@ -131,11 +132,10 @@ def test_random_programs_match_the_reference_under_every_option_set(
 # ---------------------------------------------------------------------------------------
 # the corpus of real dumps
 
-CORPUS = Path(__file__).parent / "corpus"
 DUMPS = [
     p
     for d in ("corpus", "dumps", "nn_models")
-    for p in sorted((Path(__file__).parent / d).glob("*.ir"))
+    for p in sorted((DATA / d).glob("*.ir"))
 ]
 
 

@@ -28,7 +28,8 @@ import compiler
 import vm
 from vm.static import fastpath
 from vm.static.runtime import StaticOptions, StaticRuntime
-from tests.test_static_runtime import LSTM_CELL
+from tests.static.test_runtime import LSTM_CELL
+from tests.support.paths import EXAMPLES
 
 MLP = """
 graph(%x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor, %b2 : Tensor, %w3 : Tensor, %b3 : Tensor):
@@ -222,7 +223,7 @@ class _Timed:
         return self.kernel.run_unfused(*args)
 
 
-RATIO_IOU = (Path(__file__).resolve().parent.parent / "examples" / "ratio_iou.ir").read_text()
+RATIO_IOU = (EXAMPLES / "ratio_iou.ir").read_text()
 
 
 @pytest.mark.parametrize("slow", ["fused", "unfused"])

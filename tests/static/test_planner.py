@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from vm.static import memory_planner as mp
 from vm.static.profile import profile
 from vm.static.runtime import StaticModule, StaticOptions, StaticRuntime
+from tests.support.paths import EXAMPLES
 
-RATIO_IOU = (Path(__file__).resolve().parent.parent / "examples" / "ratio_iou.ir").read_text()
+RATIO_IOU = (EXAMPLES / "ratio_iou.ir").read_text()
 
 # Only ops whose out variant writes the buffer directly (no temporary inside the kernel).
 CHAIN = """

@@ -15,6 +15,7 @@ import pytest
 import compiler
 from compiler.diagnostics import RunError
 from vm.static.runtime import RuntimePool, StaticModule, StaticOptions, StaticRuntime
+from tests.support.paths import EXAMPLES
 
 LSTM_CELL = """
 graph(%x : Tensor, %hx : Tensor, %cx : Tensor, %w_ih : Tensor, %w_hh : Tensor, %b_ih : Tensor, %b_hh : Tensor):
@@ -216,7 +217,7 @@ def test_static_module_accepts_a_program_a_module_a_graph_or_text() -> None:
         np.testing.assert_array_equal(StaticRuntime(source)(a, b), a @ b)
 
 
-RATIO_IOU = (Path(__file__).resolve().parent.parent / "examples" / "ratio_iou.ir").read_text()
+RATIO_IOU = (EXAMPLES / "ratio_iou.ir").read_text()
 
 
 def test_big_fusion_groups_run_their_fused_kernel_small_ones_their_nodes() -> None:

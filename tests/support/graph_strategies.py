@@ -25,7 +25,7 @@ CallMethod on a known graph, and FusionGroup handled here.  It copies its inputs
 callers can reuse them.
 
 Profiles: the ``ci`` profile (default) runs 200 examples per property; run 10,000 with
-``pytest --hypothesis-profile long tests/test_passes_fuzz.py`` (``dev`` runs 30).
+``pytest --hypothesis-profile long tests/passes/test_fuzz.py`` (``dev`` runs 30).
 """
 
 from __future__ import annotations

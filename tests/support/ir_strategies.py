@@ -8,7 +8,7 @@ free, so the graphs exercise the parser and printer rather than any operator sem
 Payloads are drawn as PyTorch could print them: tensor literals use values that survive
 PyTorch's 6-digit printing, so ``parse(print(m))`` can be compared with ``m`` exactly.
 
-    from tests.ir_strategies import modules, graphs, types
+    from tests.support.ir_strategies import modules, graphs, types
     @given(modules())
     def test_something(module): ...
 """
@@ -188,7 +188,7 @@ class _Builder:
         choices = ["constant", "op", "op", "list"]
         if level < self.depth and scope:
             # blocks only on If/Loop: the parser reads them on any node, the verifier refuses
-            # them elsewhere (tests/test_parser_irparser.py covers those texts)
+            # them elsewhere (tests/parser/test_irparser.py covers those texts)
             choices += ["if", "loop"]
         if self.subgraphs:
             choices.append("group")

@@ -1,4 +1,4 @@
-"""Mutations of real inputs, for the fuzz campaign (tests/test_fuzz_mutations.py and
+"""Mutations of real inputs, for the fuzz campaign (tests/fuzz/test_mutations.py and
 tools/fuzz_campaign.py).
 
 A mutation is data: a list of ``(kind, a, b)`` edits, each applied in turn to IR text (or
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.diagnostics import IRError
+from tests.support.paths import ROOT
 
 __all__ = [
     "IRBC_EDITS",
@@ -48,7 +49,6 @@ __all__ = [
     "random_edits",
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
 
 IR_EDITS = (
     "delete_token",

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = ["numpy", "unfused", "fused-blocked", "fused-numba", "torch.jit", "bandwidth bound", "numba / bound"]
 ROWS = ["ratio_iou n=1e2", "ratio_iou n=1e3", "ratio_iou n=8e3", "5-op chain n=1.6e5"]  # the full sizes / 100
 NUMBER = re.compile(r"^\d+\.\d+†?( \(\d+\.\d+x\))?$")  # a median in ms, maybe a path mark and a ratio

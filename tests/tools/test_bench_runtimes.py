@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bench():

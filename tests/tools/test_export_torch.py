@@ -7,6 +7,7 @@ then run that command and compare with torch's own result.
 
 from __future__ import annotations
 
+from tests.support.paths import ROOT
 import shlex
 import subprocess
 import sys
@@ -17,7 +18,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import export_torch
 

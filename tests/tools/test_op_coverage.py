@@ -4,10 +4,11 @@ signature and names the graphs that use them; graphs that do not parse are repor
 
 from __future__ import annotations
 
+from tests.support.paths import TOOLS
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(TOOLS))
 
 import op_coverage
 

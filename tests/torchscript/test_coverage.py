@@ -10,6 +10,7 @@ line is checked the same way, in a torch-less subprocess.
 
 from __future__ import annotations
 
+from tests.support.paths import ROOT
 import importlib.util
 import json
 import os
@@ -22,7 +23,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import torchscript_archives

@@ -23,8 +23,8 @@ import vm
 from compiler.diagnostics import CompileError
 from compiler.torchscript import ArchiveError, archive_weights, is_torchscript_archive
 from compiler.torchscript.archive import MEMMAP_BYTES, Archive
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 
 CODE = '''class M(Module):
   __parameters__ = ["w", ]

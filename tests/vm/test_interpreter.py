@@ -17,8 +17,8 @@ from compiler import compile_source
 from compiler.diagnostics import IRError
 from vm.interpreter import Interpreter
 from vm.io import load_inputs, read_npz
+from tests.support.paths import CORPUS
 
-CORPUS = Path(__file__).parent / "corpus"
 
 LOOP = """\
 graph(%x.1 : Tensor, %n.1 : int):

@@ -29,6 +29,7 @@ from vm.io import (
     save_values,
     unflatten,
 )
+from tests.support.paths import CORPUS
 
 arrays = st.builds(
     lambda shape, dtype: (np.arange(int(np.prod(shape))) % 3).astype(dtype).reshape(shape),
@@ -142,7 +143,7 @@ def test_inputs_of_a_program_read_without_its_ir_module() -> None:
 
     import compiler
 
-    corpus = Path(__file__).parent / "corpus"
+    corpus = CORPUS
     program = compiler.compile_source((corpus / "lstm_cell_module.ir").read_text())
     bare = attrs.evolve(program, module=None)
     x, (h, c) = load_inputs(corpus / "lstm_cell_module.inputs.npz", bare)

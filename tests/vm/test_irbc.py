@@ -21,8 +21,8 @@ import compiler
 import vm
 from compiler.diagnostics import BytecodeError
 from vm.irbc import FORMAT_VERSION, MAGIC_MEMBER, _digest, is_irbc, load, save
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 LOOP_IR = """\

@@ -1,7 +1,7 @@
 """The interpreter runs real programs and agrees with PyTorch.
 
 Two sources of programs: the seed programs of the differential corpus (torch 2.13 dumps
-with torch's own outputs in ``tests/corpus``), and functions scripted here with torch
+with torch's own outputs in ``tests/data/corpus``), and functions scripted here with torch
 when it is installed (if/else, while with break/continue, nested loops carrying tuples,
 lists built in loops, Optional inputs).  Every program also runs on the reference loop
 (``run_traced``), which executes the bytecode without pre-decoding: both loops must agree.
@@ -18,8 +18,8 @@ import pytest
 from compiler import compile_source
 from vm.interpreter import Interpreter
 from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from tests.support.paths import CORPUS
 
-CORPUS = Path(__file__).parent / "corpus"
 SEEDS = ["x2", "dim_loop", "ratio_iou", "lunif2", "lstm_cell"]
 
 

@@ -17,8 +17,8 @@ from compiler import diagnostics, types
 from vm import errors, unbound
 from vm import types as vm_types
 from vm.irbc import save
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 
 RUN = """
 import sys

@@ -7,6 +7,7 @@ state_dict first; both irvm backends must refuse it too, naming the weight.
 
 from __future__ import annotations
 
+from tests.support.paths import ROOT
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,12 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import export_torch
 
 import compiler
 from compiler.diagnostics import RunError
-from tests.torch_support import SmallCNN
+from tests.support.torch_models import SmallCNN
 from vm.interpreter import Interpreter
 from vm.static.runtime import StaticRuntime
 

@@ -11,6 +11,7 @@ and weights that contradict the folded values are refused.
 
 from __future__ import annotations
 
+from tests.support.paths import ROOT
 import re
 import sys
 import types
@@ -27,7 +28,6 @@ from vm.io import compare_flat, flatten_outputs
 
 torch = pytest.importorskip("torch")
 
-ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import export_torch
 

@@ -7,6 +7,7 @@ same module and dtypes (vm/preflight.py), on both backends.
 
 from __future__ import annotations
 
+from tests.support.paths import ROOT
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import dump_nn_models
 
@@ -26,7 +26,7 @@ from vm import io
 from vm.interpreter import Interpreter
 from vm.static.runtime import StaticRuntime
 
-MODELS = ROOT / "tests" / "nn_models"
+MODELS = ROOT / "tests" / "data" / "nn_models"
 DUMPS = sorted(p.stem for p in MODELS.glob("*.ir"))
 
 

@@ -5,7 +5,7 @@ Cases come from ``tools/gen_zoo.py`` (a model built by ``tools/zoo_models.py``, 
 ``tools/export_torch.py``) in the cache folder (``$IRVM_ZOO_CACHE``, else
 ``~/.cache/irvm/zoo``); a case missing there, or made by other code, is generated on the fly.
 By default the CI subset runs (``zoo_models.CI_SUBSET``: one model of each family, about
-two minutes); ``pytest tests/test_zoo.py --zoo=all`` runs every model (cases marked
+two minutes); ``pytest tests/zoo/test_zoo.py --zoo=all`` runs every model (cases marked
 ``zoo_full``; hours, and gigabytes of cache).  A model whose package (torchvision,
 transformers, timm) does not import is skipped with the reason; so is a case torch itself
 cannot script or trace.  The tolerance is ``tools/zoo_check.py``'s: float32 error relative
@@ -18,6 +18,7 @@ once the piece lands, and fails on any other error.
 
 from __future__ import annotations
 
+from tests.support.paths import TOOLS
 import functools
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ import pytest
 
 pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(TOOLS))
 
 import gen_zoo
 import zoo_check

@@ -1,6 +1,6 @@
 """Normalisation and dropout against torch: batch_norm (eval, and training with the
 running-stat update), layer_norm / native_layer_norm, group_norm, instance_norm
-(dropout: tests/test_ops_random.py)."""
+(dropout: tests/ops/test_random.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.nn_support import FEW, close, op, randn
+from tests.support.nn import FEW, close, op, randn
 from vm.ops.registry import lookup
 
 torch = pytest.importorskip("torch")

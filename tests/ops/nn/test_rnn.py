@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.nn_support import FEW, close, op, t2n
+from tests.support.nn import FEW, close, op, t2n
 
 torch = pytest.importorskip("torch")
 nn = torch.nn

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.nn_support import FEW, close, op, randn
+from tests.support.nn import FEW, close, op, randn
 
 torch = pytest.importorskip("torch")
 
