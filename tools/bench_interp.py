@@ -39,7 +39,7 @@ from vm.bytecode import Program
 from vm.interpreter import Interpreter
 from vm.io import load_inputs
 
-CORPUS = ROOT / "tests" / "corpus"
+CORPUS = ROOT / "tests" / "data" / "corpus"
 SEEDS = ["x2", "dim_loop", "ratio_iou", "lunif2", "lstm_cell"]
 
 

@@ -1,11 +1,11 @@
-"""The Python source of the differential corpus (``tests/corpus/``).
+"""The Python source of the differential corpus (``tests/data/corpus/``).
 
 Each ``Case`` names a function or module factory (defined below, or for tensor operators,
 modules and semantic traps in ``tools/corpus_tensor_programs.py``), the sample inputs to run it on,
 how to compile it (script, trace, freeze) and the features it exercises (the rows of
 ``docs/features.md``).  ``python tools/gen_corpus.py`` scripts every case with torch,
 writes the dump, inputs, weights and torch's outputs, and is the only writer of
-``tests/corpus/``.  Inputs are made under ``torch.manual_seed`` of a per-case seed, so a
+``tests/data/corpus/``.  Inputs are made under ``torch.manual_seed`` of a per-case seed, so a
 rerun rewrites identical files.
 
 To add a program: write the function in one of the two files, add a ``Case`` to ``CASES`` (features from

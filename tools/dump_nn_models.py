@@ -16,7 +16,7 @@ graph holds the decomposed ops; attention modules also ``trace_fast``, traced un
     NAME.inputs.npz     sample inputs (vm/io.py conventions)
     NAME.expected.npz   torch's outputs on them (vm/io.py ``save_outputs``)
 
-tests/test_nn_models.py runs each dump through irvm and compares with the expected file.
+tests/e2e/test_nn_models.py runs each dump through irvm and compares with the expected file.
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def dump(name: str, variant: str, outdir: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help=f"models to dump (default all): {', '.join(MODELS)}")
-    parser.add_argument("-o", "--outdir", default=str(ROOT / "tests" / "nn_models"))
+    parser.add_argument("-o", "--outdir", default=str(ROOT / "tests" / "data" / "nn_models"))
     args = parser.parse_args(argv)
     outdir = Path(args.outdir)
     for name in args.names or list(MODELS):

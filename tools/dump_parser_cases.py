@@ -1,4 +1,4 @@
-"""Write real PyTorch graph dumps to tests/dumps/*.ir, the parser's test data.
+"""Write real PyTorch graph dumps to tests/data/dumps/*.ir, the parser's test data.
 
 Scripts, traces and freezes ~30 varied functions and modules with torch (control flow,
 loops, lists, dicts, strings, tuples, Optional, raise, class-typed ``%self`` modules,
@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "dumps"
+OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "dumps"
 CASES: dict[str, Callable[[], str]] = {}
 
 

@@ -4,7 +4,7 @@ mutated ``.irbc`` files into ``vm.load`` and an interpreter run.
     python3 tools/fuzz_campaign.py --n 100000 --out /tmp/fuzz-failures
     python3 tools/fuzz_campaign.py --n 2000 --only irbc --seed 7
 
-Each attempt draws 1-3 edits (tests/mutations.py) from a generator seeded by ``--seed``
+Each attempt draws 1-3 edits (tests/support/mutations.py) from a generator seeded by ``--seed``
 and the attempt number, so a failure is replayed with ``--replay ir:SEED:N``.  An attempt
 ends well with a result or one of irvm's own errors (``IRError`` and its families);
 anything else, or an attempt that runs longer than ``--timeout`` seconds, is a failure:
@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.mutations import (
+from tests.support.mutations import (
     IR_EDITS,
     IRBC_EDITS,
     Escape,

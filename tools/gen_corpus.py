@@ -1,4 +1,4 @@
-"""Regenerate the differential corpus ``tests/corpus/`` from ``tools/corpus_programs.py``.
+"""Regenerate the differential corpus ``tests/data/corpus/`` from ``tools/corpus_programs.py``.
 
     python tools/gen_corpus.py            # every case; stale files are removed
     python tools/gen_corpus.py x2 mlp     # only these cases
@@ -12,7 +12,7 @@ For each case we script (or trace, or freeze) the program with torch, and write
     NAME.error.txt      instead of expected, when torch raises: its last message line
 
 and ``manifest.json``: one record per case (features, how it was compiled, its files),
-which tests/test_corpus.py and tools/feature_table.py read.  Each case runs under
+which tests/e2e/test_corpus.py and tools/feature_table.py read.  Each case runs under
 ``torch.manual_seed(crc32(name))``, so a rerun writes identical arrays.
 """
 
@@ -37,7 +37,7 @@ from export_torch import Export, export, write
 
 from vm.io import compare_flat, flatten_outputs, flatten_values, read_npz
 
-CORPUS = ROOT / "tests" / "corpus"
+CORPUS = ROOT / "tests" / "data" / "corpus"
 SUFFIXES = (".ir", ".inputs.npz", ".weights.npz", ".expected.npz", ".error.txt")
 
 

@@ -7,7 +7,7 @@ same path a user takes), and its ``.ir`` gets a header comment saying what it sh
 the one command that runs it.  ``examples/fib.ir`` is written by hand (torch never prints
 a multi-graph module); for it we write only inputs and expected outputs, computed by a
 Python reference implementation.  torch's (or the reference's) outputs go to
-``NAME.expected.npz``, which ``tests/test_examples.py`` compares against.  ``cnn.pt`` is
+``NAME.expected.npz``, which ``tests/project/test_examples.py`` compares against.  ``cnn.pt`` is
 the CNN saved by ``torch.jit.save``, which irvm runs with its own weights.
 """
 

@@ -11,7 +11,7 @@ For each model of ``tools/zoo_models.ZOO`` and each of its modes, a case ``MODEL
 ``script`` (``torch.jit.script``), ``trace`` (``torch.jit.trace``), ``freeze`` (the scripted
 module through ``torch.jit.freeze``), and ``script2`` (the scripted module on a second input
 size, for a few models).  ``tools/export_torch.py`` exports each case; the files go in the
-corpus layout of ``tests/corpus/README.md`` (``NAME.ir``, ``NAME.inputs.npz``,
+corpus layout of ``tests/data/corpus/README.md`` (``NAME.ir``, ``NAME.inputs.npz``,
 ``NAME.weights.npz``, ``NAME.expected.npz``) into the cache folder (``$IRVM_ZOO_CACHE``, else
 ``~/.cache/irvm/zoo``; weights are large and never go in git), with one
 ``manifest-MODEL.json`` per model.  A case torch itself cannot script or trace is recorded

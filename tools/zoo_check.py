@@ -1,6 +1,6 @@
 """Run one cached zoo case on an irvm backend and compare it with torch's outputs.
 
-Shared by ``tools/gen_zoo.py`` (the sweep and ``docs/zoo.md``) and ``tests/test_zoo.py``,
+Shared by ``tools/gen_zoo.py`` (the sweep and ``docs/zoo.md``) and ``tests/zoo/test_zoo.py``,
 so the table and the test judge a case by the same rule.  No torch here: a case is the
 corpus files ``NAME.ir``, ``NAME.inputs.npz``, ``NAME.weights.npz``, ``NAME.expected.npz``
 in the cache folder (``cache_dir()``).

@@ -1,6 +1,6 @@
 """The model zoo: real architectures from torchvision, Hugging Face transformers and timm,
 built in code with random weights (nothing is downloaded), for ``tools/gen_zoo.py``,
-``tests/test_zoo.py`` and the benchmarks.
+``tests/zoo/test_zoo.py`` and the benchmarks.
 
     from zoo_models import ZOO
     module, example_inputs = ZOO["resnet18"].build()
@@ -42,7 +42,7 @@ import torch
 
 Inputs = tuple[Any, ...]
 
-# The models CI runs on every push (tests/test_zoo.py): one per family, a few minutes in all.
+# The models CI runs on every push (tests/zoo/test_zoo.py): one per family, a few minutes in all.
 CI_SUBSET: tuple[str, ...] = (
     "resnet18", "mobilenet_v3_small", "efficientnet_b0", "regnet_x_400mf", "fcn_resnet50", "bert", "gpt2",
     "timm_convnext_atto",

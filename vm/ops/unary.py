@@ -78,7 +78,7 @@ def _writing_out(name: str, write: Write, fallback: Callable[..., np.ndarray]) -
 
     A 0-dim input takes the fallback because some kernels (sigmoid) use a scalar formula
     there.  The ufuncs give the same bits whatever the memory layout of input and output
-    (checked by tests/test_ops_tensor_out.py), so writing into a planned buffer is exact."""
+    (checked by tests/ops/test_tensor_out.py), so writing into a planned buffer is exact."""
     guarded = name not in _BARE
 
     def out(buf: np.ndarray, x: np.ndarray, *args: Any) -> np.ndarray:

@@ -1,0 +1,109 @@
+"""Attention against torch: scaled_dot_product_attention (bool/float masks, causal, scale,
+GQA, fully masked rows), baddbmm, and the fused eval kernels of nn.MultiheadAttention
+and nn.TransformerEncoderLayer with their masks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.nn import FEW, close, op, t2n
+
+torch = pytest.importorskip("torch")
+F, nn = torch.nn.functional, torch.nn
+
+
+@FEW
+@given(st.data())
+def test_sdpa_matches_torch(data):
+    torch.manual_seed(data.draw(st.integers(0, 2**16)))
+    b, h, length, source = (data.draw(st.integers(1, 3)) for _ in range(4))
+    e, ev = data.draw(st.integers(1, 8)), data.draw(st.integers(1, 8))
+    q, k, v = torch.randn(b, h, length, e), torch.randn(b, h, source, e), torch.randn(b, h, source, ev)
+    mask_kind = data.draw(st.sampled_from(["none", "bool", "float", "causal"]))
+    mask, causal = None, False
+    if mask_kind == "bool":
+        mask = torch.rand(length, source) > 0.3  # may leave a row fully masked: zeros, like torch
+    elif mask_kind == "float":
+        mask = torch.randn(b, 1, length, source)
+    elif mask_kind == "causal":
+        causal = True
+    scale = data.draw(st.one_of(st.none(), st.floats(0.1, 2.0)))
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale)
+    got = op("aten::scaled_dot_product_attention")(t2n(q), t2n(k), t2n(v), t2n(mask), 0.0, causal, scale, False)
+    close(got, want, atol=1e-5)
+
+
+def test_sdpa_grouped_query_attention_and_refusals():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 4, 3, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 6)
+    close(op("aten::scaled_dot_product_attention")(t2n(q), t2n(k), t2n(v), None, 0.0, False, None, True),
+          F.scaled_dot_product_attention(q, k, v, enable_gqa=True), atol=1e-5)
+    with pytest.raises(NotImplementedError, match="inference only"):
+        op("aten::scaled_dot_product_attention")(t2n(q), t2n(q), t2n(q), None, 0.1, False, None, False)
+
+
+def test_baddbmm_matches_torch():
+    torch.manual_seed(1)
+    s, b1, b2 = torch.randn(3, 4, 5), torch.randn(3, 4, 6), torch.randn(3, 6, 5)
+    close(op("aten::baddbmm")(t2n(s), t2n(b1), t2n(b2), 0.5, 2), torch.baddbmm(s, b1, b2, beta=0.5, alpha=2), atol=1e-5)
+
+
+def _mha_params(m):
+    return [t2n(m.in_proj_weight), t2n(m.in_proj_bias), t2n(m.out_proj.weight), t2n(m.out_proj.bias)]
+
+
+@pytest.mark.parametrize("mask", ["none", "key_padding", "attn", "float_attn"])
+@pytest.mark.parametrize("average", [True, False])
+def test_native_multi_head_attention_matches_the_module(mask, average):
+    torch.manual_seed(2)
+    m = nn.MultiheadAttention(16, 4, batch_first=True).eval()
+    x = torch.randn(2, 5, 16)
+    kpm = torch.tensor([[False, False, True, False, True], [False, True, True, True, True]])
+    am = torch.rand(5, 5) > 0.6
+    am.fill_diagonal_(False)
+    kwargs, ours = {}, (None, None)
+    if mask == "key_padding":
+        kwargs, ours = {"key_padding_mask": kpm}, (t2n(kpm), 1)
+    elif mask == "attn":
+        kwargs, ours = {"attn_mask": am}, (t2n(am), 0)
+    elif mask == "float_attn":
+        fm = torch.zeros(5, 5).masked_fill(am, float("-inf"))
+        kwargs, ours = {"attn_mask": fm}, (t2n(fm), 0)
+    with torch.no_grad():
+        want = m(x, x, x, average_attn_weights=average, **kwargs)
+    got = op("aten::_native_multi_head_attention")(t2n(x), t2n(x), t2n(x), 16, 4, *_mha_params(m), ours[0], True, average, ours[1])
+    close(got, want, atol=1e-5)
+    _, weights = op("aten::_native_multi_head_attention")(t2n(x), t2n(x), t2n(x), 16, 4, *_mha_params(m), None, False, True, None)
+    assert weights.shape == (0,)
+
+
+@pytest.mark.parametrize("norm_first,activation", [(False, "relu"), (True, "gelu")])
+def test_transformer_encoder_layer_fwd_matches_the_module(norm_first, activation):
+    torch.manual_seed(3)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True, norm_first=norm_first, activation=activation).eval()
+    x = torch.randn(2, 5, 16)
+    kpm = torch.tensor([[False, False, False, True, True], [False, False, False, False, False]])
+    with torch.no_grad():
+        want = layer(x, src_key_padding_mask=kpm)
+    sa = layer.self_attn
+    got = op("aten::_transformer_encoder_layer_fwd")(
+        t2n(x), 16, 4, *_mha_params(sa), activation == "gelu", norm_first, 1e-5,
+        t2n(layer.norm1.weight), t2n(layer.norm1.bias), t2n(layer.norm2.weight), t2n(layer.norm2.bias),
+        t2n(layer.linear1.weight), t2n(layer.linear1.bias), t2n(layer.linear2.weight), t2n(layer.linear2.bias),
+        t2n(kpm), 1,
+    )
+    close(got, want, atol=1e-5)
+
+
+def test_nested_tensor_branch_checks_alignment_and_refuses_nesting():
+    """TransformerEncoder's nested fast path: the alignment test is exact, nesting refused."""
+    t = np.zeros((2, 3, 4), np.float32)
+    for mask in ([[True, True, False], [True, False, False]], [[True, False, True], [True, True, True]]):
+        m = np.array(mask)
+        assert op("aten::_nested_tensor_from_mask_left_aligned")(t, m) == torch._nested_tensor_from_mask_left_aligned(
+            torch.from_numpy(t), torch.from_numpy(m))
+    with pytest.raises(NotImplementedError, match="enable_nested_tensor=False"):
+        op("aten::_nested_tensor_from_mask")(t, np.ones((2, 3), bool), True)

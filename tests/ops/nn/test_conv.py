@@ -1,0 +1,176 @@
+"""Convolutions against torch: conv1d/2d/3d (stride, padding incl. 'same'/'valid',
+dilation, groups, depthwise), _convolution as traced graphs call it, and transposed
+convolutions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from tests.support.nn import FEW, close, op, randn
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def _conv_case(data, dims: int):
+    n = data.draw(st.integers(1, 2), "n")
+    groups = data.draw(st.integers(1, 3), "groups")
+    cin, cout = groups * data.draw(st.integers(1, 3)), groups * data.draw(st.integers(1, 3))
+    kernel = [data.draw(st.integers(1, 4)) for _ in range(dims)]
+    size = [data.draw(st.integers(1, 9)) for _ in range(dims)]
+    stride = [data.draw(st.integers(1, 3)) for _ in range(dims)]
+    padding = [data.draw(st.integers(0, 2)) for _ in range(dims)]
+    dilation = [data.draw(st.integers(1, 2)) for _ in range(dims)]
+    for s, k, p, d in zip(size, kernel, padding, dilation):
+        assume(s + 2 * p >= d * (k - 1) + 1)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x = randn(rng, n, cin, *size)
+    w = randn(rng, cout, cin // groups, *kernel)
+    b = randn(rng, cout) if data.draw(st.booleans(), "bias") else None
+    return x, w, b, stride, padding, dilation, groups
+
+
+def _t(a):
+    return None if a is None else torch.from_numpy(a)
+
+
+@FEW
+@given(st.data())
+def test_conv2d_matches_torch(data):
+    x, w, b, stride, padding, dilation, groups = _conv_case(data, 2)
+    got = op("aten::conv2d")(x, w, b, stride, padding, dilation, groups)
+    close(got, F.conv2d(_t(x), _t(w), _t(b), stride, padding, dilation, groups))
+
+
+@FEW
+@given(st.data())
+def test_conv1d_and_conv3d_match_torch(data):
+    dims = data.draw(st.sampled_from([1, 3]))
+    x, w, b, stride, padding, dilation, groups = _conv_case(data, dims)
+    fn = F.conv1d if dims == 1 else F.conv3d
+    got = op(f"aten::conv{dims}d")(x, w, b, stride, padding, dilation, groups)
+    close(got, fn(_t(x), _t(w), _t(b), stride, padding, dilation, groups))
+
+
+@FEW
+@given(st.data())
+def test_conv2d_string_padding_matches_torch(data):
+    x, w, b, _, _, dilation, groups = _conv_case(data, 2)
+    mode = data.draw(st.sampled_from(["same", "valid"]))
+    if mode == "valid":
+        assume(all(s >= d * (k - 1) + 1 for s, k, d in zip(x.shape[2:], w.shape[2:], dilation)))
+    got = op("aten::conv2d.padding")(x, w, b, [1, 1], mode, dilation, groups)
+    close(got, F.conv2d(_t(x), _t(w), _t(b), 1, mode, dilation, groups))
+
+
+@pytest.mark.parametrize("multiplier", [1, 2])
+def test_depthwise_conv2d_matches_torch(multiplier):
+    rng = np.random.default_rng(0)
+    x, w, b = randn(rng, 2, 6, 11, 9), randn(rng, 6 * multiplier, 1, 3, 3), randn(rng, 6 * multiplier)
+    got = op("aten::conv2d")(x, w, b, [2, 1], [1, 1], [1, 2], 6)
+    close(got, F.conv2d(_t(x), _t(w), _t(b), (2, 1), 1, (1, 2), 6))
+
+
+def test_unbatched_conv2d_and_out_variant():
+    """A (C, H, W) input gives (O, H', W'); the out variant fills the given buffer."""
+    rng = np.random.default_rng(1)
+    x, w = randn(rng, 3, 8, 8), randn(rng, 4, 3, 3, 3)
+    want = F.conv2d(_t(x), _t(w), None, 1, 1)
+    close(op("aten::conv2d")(x, w, None, [1, 1], [1, 1], [1, 1], 1), want)
+    from vm.ops.registry import lookup
+
+    buf = np.empty((4, 8, 8), np.float32)
+    assert lookup("aten::conv2d").out(buf, x, w, None, [1, 1], [1, 1], [1, 1], 1) is buf
+    close(buf, want)
+    with pytest.raises(ValueError, match="out buffer"):
+        lookup("aten::conv2d").out(np.empty((4, 7, 8), np.float32), x, w, None, [1, 1], [1, 1], [1, 1], 1)
+
+
+def test_same_padding_with_even_kernel_pads_right():
+    rng = np.random.default_rng(2)
+    x, w = randn(rng, 1, 2, 7, 6), randn(rng, 3, 2, 4, 2)
+    close(op("aten::conv2d.padding")(x, w, None, [1, 1], "same", [2, 1], 1), F.conv2d(_t(x), _t(w), None, 1, "same", (2, 1)))
+    with pytest.raises(ValueError, match="strided"):
+        op("aten::conv2d.padding")(x, w, None, [2, 2], "same", [1, 1], 1)
+
+
+@FEW
+@given(st.data())
+def test_conv_transpose2d_matches_torch(data):
+    groups = data.draw(st.integers(1, 2))
+    cin, cout_g = groups * data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    kernel = [data.draw(st.integers(1, 4)) for _ in range(2)]
+    stride = [data.draw(st.integers(1, 3)) for _ in range(2)]
+    dilation = [data.draw(st.integers(1, 2)) for _ in range(2)]
+    padding = [data.draw(st.integers(0, 2)) for _ in range(2)]
+    output_padding = [data.draw(st.integers(0, max(s, d) - 1)) for s, d in zip(stride, dilation)]
+    size = [data.draw(st.integers(1, 6)) for _ in range(2)]
+    for i, s, k, p, d, op_ in zip(size, stride, kernel, padding, dilation, output_padding):
+        assume((i - 1) * s - 2 * p + d * (k - 1) + op_ + 1 > 0)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x, w, b = randn(rng, 2, cin, *size), randn(rng, cin, cout_g, *kernel), randn(rng, cout_g * groups)
+    got = op("aten::conv_transpose2d.input")(x, w, b, stride, padding, output_padding, groups, dilation)
+    want = F.conv_transpose2d(_t(x), _t(w), _t(b), stride, padding, output_padding, groups, dilation)
+    close(got, want)
+
+
+def test_underscore_convolution_dispatches_forward_and_transposed():
+    """Traced graphs call aten::_convolution for every ConvNd, transposed or not."""
+    rng = np.random.default_rng(3)
+    x, w, b = randn(rng, 1, 4, 6, 6), randn(rng, 4, 2, 3, 3), randn(rng, 4)
+    flags = [False, False, True, True]
+    fwd = op("aten::_convolution")(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 2, *flags)
+    close(fwd, F.conv2d(_t(x), _t(w), _t(b), 1, 1, 1, 2))
+    tr = op("aten::_convolution")(x, w, b[:2], [2, 2], [1, 1], [1, 1], True, [1, 1], 1, *flags)
+    close(tr, F.conv_transpose2d(_t(x), _t(w), _t(b[:2]), 2, 1, 1, 1, 1))
+    x1, w1 = randn(rng, 2, 3, 10), randn(rng, 5, 3, 3)
+    close(op("aten::convolution")(x1, w1, None, [2], [1], [1], False, [0], 1), F.conv1d(_t(x1), _t(w1), None, 2, 1))
+    wt = randn(rng, 3, 2, 3)
+    close(op("aten::conv_transpose1d")(x1, wt, None, [2], [0], [1], 1, [1]), F.conv_transpose1d(_t(x1), _t(wt), None, 2, 0, 1))
+
+
+def test_bad_channel_count_is_a_clear_error():
+    rng = np.random.default_rng(4)
+    with pytest.raises(ValueError, match="groups=1 does not fit an input of 5 channels"):
+        op("aten::conv2d")(randn(rng, 1, 5, 4, 4), randn(rng, 2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], 1)
+
+
+@pytest.mark.parametrize("mode", ["same", "valid"])
+def test_convolution_mode_is_what_traced_string_padding_records(mode):
+    rng = np.random.default_rng(5)
+    x, w, b = randn(rng, 2, 6, 11), randn(rng, 6, 2, 4), randn(rng, 6)
+    want = torch.ops.aten._convolution_mode(_t(x), _t(w), _t(b), [1], mode, [2], 3)
+    close(op("aten::_convolution_mode")(x, w, b, [1], mode, [2], 3), want)
+
+
+@FEW
+@given(st.data())
+def test_depthwise_and_pointwise_paths_match_torch(data):
+    """Property: depthwise convolution on planes small (channels-last taps) and large
+    (planar taps), and 1x1 convolution (the input multiplied directly, grouped or not),
+    equal torch's to float32 rounding, including through the out variant."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    n, c = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 8))
+    h, w_ = data.draw(st.integers(1, 40)), data.draw(st.integers(1, 40))
+    if data.draw(st.booleans(), "pointwise"):
+        groups = data.draw(st.sampled_from([g for g in (1, 2, c) if c % g == 0]))
+        x, wt = randn(rng, n, c, h, w_), randn(rng, 2 * c, c // groups, 1, 1)
+        stride, padding, dilation = [1, 1], [0, 0], [1, 1]
+    else:
+        k = data.draw(st.integers(1, 5))
+        stride, dilation = [data.draw(st.integers(1, 2))] * 2, [data.draw(st.integers(1, 2))] * 2
+        padding = [data.draw(st.integers(0, 2))] * 2
+        assume(min(h, w_) + 2 * padding[0] >= dilation[0] * (k - 1) + 1)
+        x, wt, groups = randn(rng, n, c, h, w_), randn(rng, c, 1, k, k), c
+    b = randn(rng, wt.shape[0])
+    want = F.conv2d(_t(x), _t(wt), _t(b), stride, padding, dilation, groups)
+    close(op("aten::conv2d")(x, wt, b, stride, padding, dilation, groups), want)
+    buf = np.empty(tuple(want.shape), np.float32)
+    from vm.ops.registry import lookup
+
+    got = lookup("aten::conv2d").out(buf, x, wt, b, stride, padding, dilation, groups)
+    assert got is buf
+    close(buf, want)

@@ -1,0 +1,95 @@
+"""Normalisation and dropout against torch: batch_norm (eval, and training with the
+running-stat update), layer_norm / native_layer_norm, group_norm, instance_norm
+(dropout: tests/ops/test_random.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.nn import FEW, close, op, randn
+from vm.ops.registry import lookup
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def _t(a):
+    return None if a is None else torch.from_numpy(a)
+
+
+def _case(data, min_rank=2):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    rank = data.draw(st.integers(min_rank, 4))
+    shape = [data.draw(st.integers(1, 5)) for _ in range(rank)]
+    return rng, shape
+
+
+@FEW
+@given(st.data())
+def test_batch_norm_eval_and_training_match_torch(data):
+    rng, shape = _case(data)
+    training = data.draw(st.booleans())
+    if training:
+        shape[0] = max(shape[0], 2)
+    c = shape[1]
+    x = randn(rng, *shape) * 3 + 1
+    w, b = randn(rng, c), randn(rng, c)
+    affine = data.draw(st.booleans())
+    rm, rv = randn(rng, c), np.abs(randn(rng, c)) + 0.5
+    trm, trv = _t(rm.copy()), _t(rv.copy())
+    want = F.batch_norm(_t(x), trm, trv, _t(w) if affine else None, _t(b) if affine else None, training, 0.2, 1e-3)
+    got = op("aten::batch_norm")(x, w if affine else None, b if affine else None, rm, rv, training, 0.2, 1e-3, True)
+    close(got, want, atol=1e-4)
+    close(rm, trm, atol=1e-6)  # running stats: updated in training, untouched in eval
+    close(rv, trv, atol=1e-5)
+
+
+@FEW
+@given(st.data())
+def test_layer_norm_matches_torch(data):
+    rng, shape = _case(data, 1)
+    k = data.draw(st.integers(1, len(shape)))
+    norm_shape = shape[len(shape) - k :]
+    x = randn(rng, *shape) * 2 + 0.5
+    w, b = (randn(rng, *norm_shape), randn(rng, *norm_shape)) if data.draw(st.booleans()) else (None, None)
+    want = F.layer_norm(_t(x), norm_shape, _t(w), _t(b))
+    close(op("aten::layer_norm")(x, norm_shape, w, b, 1e-5, True), want, atol=1e-4)
+    buf = np.empty_like(x)  # the out variant writes the planned buffer directly
+    assert lookup("aten::layer_norm").out(buf, x, norm_shape, w, b, 1e-5, True) is buf
+    close(buf, want, atol=1e-4)
+    close(op("aten::native_layer_norm")(x, norm_shape, w, b, 1e-5), torch.native_layer_norm(_t(x), norm_shape, _t(w), _t(b), 1e-5), atol=1e-4)
+
+
+@FEW
+@given(st.data())
+def test_group_and_instance_norm_match_torch(data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    groups = data.draw(st.integers(1, 3))
+    n, c = data.draw(st.integers(1, 3)), groups * data.draw(st.integers(1, 3))
+    spatial = [data.draw(st.integers(2, 5)) for _ in range(data.draw(st.integers(1, 2)))]
+    x = randn(rng, n, c, *spatial)
+    w, b = randn(rng, c), randn(rng, c)
+    close(op("aten::group_norm")(x, groups, w, b, 1e-5, True), F.group_norm(_t(x), groups, _t(w), _t(b)), atol=1e-4)
+    close(op("aten::instance_norm")(x, w, b, None, None, True, 0.1, 1e-5, True), F.instance_norm(_t(x), None, None, _t(w), _t(b)), atol=1e-4)
+    rm, rv = randn(rng, c), np.abs(randn(rng, c)) + 0.5
+    close(op("aten::instance_norm")(x, w, b, rm, rv, False, 0.1, 1e-5, True),
+          F.instance_norm(_t(x), _t(rm), _t(rv), _t(w), _t(b), use_input_stats=False), atol=1e-4)
+
+
+def test_instance_norm_with_input_stats_updates_running_buffers_like_torch():
+    rng = np.random.default_rng(0)
+    x = randn(rng, 3, 2, 4, 4)
+    rm, rv = np.zeros(2, np.float32), np.ones(2, np.float32)
+    trm, trv = _t(rm.copy()), _t(rv.copy())
+    F.instance_norm(_t(x), trm, trv, use_input_stats=True, momentum=0.3)
+    op("aten::instance_norm")(x, None, None, rm, rv, True, 0.3, 1e-5, True)
+    close(rm, trm, atol=1e-6)
+    close(rv, trv, atol=1e-5)
+
+
+def test_layer_norm_shape_mismatch_is_a_clear_error():
+    with pytest.raises(ValueError, match="normalized_shape"):
+        op("aten::layer_norm")(np.zeros((2, 3), np.float32), [4], None, None, 1e-5, True)

@@ -1,0 +1,107 @@
+"""Pooling against torch: max (values and indices, ceil_mode, dilation), average
+(count_include_pad, divisor_override, ceil_mode), adaptive average and max, 1-d forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from tests.support.nn import FEW, close, op, randn
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def _window(data):
+    k = [data.draw(st.integers(1, 4)) for _ in range(2)]
+    s = [data.draw(st.integers(1, 3)) for _ in range(2)]
+    p = [data.draw(st.integers(0, ki // 2)) for ki in k]
+    return k, s, p
+
+
+def _input(data, lo=1):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    shape = [data.draw(st.integers(1, 2)), data.draw(st.integers(1, 3))]
+    shape += [data.draw(st.integers(lo, 10)) for _ in range(2)]
+    x = randn(rng, *shape)
+    if data.draw(st.booleans(), "ties"):
+        x = np.round(x)  # repeated maxima: the first one's index must win
+    return x
+
+
+@FEW
+@given(st.data())
+def test_max_pool2d_values_and_indices_match_torch(data):
+    x = _input(data)
+    k, s, p = _window(data)
+    d = [data.draw(st.integers(1, 2)) for _ in range(2)]
+    ceil = data.draw(st.booleans())
+    for size, ki, pi, di in zip(x.shape[2:], k, p, d):
+        assume(size + 2 * pi >= di * (ki - 1) + 1)
+    want = F.max_pool2d(torch.from_numpy(x), k, s, p, d, ceil, return_indices=True)
+    # A dilated window that falls wholly in the padding gives -inf and an index torch
+    # takes from past the row (undefined): compare only windows that see the input.
+    assume(bool(torch.isfinite(want[0]).all()))
+    close(op("aten::max_pool2d_with_indices")(x, k, s, p, d, ceil), want)
+    close(op("aten::max_pool2d")(x, k, s, p, d, ceil), want[0])
+
+
+@FEW
+@given(st.data())
+def test_avg_pool2d_matches_torch(data):
+    x = _input(data)
+    k, s, p = _window(data)
+    ceil, include = data.draw(st.booleans()), data.draw(st.booleans())
+    divisor = data.draw(st.one_of(st.none(), st.integers(1, 7)))
+    for size, ki, pi in zip(x.shape[2:], k, p):
+        assume(size + 2 * pi >= ki)
+    want = F.avg_pool2d(torch.from_numpy(x), k, s, p, ceil, include, divisor)
+    close(op("aten::avg_pool2d")(x, k, s, p, ceil, include, divisor), want)
+
+
+@FEW
+@given(st.data())
+def test_adaptive_pools_match_torch(data):
+    x = _input(data)
+    out = [data.draw(st.integers(1, 12)) for _ in range(2)]
+    t = torch.from_numpy(x)
+    close(op("aten::adaptive_avg_pool2d")(x, out), F.adaptive_avg_pool2d(t, out))
+    close(op("aten::adaptive_max_pool2d")(x, out), F.adaptive_max_pool2d(t, out, return_indices=True))
+
+
+def test_default_stride_is_the_kernel_and_unbatched_input_works():
+    rng = np.random.default_rng(0)
+    x = randn(rng, 3, 9, 8)  # (C, H, W)
+    close(op("aten::max_pool2d")(x, [3, 2], [], [1, 0], [1, 1], False), F.max_pool2d(torch.from_numpy(x), (3, 2), padding=(1, 0)))
+    close(op("aten::avg_pool2d")(x, [2, 2], [], [0, 0], True, True, None), F.avg_pool2d(torch.from_numpy(x), 2, ceil_mode=True))
+
+
+def test_one_d_pools_match_torch():
+    rng = np.random.default_rng(1)
+    x = randn(rng, 2, 3, 11)
+    t = torch.from_numpy(x)
+    close(op("aten::max_pool1d")(x, [3], [2], [1], [2], True), F.max_pool1d(t, 3, 2, 1, 2, True))
+    close(op("aten::avg_pool1d")(x, [4], [3], [2], True, False), F.avg_pool1d(t, 4, 3, 2, True, False))
+    close(op("aten::adaptive_avg_pool1d")(x, [4]), F.adaptive_avg_pool1d(t, 4))
+    close(op("aten::adaptive_max_pool1d")(x, [4]), F.adaptive_max_pool1d(t, 4, return_indices=True))
+
+
+def test_nan_wins_a_max_pool_window():
+    x = np.array([[[[1.0, np.nan], [3.0, 2.0]]]], np.float32)
+    got = op("aten::max_pool2d")(x, [2, 2], [2, 2], [0, 0], [1, 1], False)
+    assert np.isnan(got).all()
+
+
+def test_padding_larger_than_half_the_kernel_is_refused():
+    with pytest.raises(ValueError, match="at most half"):
+        op("aten::max_pool2d")(np.zeros((1, 1, 4, 4), np.float32), [2, 2], [1, 1], [2, 2], [1, 1], False)
+
+
+def test_adaptive_avg_pool3d_matches_torch():
+    """What scripted F.interpolate(mode='area') reaches for 5-d input."""
+    rng = np.random.default_rng(2)
+    x = randn(rng, 2, 3, 5, 7, 6)
+    close(op("aten::adaptive_avg_pool3d")(x, [2, 3, 4]), F.adaptive_avg_pool3d(torch.from_numpy(x), (2, 3, 4)))
+    close(op("aten::adaptive_avg_pool3d")(x, [5, 1, 6]), F.adaptive_avg_pool3d(torch.from_numpy(x), (5, 1, 6)))

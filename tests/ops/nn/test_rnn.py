@@ -1,0 +1,83 @@
+"""Recurrent operators against torch modules: the four cells, and the fused lstm / gru /
+rnn_tanh / rnn_relu ops over layers, directions, batch_first, no-bias, projections and
+unbatched input, fed the module's flat weight list in PyTorch's order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.nn import FEW, close, op, t2n
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_cells_match_torch(batched):
+    torch.manual_seed(0)
+    x, h, c = torch.randn(3, 5), torch.randn(3, 7), torch.randn(3, 7)
+    if not batched:
+        x, h, c = x[0], h[0], c[0]
+    lstm, gru = nn.LSTMCell(5, 7), nn.GRUCell(5, 7)
+    tanh, relu = nn.RNNCell(5, 7), nn.RNNCell(5, 7, nonlinearity="relu")
+
+    def params(cell):
+        return [t2n(p) for p in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)]
+
+    close(op("aten::lstm_cell")(t2n(x), [t2n(h), t2n(c)], *params(lstm)), lstm(x, (h, c)), atol=1e-6)
+    close(op("aten::gru_cell")(t2n(x), t2n(h), *params(gru)), gru(x, h), atol=1e-6)
+    close(op("aten::rnn_tanh_cell")(t2n(x), t2n(h), *params(tanh)), tanh(x, h), atol=1e-6)
+    close(op("aten::rnn_relu_cell")(t2n(x), t2n(h), *params(relu)), relu(x, h), atol=1e-6)
+    no_bias = nn.GRUCell(5, 7, bias=False)
+    close(op("aten::gru_cell")(t2n(x), t2n(h), t2n(no_bias.weight_ih), t2n(no_bias.weight_hh), None, None),
+          no_bias(x, h), atol=1e-6)
+
+
+@FEW
+@given(st.data())
+def test_fused_recurrent_ops_match_torch_modules(data):
+    kind = data.draw(st.sampled_from(["lstm", "gru", "rnn_tanh", "rnn_relu"]))
+    layers, bidirectional = data.draw(st.integers(1, 3)), data.draw(st.booleans())
+    batch_first, bias = data.draw(st.booleans()), data.draw(st.booleans())
+    proj = data.draw(st.sampled_from([0, 3])) if kind == "lstm" else 0
+    batched = data.draw(st.booleans())
+    torch.manual_seed(data.draw(st.integers(0, 2**16)))
+    cls = {"lstm": nn.LSTM, "gru": nn.GRU}.get(kind, nn.RNN)
+    extra = {"proj_size": proj} if kind == "lstm" else {}
+    if cls is nn.RNN:
+        extra = {"nonlinearity": kind.split("_")[1]}
+    module = cls(4, 6, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, bias=bias, **extra).eval()
+    steps, batch = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 3))
+    dirs = 2 if bidirectional else 1
+    x = torch.randn(batch, steps, 4) if batch_first else torch.randn(steps, batch, 4)
+    h0 = torch.randn(layers * dirs, batch, proj or 6)
+    if not batched:
+        x, h0 = (x[0] if batch_first else x[:, 0]), h0[:, 0]
+    flat = [t2n(p) for p in module._flat_weights]
+    tail = (bias, layers, 0.0, False, bidirectional, batch_first)
+    with torch.no_grad():
+        if kind == "lstm":
+            c0 = torch.randn(layers * dirs, *h0.shape[1:-1], 6)
+            out, (h, c) = module(x, (h0, c0))
+            got = op("aten::lstm.input")(t2n(x), [t2n(h0), t2n(c0)], flat, *tail)
+            close(got, (out, h, c), atol=1e-5)
+        else:
+            out, h = module(x, h0)
+            got = op(f"aten::{kind}.input")(t2n(x), t2n(h0), flat, *tail)
+            close(got, (out, h), atol=1e-5)
+
+
+def test_training_with_dropout_is_refused():
+    x, h = np.zeros((2, 1, 3), np.float32), np.zeros((2, 1, 4), np.float32)
+    params = [np.zeros((12, 3), np.float32), np.zeros((12, 4), np.float32), np.zeros((12, 4), np.float32), np.zeros((12, 4), np.float32)]
+    with pytest.raises(NotImplementedError, match="inference only"):
+        op("aten::gru.input")(x, h, params, False, 2, 0.5, True, False, False)
+
+
+def test_wrong_parameter_count_is_a_clear_error():
+    with pytest.raises(ValueError, match="parameters"):
+        op("aten::gru.input")(np.zeros((2, 1, 3), np.float32), np.zeros((1, 1, 4), np.float32),
+                              [np.zeros((12, 3), np.float32)] * 3, True, 1, 0.0, False, False, False)

@@ -1,0 +1,162 @@
+"""Load-time passes (run by the static runtime once weights are bound): golden rewrites
+in ``tests/passes_load/<pass>/*.ir`` and differential checks with each rewrite on and off.
+
+A golden case is IR whose ``<Tensor>`` constants get seeded random weights of their
+declared shapes (variances positive); the pass runs with those weights and the FileCheck
+directives pin its output.  Every case also runs in the static runtime with the fold on
+and off, on random inputs: the results agree to float32 rounding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.filecheck import check_output, parse_checks, strip_checks
+
+from compiler import parse
+from compiler import types as T
+from compiler.ir import Module, TensorLiteral
+from compiler.passes.fold_batch_norm import fold_batch_norm, known_values
+from compiler.printer import print_module
+from compiler.verify import verify
+from vm.static.runtime import StaticOptions, StaticRuntime
+from tests.support.paths import TOOLS
+
+ROOT = Path(__file__).parent / "load"
+SPLIT = "# -----"
+PASSES = {"fold_batch_norm": fold_batch_norm}
+CASES = [
+    (path.parent.name, i, text)
+    for path in sorted(ROOT.glob("*/*.ir"))
+    for i, text in enumerate(path.read_text().split(SPLIT + "\n"))
+]
+
+
+def _weights(module: Module, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded float32 arrays for every ``<Tensor>`` constant, by its declared shape."""
+    rng = np.random.default_rng(seed)
+    weights = {}
+    for node in module.main.walk():
+        if node.kind == "prim::Constant" and isinstance(node.attrs.get("value"), TensorLiteral):
+            out = node.outputs[0]
+            assert isinstance(out.type, T.TensorType) and out.type.sizes is not None
+            array = rng.standard_normal(out.type.sizes).astype(np.float32)
+            weights[out.name] = np.abs(array) + 0.1 if "var" in out.name else array
+    return weights
+
+
+def _inputs(module: Module, seed: int = 1) -> list:
+    rng = np.random.default_rng(seed)
+    args = []
+    for v in module.main.inputs:
+        if isinstance(v.type, T.TensorType):
+            args.append(rng.standard_normal(v.type.sizes).astype(np.float32))
+        else:
+            args.append(True)
+    return args
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_golden(case: tuple[str, int, str]) -> None:
+    name, _, text = case
+    checks = parse_checks(text)
+    assert checks, "a golden case without CHECK lines cannot fail"
+    module = parse(strip_checks(text), f"{name}.ir")
+    verify(module)
+    weights = _weights(module)
+    known = known_values(module.main, {}, weights)
+    result, arrays = PASSES[name](module, known)
+    verify(result)
+    check_output(checks, print_module(result))
+    assert set(arrays) <= result.main.value_names()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_fold_on_and_off_agree(case: tuple[str, int, str]) -> None:
+    """The static runtime gives the same results, to float32 rounding, with the rewrite
+    switched on (the default) and off (its StaticOptions flag)."""
+    name, _, text = case
+    module = parse(strip_checks(text), f"{name}.ir")
+    weights, args = _weights(module), _inputs(module)
+    fresh = lambda: {k: v.copy() for k, v in weights.items()}  # training BN writes its stats
+    on = StaticRuntime(module, fresh())(*args)
+    off = StaticRuntime(module, fresh(), options=StaticOptions(**{name: False}))(*args)
+    for got, want in zip(np.atleast_1d(np.asarray(on, dtype=object)), np.atleast_1d(np.asarray(off, dtype=object))):
+        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-5, atol=1e-5)
+
+
+def test_folded_conv_bn_module_matches_torch() -> None:
+    """A scripted torch module (Conv2d + BatchNorm2d in eval mode, inside Sequential and a
+    residual) runs in the static runtime with its BatchNorms folded away, and its result
+    matches torch's to float32 rounding."""
+    torch = pytest.importorskip("torch")
+    import sys
+
+    sys.path.insert(0, str(TOOLS))
+    import export_torch
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8))
+            self.b = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+            self.bn = torch.nn.BatchNorm2d(8, affine=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.relu(self.a(x))
+            return self.bn(self.b(y)) + y
+
+    torch.manual_seed(0)
+    model = Block()
+    for bn in (model.a[1], model.bn):
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    if model.a[1].affine:
+        model.a[1].weight.data.uniform_(0.5, 1.5)
+    model.eval()
+    x = torch.randn(2, 3, 9, 9)
+    exp = export_torch.export(model, "block", (x,))
+    program = parse(exp.ir)
+    runtime = StaticRuntime(program, exp.weights)
+    got = runtime(x.numpy())
+    kinds = [pn.ref.name for pn in runtime.module.processed_nodes if pn.ref is not None]
+    assert "aten::batch_norm" not in kinds
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _dumps() -> list[Path]:
+    from tests.static.test_differential import DUMPS
+
+    return [p for p in DUMPS if "batch_norm" in p.read_text() and p.with_suffix(".weights.npz").exists()]
+
+
+@pytest.mark.parametrize("path", _dumps(), ids=lambda p: p.stem)
+def test_dumps_with_batch_norm_match_the_interpreter_with_folds_on(path: Path) -> None:
+    """Every corpus/dump/nn_models program with a BatchNorm gives the interpreter's result,
+    to float32 rounding, on the static runtime with its folds on (exact runs with them off
+    are tests/test_static_differential.py's)."""
+    from tests.static.test_differential import _load_case
+
+    import compiler
+    from vm.interpreter import Interpreter
+
+    text, inputs, weights = _load_case(path)
+    if inputs is None:
+        pytest.skip(f"{path.name} has no inputs file")
+    program = compiler.compile_source(text, str(path))
+    want = Interpreter(program, weights)(*inputs)
+    got = StaticRuntime(program, weights)(*inputs)
+    for g, w in zip(_leaves(got), _leaves(want)):
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-4, atol=1e-5)
+
+
+def _leaves(value: object) -> list:
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    return [value]
