@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.diagnostics import IRError
-from tests.support.paths import ROOT
+from tests.support.paths import CORPUS, DUMPS, EXAMPLES
 
 __all__ = [
     "IRBC_EDITS",
@@ -276,8 +276,7 @@ def apply_irbc_edits(data: bytes, edits: list[tuple[str, int, int]]) -> bytes:
 
 def ir_seeds() -> list[Path]:
     """The real dumps the campaign mutates: the corpus, the parser's dumps, the examples."""
-    files = [*sorted((ROOT / "tests" / "corpus").glob("*.ir")), *sorted((ROOT / "tests" / "dumps").glob("*.ir")),
-             *sorted((ROOT / "examples").glob("*.ir"))]  # fmt: skip
+    files = [*sorted(CORPUS.glob("*.ir")), *sorted(DUMPS.glob("*.ir")), *sorted(EXAMPLES.glob("*.ir"))]
     return [f for f in files if f.stat().st_size < 200_000]
 
 
