@@ -90,7 +90,7 @@ def known_table() -> dict[str, list[str]]:
     return _table()
 
 
-def is_known(name: str) -> bool:
+def is_known_function(name: str) -> bool:
     return name in known_table()
 
 
@@ -118,7 +118,7 @@ def signature(name: str, body: Graph) -> str:
 
 def describe(name: str) -> str | None:
     """The signatures irvm knows for ``name``, or None when it knows none."""
-    if not is_known(name):
+    if not is_known_function(name):
         return None
     return "; ".join(signature(name, g) for g in known_graphs(name))
 
@@ -147,7 +147,7 @@ def fits(arg: T.Type | None, param: T.Type | None) -> bool:
 def known_body(name: str, call: Node) -> tuple[int, Graph] | None:
     """The index and a fresh copy of the first body of ``name`` that ``call`` (a
     ``prim::CallFunction``) fits by arity, argument types and result count, or None."""
-    if not is_known(name):
+    if not is_known_function(name):
         return None
     args = call.inputs[1:]
     for i, body in enumerate(known_graphs(name)):
@@ -158,4 +158,4 @@ def known_body(name: str, call: Node) -> tuple[int, Graph] | None:
     return None
 
 
-__all__ = ["describe", "fits", "is_known", "known_body", "known_graphs", "known_table", "signature"]
+__all__ = ["describe", "fits", "is_known_function", "known_body", "known_graphs", "known_table", "signature"]

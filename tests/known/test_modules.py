@@ -529,7 +529,7 @@ def test_known_bodies_are_added_under_the_mangled_class_and_inlined_at_the_call(
     from tests.filecheck import check_output, strip_checks
 
     from compiler import parse
-    from compiler.known.modules import add_known_methods
+    from compiler.passes.add_known_methods import add_known_methods
     from compiler.passes.inline_calls import inline_calls
     from compiler.printer import print_module
 
