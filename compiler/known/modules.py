@@ -7,8 +7,10 @@ the dump.  The inliner (``compiler.passes.inline_calls``) replaces such a call b
 graph stored in ``Module.functions`` under ``"<class qualname>.forward"``; this module
 supplies that graph for the classes it knows (``method_body``), and the pipeline's first
 step, ``compiler.passes.add_known_methods``, stores it there.  The
-bodies themselves are written in ``compiler.known.layers`` (layers) and
-``compiler.known.sequence`` (recurrent layers, attention).
+bodies themselves are IR files, ``compiler/known/bodies/modules/*.ir``, where their text
+is fixed, and templates for the families written from one pattern (convolutions, norms,
+activations, pools...) in ``compiler.known.layers`` and ``compiler.known.sequence``
+(recurrent layers).
 
 The bodies are ours, written after PyTorch's documented semantics of each module's
 ``forward`` in eval mode; they are not copies of what TorchScript prints (which bakes the
@@ -62,10 +64,13 @@ from compiler import types as T
 from compiler.diagnostics import CompileError
 from compiler.ir import Graph, Node
 from compiler.known.layers import CONTAINERS, LAYERS
+from compiler.known.library import fixed_bodies
 from compiler.known.sequence import METHODS, SEQUENCE
+from compiler.known.text import SELF
 
-# unmangled class qualname -> (builder of its forward's IR text, rank of its int[] settings)
-KNOWN = {**LAYERS, **SEQUENCE}
+# unmangled class qualname -> (builder of its forward's IR text, rank of its int[] settings);
+# the classes whose body is fixed text (bodies/modules/*.ir) have no int[] settings: rank 0
+TEMPLATES = {**LAYERS, **SEQUENCE}
 
 _MANGLE = re.compile(r"\.___torch_mangle_\d+(?=\.)")
 
@@ -80,8 +85,18 @@ def base_qualname(qualname: str) -> str:
     return _MANGLE.sub("", qualname)
 
 
+@cache
+def known_classes() -> dict[str, str]:
+    """Unmangled class qualname -> the text of its forward, ``%self`` typed by that name:
+    the fixed bodies (``compiler/known/bodies/modules/*.ir``), then the templates."""
+    table = {name: texts[0] for name, texts in fixed_bodies("modules").items()}
+    for name, (builder, _) in TEMPLATES.items():
+        table[name] = builder().replace(SELF, name)
+    return table
+
+
 def is_known_class(qualname: str) -> bool:
-    return base_qualname(qualname) in KNOWN
+    return base_qualname(qualname) in known_classes()
 
 
 @cache
@@ -90,9 +105,9 @@ def known_forward(qualname: str) -> Graph:
     typed ``qualname``.  The caller must not mutate it (``method_body`` clones)."""
     from compiler.parser import parse
 
-    builder, _ = KNOWN[base_qualname(qualname)]
-    short = base_qualname(qualname).rsplit(".", 1)[-1]
-    text = builder().replace("$SELF", qualname)
+    base = base_qualname(qualname)
+    text = known_classes()[base].replace(f"graph(%self : {base},", f"graph(%self : {qualname},", 1)
+    short = base.rsplit(".", 1)[-1]
     return parse(text, f"<irvm known body of torch.nn.{short}.forward>").main
 
 
@@ -109,7 +124,7 @@ def attributes_read(qualname: str) -> list[tuple[str, T.Type]]:
 
 def list_rank(qualname: str) -> int:
     """How many elements the ``int[]`` settings of ``qualname`` have (2 for Conv2d)."""
-    return KNOWN[base_qualname(qualname)][1]
+    return TEMPLATES.get(base_qualname(qualname), (None, 0))[1]
 
 
 def method_body(call: Node) -> Graph | None:
@@ -129,7 +144,7 @@ def method_body(call: Node) -> Graph | None:
             "container's own body)",
             call.span,
         )
-    if base not in KNOWN or method != METHODS.get(base, "forward"):
+    if base not in known_classes() or method != METHODS.get(base, "forward"):
         return None
     body = known_forward(self_type.qualname)
     _check_signature(call, body, base)
@@ -161,4 +176,13 @@ def _fits(got: T.Type, want: T.Type) -> bool:
     return got == want or (isinstance(got, T.TensorType) and isinstance(want, T.TensorType))
 
 
-__all__ = ["KNOWN", "attributes_read", "base_qualname", "is_known_class", "known_forward", "list_rank", "method_body"]
+__all__ = [
+    "TEMPLATES",
+    "attributes_read",
+    "base_qualname",
+    "is_known_class",
+    "known_classes",
+    "known_forward",
+    "list_rank",
+    "method_body",
+]
