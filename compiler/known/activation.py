@@ -19,11 +19,11 @@ _FLOAT_PARAMS = {"alpha": "float", "negative_slope": "float", "min_val": "float"
                  "threshold": "float", "value": "float"}
 
 
-def _inplace(op: str, params: list[str], inplace_op: str | None = None, check: str = "") -> str:
+def _inplace(op: str, params: list[str], inplace_op: str | None = None) -> str:
     """``op(input, *params)``, or ``inplace_op`` (default ``op_``) when ``inplace``."""
     decl = ", ".join(["%input : Tensor", *(f"%{p} : {_FLOAT_PARAMS[p]}" for p in params), "%inplace : bool"])
     args = ", ".join(["%input", *(f"%{p}" for p in params)])
-    body = check + choose(
+    body = choose(
         "out",
         "Tensor",
         "%inplace",

@@ -44,9 +44,10 @@ def parse_sections(text: str, where: str) -> dict[str, list[str]]:
                 sections.setdefault(name, []).append(body)
 
     for line in text.splitlines(keepends=True):
-        if line.startswith(HEADER):
+        words = line.split()
+        if words[:2] == HEADER.split():
             close()
-            names, lines = line[len(HEADER):].split(), []
+            names, lines = words[2:], []
             if not names:
                 raise ValueError(f"{where}: a section header without a name")
         else:
