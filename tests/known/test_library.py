@@ -1,8 +1,8 @@
 """The known-bodies package as data: the ``.ir`` files, their sections, the front door.
 
 ``compiler/known/bodies/*/*.ir`` hold the bodies whose text is fixed; Python templates
-hold the rest.  These tests protect what the behaviour tests (test_known_functions.py,
-test_known_modules.py) cannot see: that every section of every file is a graph that
+hold the rest.  These tests protect what the behaviour tests (test_functions.py,
+test_modules.py) cannot see: that every section of every file is a graph that
 verifies and is reachable from the tables, that no name is both a fixed body and a
 template (which one won would depend on the order of a merge), that the files ship in
 a wheel, and that the rest of irvm goes through ``compiler.known`` alone.
@@ -16,11 +16,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from tests.support.paths import ROOT
 
 from compiler.known.library import fixed_bodies, parse_sections
 from compiler.verify import verify
 
-ROOT = Path(__file__).resolve().parent.parent
 BODIES = ROOT / "compiler" / "known" / "bodies"
 
 
