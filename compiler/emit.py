@@ -358,7 +358,7 @@ class _FunctionEmitter:
             raise CompileError("prim::CallFunction of a function that is not a constant", node.span)
         name = str(producer.attrs["name"])
         if name not in self.table.index:
-            from compiler.known.functions import describe, known_body
+            from compiler.known import describe, known_body
 
             signatures = describe(name)
             if signatures is not None and known_body(name, node) is not None:

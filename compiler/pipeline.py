@@ -4,7 +4,8 @@ TorchScript's ``GraphExecutorImpl::compileSpec`` optimizes a copy of each graph 
 phases; we keep the phases that matter for a numpy runtime and drop the autograd ones
 (LowerGradOf, specializeAutogradZero, differentiable subgraphs)::
 
-    Phase 0  inline_calls                       Inline: callee bodies replace calls
+    Phase 0  add_known_methods                  (irvm's: torch.nn modules' forward bodies)
+             inline_calls                       Inline: callee bodies replace calls
              (fold_module_attributes)           freeze's attribute folding, given weights
     Phase 2  propagate_constants                ConstantPropagation: run what is known
              pool_constants                     ConstantPooling: one node per constant
@@ -15,6 +16,10 @@ phases; we keep the phases that matter for a numpy runtime and drop the autograd
              pool_constants
              eliminate_dead_code
     Phase 5  group_fusions                      runNondiffOptimization: FuseGraph
+
+A ``.graph`` dump leaves out the bodies of standard ``torch.nn`` modules and of
+``torch.nn.functional`` helpers; ``add_known_methods`` stores irvm's bodies for the first
+(``compiler.known``), and ``inline_calls`` picks one for each call of the second.
 
 (PyTorch pools constants right after inlining and again inside runOptimization; we pool
 once after propagation, which both creates and frees constants.)  Drop insertion is not
@@ -36,11 +41,12 @@ import attrs
 
 from compiler.diagnostics import IRError
 from compiler.ir import Module
-from compiler.known.modules import add_known_methods
 from compiler.passes import collecting, in_place, node_count
 
 DEFAULT_PIPELINE: list[str] = [
-    # Phase 0: calls to known graphs become their bodies, so later passes see across them
+    # Phase 0: standard torch.nn submodules get irvm's forward bodies, then calls to known
+    # graphs become their bodies, so later passes see across them
+    "add_known_methods",
     "inline_calls",
     # Phase 2: compute what is known at compile time, then share the constants
     "propagate_constants",
@@ -116,10 +122,9 @@ def optimize(
     ``verify_each`` runs the verifier after every pass too, as the tests do.
     ``on_pass(name, nodes)`` is called as each pass starts (the progress display).
     Returns the optimized module and one record per pass run, with its wall time.
-    First, ``compiler.known.modules.add_known_methods`` gives every call of a standard
-    ``torch.nn`` submodule without a body (a dump of ``.graph``) irvm's forward graph.
     With ``weights`` (the mapping the program will run with), ``fold_module_attributes``
-    runs right after ``inline_calls`` (first, if that is not run): settings read from
+    runs right after ``inline_calls`` (after ``add_known_methods``, or first, if that is
+    not run either): settings read from
     ``%self`` become constants, as ``torch.jit.freeze`` folds attributes, so that
     propagation removes the branches they decide.  The result holds for those weights
     only (it records the values in ``Module.attributes``).
@@ -134,14 +139,14 @@ def optimize(
     if weights is not None:
         from compiler.passes.fold_module_attributes import fold_module_attributes
 
-        at = names.index("inline_calls") + 1 if "inline_calls" in names else 0
+        after = [n for n in ("inline_calls", "add_known_methods") if n in names]
+        at = names.index(after[0]) + 1 if after else 0
         chosen.insert(at, ("fold_module_attributes", functools.partial(fold_module_attributes, weights=weights)))
     wanted = set(print_after)
     for name in wanted - {"all"}:
         get_pass(name)
     show = printer or _print_stage
-    # calls of standard torch.nn submodules (a dump of `.graph`) get irvm's forward bodies
-    current = add_known_methods(module.clone())
+    current = module.clone()
     records: list[PassRecord] = []
     for name, run in chosen:
         before = node_count(current)

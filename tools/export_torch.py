@@ -21,7 +21,7 @@ and writes into OUTDIR:
                        as ``<Tensor>`` or rounded (frozen parameters) under its value name;
                        with ``--no-inline``, also the settings (``conv.stride``,
                        ``norm.eps``...) that irvm's bodies of standard submodules read
-                       (``compiler.known.modules``; ``known_module_settings`` gives them
+                       (``compiler.known``; ``known_module_settings`` gives them
                        for a ``.graph`` dumped by hand)
     NAME.inputs.npz    sample inputs, in the conventions of ``vm/io.py``
 
@@ -241,17 +241,17 @@ def module_text(target: Any, compiled: Any) -> str:
 def module_method_text(compiled: Any) -> str:
     """A scripted module as ``.graph`` shows it (each submodule call a ``prim::CallMethod``),
     then one ``with <class>.<method> = graph(...)`` per method it calls (transitively) on a
-    class that ``compiler.known.modules`` does not know (``Sequential``, the model's own
+    class that ``compiler.known`` does not know (``Sequential``, the model's own
     submodules), so the dump runs without inlining: known classes get irvm's bodies, and
     their settings are in the weights (``known_module_settings``)."""
-    from compiler.known.modules import is_known
+    from compiler.known import is_known_class
 
     by_type = {_class_qualname(sub): sub for _, sub in compiled.named_modules()}
     sections = [str(compiled.graph)]
     pending, seen = _called_methods(compiled.graph), set()
     while pending:
         qualname, method = pending.pop(0)
-        if (qualname, method) in seen or (is_known(qualname) and method == "forward"):
+        if (qualname, method) in seen or (is_known_class(qualname) and method == "forward"):
             continue
         seen.add((qualname, method))
         if qualname not in by_type:
@@ -296,7 +296,7 @@ def module_weights(compiled: Any, graph: Any) -> dict[str, np.ndarray]:
 
 def known_module_settings(model: Any) -> dict[str, np.ndarray]:
     """The plain settings (stride, eps, inplace...) that irvm's known ``forward`` bodies
-    (``compiler.known.modules``) read from each standard submodule of ``model``, under
+    (``compiler.known``) read from each standard submodule of ``model``, under
     dotted keys (``conv.stride``), so that a dump of ``.graph`` (calls kept) runs.
 
     An int setting of a list attribute is repeated to the module's rank (``kernel_size=3``
@@ -304,12 +304,12 @@ def known_module_settings(model: Any) -> dict[str, np.ndarray]:
     padding it means (an ``ExportError`` when the total is odd); a None is the string
     ``"None"``.  Tensors are left to the state_dict."""
     from compiler import types as T
-    from compiler.known.modules import attributes_read, is_known, list_rank
+    from compiler.known import attributes_read, is_known_class, list_rank
 
     found: dict[str, np.ndarray] = {}
     for path, sub in model.named_modules():
         qualname = _class_qualname(sub)
-        if not is_known(qualname):
+        if not is_known_class(qualname):
             continue
         for name, type_ in attributes_read(qualname):
             plain = type_.elem if isinstance(type_, T.OptionalType) else type_

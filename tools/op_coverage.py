@@ -76,7 +76,7 @@ class Report:
         from compiler.pipeline import optimize
 
         try:
-            module, _ = optimize(parse(text, filename), ["inline_calls"], fusion=False)
+            module, _ = optimize(parse(text, filename), ["add_known_methods", "inline_calls"], fusion=False)
         except IRError as err:
             self.failures[label] = "irvm: " + str(err).strip().splitlines()[0]
             return

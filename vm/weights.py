@@ -26,7 +26,7 @@ first touches it:
   round-trip (docs/weights.md).  Absent attributes default only where the
   meaning is clear: an Optional (``Tensor?``) is None and ``training`` is False
   (inference); every other absent attribute is listed, with its dotted path and type, in
-  one ``RunError``.  A GetAttr marked ``required=1`` (``compiler.known.modules`` reads
+  one ``RunError``.  A GetAttr marked ``required=1`` (``compiler.known`` reads
   ``Embedding.max_norm`` and ``training`` so) must be present, Optional or not; a stored 0-d string
   ``"None"`` is None for any Optional attribute.
 - ``check_folded(folded, root)``: a program compiled with its weights has settings

@@ -4,8 +4,11 @@ Each body has the parameter list TorchScript passes for the torch 2.13 Python fu
 (see ``compiler.known.functions``).  An ``inplace`` flag chooses between the operator and
 its in-place variant (``aten::relu_`` mutates and returns its input, as torch's does).
 Dropout calls ``aten::dropout`` and its kin, which are the identity when ``training`` is
-False and draw a mask from the runtime's generator when it is True (``vm.ops.random``).  ``softmax(dim=None)`` picks the dimension as
-torch's legacy rule does (0 for 0-, 1- and 3-d inputs, else 1).
+False and draw a mask from the runtime's generator when it is True (``vm.ops.random``).
+``softmax(dim=None)`` picks the dimension as torch's legacy rule does (0 for 0-, 1- and
+3-d inputs, else 1).  The bodies of the other activations (rrelu, hardtanh, glu,
+softsign, tanhshrink, sigmoid, tanh) are fixed text, in
+``compiler/known/bodies/functions/activation.ir``.
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ _FLOAT_PARAMS = {"alpha": "float", "negative_slope": "float", "min_val": "float"
                  "threshold": "float", "value": "float"}
 
 
-def _inplace(op: str, params: list[str], inplace_op: str | None = None, check: str = "") -> str:
+def _inplace(op: str, params: list[str], inplace_op: str | None = None) -> str:
     """``op(input, *params)``, or ``inplace_op`` (default ``op_``) when ``inplace``."""
     decl = ", ".join(["%input : Tensor", *(f"%{p} : {_FLOAT_PARAMS[p]}" for p in params), "%inplace : bool"])
     args = ", ".join(["%input", *(f"%{p}" for p in params)])
-    body = check + choose(
+    body = choose(
         "out",
         "Tensor",
         "%inplace",
@@ -28,17 +31,6 @@ def _inplace(op: str, params: list[str], inplace_op: str | None = None, check: s
         (f"  %out_b : Tensor = {op}({args})\n", "%out_b"),
     )
     return graph(decl, body)
-
-
-def _unary(body: str) -> str:
-    return graph("%input : Tensor", body)
-
-
-def _hardtanh() -> str:
-    check = "  %bad : bool = aten::gt(%min_val, %max_val)\n" + raise_if(
-        "%bad", "min_val cannot be greater than max_val", "order"
-    )
-    return _inplace("aten::hardtanh", ["min_val", "max_val"], check=check)
 
 
 def _softmax(op: str, negate: bool = False) -> str:
@@ -128,20 +120,7 @@ def _dropout(name: str, op: str, dims: tuple[int, ...] = (), unbatched: int | No
     return graph("%input : Tensor, %p : float, %training : bool, %inplace : bool", check)
 
 
-def _rrelu() -> str:
-    """``aten::rrelu`` (``rrelu_`` when ``inplace``): the mean slope when not training,
-    random slopes from the runtime's generator when training."""
-    none = const("gen", "NoneType")
-    body = none + choose(
-        "out", "Tensor", "%inplace",
-        ("  %out_a : Tensor = aten::rrelu_(%input, %lower, %upper, %training, %gen)\n", "%out_a"),
-        ("  %out_b : Tensor = aten::rrelu(%input, %lower, %upper, %training, %gen)\n", "%out_b"),
-    )
-    return graph("%input : Tensor, %lower : float, %upper : float, %training : bool, %inplace : bool", body)
-
-
 BODIES: dict[str, list[str]] = {
-    "rrelu": [_rrelu()],
     "relu": [_inplace("aten::relu", [])],
     "relu6": [_inplace("aten::relu6", [])],
     "leaky_relu": [_inplace("aten::leaky_relu", ["negative_slope"])],
@@ -152,25 +131,10 @@ BODIES: dict[str, list[str]] = {
     "mish": [_inplace("aten::mish", [])],
     "hardswish": [_inplace("aten::hardswish", [])],
     "hardsigmoid": [_inplace("aten::hardsigmoid", [])],
-    "hardtanh": [_hardtanh()],
     "_threshold": [_inplace("aten::threshold", ["threshold", "value"])],
-    "glu": [graph("%input : Tensor, %dim : int", "  %out : Tensor = aten::glu(%input, %dim)\n")],
     "softmax": [_softmax("aten::softmax")],
     "log_softmax": [_softmax("aten::log_softmax")],
     "softmin": [_softmax("aten::softmax", negate=True)],
-    "softsign": [_unary(
-        "  %abs : Tensor = aten::abs(%input)\n"
-        + const("one", "int", 1)
-        + "  %den : Tensor = aten::add(%abs, %one, %one)\n"
-        + "  %out : Tensor = aten::div(%input, %den)\n"
-    )],
-    "tanhshrink": [_unary(
-        "  %t : Tensor = aten::tanh(%input)\n"
-        + const("one", "int", 1)
-        + "  %out : Tensor = aten::sub(%input, %t, %one)\n"
-    )],
-    "sigmoid": [_unary("  %out : Tensor = aten::sigmoid(%input)\n")],
-    "tanh": [_unary("  %out : Tensor = aten::tanh(%input)\n")],
     "dropout": [_dropout("dropout", "dropout")],
     "dropout1d": [_dropout("dropout1d", "feature_dropout", (2, 3), unbatched=2)],
     "dropout2d": [_dropout("dropout2d", "feature_dropout")],

@@ -10,7 +10,7 @@ body::
 TorchScript passes every Python argument positionally, defaults filled in, in the order
 of the function's Python signature, so the call's inputs are exactly the parameters of
 that signature.  This module keeps, for each such printed name, one or more graphs
-written for irvm (``KNOWN``): the exact parameter list of the torch 2.13 function,
+written for irvm (``known_table``): the exact parameter list of the torch 2.13 function,
 lowered to operators ``vm.ops`` implements.  Where the Python function branches on an
 argument (``inplace``, ``training``, ``dim=None``, a reduction string, a pad mode) the
 body branches too, with ``prim::If``, so each argument value torch accepts gives torch's
@@ -33,20 +33,25 @@ code that shadows one (same name, same parameter types) must carry the body itse
 are the printed ones (``_max_pool2d``, ``_threshold``, ``_return_inverse``...), so the
 keys mostly carry torch's own underscores.
 
-The bodies live by family, each module with the notes on how its bodies are written:
+The bodies live by family.  A body whose text is fixed is IR in
+``compiler/known/bodies/functions/<family>.ir`` (``compiler.known.library``); a family of
+bodies written from one pattern is a Python template, ``compiler.known.<family>``, whose
+docstring has the notes on how its bodies are written:
 
-- ``known_functions_activation``: relu ... hardtanh, threshold, glu, rrelu, softmax /
-  log_softmax / softmin, softsign, tanhshrink, sigmoid, tanh, the dropouts;
-- ``known_functions_nn``: layer / group / batch / instance / rms norm, normalize,
-  local_response_norm, pad, embedding, embedding_bag, adaptive_avg_pool2d/3d,
-  ``torch.norm``, ``torch.cdist``;
-- ``known_functions_pool``: max pools (1-3 d, with indices), adaptive max pools, max
-  unpools, lp pools, the deprecated upsample helpers;
-- ``known_functions_interpolate``: ``interpolate`` and ``torch.tensordot``;
-- ``known_functions_patches``: unfold, fold; ``known_functions_grid``: affine_grid,
-  grid_sample;
-- ``known_functions_loss`` / ``known_functions_margin``: the losses;
-- ``known_functions_unique``: ``torch.unique`` / ``unique_consecutive`` without ``dim``.
+- activation: relu ... hardtanh, threshold, glu, rrelu, softmax / log_softmax /
+  softmin, softsign, tanhshrink, sigmoid, tanh, the dropouts;
+- nn: layer / group / batch / instance / rms norm, normalize, local_response_norm, pad,
+  embedding, embedding_bag, adaptive_avg_pool2d/3d, ``torch.norm``, ``torch.cdist``;
+- pool: max pools (1-3 d, with indices), adaptive max pools, max unpools, lp pools, the
+  deprecated upsample helpers;
+- interpolate: ``interpolate`` and ``torch.tensordot``;
+- patches (unfold, fold) and grid (affine_grid, grid_sample): IR files only;
+- loss, and margin (IR only): the losses, with torch's own ``legacy_get_string`` and
+  ``get_enum`` helpers for the reduction, which the loss bodies call;
+- unique: ``torch.unique`` / ``unique_consecutive`` without ``dim``.
+
+A known body may call another known function (the losses call ``get_enum``, the upsample
+helpers ``interpolate``): the inliner brings that body in turn.
 
 ``compiler.passes.inline_calls`` asks ``known_body`` for every call of a name the module
 does not define, adds the body to ``Module.functions`` and inlines it like any other;
@@ -68,19 +73,12 @@ from compiler.ir import Graph, Node
 
 
 def _table() -> dict[str, list[str]]:
-    from compiler.known import activation as act
-    from compiler.known import grid as grid
-    from compiler.known import interpolate as interp
-    from compiler.known import loss as loss
-    from compiler.known import margin as margin
-    from compiler.known import nn as nn
-    from compiler.known import patches as patches
-    from compiler.known import pool as pool
-    from compiler.known import unique as unique
+    from compiler.known import activation, interpolate, loss, nn, pool, unique
+    from compiler.known.library import fixed_bodies
 
-    table: dict[str, list[str]] = {}
-    for part in (act.BODIES, nn.BODIES, loss.BODIES, interp.BODIES, pool.BODIES, margin.BODIES, patches.BODIES, grid.BODIES, unique.BODIES):
-        for name, texts in part.items():
+    table: dict[str, list[str]] = {name: list(texts) for name, texts in fixed_bodies("functions").items()}
+    for family in (activation, nn, loss, interpolate, pool, unique):
+        for name, texts in family.BODIES.items():
             table.setdefault(name, []).extend(texts)
     return table
 
@@ -90,7 +88,7 @@ def known_table() -> dict[str, list[str]]:
     return _table()
 
 
-def is_known(name: str) -> bool:
+def is_known_function(name: str) -> bool:
     return name in known_table()
 
 
@@ -118,7 +116,7 @@ def signature(name: str, body: Graph) -> str:
 
 def describe(name: str) -> str | None:
     """The signatures irvm knows for ``name``, or None when it knows none."""
-    if not is_known(name):
+    if not is_known_function(name):
         return None
     return "; ".join(signature(name, g) for g in known_graphs(name))
 
@@ -147,7 +145,7 @@ def fits(arg: T.Type | None, param: T.Type | None) -> bool:
 def known_body(name: str, call: Node) -> tuple[int, Graph] | None:
     """The index and a fresh copy of the first body of ``name`` that ``call`` (a
     ``prim::CallFunction``) fits by arity, argument types and result count, or None."""
-    if not is_known(name):
+    if not is_known_function(name):
         return None
     args = call.inputs[1:]
     for i, body in enumerate(known_graphs(name)):
@@ -158,4 +156,4 @@ def known_body(name: str, call: Node) -> tuple[int, Graph] | None:
     return None
 
 
-__all__ = ["describe", "fits", "is_known", "known_body", "known_graphs", "known_table", "signature"]
+__all__ = ["describe", "fits", "is_known_function", "known_body", "known_graphs", "known_table", "signature"]

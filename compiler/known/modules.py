@@ -5,11 +5,12 @@ submodule is a ``prim::GetAttr`` typed by its class (``__torch__.torch.nn.module
 linear.Linear``) and a ``prim::CallMethod[name="forward"]`` on it, whose body is not in
 the dump.  The inliner (``compiler.passes.inline_calls``) replaces such a call by the
 graph stored in ``Module.functions`` under ``"<class qualname>.forward"``; this module
-supplies that graph for the classes it knows, before the passes run
-(``compiler.pipeline.optimize`` calls ``add_known_methods`` first, so ``compile_source``,
-``irc compile`` and the static runtime's re-optimized ``.irbc`` all get the bodies).  The
-bodies themselves are written in ``compiler.known.layers`` (layers) and
-``compiler.known.sequence`` (recurrent layers, attention).
+supplies that graph for the classes it knows (``method_body``), and the pipeline's first
+step, ``compiler.passes.add_known_methods``, stores it there.  The
+bodies themselves are IR files, ``compiler/known/bodies/modules/*.ir``, where their text
+is fixed, and templates for the families written from one pattern (convolutions, norms,
+activations, pools...) in ``compiler.known.layers`` and ``compiler.known.sequence``
+(recurrent layers).
 
 The bodies are ours, written after PyTorch's documented semantics of each module's
 ``forward`` in eval mode; they are not copies of what TorchScript prints (which bakes the
@@ -61,13 +62,15 @@ from functools import cache
 
 from compiler import types as T
 from compiler.diagnostics import CompileError
-from compiler.ir import Graph, Module, Node
+from compiler.ir import Graph, Node
 from compiler.known.layers import CONTAINERS, LAYERS
+from compiler.known.library import fixed_bodies
 from compiler.known.sequence import METHODS, SEQUENCE
-from compiler.passes.inline_calls import callee_name
+from compiler.known.text import SELF
 
-# unmangled class qualname -> (builder of its forward's IR text, rank of its int[] settings)
-KNOWN = {**LAYERS, **SEQUENCE}
+# unmangled class qualname -> (builder of its forward's IR text, rank of its int[] settings);
+# the classes whose body is fixed text (bodies/modules/*.ir) have no int[] settings: rank 0
+TEMPLATES = {**LAYERS, **SEQUENCE}
 
 _MANGLE = re.compile(r"\.___torch_mangle_\d+(?=\.)")
 
@@ -82,19 +85,29 @@ def base_qualname(qualname: str) -> str:
     return _MANGLE.sub("", qualname)
 
 
-def is_known(qualname: str) -> bool:
-    return base_qualname(qualname) in KNOWN
+@cache
+def known_classes() -> dict[str, str]:
+    """Unmangled class qualname -> the text of its forward, ``%self`` typed by that name:
+    the fixed bodies (``compiler/known/bodies/modules/*.ir``), then the templates."""
+    table = {name: texts[0] for name, texts in fixed_bodies("modules").items()}
+    for name, (builder, _) in TEMPLATES.items():
+        table[name] = builder().replace(SELF, name)
+    return table
+
+
+def is_known_class(qualname: str) -> bool:
+    return base_qualname(qualname) in known_classes()
 
 
 @cache
 def known_forward(qualname: str) -> Graph:
     """The forward graph of the known class ``qualname`` (mangled or not), its ``%self``
-    typed ``qualname``.  The caller must not mutate it (``add_known_methods`` clones)."""
+    typed ``qualname``.  The caller must not mutate it (``method_body`` clones)."""
     from compiler.parser import parse
 
-    builder, _ = KNOWN[base_qualname(qualname)]
-    short = base_qualname(qualname).rsplit(".", 1)[-1]
-    text = builder().replace("$SELF", qualname)
+    base = base_qualname(qualname)
+    text = known_classes()[base].replace(f"graph(%self : {base},", f"graph(%self : {qualname},", 1)
+    short = base.rsplit(".", 1)[-1]
     return parse(text, f"<irvm known body of torch.nn.{short}.forward>").main
 
 
@@ -111,39 +124,14 @@ def attributes_read(qualname: str) -> list[tuple[str, T.Type]]:
 
 def list_rank(qualname: str) -> int:
     """How many elements the ``int[]`` settings of ``qualname`` have (2 for Conv2d)."""
-    return KNOWN[base_qualname(qualname)][1]
+    return TEMPLATES.get(base_qualname(qualname), (None, 0))[1]
 
 
-def add_known_methods(module: Module) -> Module:
-    """``module`` with the forward graph of every known class it calls without a body.
-
-    Afterwards, each ``prim::CallMethod[name="forward"]`` on a known ``torch.nn`` class
-    whose method graph ``module`` lacks has one in ``functions`` under
-    ``"<class qualname>.forward"`` (what ``inline_calls`` looks up).  Graphs the module
-    already has are kept, so a dump that carries a method's own body uses it.  Returns
-    ``module`` itself when nothing was added, else a shallow copy with a new
-    ``functions`` dict (the input is untouched).  Raises ``CompileError`` at the call
-    for a ``Sequential`` (its body depends on children the dump does not show) and for a
-    known class called with arguments or results its body does not have.
-    """
-    added: dict[str, Graph] = {}
-    pending = [module.main, *module.functions.values()]
-    while pending:  # a body may call submodules of its own (TransformerEncoderLayer)
-        for node in pending.pop().walk():
-            if node.kind != "prim::CallMethod" or not node.inputs:
-                continue
-            if callee_name(node, {**module.functions, **added}) is not None:
-                continue
-            body = _body_for(node)
-            if body is not None:
-                added[f"{node.inputs[0].type.qualname}.{node.attrs['name']}"] = body  # type: ignore[union-attr]
-                pending.append(body)
-    if not added:
-        return module
-    return Module(module.main, {**module.functions, **added}, module.filename, module.attributes)
-
-
-def _body_for(call: Node) -> Graph | None:
+def method_body(call: Node) -> Graph | None:
+    """A fresh copy of irvm's body for the method ``call`` (a ``prim::CallMethod``)
+    calls, or None when its class is not known.  Raises ``CompileError`` at the call for
+    a ``Sequential`` (its body calls children the dump does not show) and for a call whose
+    arguments or results the body does not have."""
     self_type = call.inputs[0].type
     if not isinstance(self_type, T.ClassType):
         return None
@@ -156,7 +144,7 @@ def _body_for(call: Node) -> Graph | None:
             "container's own body)",
             call.span,
         )
-    if base not in KNOWN or method != METHODS.get(base, "forward"):
+    if base not in known_classes() or method != METHODS.get(base, "forward"):
         return None
     body = known_forward(self_type.qualname)
     _check_signature(call, body, base)
@@ -188,4 +176,13 @@ def _fits(got: T.Type, want: T.Type) -> bool:
     return got == want or (isinstance(got, T.TensorType) and isinstance(want, T.TensorType))
 
 
-__all__ = ["KNOWN", "add_known_methods", "attributes_read", "base_qualname", "is_known", "known_forward", "list_rank"]
+__all__ = [
+    "TEMPLATES",
+    "attributes_read",
+    "base_qualname",
+    "is_known_class",
+    "known_classes",
+    "known_forward",
+    "list_rank",
+    "method_body",
+]

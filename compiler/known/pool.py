@@ -23,11 +23,14 @@ size, which they work out as torch's ``_unpool_output_size`` does.
 ``upsample`` / ``upsample_nearest`` / ``upsample_bilinear`` call ``interpolate`` with
 their fixed modes (bilinear with ``align_corners=True``); the call is a known function
 too, inlined in turn.
+
+This module holds the templates of the family; the bodies whose text is fixed
+(max_unpool1d/2d/3d and lp_pool3d) are IR in ``compiler/known/bodies/functions/pool.ir``.
 """
 
 from __future__ import annotations
 
-from compiler.known.text import choose, const, graph, raise_if, unwrap
+from compiler.known.text import call, choose, const, graph, unwrap
 
 _POOL_PARAMS = ("%input : Tensor, %kernel_size : int[], %stride : int[]?, %padding : int[], %dilation : int[], "
                 "%ceil_mode : bool, %return_indices : bool")
@@ -249,73 +252,6 @@ def _lp_pool(n: int) -> str:
                  "%ceil_mode : bool", body)
 
 
-
-def _lp_pool3d() -> str:
-    """lp_pool3d: the average pool of x^p runs separably (a 2-d average over (H, W), then
-    over (D, 1): with no padding, a window's divisor is the product of its clipped
-    extents on each axis, so averages compose); p = +-inf call the known 3-d max pool."""
-    # %zero / %one are defined by _batched() in the power branch: the max pools use their own
-    max_call = (
-        const("z3", "int", 0)
-        + const("o3", "int", 1)
-        + '  %max3d : Function = prim::Constant[name="_max_pool3d"]()\n'
-        + "  %no_pad3 : int[] = prim::ListConstruct(%z3, %z3, %z3)\n"
-        + "  %no_dil3 : int[] = prim::ListConstruct(%o3, %o3, %o3)\n"
-        + "  %abs : Tensor = aten::abs(%input)\n"
-    )
-    hw = "".join(
-        _item(f"{p}{a}", f"%{src}", i)
-        for p, src in (("k", "kernel_size"), ("s", "st"))
-        for a, i in (("d", 0), ("h", 1), ("w", 2))
-    )
-    power = (
-        "  %powered : Tensor = aten::pow(%input, %norm_type)\n"
-        + _batched().replace("%input", "%powered")
-        + hw
-        + "  %k_hw : int[] = prim::ListConstruct(%kh, %kw)\n"
-        + "  %s_hw : int[] = prim::ListConstruct(%sh, %sw)\n"
-        + "  %p_0 : int[] = prim::ListConstruct(%zero, %zero)\n"
-        + "  %true : bool = prim::Constant[value=1]()\n"
-        + "  %v2 : Tensor = aten::avg_pool2d(%planes, %k_hw, %s_hw, %p_0, %ceil_mode, %true, %none)\n"
-        + _columns()
-        + "  %k_d : int[] = prim::ListConstruct(%kd, %one)\n"
-        + "  %s_d : int[] = prim::ListConstruct(%sd, %one)\n"
-        + "  %v3 : Tensor = aten::avg_pool2d(%cols, %k_d, %s_d, %p_0, %ceil_mode, %true, %none)\n"
-        + _combine(False).replace("%out", "%avg")
-        + "  %sign : Tensor = aten::sign(%avg)\n"
-        + "  %mag : Tensor = aten::abs(%avg)\n"
-        + "  %pos : Tensor = aten::relu(%mag)\n"
-        + "  %guarded : Tensor = aten::mul(%sign, %pos)\n"
-        + "  %kdh : int = aten::mul(%kd, %kh)\n"
-        + "  %window : int = aten::mul(%kdh, %kw)\n"
-        + "  %summed : Tensor = aten::mul(%guarded, %window)\n"
-        + const("unit", "float", 1.0)
-        + "  %inv : Scalar = aten::div(%unit, %norm_type)\n"
-        + "  %root : Tensor = aten::pow(%summed, %inv)\n"
-    )
-    body = (
-        _stride_or_kernel()
-        + const("none", "NoneType")
-        + const("false", "bool", False)
-        + max_call
-        + const("inf", "float", float("inf"))
-        + const("ninf", "float", float("-inf"))
-        + "  %is_inf : bool = aten::eq(%norm_type, %inf)\n"
-        + "  %is_ninf : bool = aten::eq(%norm_type, %ninf)\n"
-        + choose("out_n", "Tensor", "%is_ninf",
-                 (("  %negabs : Tensor = aten::neg(%abs)\n"
-                  "  %mx_n : Tensor = prim::CallFunction(%max3d, %negabs, %kernel_size, %stride, %no_pad3, %no_dil3, "
-                  "%ceil_mode, %false)\n"
-                  "  %mn : Tensor = aten::neg(%mx_n)\n"), "%mn"),
-                 (power, "%root"))
-        + choose("out", "Tensor", "%is_inf",
-                 (("  %mx : Tensor = prim::CallFunction(%max3d, %abs, %kernel_size, %stride, %no_pad3, %no_dil3, "
-                  "%ceil_mode, %false)\n"), "%mx"),
-                 ("", "%out_n"))
-    )
-    return graph("%input : Tensor, %norm_type : Scalar, %kernel_size : int[], %stride : int[]?, %ceil_mode : bool",
-                 body)
-
 def _upsample(size_t: str, scale_t: str, mode: str | None, corners: bool | None) -> str:
     """A call of the known ``interpolate`` with the helper's fixed mode."""
     params = f"%input : Tensor, %size : {size_t}, %scale_factor : {scale_t}"
@@ -327,100 +263,9 @@ def _upsample(size_t: str, scale_t: str, mode: str | None, corners: bool | None)
         body += const("mode", "str", mode)
         body += const("corners", "bool", corners) if corners is not None else ""
         args = "%mode, " + ("%corners" if corners is not None else "%none")
-    body += (
-        '  %interpolate : Function = prim::Constant[name="interpolate"]()\n'
-        f"  %out : Tensor = prim::CallFunction(%interpolate, %input, %size, %scale_factor, {args}, %none, %false)\n"
-    )
+    body += call("out", "Tensor", "interpolate", f"%input, %size, %scale_factor, {args}, %none, %false")
     return graph(params, body)
 
-
-
-def _max_unpool() -> str:
-    """max_unpool1d/2d/3d: the output size as torch's ``_unpool_output_size`` works it out
-    (default ``(in - 1) * stride + kernel - 2 * padding``, a given size checked against
-    it), then the values scattered at their flat indices into zeros of that size."""
-    sizes = (
-        "  %n_sp : int = aten::len(%kernel_size)\n"
-        + "  %in_sizes : int[] = aten::size(%input)\n"
-        + "  %rank : int = aten::len(%in_sizes)\n"
-        + "  %first_sp : int = aten::sub(%rank, %n_sp)\n"
-        + "  %def0 : int[] = prim::ListConstruct()\n"
-        + "  %default : int[] = prim::Loop(%n_sp, %true, %def0)\n"
-        + "    block0(%i : int, %acc : int[]):\n"
-        + "      %at : int = aten::add(%first_sp, %i)\n"
-        + "      %in_i : int = aten::__getitem__(%in_sizes, %at)\n"
-        + "      %in_m1 : int = aten::sub(%in_i, %one)\n"
-        + "      %s_i : int = aten::__getitem__(%st, %i)\n"
-        + "      %k_i : int = aten::__getitem__(%kernel_size, %i)\n"
-        + "      %p_i : int = aten::__getitem__(%padding, %i)\n"
-        + "      %grow : int = aten::mul(%in_m1, %s_i)\n"
-        + "      %with_k : int = aten::add(%grow, %k_i)\n"
-        + "      %p2 : int = aten::mul(%p_i, %two)\n"
-        + "      %size_i : int = aten::sub(%with_k, %p2)\n"
-        + "      %size_l : int[] = prim::ListConstruct(%size_i)\n"
-        + "      %acc2 : int[] = aten::add(%acc, %size_l)\n"
-        + "      -> (%true, %acc2)\n"
-    )
-    given = (
-        "  %req0 : int[] = prim::unchecked_cast(%output_size)\n"
-        "  %req_n : int = aten::len(%req0)\n"
-        "  %n_sp2 : int = aten::add(%n_sp, %two)\n"
-        "  %full : bool = aten::eq(%req_n, %n_sp2)\n"
-        + choose("req", "int[]", "%full",
-                 ("  %req_tail : int[] = aten::slice(%req0, %two, %req_n, %one)\n", "%req_tail"), ("", "%req0"))
-        + "  %req_len : int = aten::len(%req)\n"
-        + "  %len_bad : bool = aten::ne(%req_len, %n_sp)\n"
-        + raise_if("%len_bad", "output_size should be a sequence containing as many elements as kernel_size, "
-                   "or two more", "len")
-        + "   = prim::Loop(%n_sp, %true)\n"
-        + "    block0(%j : int):\n"
-        + "      %def_j : int = aten::__getitem__(%default, %j)\n"
-        + "      %st_j : int = aten::__getitem__(%st, %j)\n"
-        + "      %lo : int = aten::sub(%def_j, %st_j)\n"
-        + "      %hi : int = aten::add(%def_j, %st_j)\n"
-        + "      %req_j : int = aten::__getitem__(%req, %j)\n"
-        + "      %above : bool = aten::gt(%req_j, %lo)\n"
-        + "      %below : bool = aten::lt(%req_j, %hi)\n"
-        + "      %inside : bool = aten::__and__(%above, %below)\n"
-        + "      %outside : bool = aten::__not__(%inside)\n"
-        + "".join("    " + line + "\n" for line in raise_if(
-            "%outside", "invalid output_size (each dim must be strictly between default - stride and default + "
-            "stride)", "range").splitlines())
-        + "      -> (%true)\n"
-    )
-    body = (
-        _stride_or_kernel()
-        + const("none", "NoneType")
-        + const("true", "bool", True)
-        + const("zero", "int", 0)
-        + const("one", "int", 1)
-        + const("two", "int", 2)
-        + const("minus1", "int", -1)
-        + sizes
-        + "  %has_size : bool = aten::__isnot__(%output_size, %none)\n"
-        + choose("out_sp", "int[]", "%has_size", (given, "%req"), ("", "%default"))
-        + "  %lead : int[] = aten::slice(%in_sizes, %zero, %first_sp, %one)\n"
-        + "  %m1 : int[] = prim::ListConstruct(%minus1)\n"
-        + "  %flat_shape : int[] = aten::add(%lead, %m1)\n"
-        + "  %values : Tensor = aten::reshape(%input, %flat_shape)\n"
-        + "  %where : Tensor = aten::reshape(%indices, %flat_shape)\n"
-        + "  %count0 : int = prim::Loop(%n_sp, %true, %one)\n"
-        + "    block0(%q : int, %cnt : int):\n"
-        + "      %o_q : int = aten::__getitem__(%out_sp, %q)\n"
-        + "      %neg_q : bool = aten::lt(%o_q, %zero)\n"
-        + "".join("    " + line + "\n" for line in raise_if(
-            "%neg_q", "max_unpooling: output_size must contain non-negative spatial dimensions", "neg").splitlines())
-        + "      %cnt2 : int = aten::mul(%cnt, %o_q)\n"
-        + "      -> (%true, %cnt2)\n"
-        + "  %count_l : int[] = prim::ListConstruct(%count0)\n"
-        + "  %zeros_shape : int[] = aten::add(%lead, %count_l)\n"
-        + "  %zeros : Tensor = aten::new_zeros(%input, %zeros_shape, %none, %none, %none, %none)\n"
-        + "  %filled : Tensor = aten::scatter(%zeros, %minus1, %where, %values)\n"
-        + "  %out_shape : int[] = aten::add(%lead, %out_sp)\n"
-        + "  %out : Tensor = aten::reshape(%filled, %out_shape)\n"
-    )
-    return graph("%input : Tensor, %indices : Tensor, %kernel_size : int[], %stride : int[]?, %padding : int[], "
-                 "%output_size : int[]?", body)
 
 _SIZE_SCALE = [("int?", "float[]?"), ("int[]?", "float[]?"), ("int?", "float?"), ("int[]?", "float?")]
 
@@ -437,12 +282,8 @@ BODIES: dict[str, list[str]] = {
     "adaptive_max_pool1d_with_indices": [_adaptive_max_pool(1, True)],
     "adaptive_max_pool2d_with_indices": [_adaptive_max_pool(2, True)],
     "adaptive_max_pool3d_with_indices": [_adaptive_max_pool3d(True)],
-    "max_unpool1d": [_max_unpool()],
-    "max_unpool2d": [_max_unpool()],
-    "max_unpool3d": [_max_unpool()],
     "lp_pool1d": [_lp_pool(1)],
     "lp_pool2d": [_lp_pool(2)],
-    "lp_pool3d": [_lp_pool3d()],
     "upsample": [_upsample(s, f, None, None) for s, f in _SIZE_SCALE],
     "upsample_nearest": [_upsample(s, f, "nearest", None) for s, f in _SIZE_SCALE],
     "upsample_bilinear": [_upsample(s, f, "bilinear", True) for s, f in _SIZE_SCALE],

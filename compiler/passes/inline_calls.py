@@ -9,7 +9,7 @@ arguments (without the function constant), every copied value gets a name fresh 
 caller, the call's outputs are replaced by the copied return values, and each copied
 node keeps its own span.  Calls inside nested blocks are inlined in place.
 
-A call of a name the module does not define, but that ``compiler.known.functions``
+A call of a name the module does not define, but that ``compiler.known``
 knows (``relu``, ``layer_norm``, ``pad``... which a ``.graph`` dump calls without their
 bodies), first gets irvm's body for it in ``Module.functions``, when the call's arity and
 argument types fit one; the nodes copied from such a body take the call's span.  Known
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from compiler import types as T
 from compiler.ir import Block, Graph, Module, Node, Value, clone_node
-from compiler.known.functions import known_body
+from compiler.known import known_body
 from compiler.passes import Target, graphs_of, note, owned_copy
 
 
@@ -46,7 +46,7 @@ def inline_calls(target: Target) -> Target:
 
 
 def _add_known_functions(graphs: list[Graph], functions: dict[str, Graph]) -> list[str]:
-    """Give every call of an undefined function that ``known_functions`` has a fitting
+    """Give every call of an undefined function that ``compiler.known`` has a fitting
     body for that body in ``functions`` (and so for the calls inside the bodies added);
     returns the keys added.  A second overload of the same name goes under ``name#k``,
     and the call is pointed at it."""

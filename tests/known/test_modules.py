@@ -1,7 +1,7 @@
 """Dumps of ``torch.jit.script(model).graph``: standard submodules run from irvm's own bodies.
 
 Such a dump calls each submodule through ``prim::CallMethod[name="forward"]`` without its
-body; ``compiler.known.modules`` supplies the forward of standard ``torch.nn`` classes and
+body; ``compiler.known`` supplies the forward of standard ``torch.nn`` classes and
 reads every setting (stride, eps, inplace...) from the weights, which
 ``tools/export_torch.known_module_settings`` writes.  Each model here is dumped at test
 time, run on both engines and compared with torch; settings are non-default where the
@@ -529,7 +529,7 @@ def test_known_bodies_are_added_under_the_mangled_class_and_inlined_at_the_call(
     from tests.filecheck import check_output, strip_checks
 
     from compiler import parse
-    from compiler.known.modules import add_known_methods
+    from compiler.passes.add_known_methods import add_known_methods
     from compiler.passes.inline_calls import inline_calls
     from compiler.printer import print_module
 

@@ -25,8 +25,10 @@ PROGRAM = """graph(%x : Float(2, 3), %flag : bool):
 
 
 def test_default_order_follows_graph_executor() -> None:
-    """compileSpec's order: inline, constants (propagate, pool), clean-ups, fusion last."""
+    """compileSpec's order: known bodies, inline, constants (propagate, pool), clean-ups,
+    fusion last."""
     assert DEFAULT_PIPELINE == [
+        "add_known_methods",
         "inline_calls",
         "propagate_constants",
         "pool_constants",
