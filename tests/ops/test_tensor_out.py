@@ -24,7 +24,8 @@ from tests.support.tensor_ops import EXAMPLES, assert_same, copy_args
 from vm.ops.registry import all_ops, lookup
 
 TENSOR_MODULES = {"vm.ops.pointwise", "vm.ops.unary", "vm.ops.reduction", "vm.ops.shape", "vm.ops.linalg",
-                  "vm.ops.factory", "vm.ops.indexing", "vm.ops.predicates", "vm.ops.rearrange"}
+                  "vm.ops.factory", "vm.ops.indexing", "vm.ops.predicates", "vm.ops.rearrange",
+                  "vm.ops.pointwise_math", "vm.ops.order_stats"}
 
 ALL_CASES = (test_ops_tensor_pointwise.CASES + test_ops_tensor_reduction.CASES + test_ops_tensor_shape.CASES
              + test_ops_tensor_linalg.CASES + test_ops_tensor_more.CASES

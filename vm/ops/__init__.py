@@ -1,7 +1,7 @@
 """The operator library: every module listed below registers its kernels on import.
 
-Families: pointwise (``unary``, ``pointwise``, ``predicates``), reductions, shapes and
-views (``shape``, ``rearrange``), indexing, linear algebra, ``nn/`` (the ``torch.nn``
+Families: pointwise (``unary``, ``pointwise``, ``pointwise_math``, ``predicates``),
+reductions (``reduction``, ``order_stats``), shapes and views (``shape``, ``rearrange``), indexing, linear algebra, ``nn/`` (the ``torch.nn``
 kernels), random operators, and the prim side (scalars, lists, dicts, strings, enums,
 prim:: nodes).  ``vm.ops.registry`` holds the table they fill.
 
@@ -35,6 +35,7 @@ FAMILIES = (
     "nn.upsample",
     "pointwise",
     "predicates",
+    "pointwise_math",
     "prim",
     "random",
     "random_draws",
@@ -42,6 +43,7 @@ FAMILIES = (
     "scalar",
     "shape",
     "rearrange",
+    "order_stats",
     "strings",
     "unary",
     "nn.fallbacks",  # only what no family registered

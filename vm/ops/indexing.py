@@ -225,3 +225,11 @@ nonzero.out(copy_out(nonzero))
 @kernel("aten::where(Tensor condition) -> Tensor[]")
 def where_single(condition: Array) -> list[Array]:
     return [c.astype(INT64, copy=False) for c in np.nonzero(np.atleast_1d(condition))]
+
+
+@kernel("aten::argwhere(Tensor self) -> Tensor")
+def argwhere(self: Array) -> Array:
+    return np.argwhere(self).astype(INT64, copy=False)
+
+
+argwhere.out(copy_out(argwhere))

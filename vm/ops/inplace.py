@@ -19,7 +19,7 @@ from typing import Any
 
 import vm.ops.linalg
 import vm.ops.pointwise
-import vm.ops.predicates
+import vm.ops.pointwise_math
 import vm.ops.reduction
 import vm.ops.unary  # noqa: F401  (the functional kernels below register on import)
 from vm.ops._common import write_inplace
