@@ -39,24 +39,11 @@ from compiler import types as T
 from compiler.diagnostics import CompileError
 from compiler.ir import Graph, Module, Node, TensorLiteral, Value
 from vm.ops import registry
+from vm.ops.facts import CONTROL_KINDS  # the emitter and the runtimes handle these
 from vm.ops.registry import MISSING, OpInfo, OpRef, Schema
 from vm.schema_types import FixedList, TypeVar, parse_schema_type
 from vm.types import NUMPY_DTYPES
 from vm.unbound import UnboundTensor
-
-# Kinds the emitter and the static runtime handle themselves.
-CONTROL_KINDS = frozenset(
-    {
-        "prim::If",
-        "prim::Loop",
-        "prim::Constant",
-        "prim::CallFunction",
-        "prim::CallMethod",
-        "prim::FusionGroup",
-        "prim::Drop",
-    }
-)
-
 
 # ---------------------------------------------------------------------------------------
 # Fitting one actual type to one schema type.  Lower cost = more specific; None = no fit.

@@ -48,7 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compiler.diagnostics import CompileError, IRError
 from compiler.ir import Graph, Module, Node
-from compiler.resolve import CONTROL_KINDS, constant_value, normalize, resolve
+from compiler.resolve import constant_value, normalize, resolve
+from vm.ops.facts import CONTROL_KINDS
 
 
 @dataclass

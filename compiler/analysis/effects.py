@@ -5,7 +5,7 @@ The facts come from one place, the operator registry (``vm.ops.registry``): a sc
 the result may alias an argument, ``OpInfo.pure`` is False for operators with effects
 beyond those annotations (print, raise, random numbers), ``OpInfo.elementwise`` marks the
 pointwise maps fusion may group.  Node kinds without a schema (prim:: nodes handled by a
-factory or by the emitter) get their facts from the small tables below.  Anything we know
+factory or by the emitter) get their facts from the kind table of ``vm.ops.facts``.  Anything we know
 nothing about is treated as impure: a pass may then neither remove nor move it.
 
 Aliasing is answered with *alias classes*: a union-find over the values of a graph that
@@ -22,63 +22,8 @@ from functools import cache
 from compiler import types as T
 from compiler.ir import Graph, Node, Value
 from vm.ops import registry
+from vm.ops.facts import ALIASING_KINDS, EFFECT_KINDS, PURE_KINDS
 from vm.ops.registry import OpInfo
-
-# prim:: kinds (and a few aten ones without interesting schemas) with no side effect.
-PURE_KINDS = frozenset(
-    {
-        "prim::Constant",
-        "prim::ListConstruct",
-        "prim::ListUnpack",
-        "prim::TupleConstruct",
-        "prim::TupleUnpack",
-        "prim::TupleIndex",
-        "prim::DictConstruct",
-        "prim::GetAttr",
-        "prim::NumToTensor",
-        "prim::dtype",
-        "prim::device",
-        "prim::unchecked_cast",
-        "prim::Uninitialized",
-        "prim::FusionGroup",
-        "prim::If",
-        "prim::Loop",
-        "aten::__is__",
-        "aten::__isnot__",
-    }
-)
-# Kinds that always have an effect, whatever the registry says.
-EFFECT_KINDS = frozenset(
-    {
-        "prim::RaiseException",
-        "prim::Print",
-        "aten::warn",
-        "prim::SetAttr",
-        "prim::Drop",
-        "prim::CallFunction",
-        "prim::CallMethod",
-        "prim::Enter",
-        "prim::Exit",
-        "prim::AddStatValue",
-        "prim::TimePoint",
-    }
-)
-# Kinds whose outputs are (or contain) their inputs rather than fresh values.
-ALIASING_KINDS = frozenset(
-    {
-        "prim::ListConstruct",
-        "prim::ListUnpack",
-        "prim::TupleConstruct",
-        "prim::TupleUnpack",
-        "prim::TupleIndex",
-        "prim::DictConstruct",
-        "prim::GetAttr",
-        "prim::unchecked_cast",
-        "prim::CallFunction",
-        "prim::CallMethod",
-    }
-)
-
 
 _INFO_CACHE: dict[tuple[object, ...], OpInfo | None] = {}
 

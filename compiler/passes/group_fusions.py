@@ -2,7 +2,7 @@
 
 This follows TorchScript's legacy graph fuser (``graph_fuser.cpp``).  A node is fusible
 when it is a simple map (``isSimpleMap``): an elementwise operator of the registry
-(``OpInfo.elementwise``) or of PyTorch's pointwise list below, pure, with one tensor
+(``OpInfo.elementwise``) or of PyTorch's pointwise list (``vm.ops.facts.SIMPLE_MAPS``), pure, with one tensor
 output and at least one tensor input; its other inputs are scalars, cloned into the group
 when they are constants and passed in otherwise.
 
@@ -36,23 +36,10 @@ from compiler.ir import Block, Graph, Node, Value, clone_node
 from compiler.passes import Target, apply_to_clone, collecting, note
 from compiler.passes.eliminate_dead_code import sweep_dead_code
 from compiler.passes.pool_constants import pool_graph
+from vm.ops.facts import SIMPLE_MAPS
 
 GROUP = "prim::FusionGroup"
 MAX_INPUTS = 128
-
-# PyTorch's isSimpleMap set (graph_fuser.cpp), by node kind.
-SIMPLE_MAPS = frozenset(
-    "aten::" + name
-    for name in [
-        "abs", "acos", "add", "asin", "atan", "atan2", "ceil", "clamp", "cos", "cosh", "div",
-        "exp", "expm1", "erf", "erfc", "floor", "fmod", "frac", "lgamma", "log", "log10",
-        "log1p", "log2", "logit", "lerp", "max", "min", "mul", "neg", "pow", "reciprocal",
-        "relu", "threshold", "remainder", "round", "rsqrt", "sigmoid", "sin", "sinh", "sqrt",
-        "sub", "tan", "tanh", "trunc", "eq", "ne", "ge", "gt", "le", "lt", "addcmul", "where",
-        "type_as", "_cast_Float"
-    ]
-)
-
 
 def group_fusions(target: Target) -> Target:
     """A copy of ``target`` where fusible nodes that can be brought together without
@@ -84,7 +71,7 @@ def is_fusible(node: Node) -> bool:
     # The overload decides, not the kind: aten::max(Tensor) is a reduction while
     # aten::max.other is a map, as isSimpleMap matches schemas, not names.
     if info is not None:
-        elementwise = info.elementwise or info.name == "aten::type_as"
+        elementwise = info.elementwise
     else:
         elementwise = node.kind in SIMPLE_MAPS
     if not elementwise or not is_pure(node):

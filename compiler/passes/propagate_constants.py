@@ -30,7 +30,8 @@ from compiler.analysis.effects import AliasClasses, has_side_effects, mutated_in
 from compiler.ir import FreshNames, Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, note
 from compiler.passes.eliminate_dead_code import sweep_dead_code
-from compiler.resolve import CONTROL_KINDS, constant_value, resolve
+from compiler.resolve import constant_value, resolve
+from vm.ops.facts import CONTROL_KINDS
 from vm.ops.registry import bind
 
 _NO_FOLD = frozenset({"prim::Uninitialized", "prim::GetAttr", "prim::unchecked_cast", "aten::format", "prim::device"})

@@ -474,7 +474,7 @@ kernel("aten::to.prim_dtype(Tensor(a) self, int? dtype=None, bool non_blocking=F
 kernel("aten::to.prim_other(Tensor(a) self, bool non_blocking=False, bool copy=False) -> Tensor(b|a)")(
     lambda self, nb, copy: self.copy() if copy else self
 )
-kernel("aten::type_as(Tensor self, Tensor other) -> Tensor")(
+kernel("aten::type_as(Tensor self, Tensor other) -> Tensor", elementwise=True)(
     _type_as := lambda self, other: self if self.dtype == other.dtype else self.astype(other.dtype)
 ).out(copy_out(_type_as))
 kernel("aten::view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)")(

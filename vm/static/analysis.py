@@ -37,37 +37,15 @@ from vm import types as T
 from compiler.analysis import effects
 from compiler.ir import Graph, Node, Value
 from vm.ops import registry
-from vm.ops.registry import OpRef
-
-SHAPE_QUERIES = frozenset(
-    {"aten::size", "aten::dim", "aten::numel", "aten::len", "prim::dtype", "prim::device", "aten::sym_size",
-     "prim::shape", "aten::is_floating_point", "prim::layout", "aten::get_device", "prim::is_cuda"}
-)  # fmt: skip
-DATA_DEPENDENT_SHAPES = frozenset(
-    {"aten::nonzero", "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_consecutive",
-     "aten::unique_dim", "aten::masked_select", "aten::index", "aten::argwhere", "aten::repeat_interleave",
-     "aten::nonzero_numpy", "aten::bincount", "aten::histc", "aten::multinomial"}
-)  # fmt: skip
-# ops that read tensors and return a list of tensors whose number and shapes follow from
-# the input shapes and the non-tensor arguments alone (chunk(gates, 4, 1) in an LSTM cell)
-SHAPE_ONLY_LISTS = frozenset(
-    {"aten::chunk", "aten::unsafe_chunk", "aten::split", "aten::unsafe_split", "aten::split_with_sizes",
-     "aten::unsafe_split_with_sizes", "aten::unbind", "aten::broadcast_tensors", "aten::meshgrid"}
-)  # fmt: skip
-CONTAINER_KINDS = frozenset(
-    {"prim::ListConstruct", "prim::ListUnpack", "prim::TupleConstruct", "prim::TupleUnpack", "prim::TupleIndex",
-     "prim::DictConstruct", "aten::__getitem__", "prim::unchecked_cast", "aten::list", "prim::GetAttr"}
-)  # fmt: skip
-CONTROL_KINDS = frozenset(
-    {
-        "prim::If",
-        "prim::Loop",
-        "prim::CallFunction",
-        "prim::CallMethod",
-        "prim::FusionGroup",
-    }
+from vm.ops.facts import (
+    CONTAINER_KINDS,
+    DATA_DEPENDENT_SHAPES,
+    EFFECT_KINDS,
+    SHAPE_ONLY_LISTS,
+    SHAPE_QUERIES,
+    SUBGRAPH_KINDS,
 )
-
+from vm.ops.registry import OpRef
 
 @attrs.frozen
 class BlockFacts:
@@ -166,7 +144,7 @@ def _alias_edges(node: Node, fresh: bool) -> list[tuple[Value, Value]]:
     its input), so every other op's outputs may alias every tensor it reads.
     """
     mutable = [v for v in _reads(node) if effects.is_mutable_type(v.type)]
-    if node.kind in CONTROL_KINDS or node.kind in effects.EFFECT_KINDS:
+    if node.kind in SUBGRAPH_KINDS or node.kind in EFFECT_KINDS:
         edges = [(v, out) for v in mutable for out in node.outputs]
         return edges + [(a, b) for a in mutable for b in mutable if a is not b]
     edges = []
@@ -226,7 +204,7 @@ def _taint(
 
 
 def _taints(node: Node, refs: dict[Node, OpRef], tainted: set[Value]) -> bool:
-    if node.kind in CONTROL_KINDS or node.kind in DATA_DEPENDENT_SHAPES:
+    if node.kind in SUBGRAPH_KINDS or node.kind in DATA_DEPENDENT_SHAPES:
         return True
     if node.kind in SHAPE_QUERIES or node.kind == "prim::GetAttr":
         return False

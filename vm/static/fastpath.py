@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from vm.ops.facts import Fact, op_facts
 from vm.static.codegen import ProcessedNode
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -104,7 +105,8 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, out: np.ndarray | None 
 
 
 NAMES = frozenset(TABLE) | {"aten::relu", "aten::clamp", "aten::linear"}
-ELEMENTWISE = NAMES - {"aten::linear"}  # nodes whose output may take an operand's bytes
+# nodes whose output may take an operand's bytes: the elementwise ones (vm.ops.facts)
+ELEMENTWISE = frozenset(n for n in NAMES if Fact.ELEMENTWISE in op_facts(n))
 
 Arg = tuple[
     str, Any
