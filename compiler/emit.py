@@ -7,9 +7,8 @@ graph becomes one ``Function``, emitted block by block:
 
 - every value gets a fresh register (the outputs of one node get consecutive ones, so a
   single STOREN stores them); registers are never reused: memory is given back by MOVE,
-  which the emitter picks for a value's last use by counting the uses it has emitted so
-  far against the value's IR uses (``emitUse``), and by DROPR for each ``prim::Drop``
-  input;
+  which the emitter picks at a value's last use (``compiler.analysis.last_uses``, as
+  ``emitUse`` does), and by DROPR for each ``prim::Drop`` input;
 - a ``prim::Constant`` emits nothing: its run-time value (``compiler.resolve.
   constant_value``, computed once here, tensor literals already arrays) goes to the
   constant table and each use is a LOADC;
@@ -37,6 +36,7 @@ from typing import Any
 
 import attrs
 
+from compiler.analysis.last_uses import final_reads, last_uses
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.passes.insert_drops import insert_drops
@@ -162,7 +162,7 @@ class _FunctionEmitter:
         self.texts: list[str] = []
         self.registers: dict[Value, int] = {}
         self.register_names: list[str] = []
-        self.emitted_uses: dict[Value, int] = {}
+        self.last = last_uses(graph)  # value -> the node (or block return) reading it last
         self.constants: list[Any] = []
         self.constant_names: list[str] = []
         self.constant_index: dict[Node, int] = {}
@@ -174,8 +174,7 @@ class _FunctionEmitter:
         graph = self.graph
         self.store(graph.inputs)
         self.emit_nodes(graph.block)
-        for value in graph.outputs:
-            self.use(value)
+        self.use_all(graph.outputs, graph.block)
         self.where = (graph.span, f"return of {self.name}")
         self.put(Opcode.RET)
         return Function(
@@ -219,18 +218,17 @@ class _FunctionEmitter:
         elif values:
             self.put(Opcode.STOREN, first, len(values))
 
-    def use(self, value: Value) -> None:
-        """Push ``value``: LOADC for a constant, MOVE on its last use, else LOAD."""
-        producer = value.node
-        if producer is not None and producer.kind == "prim::Constant":
-            self.put(Opcode.LOADC, self.constant(producer))
-            return
-        count = self.emitted_uses.get(value, 0) + 1
-        self.emitted_uses[value] = count
-        self.put(
-            Opcode.MOVE if count == len(value.uses) else Opcode.LOAD,
-            self.register(value),
-        )
+    def use_all(self, values: list[Value], user: Node | Block) -> None:
+        """Push ``values``, read by ``user``: LOADC for a constant, MOVE at a value's last
+        use (``compiler.analysis.last_uses``; after ``insert_drops`` it is in the block
+        that defines the value), else LOAD."""
+        for value, final in zip(values, final_reads(values)):
+            producer = value.node
+            if producer is not None and producer.kind == "prim::Constant":
+                self.put(Opcode.LOADC, self.constant(producer))
+            else:
+                last = final and self.last.get(value) is user
+                self.put(Opcode.MOVE if last else Opcode.LOAD, self.register(value))
 
     def register(self, value: Value) -> int:
         if value not in self.registers:
@@ -295,8 +293,7 @@ class _FunctionEmitter:
         if ref is None:  # resolve_all already reported why; carry on to find more errors
             self.allocate(node.outputs)
             return
-        for value in node.inputs:
-            self.use(value)
+        self.use_all(node.inputs, node)
         k = self.operator(ref)
         if registry.has_factory(ref.name) or _is_vararg(ref):
             self.put(Opcode.OPN, k, ref.n_inputs)
@@ -308,12 +305,11 @@ class _FunctionEmitter:
         for value in node.inputs:
             if value.node is not None and value.node.kind == "prim::Constant":
                 continue
-            self.emitted_uses[value] = self.emitted_uses.get(value, 0) + 1
             self.put(Opcode.DROPR, self.register(value))
 
     def emit_if(self, node: Node) -> None:
         then_block, else_block = node.blocks
-        self.use(node.inputs[0])
+        self.use_all(node.inputs[:1], node)
         jf = self.put(Opcode.JF)
         self.emit_block_body(then_block, node)
         jmp = self.put(Opcode.JMP)
@@ -327,14 +323,12 @@ class _FunctionEmitter:
         """The block's nodes, then its outputs pushed (for the owner to store)."""
         self.emit_nodes(block)
         self.where = (owner.span, repr(owner))
-        for value in block.returns:
-            self.use(value)
+        self.use_all(block.returns, block)
 
     def emit_loop(self, node: Node) -> None:
         (body,) = node.blocks
         self.put(Opcode.LOADC, self.literal(0))
-        for value in node.inputs:  # max trip count, initial condition, carried...
-            self.use(value)
+        self.use_all(node.inputs, node)  # max trip count, initial condition, carried...
         header = self.put(Opcode.LOOP, 0, len(node.inputs))
         self.store(body.params)  # iteration index, carried...
         self.emit_block_body(body, node)  # next condition, carried...
@@ -389,8 +383,7 @@ class _FunctionEmitter:
                 f" {len(callee.inputs)} and returns {len(callee.outputs)}",
                 node.span,
             )
-        for value in args:
-            self.use(value)
+        self.use_all(args, node)
         self.put(Opcode.CALL, self.table.index[name])
         self.store(node.outputs)
 
@@ -403,8 +396,7 @@ class _FunctionEmitter:
         if not isinstance(sub, Graph):
             raise CompileError("prim::FusionGroup without a Subgraph", node.span)
         index = self.table.add_subgraph(sub, f"{self.name}.FusionGroup_{len(self.table.graphs)}")
-        for value in node.inputs:
-            self.use(value)
+        self.use_all(node.inputs, node)
         if self.table.fused_kernels:
             from compiler.fusion_spec import fused_opref
 

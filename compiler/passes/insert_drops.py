@@ -12,9 +12,9 @@ interpreter pre-processing (``preprocess_graph.cpp``) does, in two steps:
    (constants excepted: they are LOADC'd, never stored) gets a ``prim::Drop`` right
    after its definition -- at the start of the block for parameters, right after the
    node for outputs, one Drop node per definition carrying all its unused values.
-2. *insertLastUses*: scan each block backwards (return first, nested blocks before a
-   node's own inputs, inputs right to left); the first sighting of a value is its last
-   use.  When that use is nested inside an If or Loop, find the node at the value's
+2. *insertLastUses*: the last use of each value (``compiler.analysis.last_uses``: each
+   block scanned backwards, return first, nested blocks before a node's own inputs).
+   When that use is nested inside an If or Loop, find the node at the value's
    defining depth that contains the use and add the value to a ``prim::Drop`` placed
    right after that node (one Drop per control-flow node, created on demand).
 
@@ -25,7 +25,8 @@ its defining block, and the emitter turns each ``prim::Drop`` input into DROPR.
 from __future__ import annotations
 
 from compiler.diagnostics import Span
-from compiler.ir import Block, Node, Value
+from compiler.analysis.last_uses import last_uses
+from compiler.ir import Block, Graph, Node, Value
 from compiler.passes import Target, ancestor_in, graphs_of, note
 
 DROP = "prim::Drop"
@@ -37,7 +38,7 @@ def insert_drops(target: Target) -> Target:
     copy = target.clone()
     for graph in graphs_of(copy):
         _drop_unused(graph.block)
-        _LastUses().scan_block(graph.block)
+        _move_last_uses_out(graph)
     return copy
 
 
@@ -66,39 +67,25 @@ def _drop_unused(block: Block) -> None:
             _drop_unused(inner)
 
 
-class _LastUses:
-    def __init__(self) -> None:
-        self.seen: set[Value] = set()
-        self.drop_after: dict[Node, Node] = {}
-
-    def scan_block(self, block: Block) -> None:
-        for value in reversed(block.returns):
-            self.scan_use(value, block.owner, block)
-        for node in reversed(list(block.nodes)):
-            for inner in node.blocks:
-                self.scan_block(inner)
-            for value in reversed(node.inputs):
-                self.scan_use(value, node, node.owner)
-
-    def scan_use(self, value: Value, user: Node | None, user_block: Block | None) -> None:
-        """``user`` is the node using ``value`` (for a return, the block's owning node)."""
-        if value in self.seen:
-            return
-        self.seen.add(value)
+def _move_last_uses_out(graph: Graph) -> None:
+    """insertLastUses: a Drop after the node of the defining block that holds each nested
+    last use (``last_uses`` lists values in the order of its backward scan)."""
+    drop_after: dict[Node, Node] = {}
+    for value, user in last_uses(graph).items():
         home = value.defining_block
         assert home is not None, f"%{value.name} is not attached to a block"
+        user_block = user if isinstance(user, Block) else user.owner
         if user_block is home:
-            return  # a legitimate final use already
-        holder = ancestor_in(user, home)
+            continue  # a legitimate final use already
+        holder = ancestor_in(user.owner if isinstance(user, Block) else user, home)
         assert holder is not None, f"%{value.name} used outside its scope (run the verifier)"
         if _is_constant(value):
-            return
-        drop = self.drop_after.get(holder)
+            continue
+        drop = drop_after.get(holder)
         if drop is None:
             drop = _drop_node([], holder.span)
             home.insert_after(holder, drop)
-            self.drop_after[holder] = drop
+            drop_after[holder] = drop
         if value not in drop.inputs:
             drop.add_input(value)
             note("last uses moved out of blocks")
-

@@ -114,3 +114,34 @@ def test_last_uses_scan_backwards_through_blocks() -> None:
     assert last[graph.nodes[2].output] is loop
     assert last[loop.output] is graph.block
     assert last[body.params[1]] is body.nodes[0]
+
+
+def test_last_use_in_block_counts_nested_reads_at_their_loop() -> None:
+    """One level up, a value read inside a Loop body is last used at the Loop node (live for
+    the whole loop), ``reads`` lists what a node takes from outside its blocks, and
+    ``final_reads`` marks an operand's last position in a node."""
+    from compiler.analysis.last_uses import final_reads, last_use_in_block, reads
+
+    module = parse(
+        """graph(%x : Tensor, %n : int):
+  %t : bool = prim::Constant[value=1]()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %x, %one)
+  %y : Tensor = prim::Loop(%n, %t, %a)
+    block0(%i : int, %y.1 : Tensor):
+      %y.2 : Tensor = aten::add(%y.1, %x, %one)
+      -> (%t, %y.2)
+  %z : Tensor = aten::mul(%y, %a)
+  return (%z)
+"""
+    )
+    graph = module.main
+    x, n = graph.inputs
+    add, loop, mul = graph.nodes[2], graph.nodes[3], graph.nodes[4]
+    t, one = graph.nodes[0].output, graph.nodes[1].output
+    assert reads(loop) == [n, t, add.output, x, one]  # not %y.1 / %y.2: defined inside
+    block_last = last_use_in_block(graph.block)
+    assert block_last[x] is loop
+    assert block_last[add.output] is mul
+    assert block_last[mul.output] is graph.block
+    assert final_reads(add.inputs) == [False, True, True]

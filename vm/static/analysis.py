@@ -35,6 +35,7 @@ import attrs
 
 from vm import types as T
 from compiler.analysis import effects
+from compiler.analysis.last_uses import reads
 from compiler.ir import Graph, Node, Value
 from vm.ops import registry
 from vm.ops.facts import (
@@ -75,7 +76,7 @@ def analyze(
     used_at: dict[Value, list[int]] = {}
     may_alias: dict[Value, list[Value]] = {}
     for step, node in enumerate(steps):
-        for v in _reads(node):
+        for v in reads(node):
             used_at.setdefault(v, []).append(step)
         for src, dst in _alias_edges(node, _fresh_tensor_op(node, refs, has_out)):
             may_alias.setdefault(src, []).append(dst)
@@ -125,17 +126,6 @@ def _info(ref: OpRef) -> registry.OpInfo | None:
         return None
 
 
-def _reads(node: Node) -> list[Value]:
-    """Values defined outside ``node`` that it reads, its nested blocks included."""
-    blocks = [b for sub in (node, *node.walk()) for b in sub.blocks]
-    inner: set[Value] = {p for b in blocks for p in b.params}
-    inner.update(v for sub in node.walk() for v in sub.outputs)
-    reads = list(node.inputs)
-    reads += [v for sub in node.walk() for v in sub.inputs if v not in inner]
-    reads += [v for b in blocks for v in b.returns if v not in inner]
-    return list(dict.fromkeys(reads))
-
-
 def _alias_edges(node: Node, fresh: bool) -> list[tuple[Value, Value]]:
     """(a, b): b may view or contain a.
 
@@ -143,7 +133,7 @@ def _alias_edges(node: Node, fresh: bool) -> list[tuple[Value, Value]]:
     return a view its schema does not announce (``aten::unsafe_chunk`` returns views of
     its input), so every other op's outputs may alias every tensor it reads.
     """
-    mutable = [v for v in _reads(node) if effects.is_mutable_type(v.type)]
+    mutable = [v for v in reads(node) if effects.is_mutable_type(v.type)]
     if node.kind in SUBGRAPH_KINDS or node.kind in EFFECT_KINDS:
         edges = [(v, out) for v in mutable for out in node.outputs]
         return edges + [(a, b) for a in mutable for b in mutable if a is not b]

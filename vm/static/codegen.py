@@ -30,13 +30,14 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 import numpy as np
 
 from compiler.analysis.effects import is_mutable_type
+from compiler.analysis.last_uses import last_use_in_block
 from vm.errors import CompileError
 from compiler.ir import Block, Graph, Node, Value
 from vm.ops.registry import OpRef
@@ -303,23 +304,25 @@ class _Generator:
     def _last_uses(
         self, block: Block, items: list[Node | FusionInfo]
     ) -> dict[int, list[str]]:
-        """After which item of ``block`` each local tensor defined in it can be deleted."""
-        code, keep = self.code, set(block.returns)
+        """After which item of ``block`` each local tensor defined in it can be deleted:
+        its last use in the block (``last_use_in_block``: a read inside an If or Loop
+        counts at that node), or its definition when nothing reads it."""
+        code, last = self.code, last_use_in_block(block)
+        at: dict[Node, int] = {}
         defined: dict[Value, int] = {}
-        last: dict[Value, int] = {}
         for i, item in enumerate(items):
-            for v in item.inputs if isinstance(item, FusionInfo) else _reads(item):
-                last[v] = i
+            for node in item.nodes if isinstance(item, FusionInfo) else (item,):
+                at[node] = i
             for v in _defined_by(item):
-                defined[v] = last[v] = i
+                defined[v] = i
         dels: dict[int, list[str]] = {}
-        for v, i in last.items():
-            if (
-                v not in defined
-                or v in keep
-                or code.slots[v] in code.constants
-                or not is_mutable_type(v.type)
-            ):
+        for v, i in defined.items():
+            user = last.get(v)
+            if user is not None:
+                if isinstance(user, Block) or user not in at:
+                    continue  # returned, or read by a node that runs no code
+                i = max(i, at[user])
+            if code.slots[v] in code.constants or not is_mutable_type(v.type):
                 continue
             if code.slots[v] in self.mode.managed:
                 continue
@@ -480,11 +483,3 @@ def _is_true(value: Value) -> bool:
     )
 
 
-def _reads(node: Node) -> Iterable[Value]:
-    """What ``node`` reads from the enclosing scopes, its nested blocks included."""
-    yield from node.inputs
-    for sub in node.walk():
-        yield from sub.inputs
-    for sub in (node, *node.walk()):
-        for block in sub.blocks:
-            yield from block.returns
