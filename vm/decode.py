@@ -26,12 +26,16 @@ superinstruction-forming loader would:
 
 A fusion never spans a jump target, so control flow is unchanged; jump targets are
 renumbered.  ``origin[i]`` maps decoded instruction ``i`` back to the bytecode
-instruction whose span and node text an error reports.  Kernels are bound here, once
+instruction whose span and node text an error reports.  ``DecodedOp`` is the table of
+this instruction set (each code's operands and meaning), which the interpreter's loop
+and ``listing`` (``tools/disasm.py --decoded``) read, as ``vm.bytecode.Opcode`` is for
+the bytecode.  Kernels are bound here, once
 (``vm.ops.registry.bind``): nothing is looked up while running.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -39,13 +43,73 @@ import attrs
 
 from vm.bytecode import Function, Instruction, Opcode, Program
 
-# Decoded handler codes, most frequent first (the fast loop tests them in this order).
-OP1, OP1M, OP2, OP2M, OPG, OPGM = 0, 1, 2, 3, 4, 5
-PUSH, PUSHM, STORE, STOREN, JFR, JF, JMP, LOOP, CALL, RET, DROPR, DROP, OPS = range(6, 19)
-LOOPE, LOOPB, CALLR, RET1, COPY = range(19, 24)
-NAMES = "OP1 OP1M OP2 OP2M OPG OPGM PUSH PUSHM STORE STOREN JFR JF JMP LOOP CALL RET DROPR DROP OPS".split()
-NAMES += "LOOPE LOOPB CALLR RET1 COPY".split()
-_JUMPS = {JFR: (2,), JF: (1,), JMP: (1,), LOOP: (1,), LOOPE: (1, 4), LOOPB: (5, 6), COPY: (4,)}  # target operands
+
+class DecodedOp(enum.IntEnum):
+    """The register-form instruction set ``Interpreter._run`` dispatches on.
+
+    A decoded instruction is a tuple ``(code, *operands)``; each member names its operands
+    in order (``f`` a bound kernel, ``a``/``b``/``r``/``o`` registers, ``args``/``moved``/
+    ``carried``/``sources`` tuples of registers, ``n`` a count, ``target``/``exit``/
+    ``body``/``next`` decoded instruction indices) and says what it does.  The codes are
+    ordered as the loop tests them: operators in register form (0-5: one range test),
+    the stack forms, then the superinstructions (19 and up: one range test).
+    """
+
+    operands: tuple[str, ...]
+    doc: str
+
+    def __new__(cls, code: int, operands: str, doc: str) -> DecodedOp:
+        member = int.__new__(cls, code)
+        member._value_ = code
+        member.operands, member.doc = tuple(operands.split()), doc
+        return member
+
+    # fmt: off
+    OP1    = 0,  "f a o",                         "regs[o] = f(regs[a])"
+    OP1M   = 1,  "f a o",                         "OP1, then clear regs[a] (its last use)"
+    OP2    = 2,  "f a b o",                       "regs[o] = f(regs[a], regs[b])"
+    OP2M   = 3,  "f a b o m1 m2",                 "OP2, then clear regs[m1] and regs[m2]"
+    OPG    = 4,  "f args o n moved",              "f(*regs[args]) into n registers from o (n == 0: none)"
+    OPGM   = 5,  "f args o n moved",              "OPG, clearing the registers in moved after the call"
+    PUSH   = 6,  "r",                             "push regs[r]"
+    PUSHM  = 7,  "r",                             "push regs[r] and clear it"
+    STORE  = 8,  "r",                             "pop one value into regs[r]"
+    STOREN = 9,  "r n",                           "pop n values into regs[r..r+n-1]"
+    JFR    = 10, "r target moved",                "jump to target if regs[r] is false; clear it if moved"
+    JF     = 11, "target",                        "pop a bool; jump to target if it is false"
+    JMP    = 12, "target",                        "jump to target"
+    LOOP   = 13, "exit n",                        "the bytecode LOOP over [trip, max, cond, carried(n-2)]"
+    CALL   = 14, "func",                          "call functions[func] on its arguments on the stack"
+    RET    = 15, "",                              "return: results on the stack, or into CALLR's registers"
+    DROPR  = 16, "r",                             "clear regs[r]"
+    DROP   = 17, "",                              "pop one value and discard it"
+    OPS    = 18, "f n_in n_out",                  "pop n_in values, call f, push its n_out results"
+    LOOPE  = 19, "exit n params body",            "loop header storing (index, carried...) from params: body or exit"
+    LOOPB  = 20, "cond carried moved params body exit", "back edge: test regs[cond], store carried, to body or exit"
+    CALLR  = 21, "func args moved out n",         "call with arguments from registers, n results into out..."
+    RET1   = 22, "r",                             "return regs[r]"
+    COPY   = 23, "sources moved dest next",       "an If branch's outputs into regs[dest...]; continue at next"
+    # fmt: on
+
+
+# The codes as plain ints, for the decoder to store and the dispatch loop to compare
+# (CPython's fast int comparison does not apply to an IntEnum member).
+OP1, OP1M, OP2, OP2M = DecodedOp.OP1.value, DecodedOp.OP1M.value, DecodedOp.OP2.value, DecodedOp.OP2M.value
+OPG, OPGM, OPS = DecodedOp.OPG.value, DecodedOp.OPGM.value, DecodedOp.OPS.value
+PUSH, PUSHM, STORE, STOREN = DecodedOp.PUSH.value, DecodedOp.PUSHM.value, DecodedOp.STORE.value, DecodedOp.STOREN.value
+JFR, JF, JMP, LOOP = DecodedOp.JFR.value, DecodedOp.JF.value, DecodedOp.JMP.value, DecodedOp.LOOP.value
+CALL, RET, DROPR, DROP = DecodedOp.CALL.value, DecodedOp.RET.value, DecodedOp.DROPR.value, DecodedOp.DROP.value
+LOOPE, LOOPB, CALLR, RET1, COPY = (
+    DecodedOp.LOOPE.value, DecodedOp.LOOPB.value, DecodedOp.CALLR.value, DecodedOp.RET1.value, DecodedOp.COPY.value
+)  # fmt: skip
+NAMES = [op.name for op in DecodedOp]
+_JUMP_OPERANDS = {"target", "exit", "body", "next"}
+# code -> positions in the tuple of the operands that are jump targets (renumbered)
+_JUMPS = {
+    op.value: tuple(i + 1 for i, name in enumerate(op.operands) if name in _JUMP_OPERANDS)
+    for op in DecodedOp
+    if _JUMP_OPERANDS & set(op.operands)
+}
 
 _PUSHES = (Opcode.LOAD, Opcode.MOVE, Opcode.LOADC)
 
@@ -332,8 +396,8 @@ def listing(decoded: Decoded, function: Function | None = None) -> str:
             if source.op in (Opcode.OP, Opcode.OPN):
                 name = function.operators[source.x].name
         ops = [(name or getattr(x, "__name__", "kernel")) if callable(x) else x for x in ins[1:]]
-        lines.append(f"{i:04d} {NAMES[ins[0]]:<7} {' '.join(map(str, ops))}")
+        lines.append(f"{i:04d} {DecodedOp(ins[0]).name:<7} {' '.join(map(str, ops))}")
     return "\n".join(lines)
 
 
-__all__ = ["NAMES", "Decoded", "decode", "listing"]
+__all__ = ["NAMES", "Decoded", "DecodedOp", "decode", "listing"]

@@ -7,7 +7,7 @@ the dispatch loop, so the first call costs what the hundredth does.
 
 The loop (``_run``) keeps everything in locals: ``code``/``pc``/``regs`` of the current
 frame, the shared operand ``stack`` and a list of saved caller frames.  Its cases are
-the decoded instructions: operators in register form first (most executed), then the
+the decoded instructions (``vm.decode.DecodedOp``, compared as plain int constants): operators in register form first (most executed), then the
 superinstructions (loop header and back edge, CALLR/RET1, COPY), then the stack forms.
 A call saves the caller and starts the callee with a fresh copy of its register
 template, the arguments put straight into its registers; a return restores the caller
@@ -34,6 +34,10 @@ from typing import Any
 
 from vm.errors import BytecodeError, IRError, RunError
 from vm import decode as D
+from vm.decode import (  # the decoded opcodes (vm.decode.DecodedOp) as plain ints
+    CALL, CALLR, COPY, DROP, DROPR, JF, JFR, JMP, LOOP, LOOPB, LOOPE, OP1, OP1M, OP2, OP2M, OPGM, PUSH, PUSHM,
+    RET, RET1, STORE, STOREN,
+)  # fmt: skip
 from vm.bytecode import Opcode, Program
 from vm.fusion.kernels import enable_fuser
 from vm.inputs import InputChecker
@@ -159,17 +163,17 @@ class Interpreter:
                 ins = code[pc]
                 pc += 1
                 op = ins[0]
-                if op <= 5:  # operators in register form
-                    if op == 3:  # OP2M: regs[o] = f(regs[a], regs[b]); clear the moved ones
+                if op <= OPGM:  # operators in register form (OP1..OPGM)
+                    if op == OP2M:  # regs[o] = f(regs[a], regs[b]); clear the moved ones
                         regs[ins[4]] = ins[1](regs[ins[2]], regs[ins[3]])
                         regs[ins[5]] = None
                         regs[ins[6]] = None
-                    elif op == 2:  # OP2
+                    elif op == OP2:
                         regs[ins[4]] = ins[1](regs[ins[2]], regs[ins[3]])
-                    elif op == 1:  # OP1M
+                    elif op == OP1M:
                         regs[ins[3]] = ins[1](regs[ins[2]])
                         regs[ins[2]] = None
-                    elif op == 0:  # OP1
+                    elif op == OP1:
                         regs[ins[3]] = ins[1](regs[ins[2]])
                     else:  # OPG, OPGM: any arity, any number of results
                         result = ins[1](*[regs[r] for r in ins[2]])
@@ -179,8 +183,8 @@ class Interpreter:
                             regs[ins[3]] = result
                         elif ins[4]:
                             regs[ins[3] : ins[3] + ins[4]] = result
-                elif op >= 19:  # loop, call and copy superinstructions
-                    if op == 20:  # LOOPB: back edge; the stack holds [trip, max]
+                elif op >= LOOPE:  # loop, call and copy superinstructions
+                    if op == LOOPB:  # back edge; the stack holds [trip, max]
                         carried = [regs[r] for r in ins[2]]
                         cond = regs[ins[1]]
                         for r in ins[3]:
@@ -195,13 +199,13 @@ class Interpreter:
                             del stack[-2:]
                             stack += carried
                             pc = ins[6]
-                    elif op == 23:  # COPY: an If branch's outputs into the If's registers
+                    elif op == COPY:  # an If branch's outputs into the If's registers
                         values = [regs[r] for r in ins[1]]
                         for r in ins[2]:
                             regs[r] = None
                         regs[ins[3] : ins[3] + len(values)] = values
                         pc = ins[4]
-                    elif op == 22:  # RET1: return one register's value
+                    elif op == RET1:  # return one register's value
                         value = regs[ins[1]]
                         if not frames:
                             return value
@@ -210,7 +214,7 @@ class Interpreter:
                             regs[out] = value
                         else:
                             stack.append(value)
-                    elif op == 21:  # CALLR: arguments from registers, results into registers
+                    elif op == CALLR:  # arguments from registers, results into registers
                         if len(frames) >= max_depth:
                             raise _DepthExceeded
                         frames.append((code, pc, regs, fid, ins[4], ins[5]))
@@ -234,27 +238,27 @@ class Interpreter:
                         else:
                             del stack[base : base + 3]
                             pc = ins[1]
-                elif op == 10:  # JFR
+                elif op == JFR:
                     if not regs[ins[1]]:
                         pc = ins[2]
                     if ins[3]:
                         regs[ins[1]] = None
-                elif op == 6:  # PUSH
+                elif op == PUSH:
                     stack.append(regs[ins[1]])
-                elif op == 7:  # PUSHM
+                elif op == PUSHM:
                     stack.append(regs[ins[1]])
                     regs[ins[1]] = None
-                elif op == 8:  # STORE
+                elif op == STORE:
                     regs[ins[1]] = stack.pop()
-                elif op == 9:  # STOREN
+                elif op == STOREN:
                     n = ins[2]
                     regs[ins[1] : ins[1] + n] = stack[-n:]
                     del stack[-n:]
-                elif op == 16:  # DROPR
+                elif op == DROPR:
                     regs[ins[1]] = None
-                elif op == 12:  # JMP
+                elif op == JMP:
                     pc = ins[1]
-                elif op == 15:  # RET: results on the stack, or into the CALLR's registers
+                elif op == RET:  # results on the stack, or into the CALLR's registers
                     if not frames:
                         break
                     code, pc, regs, fid, out, n = frames.pop()
@@ -263,7 +267,7 @@ class Interpreter:
                     elif n:
                         regs[out : out + n] = stack[-n:]
                         del stack[-n:]
-                elif op == 14:  # CALL: a new frame, the arguments on the stack
+                elif op == CALL:  # a new frame, the arguments on the stack
                     if len(frames) >= max_depth:
                         raise _DepthExceeded
                     frames.append((code, pc, regs, fid, -1, 0))
@@ -274,10 +278,10 @@ class Interpreter:
                         n = fn.n_inputs
                         regs[:n] = stack[-n:]
                         del stack[-n:]
-                elif op == 11:  # JF
+                elif op == JF:
                     if not stack.pop():
                         pc = ins[1]
-                elif op == 13:  # LOOP: [trip, max, cond, carried...]
+                elif op == LOOP:  # [trip, max, cond, carried...]
                     base = len(stack) - ins[2] - 1
                     trip = stack[base]
                     if trip < stack[base + 1] and stack[base + 2]:
@@ -286,7 +290,7 @@ class Interpreter:
                     else:
                         del stack[base : base + 3]
                         pc = ins[1]
-                elif op == 17:  # DROP
+                elif op == DROP:
                     stack.pop()
                 else:  # OPS: an operator taking its inputs from the stack
                     n = ins[2]
