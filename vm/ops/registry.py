@@ -20,6 +20,7 @@ are numpy arrays (0-dim tensors are 0-dim arrays, never numpy scalars), ``int``/
 Op facts that passes read (DCE, CSE, fusion, the memory planner) come from the schema
 and the registration: a ``(a!)`` annotation marks a mutated argument, ``(a)`` a result
 that may alias an argument; ``pure=False`` marks side effects (print, raise, random).
+``vm.ops.facts`` puts them in one table with the facts of node kinds no schema states.
 """
 
 from __future__ import annotations
