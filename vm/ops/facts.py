@@ -15,7 +15,7 @@ Two sources, one vocabulary (``Fact``):
 ``compiler.resolve`` and the emitter skip ``CONTROL`` kinds; ``vm.static.analysis`` reads
 the shape facts for its plan key and the alias facts for its may-alias edges;
 ``vm.static.fastpath`` lets an ``ELEMENTWISE`` node's output take an operand's bytes.
-``tests/test_ops_facts.py`` checks that the facts of every registered operator agree with
+``tests/ops/test_facts.py`` checks that the facts of every registered operator agree with
 each other.
 """
 

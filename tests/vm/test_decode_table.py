@@ -9,16 +9,13 @@ slot.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from compiler import compile_file
 from vm import decode as D
 from vm.decode import DecodedOp
+from tests.support.paths import EXAMPLES
 from vm.interpreter import Interpreter
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_codes_are_dense_and_ranged_as_the_loop_tests_them() -> None:
