@@ -130,7 +130,7 @@ def bench_model(name: str, runs: int) -> None:
     from vm.interpreter import Interpreter
     from vm.io import load_inputs
     from vm.irbc import save
-    from vm.static.runtime import StaticRuntime
+    from vm.static import StaticRuntime
 
     info = export_model(name)
     text = Path(info["ir"]).read_text()

@@ -130,7 +130,7 @@ def engines(name: str, threads: int) -> tuple[dict[str, Callable[[], Any] | str]
     from zoo_models import ZOO
 
     from vm.interpreter import Interpreter
-    from vm.static.runtime import StaticRuntime
+    from vm.static import StaticRuntime
 
     model, inputs = ZOO[name].build()
     calls: dict[str, Callable[[], Any] | str] = {}

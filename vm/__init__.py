@@ -32,7 +32,7 @@ def __getattr__(name: str):
 
         return getattr(irbc, name)
     if name in ("StaticModule", "StaticRuntime", "RuntimePool"):
-        import vm.static.runtime as sr
+        import vm.static as sr
 
         return getattr(sr, name)
     raise AttributeError(f"module 'vm' has no attribute {name!r}")

@@ -164,7 +164,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
     inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
-        from vm.static.runtime import StaticOptions, StaticRuntime
+        from vm.static import StaticOptions, StaticRuntime
 
         result = StaticRuntime(program, weights, StaticOptions(fuser=args.fuser), seed=args.seed)(*inputs)
         trace = None
@@ -238,7 +238,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     weights = override(archive_weights(args.program), _load_npz(args.weights), args.program)
     program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
     inputs = read_inputs(args.inputs, program)
-    from vm.static.runtime import StaticOptions
+    from vm.static import StaticOptions
 
     options = StaticOptions(fuser=args.fuser)
     report = profile(program, inputs, weights=weights, runs=args.runs, options=options, seed=args.seed)

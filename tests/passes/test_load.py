@@ -21,7 +21,7 @@ from compiler.ir import Module, TensorLiteral
 from compiler.passes.fold_batch_norm import fold_batch_norm, known_values
 from compiler.printer import print_module
 from compiler.verify import verify
-from vm.static.runtime import StaticOptions, StaticRuntime
+from vm.static import StaticOptions, StaticRuntime
 from tests.support.paths import TOOLS
 
 ROOT = Path(__file__).parent / "load"

@@ -34,7 +34,7 @@ def same_value(a: Any, b: Any) -> bool:
     return _same(a, b)
 
 
-from vm.static.runtime import StaticModule, StaticOptions, StaticRuntime
+from vm.static import StaticModule, StaticOptions, StaticRuntime
 from tests.support.paths import DATA
 
 # A covering array: every pair of values of (out variants, managed outputs, planner, fusion)

@@ -27,7 +27,7 @@ import pytest
 import compiler
 import vm
 from vm.static import fastpath
-from vm.static.runtime import StaticOptions, StaticRuntime
+from vm.static import StaticOptions, StaticRuntime
 from tests.static.test_runtime import LSTM_CELL
 from tests.support.paths import EXAMPLES
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from vm.static import memory_planner as mp
 from vm.static.profile import profile
-from vm.static.runtime import StaticModule, StaticOptions, StaticRuntime
+from vm.static import StaticModule, StaticOptions, StaticRuntime
 from tests.support.paths import EXAMPLES
 
 RATIO_IOU = (EXAMPLES / "ratio_iou.ir").read_text()

@@ -14,7 +14,7 @@ import pytest
 
 import compiler
 from compiler.diagnostics import RunError
-from vm.static.runtime import RuntimePool, StaticModule, StaticOptions, StaticRuntime
+from vm.static import RuntimePool, StaticModule, StaticOptions, StaticRuntime
 from tests.support.paths import EXAMPLES
 
 LSTM_CELL = """

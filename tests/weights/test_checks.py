@@ -25,7 +25,7 @@ import compiler
 from compiler.diagnostics import RunError
 from tests.support.torch_models import SmallCNN
 from vm.interpreter import Interpreter
-from vm.static.runtime import StaticRuntime
+from vm.static import StaticRuntime
 
 
 class Recurrent(nn.Module):

@@ -24,7 +24,7 @@ import compiler
 from compiler.diagnostics import RunError
 from vm import io
 from vm.interpreter import Interpreter
-from vm.static.runtime import StaticRuntime
+from vm.static import StaticRuntime
 
 MODELS = ROOT / "tests" / "data" / "nn_models"
 DUMPS = sorted(p.stem for p in MODELS.glob("*.ir"))

@@ -1,12 +1,14 @@
 """The static runtime: the optimized IR run as generated straight-line Python.
 
-    StaticModule(program_or_graph, options)   # decide everything once per model
-    StaticRuntime(module)(*args)              # one caller's plan and buffers
-    RuntimePool(module, size)                 # runtimes for many threads
+    StaticModule(program, weights, options)   # decide everything once per model (module.py)
+    StaticRuntime(module)(*args)              # one caller's plans and buffers (runtime.py)
+    RuntimePool(module, size)                 # runtimes for many threads (pool.py)
 
 See README.md beside this file for what it assumes and how it plans memory.
 """
 
-from vm.static.runtime import RuntimePool, StaticModule, StaticOptions, StaticRuntime
+from vm.static.module import StaticModule, StaticOptions
+from vm.static.pool import RuntimePool
+from vm.static.runtime import StaticRuntime
 
 __all__ = ["RuntimePool", "StaticModule", "StaticOptions", "StaticRuntime"]

@@ -35,7 +35,8 @@ import attrs
 import numpy as np
 
 from vm.static.codegen import Mode
-from vm.static.runtime import StaticModule, StaticOptions, StaticRuntime
+from vm.static.module import StaticModule, StaticOptions
+from vm.static.runtime import StaticRuntime
 
 
 @attrs.frozen

@@ -1,0 +1,305 @@
+"""``StaticModule``: everything the static runtime decides once per model.
+
+Modelled on PyTorch's ``StaticModule`` (``torch/csrc/jit/runtime/static/impl.h``): built
+once from a compiled program and its weights, then only read, so any number of
+``StaticRuntime`` objects (``vm/static/runtime.py``), one per thread, share it.  Building
+one:
+
+* takes the optimized IR of the program (``vm/static/prepare.py``): fusion groups
+  expanded into their nodes, each top-level group keeping its fused kernel, and the
+  load-time folds applied once the weights are known;
+* resolves and binds every operator, converts every constant and binds ``%self`` and
+  frozen tensor constants from the weights (``vm.weights``), refusing weights torch
+  would refuse (``vm.preflight``);
+* flattens each graph into slots and processed nodes (``vm/static/codegen.py``), and
+  computes the slot-level facts the memory planner needs (``vm/static/analysis.py``);
+* builds the entry check, which refuses a bad input and computes the plan key.
+
+Per-run state (plans, slabs, the generated functions bound to them) lives in the runtime.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import numpy as np
+
+from vm.errors import CompileError, RunError
+from vm.ops import registry
+from vm.ops.random import RANDOM_KINDS
+from vm.static import fastpath
+from vm.static.analysis import analyze
+from vm.static.codegen import LINEMAPS, GraphCode, Mode
+from vm.static.inputs import input_checker
+from vm.static.prepare import (
+    as_module,
+    bind_self,
+    bound_constants,
+    constant,
+    expand_fusion_groups,
+    flat_weights,
+    fold_weights,
+)
+
+
+@attrs.frozen
+class StaticOptions:
+    """As PyTorch's ``StaticModuleOptions``, plus the planner choice and cache bounds."""
+
+    enable_out_variant: bool = True  # run ops with out variants into planned buffers
+    optimize_memory: bool = True  # let tensors with disjoint lifetimes share storage
+    manage_output_tensors: bool = (
+        False  # graph outputs from an arena the caller releases
+    )
+    planner: str = (
+        "standard"  # "standard" (storage groups) or "precomputed" (greedy by size)
+    )
+    fusion: bool = True  # when compiling IR text: group elementwise ops
+    plan_cache_size: int = 8  # plans kept per runtime (one per input-shape key)
+    # Tensors smaller than this run their allocating kernel: numpy's own allocator caches
+    # small blocks, and an out variant's checks cost more than it saves (measured: out=
+    # buys nothing below ~64 KiB; fresh pages are what hurt, from ~256 KiB up).
+    min_managed_bytes: int = 16384
+    specialize: bool = (
+        True  # call a few float pointwise ops as bare ufuncs (vm/static/fastpath.py)
+    )
+    fused_kernels: bool = True  # run big fusion groups with vm.fusion.kernels's fused kernel
+    # below MEASURE_BELOW elements, time the fused kernel against its group's own nodes
+    # when a plan is made, and keep the faster (vm/static/fastpath.py)
+    measure_fused: bool = True
+    fuser: str = "blocked"  # "numba": compile the fused kernels with numba when the module is built
+    max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
+    # load-time rewrites once weights are bound (compiler/passes/fold_*.py)
+    fold_batch_norm: bool = True  # conv + eval BatchNorm -> one conv with folded weights
+
+
+class StaticModule:
+    """A program prepared once for the static runtime; read-only, shared by runtimes."""
+
+    def __init__(
+        self, source: Any, weights: Any = None, options: StaticOptions | None = None
+    ):
+        self.options = options = options or StaticOptions()
+        if options.planner not in ("standard", "precomputed"):
+            raise ValueError(
+                f"unknown planner {options.planner!r} (standard or precomputed)"
+            )
+        module = as_module(source, options.fusion)
+        added: dict[str, Any] = {}  # arrays of the constants the load-time folds made
+        if weights is not None and options.fold_batch_norm:
+            module, added = fold_weights(module, weights)
+        module, self.fusion_fallbacks, groups = expand_fusion_groups(module)
+        self.groups = groups
+        from vm.fusion.kernels import enable_fuser
+
+        self.fuser_problems = enable_fuser(options.fuser, (g.kernel for g in groups))
+        self.ir = module
+        from compiler.resolve import resolve_all
+
+        refs, errors = resolve_all(module)
+        if (
+            errors
+        ):  # every unsupported node at once, as compiler.resolve.check_all reports them
+            if len(errors) == 1:
+                raise errors[0]
+            raise CompileError(
+                f"{len(errors)} nodes cannot be compiled:\n"
+                + "\n".join(map(str, errors))
+            )
+        flat = flat_weights(weights)
+        if added:
+            flat = {**flat, **added}
+        names = list(module.functions)
+        self.functions = {name: i for i, name in enumerate(names)}
+        common: dict[str, Any] = {
+            "refs": refs,
+            "bind": registry.bind,
+            "functions": self.functions,
+            "max_depth": options.max_call_depth,
+        }
+        tensors = bound_constants(module, flat)
+        common["constant"] = lambda node: (
+            tensors.get(node.outputs[0].name)
+            if node.outputs[0].name in tensors
+            else constant(node, flat)
+        )
+        common["bind_out"] = (
+            registry.bind_out if options.enable_out_variant else (lambda ref: None)
+        )
+        main = module.main
+        self.draws = any(
+            n.kind in RANDOM_KINDS for g in (main, *module.functions.values()) for n in g.walk()
+        )
+        bound = bind_self(main, weights, module.attributes)
+        from vm.preflight import check_weights, make_guard
+
+        self_object = next(iter(bound.values()), None)
+        check_weights(main, self_object, flat, bool(bound))
+        self.dtype_guard = make_guard(main, self_object, flat, bool(bound))
+        # %self's attributes are constants of the module unless the program assigns one
+        common["fold_attributes"] = not any(
+            n.kind == "prim::SetAttr"
+            for g in (main, *module.functions.values())
+            for n in g.walk()
+        )
+        self.entry = GraphCode(
+            main,
+            "main",
+            first_index=0,
+            bound_params=bound,
+            is_entry=True,
+            groups=groups,
+            **common,
+        )
+        self.callees: list[GraphCode] = []
+        index = len(self.entry.pnodes)
+        for name in names:
+            code = GraphCode(
+                module.functions[name],
+                name,
+                first_index=index,
+                bound_params={},
+                is_entry=False,
+                **common,
+            )
+            index += len(code.pnodes)
+            self.callees.append(code)
+        self.inputs = [v for v in main.inputs if v not in bound]
+        self.n_outputs = len(main.outputs)
+        self.n_inputs = len(self.inputs)
+        self._enter = input_checker(self.inputs)
+        self._prepare_planning(refs)
+        self._shared_callees: dict[bool, list[Any]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def processed_nodes(self) -> list:
+        return [pn for code in (self.entry, *self.callees) for pn in code.pnodes]
+
+    def _prepare_planning(self, refs: dict) -> None:
+        """Slot-level facts for the planner (empty when out variants are off)."""
+        code, opts = self.entry, self.options
+
+        def has_out(node: Any) -> bool:
+            pn = code.by_node.get(node)  # None for a folded attribute read
+            return opts.enable_out_variant and pn is not None and pn.out is not None
+
+        facts = self.facts = analyze(code.graph, refs, has_out)
+        s = code.slots
+        self.candidates = {s[v]: step for v, step in facts.produced_at.items()}
+        self.out_candidates = (
+            tuple(s[v] for v in facts.output_candidates)
+            if opts.manage_output_tensors
+            else ()
+        )
+        self.used_at = {s[v]: steps for v, steps in facts.used_at.items() if v in s}
+        self.may_alias = {
+            s[v]: [s[a] for a in alias if a in s]
+            for v, alias in facts.may_alias.items()
+            if v in s
+        }
+        self.tainted = frozenset(s[v] for v in facts.tainted if v in s)
+        self.fast_candidates = [
+            pn
+            for pn in code.pnodes
+            if opts.specialize and pn.ref is not None and pn.ref.name in fastpath.NAMES
+        ]
+        self.recorded_slots = frozenset(self.candidates) | frozenset(
+            self.out_candidates
+        )
+        self.recorded_slots |= frozenset(
+            slot for pn in code.pnodes for slot in pn.outputs
+        )  # every result (the pieces of a ListUnpack too): what the fast path reads
+        # values not defined in the entry block (loop bodies, branches) vary per run: guard them
+        block_values = {v for n in facts.steps for v in n.outputs} | set(
+            code.graph.inputs
+        )
+        self.tainted |= frozenset(
+            slot for v, slot in s.items() if v not in block_values
+        )
+
+    @property
+    def plannable(self) -> bool:
+        return bool(self.candidates or self.out_candidates or self.fast_candidates)
+
+    def callee_functions(self, timed: bool) -> list[Any]:
+        """The callees' functions (shared by every runtime: they hold no per-run state)."""
+        with self._lock:
+            table = self._shared_callees.get(timed)
+            if table is None:
+                table = self._shared_callees[timed] = []
+                table.extend(
+                    self.bind(code, Mode(timed=timed), {}, table, None, None)
+                    for code in self.callees
+                )
+            return table
+
+    def bind(
+        self,
+        code: GraphCode,
+        mode: Mode,
+        views: Mapping[int, np.ndarray],
+        table: list,
+        rec: Any,
+        times: Any,
+        outputs: list | None = None,
+        fast: Mapping[int, Any] | None = None,
+    ) -> Any:
+        """``code``'s function for ``mode``, closed over kernels, constants and buffers
+        (``fast``: index -> (ufunc, scalars, guard dtype) for the nodes ``mode.fast`` names)."""
+        kernels = {pn.index: pn.kernel for pn in code.pnodes}
+        outs = {pn.index: pn.out for pn in code.pnodes}
+        made = code.factory(mode)
+        return made(
+            kernels,
+            outs,
+            code.constants,
+            views,
+            outputs,
+            table,
+            rec,
+            times,
+            fast,
+            time.perf_counter,
+            _deep,
+        )
+
+    def wrap_error(self, exc: BaseException) -> BaseException:
+        """A kernel failure as a RunError naming the op, the node, its span and the IR
+        call stack (read back from the traceback's generated-code lines)."""
+        if getattr(exc, "static_node", None) is not None:
+            return exc
+        frames = []
+        tb = exc.__traceback__
+        while tb is not None:
+            filename = tb.tb_frame.f_code.co_filename
+            node = LINEMAPS.get(filename, {}).get(tb.tb_lineno)
+            if node is not None:
+                frames.append((filename.split(":")[1], node))
+            tb = tb.tb_next
+        if not frames:
+            return exc
+        node = frames[-1][1]
+        pn = next(
+            (c.by_node[node] for c in (self.entry, *self.callees) if node in c.by_node),
+            None,
+        )
+        op = pn.ref.name if pn is not None and pn.ref is not None else node.kind
+        what = str(exc) if isinstance(exc, RunError) else f"{type(exc).__name__}: {exc}"
+        stack = "".join(f"\n  {label} at {n.span}: {n!r}" for label, n in frames[-8:])
+        err = RunError(
+            f"the following operation failed in the irvm static runtime: {op}\n  while executing {node!r}"
+            f"\n  {what}\nIR call stack (most recent call last):{stack}",
+            node.span,
+        )
+        err.static_node = node  # type: ignore[attr-defined]
+        err.__cause__ = exc
+        return err
+
+
+def _deep(label: str, depth: int) -> None:
+    raise RunError(f"maximum call depth ({depth - 1}) exceeded calling {label}")
