@@ -1,6 +1,11 @@
-"""The static runtime's entry check: a generated ``enter(*args) -> key`` that refuses an
-argument of the wrong type (a ``RunError`` naming the input) and returns the plan key,
-the shapes and dtypes of the tensor inputs.
+"""The static runtime's entry: a generated ``enter(*args) -> (key, args)``.
+
+The rules are the interpreter's (``vm.inputs.check_value``: one input checker for both
+backends, a ``RunError`` naming the input; a numpy scalar for an ``int`` becomes the
+Python int).  What is generated here is only the fast path in front of it: an array for
+a ``Tensor`` (of the declared dtype, for a refined type such as ``Float(2, 3)``) passes
+with one ``type`` test, and the plan key, the shapes and dtypes of the tensor inputs, is
+built in the same function.
 """
 
 from __future__ import annotations
@@ -10,81 +15,40 @@ from typing import Any
 import numpy as np
 
 from compiler.ir import Value
-from vm import types as T
-from vm.errors import RunError
+from vm.inputs import check_value
+from vm.signature import is_tensor_type, tensor_spec
 
 
 def input_checker(inputs: list[Value]) -> Any:
-    """A generated ``enter(*args) -> key``: type checks, then the tensor shapes and dtypes."""
+    """A generated ``enter(*args) -> (key, args)`` for the entry graph's ``inputs``."""
     lines: list[str] = []
     key: list[str] = []
-    env: dict[str, Any] = {
-        "_nd": np.ndarray,
-        "_bad": lambda i, x: _bad_input(inputs[i], x),
-    }
+    env: dict[str, Any] = {"_nd": np.ndarray}
     for i, v in enumerate(inputs):
-        t = v.type
-        if t is None or isinstance(t, T.TensorType):
-            lines.append(
-                f"    if type(a{i}) is not _nd and not isinstance(a{i}, _nd): _bad({i}, a{i})"
-            )
+        type_text = "Tensor" if v.type is None else str(v.type)
+        env[f"_c{i}"] = _checker(f"input %{v.name}", type_text)
+        if is_tensor_type(type_text) and not type_text.endswith("?"):
+            dtype = tensor_spec(type_text)[0]
+            test = f"type(a{i}) is not _nd"
+            if dtype is not None:
+                env[f"_t{i}"] = np.dtype(dtype)
+                test += f" or a{i}.dtype != _t{i}"
+            lines.append(f"    if {test}: a{i} = _c{i}(a{i})")
             key.append(f"a{i}.shape, a{i}.dtype")
         else:
-            env[f"_c{i}"] = _type_check(t)
-            lines.append(f"    if not _c{i}(a{i}): _bad({i}, a{i})")
+            lines.append(f"    a{i} = _c{i}(a{i})")
     params = ", ".join(f"a{i}" for i in range(len(inputs)))
+    comma = "," if len(inputs) == 1 else ""
     src = (
         f"def enter({params}):\n"
         + "\n".join(lines)
-        + f"\n    return ({', '.join(key)}{',' if key else ''})\n"
+        + f"\n    return ({', '.join(key)}{',' if key else ''}), ({params}{comma})\n"
     )
-    exec(compile(src, "<static:inputs>", "exec"), env)
+    exec(compile(src, "<static:inputs>", "exec"), env)  # noqa: S102  (generated above)
     enter = env["enter"]
     enter.inputs = inputs
     return enter
 
 
-def _type_check(t: T.Type) -> Any:
-    if t is None or isinstance(t, T.TensorType):
-        return lambda x: isinstance(x, np.ndarray)
-    if t == T.INT:
-        return lambda x: (
-            isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-        )
-    if t == T.FLOAT:
-        return lambda x: (
-            isinstance(x, (int, float, np.integer, np.floating))
-            and not isinstance(x, (bool, np.bool_))
-        )
-    if t == T.BOOL:
-        return lambda x: isinstance(x, (bool, np.bool_))
-    if t == T.STR:
-        return lambda x: isinstance(x, str)
-    if isinstance(t, T.OptionalType):
-        inner = _type_check(t.elem)
-        return lambda x: x is None or inner(x)
-    if isinstance(t, T.ListType):
-        inner = _type_check(t.elem)
-        return lambda x: isinstance(x, list) and all(inner(e) for e in x)
-    if isinstance(t, T.TupleType):
-        parts = [_type_check(e) for e in t.elems]
-        return lambda x: (
-            isinstance(x, tuple)
-            and len(x) == len(parts)
-            and all(p(e) for p, e in zip(parts, x))
-        )
-    if isinstance(t, T.DictType):
-        return lambda x: isinstance(x, dict)
-    return lambda x: True
-
-
-def _bad_input(decl: Value, value: Any) -> None:
-    raise RunError(
-        f"input %{decl.name} expects {decl.type or 'Tensor'}, {_describe(value)}"
-    )
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        return f"got a Tensor {value.dtype}{list(value.shape)}"
-    return f"got {type(value).__name__} {value!r:.60}"
+def _checker(what: str, type_text: str) -> Any:
+    return lambda value: check_value(what, value, type_text)

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -30,11 +31,12 @@ import numpy as np
 
 from vm.errors import CompileError, RunError
 from vm.ops import registry
-from vm.ops.random import RANDOM_KINDS
+from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
 from vm.static import fastpath
 from vm.static.analysis import analyze
 from vm.static.codegen import LINEMAPS, GraphCode, Mode
 from vm.static.inputs import input_checker
+from vm.static.plan import Layout, make_layout
 from vm.static.prepare import (
     as_module,
     bind_self,
@@ -81,8 +83,15 @@ class StaticModule:
     """A program prepared once for the static runtime; read-only, shared by runtimes."""
 
     def __init__(
-        self, source: Any, weights: Any = None, options: StaticOptions | None = None
+        self,
+        source: Any,
+        weights: Any = None,
+        options: StaticOptions | None = None,
+        *,
+        example_inputs: Sequence[Any] | None = None,
     ):
+        """``example_inputs``: plan for inputs of these shapes now, so that a runtime's
+        first call with such inputs is a steady call (``plan_for``)."""
         self.options = options = options or StaticOptions()
         if options.planner not in ("standard", "precomputed"):
             raise ValueError(
@@ -175,6 +184,14 @@ class StaticModule:
         self._prepare_planning(refs)
         self._shared_callees: dict[bool, list[Any]] = {}
         self._lock = threading.Lock()
+        self._layouts: OrderedDict[Any, Layout] = OrderedDict()
+        # everything a first call runs is compiled now: the recording code (or the plain
+        # code when there is nothing to plan) and the callees
+        self.record_mode = Mode(record=True, candidates=self.recorded_slots)
+        self.entry.factory(self.record_mode if self.plannable else Mode())
+        self.callee_functions(False)
+        if example_inputs is not None:
+            self.plan_for(*example_inputs)
 
     @property
     def processed_nodes(self) -> list:
@@ -226,6 +243,44 @@ class StaticModule:
     def plannable(self) -> bool:
         return bool(self.candidates or self.out_candidates or self.fast_candidates)
 
+    def layout(self, key: Any) -> Layout | None:
+        """The plan layout made for input key ``key``, if any."""
+        with self._lock:
+            layout = self._layouts.get(key)
+            if layout is not None:
+                self._layouts.move_to_end(key)
+            return layout
+
+    def layouts(self) -> list[tuple[Any, Layout]]:
+        with self._lock:
+            return list(self._layouts.items())
+
+    def record(self, key: Any, args: Sequence[Any]) -> Any:
+        """Run ``args`` with the allocating kernels, recording every candidate's value,
+        and keep the layout planned from what was recorded (kept by key, LRU-bounded)."""
+        recorded: dict[int, Any] = dict(zip(self.entry.params, args))
+        run = self.bind(self.entry, self.record_mode, {}, self.callee_functions(False), recorded, None)
+        result = run(*args)
+        layout = make_layout(self, recorded)
+        with self._lock:
+            self._layouts[key] = layout
+            while len(self._layouts) > self.options.plan_cache_size:
+                self._layouts.popitem(last=False)
+        return result
+
+    def plan_for(self, *example_inputs: Any) -> None:
+        """Make the plan for inputs shaped like ``example_inputs`` now, by one recording
+        run (random operators draw from a generator of their own); runtimes built after
+        this start with that plan bound.  A plan holds for any inputs of the same shapes
+        and dtypes, whatever their values (``vm/static/analysis.py``)."""
+        key, args = self._enter(*example_inputs)
+        if self.plannable and self.layout(key) is None:
+            with using_generator(make_generator(0)):
+                try:
+                    self.record(key, args)
+                except Exception as exc:  # noqa: BLE001  (a kernel failure becomes a RunError)
+                    raise self.wrap_error(exc) from None
+
     def callee_functions(self, timed: bool) -> list[Any]:
         """The callees' functions (shared by every runtime: they hold no per-run state)."""
         with self._lock:
@@ -248,15 +303,14 @@ class StaticModule:
         times: Any,
         outputs: list | None = None,
         fast: Mapping[int, Any] | None = None,
+        factory: Any = None,
     ) -> Any:
         """``code``'s function for ``mode``, closed over kernels, constants and buffers
         (``fast``: index -> (ufunc, scalars, guard dtype) for the nodes ``mode.fast`` names)."""
-        kernels = {pn.index: pn.kernel for pn in code.pnodes}
-        outs = {pn.index: pn.out for pn in code.pnodes}
-        made = code.factory(mode)
+        made = factory or code.factory(mode)
         return made(
-            kernels,
-            outs,
+            code.kernels,
+            code.outs,
             code.constants,
             views,
             outputs,

@@ -1,0 +1,120 @@
+"""A plan's layout: what the static runtime decides once per input-shape key.
+
+From the sizes one recording run saw (``vm/static/runtime.py``), ``make_layout`` decides
+which fusion groups run fused, which nodes are called as bare ufuncs
+(``vm/static/fastpath.py``), which tensors live in the slab and where
+(``vm/static/memory_planner.py``), and compiles the generated code for that choice.  A
+layout holds no buffer, so it lives in the ``StaticModule`` and every runtime of the
+module uses it: a runtime only allocates its own slab and binds the code to its views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from vm.static import fastpath
+from vm.static import memory_planner as mp
+from vm.static.codegen import Mode
+
+if TYPE_CHECKING:
+    from vm.static.module import StaticModule
+
+
+@attrs.frozen(eq=False)
+class Layout:
+    """One plan of a module, shared by its runtimes (read-only)."""
+
+    memory: mp.MemoryPlan
+    mode: Mode
+    out_specs: list[mp.TensorSpec]
+    fast: dict[int, Any]  # node index -> (ufunc, scalars, guard dtype)
+    unfused: dict[int, str]  # group id -> why it runs as nodes
+    factory: Any  # the entry graph's code compiled for ``mode``
+
+
+def make_layout(sm: StaticModule, recorded: Mapping[int, Any]) -> Layout:
+    """The layout for the run that recorded ``recorded`` (slot -> value)."""
+    opts = sm.options
+    fused, unfused_why = (
+        fastpath.groups_to_fuse(sm, recorded, opts.measure_fused)
+        if opts.fused_kernels
+        else (frozenset(), {g.gid: "fused kernels turned off" for g in sm.groups})
+    )
+    interior = {sm.entry.slots[v] for g in sm.groups if g.gid in fused for n in g.nodes for v in n.outputs}
+    specs = {s: spec for s in sm.candidates if (spec := mp.spec_of(recorded.get(s))) is not None}
+    specs = {s: spec for s, spec in specs.items() if s not in interior and spec.nbytes >= opts.min_managed_bytes}
+    spans = mp.lifetimes({s: sm.candidates[s] for s in specs}, sm.used_at, sm.may_alias)
+    fast = _fast_calls(sm, recorded, fused)
+    inplace: dict[int, int] = {}
+    if not opts.optimize_memory:  # every tensor alive for the whole run: no sharing
+        last = max((end for _, end in spans.values()), default=0)
+        spans = {s: (0, last) for s in spans}
+    else:
+        inplace = _inplace_pairs(sm, fast, specs, spans)
+    memory = mp.plan(specs, spans, opts.planner, inplace)
+    mp.validate(memory)
+    out_slots = tuple(
+        s
+        for s in sm.out_candidates
+        if (spec := mp.spec_of(recorded.get(s))) and spec.nbytes >= opts.min_managed_bytes and s not in interior
+    )
+    out_specs = [mp.spec_of(recorded[s]) for s in out_slots]
+    structure = tuple((i, _arg_structure(args), guard is not None) for i, (_, args, guard) in sorted(fast.items()))
+    tables = {i: (ufunc, [v for kind, v in args if kind == "s"], guard) for i, (ufunc, args, guard) in fast.items()}
+    mode = Mode(managed=frozenset(memory.offsets), out_managed=out_slots, fast=structure, fused=fused)
+    return Layout(memory, mode, out_specs, tables, unfused_why, sm.entry.factory(mode))
+
+
+def _fast_calls(
+    sm: StaticModule, recorded: Mapping[int, Any], fused: frozenset[int]
+) -> dict[int, Any]:
+    """node index -> (ufunc, args, guard) for the nodes this plan calls as bare ufuncs
+    (``vm/static/fastpath.py``), constants of maximum/minimum filled to arrays."""
+    fast, fills = {}, {}
+    for pn in sm.fast_candidates:
+        group = sm.entry.group_of.get(pn.node)
+        if group is not None and group.gid in fused:
+            continue  # inside a fused kernel: the node does not run
+        choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
+        if choice is not None:
+            out = recorded.get(pn.outputs[0])
+            fast[pn.index] = fastpath.filled(choice, out, fills)
+    return fast
+
+
+def _inplace_pairs(
+    sm: StaticModule,
+    fast: Mapping[int, Any],
+    specs: Mapping[int, mp.TensorSpec],
+    spans: Mapping[int, tuple[int, int]],
+) -> dict[int, int]:
+    """output slot -> operand slot, for unguarded bare ufuncs whose managed operand has
+    the output's spec and dies at the node: the output may take its bytes (a ufunc is
+    exact with ``out=`` equal to an input; see ``vm/static/memory_planner.py``)."""
+    by_index = {pn.index: pn for pn in sm.entry.pnodes}
+    pairs = {}
+    for i, (_, args, guard) in fast.items():
+        pn = by_index[i]
+        out = pn.outputs[0]
+        if guard is not None or out not in specs or pn.ref.name not in fastpath.ELEMENTWISE:
+            continue  # guarded, unplanned, or not elementwise (linear's matmul reads rows)
+        for v in (v for kind, v in args if kind == "v" and v in specs):
+            if specs[v] == specs[out] and spans[v][1] == spans[out][0]:
+                pairs[out] = v
+                break
+    return pairs
+
+
+def _arg_structure(args: tuple) -> tuple[tuple[str, int], ...]:
+    """("v", slot) operands stay; constants become ("s", j), their place in the scalars."""
+    out, j = [], 0
+    for kind, value in args:
+        if kind == "v":
+            out.append(("v", value))
+        else:
+            out.append(("s", j))
+            j += 1
+    return tuple(out)
