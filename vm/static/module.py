@@ -61,7 +61,7 @@ class StaticOptions:
         "standard"  # "standard" (storage groups) or "precomputed" (greedy by size)
     )
     fusion: bool = True  # when compiling IR text: group elementwise ops
-    plan_cache_size: int = 8  # plans kept per runtime (one per input-shape key)
+    plan_cache_size: int = 8  # plans kept per module and runtime (one per input-shape key)
     # Tensors smaller than this run their allocating kernel: numpy's own allocator caches
     # small blocks, and an out variant's checks cost more than it saves (measured: out=
     # buys nothing below ~64 KiB; fresh pages are what hurt, from ~256 KiB up).
@@ -274,6 +274,8 @@ class StaticModule:
         this start with that plan bound.  A plan holds for any inputs of the same shapes
         and dtypes, whatever their values (``vm/static/analysis.py``)."""
         key, args = self._enter(*example_inputs)
+        if self.dtype_guard is not None:  # checked once per input dtypes: now, not on the first call
+            self.dtype_guard(args)
         if self.plannable and self.layout(key) is None:
             with using_generator(make_generator(0)):
                 try:

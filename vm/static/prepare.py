@@ -43,8 +43,12 @@ def expand_fusion_groups(
     (``vm.fusion.kernels.FusedKernel``), which a plan uses instead of the nodes when the recorded
     sizes make it pay; every other group always runs expanded (listed as a fallback).
     """
+    fallbacks: list[tuple[Any, int]] = []
+    groups: list[FusionInfo] = []
+    graphs = (module.main, *module.functions.values())
+    if not any(n.kind == "prim::FusionGroup" for g in graphs for n in g.walk()):
+        return module, fallbacks, groups  # nothing to expand: no copy
     module = module.clone()
-    fallbacks, groups = [], []
     for graph in (module.main, *module.functions.values()):
         for node in list(graph.walk()):
             if node.kind != "prim::FusionGroup":
@@ -95,8 +99,9 @@ def fold_weights(module: Module, weights: Any) -> tuple[Module, dict[str, Any]]:
     from compiler.passes.fold_batch_norm import fold_batch_norm, known_values
 
     graphs = (module.main, *module.functions.values())
-    if any(n.kind == "prim::SetAttr" for g in graphs for n in g.walk()):
-        return module, {}
+    kinds = {n.kind for g in graphs for n in g.walk()}
+    if "prim::SetAttr" in kinds or "aten::batch_norm" not in kinds:
+        return module, {}  # weights not constant, or nothing to fold: no copy
     main = module.main
     known = known_values(
         main, bind_self(main, weights, module.attributes), bound_constants(module, flat_weights(weights))
