@@ -7,7 +7,6 @@ semantics are PyTorch's, against the interpreter).
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +14,8 @@ import pytest
 import compiler
 import vm
 from compiler.diagnostics import RunError
-from vm.static import RuntimePool, StaticModule, StaticOptions, StaticRuntime
 from tests.support.paths import EXAMPLES
+from vm.static import RuntimePool, StaticModule, StaticOptions, StaticRuntime
 
 LSTM_CELL = """
 graph(%x : Tensor, %hx : Tensor, %cx : Tensor, %w_ih : Tensor, %w_hh : Tensor, %b_ih : Tensor, %b_hh : Tensor):

@@ -61,7 +61,7 @@ def make_layout(sm: StaticModule, recorded: Mapping[int, Any]) -> Layout:
         for s in sm.out_candidates
         if (spec := mp.spec_of(recorded.get(s))) and spec.nbytes >= opts.min_managed_bytes and s not in interior
     )
-    out_specs = [mp.spec_of(recorded[s]) for s in out_slots]
+    out_specs = [spec for s in out_slots if (spec := mp.spec_of(recorded[s])) is not None]
     structure = tuple((i, _arg_structure(args), guard is not None) for i, (_, args, guard) in sorted(fast.items()))
     tables = {i: (ufunc, [v for kind, v in args if kind == "s"], guard) for i, (ufunc, args, guard) in fast.items()}
     mode = Mode(managed=frozenset(memory.offsets), out_managed=out_slots, fast=structure, fused=fused)
@@ -99,7 +99,7 @@ def _inplace_pairs(
     for i, (_, args, guard) in fast.items():
         pn = by_index[i]
         out = pn.outputs[0]
-        if guard is not None or out not in specs or pn.ref.name not in fastpath.ELEMENTWISE:
+        if guard is not None or out not in specs or pn.ref is None or pn.ref.name not in fastpath.ELEMENTWISE:
             continue  # guarded, unplanned, or not elementwise (linear's matmul reads rows)
         for v in (v for kind, v in args if kind == "v" and v in specs):
             if specs[v] == specs[out] and spans[v][1] == spans[out][0]:

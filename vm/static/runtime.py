@@ -60,7 +60,7 @@ class StaticRuntime:
         )
         self._plans: OrderedDict[Any, _Plan] = OrderedDict()
         self._last_key: Any = object()  # never equal to a key: the first run looks up
-        self._last_plan: _Plan | None = None
+        self._last_plan: Any = None  # the _Plan of _last_key
         self._arena_in_use = False
         self.plans_made = self.plan_hits = self.arenas = 0
         for key, layout in sm.layouts():  # plans the module made already: bound now
