@@ -255,9 +255,10 @@ class StaticModule:
         with self._lock:
             return list(self._layouts.items())
 
-    def record(self, key: Any, args: Sequence[Any]) -> Any:
-        """Run ``args`` with the allocating kernels, recording every candidate's value,
-        and keep the layout planned from what was recorded (kept by key, LRU-bounded)."""
+    def record(self, key: Any, args: Sequence[Any]) -> tuple[Any, Layout]:
+        """Run ``args`` with the allocating kernels, recording every candidate's value:
+        the result, and the layout planned from what was recorded (also kept by key,
+        LRU-bounded, for the other runtimes)."""
         recorded: dict[int, Any] = dict(zip(self.entry.params, args))
         run = self.bind(self.entry, self.record_mode, {}, self.callee_functions(False), recorded, None)
         result = run(*args)
@@ -266,7 +267,7 @@ class StaticModule:
             self._layouts[key] = layout
             while len(self._layouts) > self.options.plan_cache_size:
                 self._layouts.popitem(last=False)
-        return result
+        return result, layout
 
     def plan_for(self, *example_inputs: Any) -> None:
         """Make the plan for inputs shaped like ``example_inputs`` now, by one recording

@@ -131,15 +131,15 @@ class StaticRuntime:
     def _first_run(self, key: Any, args: tuple) -> Any:
         """Run with allocating kernels, recording sizes; the module makes the layout."""
         try:
-            result = self.module.record(key, args)
+            result, layout = self.module.record(key, args)
         except Exception as exc:  # noqa: BLE001  (every kernel failure becomes a RunError)
             raise self.module.wrap_error(exc) from None
-        self._add_plan(key, self.module.layout(key))
+        self._add_plan(key, layout)
         self.plans_made += 1
         return result
 
-    def _add_plan(self, key: Any, layout: Layout | None) -> _Plan:
-        plan = self._plans[key] = self._make_plan(layout)  # type: ignore[arg-type]
+    def _add_plan(self, key: Any, layout: Layout) -> _Plan:
+        plan = self._plans[key] = self._make_plan(layout)
         while len(self._plans) > self.module.options.plan_cache_size:
             self._plans.popitem(last=False)
         return plan
