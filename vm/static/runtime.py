@@ -148,6 +148,7 @@ class StaticRuntime:
         """This runtime's instance of ``layout``: its own slab, arena and bound code."""
         sm = self.module
         slab, views = mp.allocate(layout.memory)
+        slab[::PAGE] = 0  # touch every page now: the first run should not take the faults
         outputs: list[np.ndarray] = []
         table = sm.callee_functions(False)
         fn = sm.bind(sm.entry, layout.mode, views, table, None, None, outputs, layout.fast, layout.factory)
@@ -157,6 +158,9 @@ class StaticRuntime:
     @property
     def plans(self) -> list[mp.MemoryPlan]:
         return [p.memory for p in self._plans.values()]
+
+
+PAGE = 4096
 
 
 @attrs.define
