@@ -1,9 +1,10 @@
 """The tables a compiled program carries about its IR (see ``vm.self_reads``), made here,
-on the compiler's side: ``%self``'s attribute reads and the span of every node."""
+on the compiler's side: ``%self``'s attribute reads, the span of every node, and the
+operator every node resolved to (what the static runtime binds, without resolving)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from compiler import types as T
@@ -55,3 +56,18 @@ def all_nodes(module: Module) -> Iterator[Any]:
 def node_spans_of(module: Module) -> tuple[Any, ...]:
     """The span of every node of ``module`` (``all_nodes`` order), as plain tuples."""
     return tuple(_span_tuple(node.span) for node in all_nodes(module))
+
+
+def node_refs_of(module: Module, emitted: Module, resolved: Mapping[Any, Any]) -> tuple[Any, ...]:
+    """The operator each node of ``module`` resolved to (``all_nodes`` order; None for
+    constants and control flow), read from ``resolved``, keyed by the nodes of
+    ``emitted``: ``module`` with ``prim::Drop`` nodes added (``insert_drops``).  Empty
+    when the two do not line up node for node (then nothing is recorded)."""
+    refs: list[Any] = []
+    kept = (n for n in all_nodes(emitted) if n.kind != "prim::Drop")
+    for node in all_nodes(module):
+        twin = next(kept, None)
+        if twin is None or twin.kind != node.kind:
+            return ()
+        refs.append(resolved.get(twin))
+    return tuple(refs) if next(kept, None) is None else ()

@@ -167,6 +167,10 @@ class Program:
     _module: Any = attrs.field(default=None, eq=False, repr=False)
     optimized_ir: str = attrs.field(default="", eq=False, repr=False)
     node_spans: tuple[Any, ...] = attrs.field(default=(), eq=False, repr=False)
+    # the operator each node of ``module`` resolved to (None for constants and control
+    # flow), in ``compiler.program_tables.all_nodes`` order: the static runtime's
+    # resolution, done once by the compiler (empty: not recorded, resolve again)
+    node_refs: tuple[Any, ...] = attrs.field(default=(), eq=False, repr=False)
     self_reads: tuple[tuple[int, str, str, bool, Any], ...] = attrs.field(default=(), eq=False, repr=False)
     folded: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)  # ``Module.attributes`` of a loaded program
     print_ir: Any = attrs.field(default=None, eq=False, repr=False)  # the compiler's printer of ``module``

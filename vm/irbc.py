@@ -84,6 +84,7 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
         "output_types": list(program.output_types),
         "functions": [_function_json(f, arrays) for f in program.functions],
         "self_reads": [list(r) for r in program.self_reads],
+        **_node_refs_json(program.node_refs, arrays),
     }
     members: list[tuple[str, bytes]] = [("program.json", json.dumps(body).encode())]
     for name, array in arrays.items():
@@ -114,6 +115,40 @@ def _digest(members: list[tuple[str, bytes]]) -> str:
     return h.hexdigest()
 
 
+def _opref_json(r: OpRef, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    return {
+        "name": r.name,
+        "n_inputs": r.n_inputs,
+        "n_outputs": r.n_outputs,
+        "defaults": [_encode(d, arrays) for d in r.defaults],
+        "attrs": [[k, _encode(v, arrays)] for k, v in r.attrs],
+    }
+
+
+def _node_refs_json(refs: tuple[Any, ...], arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The operator of every IR node (``Program.node_refs``): a table of distinct
+    operators and one index per node (-1: none)."""
+    if not refs:
+        return {}
+    table: dict[Any, int] = {}
+    distinct: list[OpRef] = []
+    index = []
+    for r in refs:
+        if r is None:
+            index.append(-1)
+            continue
+        key: Any = r
+        try:
+            hash(r)
+        except TypeError:  # an operator with an array among its defaults or attributes
+            key = id(r)
+        if key not in table:
+            table[key] = len(distinct)
+            distinct.append(r)
+        index.append(table[key])
+    return {"node_operators": [_opref_json(r, arrays) for r in distinct], "node_ops": index}
+
+
 def _function_json(f: Function, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     return {
         "name": f.name,
@@ -122,16 +157,7 @@ def _function_json(f: Function, arrays: dict[str, np.ndarray]) -> dict[str, Any]
         "n_registers": f.n_registers,
         "code": [[int(i.op), i.x, i.n] for i in f.instructions],
         "constants": [_encode(c, arrays) for c in f.constants],
-        "operators": [
-            {
-                "name": r.name,
-                "n_inputs": r.n_inputs,
-                "n_outputs": r.n_outputs,
-                "defaults": [_encode(d, arrays) for d in r.defaults],
-                "attrs": [[k, _encode(v, arrays)] for k, v in r.attrs],
-            }
-            for r in f.operators
-        ],
+        "operators": [_opref_json(r, arrays) for r in f.operators],
         # instructions of one node share its span and text: each is stored once, in a table
         "spans": _tabled([None if s is None else (s.file, s.line, s.col, s.source_line) for s in f.spans]),
         "nodes": _tabled(list(f.nodes)),
@@ -260,6 +286,7 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         output_types=tuple(str(t) for t in body["output_types"]),
         optimized_ir=files["optimized.ir"].decode(),
         node_spans=tuple(None if s is None else tuple(s) for s in json.loads(files["spans.json"])),
+        node_refs=_node_refs_from_json(body, files, where),
         folded=_folded(source) or {},
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
@@ -289,21 +316,36 @@ def _function_from_json(f: dict[str, Any], files: dict[str, bytes], where: str) 
         n_outputs=int(f["n_outputs"]),
         n_registers=int(f["n_registers"]),
         constants=tuple(decode(c) for c in f["constants"]),
-        operators=tuple(
-            OpRef(
-                str(r["name"]),
-                int(r["n_inputs"]),
-                int(r["n_outputs"]),
-                tuple(decode(d) for d in r["defaults"]),
-                tuple((str(k), decode(v)) for k, v in r["attrs"]),
-            )
-            for r in f["operators"]
-        ),
+        operators=tuple(_opref_from_json(r, decode) for r in f["operators"]),
         spans=_untabled(f["spans"], lambda s: None if s is None else Span(str(s[0]), int(s[1]), int(s[2]), s[3])),
         nodes=_untabled(f["nodes"], str),
         register_names=tuple(str(n) for n in f["register_names"]),
         constant_names=tuple(str(n) for n in f["constant_names"]),
     )
+
+
+def _opref_from_json(r: dict[str, Any], decode: Any) -> OpRef:
+    return OpRef(
+        str(r["name"]),
+        int(r["n_inputs"]),
+        int(r["n_outputs"]),
+        tuple(decode(d) for d in r["defaults"]),
+        tuple((str(k), decode(v)) for k, v in r["attrs"]),
+    )
+
+
+def _node_refs_from_json(body: dict[str, Any], files: dict[str, bytes], where: str) -> tuple[Any, ...]:
+    """``Program.node_refs`` back (empty when the file has none: the static runtime then
+    resolves); an index out of the table is a ``BytecodeError``."""
+    if "node_ops" not in body:
+        return ()
+    table = [_opref_from_json(r, lambda v: _decode(v, files, where)) for r in body["node_operators"]]
+    refs = []
+    for i in body["node_ops"]:
+        if type(i) is not int or not -1 <= i < len(table):
+            raise BytecodeError(f"{where}: node operator index {i!r} out of range")
+        refs.append(None if i < 0 else table[i])
+    return tuple(refs)
 
 
 def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
@@ -360,6 +402,10 @@ def verify(program: Program, where: str = "<program>") -> None:
         _verify_tables(program, function, where)
         _verify_operands(program, function, where)
         _verify_stack(program, function, where)
+    for ref in {id(r): r for r in program.node_refs if r is not None}.values():
+        problem = _operator_problem(ref)
+        if problem is not None:
+            raise BytecodeError(f"{where}: the static runtime's table of node operators: {problem}")
 
 
 def _fail(where: str, function: Function, pc: int | None, message: str) -> BytecodeError:
@@ -375,21 +421,26 @@ def _verify_tables(program: Program, f: Function, where: str) -> None:
         raise _fail(where, f, None, f"{len(f.spans)} spans / {len(f.nodes)} node texts for {n} instructions")
     if len(f.constant_names) not in (0, len(f.constants)):
         raise _fail(where, f, None, "constant names do not match the constant table")
-    for k, ref in enumerate(f.operators):
-        if ref.n_inputs < 0 or ref.n_outputs < 0:
-            raise _fail(where, f, None, f"operator {k} ({ref.name}) has a negative arity")
-        if registry.has_factory(ref.name):
-            continue
-        try:
-            info = registry.lookup(ref.name)
-        except KeyError:
-            raise _fail(where, f, None, f"operator {ref.name!r} is not known to this irvm") from None
-        n_args = len(info.schema.arguments)
-        if not info.schema.vararg and ref.n_inputs + len(ref.defaults) != n_args:
-            raise _fail(
-                where, f, None,
-                f"operator {ref.name} gets {ref.n_inputs} inputs + {len(ref.defaults)} defaults, its schema takes {n_args}",
-            )
+    for ref in f.operators:
+        problem = _operator_problem(ref)
+        if problem is not None:
+            raise _fail(where, f, None, problem)
+
+
+def _operator_problem(ref: OpRef) -> str | None:
+    """What is wrong with an operator reference of the file, or None."""
+    if ref.n_inputs < 0 or ref.n_outputs < 0:
+        return f"{ref.name} has a negative arity"
+    if registry.has_factory(ref.name):
+        return None
+    try:
+        info = registry.lookup(ref.name)
+    except KeyError:
+        return f"operator {ref.name!r} is not known to this irvm"
+    n_args = len(info.schema.arguments)
+    if not info.schema.vararg and ref.n_inputs + len(ref.defaults) != n_args:
+        return f"operator {ref.name} gets {ref.n_inputs} inputs + {len(ref.defaults)} defaults, its schema takes {n_args}"
+    return None
 
 
 def _verify_operands(program: Program, f: Function, where: str) -> None:

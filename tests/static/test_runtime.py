@@ -7,6 +7,7 @@ semantics are PyTorch's, against the interpreter).
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -299,3 +300,29 @@ def test_generated_code_reads_its_tables_as_globals_not_closure_cells() -> None:
     rt(*lstm_inputs(2, 8, seed=1))
     (plan,) = rt._plans.values()
     assert plan.views and plan.run.__code__.co_freevars == ()
+
+
+def test_a_static_module_of_a_compiled_or_loaded_program_resolves_no_operator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiler records each node's operator (``Program.node_refs``, kept in the
+    ``.irbc``), so building a StaticModule, fusion groups expanded, resolves nothing."""
+    import compiler.resolve
+
+    program = compiler.compile_source(RATIO_IOU, fusion=True)
+    path = tmp_path / "ratio_iou.irbc"
+    vm.save(program, path)
+    loaded = vm.load(path)
+    assert loaded.node_refs == program.node_refs and any(r is not None for r in program.node_refs)
+
+    def refuse(node: object) -> None:
+        raise AssertionError(f"resolved {node.kind} again")
+
+    monkeypatch.setattr(compiler.resolve, "resolve", refuse)
+    rng = np.random.default_rng(5)
+    args = [rng.random(4096, dtype=np.float32) + 0.1 for _ in range(8)]
+    want = vm.Interpreter(program)(*args)
+    for source in (program, loaded):
+        sm = StaticModule(source, options=StaticOptions(min_managed_bytes=0))
+        assert sm.groups, "the fusion group was expanded, its fused kernel kept"
+        np.testing.assert_array_equal(StaticRuntime(sm)(*args), want)

@@ -307,3 +307,30 @@ graph(%self : __torch__.Net, %x : Tensor):
 
     with pytest.raises(RunError, match=r"lin\.weight : Tensor"):
         vm.Interpreter(program, {"scale": np.array(0.5)})
+
+
+def test_a_node_operator_index_out_of_range_is_refused(ratio_iou_file: Path, tmp_path: Path) -> None:
+    """The operator table the static runtime reads (``node_ops``) is checked on load."""
+    bad = tmp_path / "bad.irbc"
+
+    def edit(body: dict) -> dict:
+        assert body["node_ops"], "the compiler recorded the nodes' operators"
+        body["node_ops"][0] = len(body["node_operators"])
+        return body
+
+    _rewrite(ratio_iou_file, bad, edit)
+    with pytest.raises(BytecodeError, match="node operator index"):
+        load(bad)
+
+
+def test_an_unknown_node_operator_is_refused(ratio_iou_file: Path, tmp_path: Path) -> None:
+    """The verifier checks the node operators as it checks the functions' operators."""
+    bad = tmp_path / "bad.irbc"
+
+    def edit(body: dict) -> dict:
+        body["node_operators"][0]["name"] = "aten::no_such_op"
+        return body
+
+    _rewrite(ratio_iou_file, bad, edit)
+    with pytest.raises(BytecodeError, match="node operators: operator 'aten::no_such_op' is not known"):
+        load(bad)

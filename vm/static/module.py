@@ -45,6 +45,7 @@ from vm.static.prepare import (
     expand_fusion_groups,
     flat_weights,
     fold_weights,
+    resolved_refs,
 )
 
 
@@ -98,18 +99,24 @@ class StaticModule:
                 f"unknown planner {options.planner!r} (standard or precomputed)"
             )
         module = as_module(source, options.fusion)
+        recorded = resolved_refs(source, module)  # the compiler's resolution, if it kept it
         added: dict[str, Any] = {}  # arrays of the constants the load-time folds made
         if weights is not None and options.fold_batch_norm:
-            module, added = fold_weights(module, weights)
-        module, self.fusion_fallbacks, groups = expand_fusion_groups(module)
+            folded, added = fold_weights(module, weights)
+            if folded is not module:  # a new IR: its nodes are resolved again
+                module, recorded = folded, None
+        module, self.fusion_fallbacks, groups, moved = expand_fusion_groups(module)
         self.groups = groups
         from vm.fusion.kernels import enable_fuser
 
         self.fuser_problems = enable_fuser(options.fuser, (g.kernel for g in groups))
         self.ir = module
-        from compiler.resolve import resolve_all
+        if recorded is not None:
+            refs, errors = {moved.get(n, n): ref for n, ref in recorded.items()}, []
+        else:
+            from compiler.resolve import resolve_all
 
-        refs, errors = resolve_all(module)
+            refs, errors = resolve_all(module)
         if (
             errors
         ):  # every unsupported node at once, as compiler.resolve.check_all reports them

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.ir import Graph, Module, Value, clone_node
+from compiler.ir import Graph, Module, Node, Value, clone_node
+from compiler.program_tables import all_nodes
 from vm import types as T
 from vm.errors import CompileError
 from vm.static.codegen import FusionInfo
@@ -36,8 +37,9 @@ def as_module(source: Any, fusion: bool) -> Module:
 
 def expand_fusion_groups(
     module: Module,
-) -> tuple[Module, list[tuple[Any, int]], list[FusionInfo]]:
-    """A copy where each prim::FusionGroup is replaced by its Subgraph's nodes.
+) -> tuple[Module, list[tuple[Any, int]], list[FusionInfo], dict[Node, Node]]:
+    """A copy where each prim::FusionGroup is replaced by its Subgraph's nodes, and where
+    each node of ``module`` (fusion sub-graphs included) went.
 
     Groups of the entry graph's top-level block also keep a fused kernel
     (``vm.fusion.kernels.FusedKernel``), which a plan uses instead of the nodes when the recorded
@@ -47,8 +49,11 @@ def expand_fusion_groups(
     groups: list[FusionInfo] = []
     graphs = (module.main, *module.functions.values())
     if not any(n.kind == "prim::FusionGroup" for g in graphs for n in g.walk()):
-        return module, fallbacks, groups  # nothing to expand: no copy
+        return module, fallbacks, groups, {}  # nothing to expand: no copy
+    original = module
     module = module.clone()
+    moved = dict(zip(all_nodes(original), all_nodes(module)))
+    came_from = {new: old for old, new in moved.items()}
     for graph in (module.main, *module.functions.values()):
         for node in list(graph.walk()):
             if node.kind != "prim::FusionGroup":
@@ -58,7 +63,13 @@ def expand_fusion_groups(
                 raise CompileError("prim::FusionGroup without a Subgraph", node.span)
             mapping = {id(p): v for p, v in zip(sub.inputs, node.inputs)}
             block = node.owner
-            inlined = [clone_node(inner, mapping) for inner in sub.nodes]
+            assert block is not None  # a node of a graph's walk has a block
+            inlined = []
+            for inner in sub.nodes:
+                new = clone_node(inner, mapping)
+                inlined.append(new)
+                if inner in came_from:
+                    moved[came_from[inner]] = new
             for new in inlined:
                 block.insert_before(node, new)
             outputs = [mapping.get(id(ret), ret) for ret in sub.outputs]
@@ -66,20 +77,11 @@ def expand_fusion_groups(
             if kernel is None:
                 fallbacks.append((node.span, len(sub.nodes)))
             else:
-                groups.append(
-                    FusionInfo(
-                        len(groups),
-                        inlined,
-                        list(node.inputs),
-                        outputs,
-                        kernel,
-                        node.span,
-                    )
-                )
+                groups.append(FusionInfo(len(groups), inlined, list(node.inputs), outputs, kernel, node.span))
             for out, new_value in zip(node.outputs, outputs):
                 out.replace_all_uses_with(new_value)
             node.destroy()
-    return module, fallbacks, groups
+    return module, fallbacks, groups, moved
 
 
 def fused_kernel(subgraph: Graph) -> Any:
@@ -152,3 +154,15 @@ def constant(node: Any, weights: Mapping[str, Any]) -> Any:
         except CompileError as err:
             raise CompileError(err.message, node.span) from None
     return value
+
+
+def resolved_refs(source: Any, module: Module) -> dict[Node, Any] | None:
+    """The operator of every node of ``module`` as the compiler recorded it
+    (``Program.node_refs``), or None when ``source`` carries none for this module."""
+    refs = getattr(source, "node_refs", ())
+    if not refs or getattr(source, "module", None) is not module:
+        return None
+    nodes = list(all_nodes(module))
+    if len(nodes) != len(refs):
+        return None
+    return {node: ref for node, ref in zip(nodes, refs) if ref is not None}
