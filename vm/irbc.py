@@ -7,6 +7,9 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
 - ``irvm-bytecode``: JSON header: format version, producer, and the SHA-256 of the rest;
 - ``program.json``: functions (instructions as ``[opcode, x, n]``), operator tables
   (``OpRef`` fields), constant tables, spans and names, the entry, input names/types;
+  and the operator every node of the optimized IR resolved to (``node_operators``, a
+  table, and ``node_ops``, one index per node, -1 for none), which the static runtime
+  binds without resolving (``Program.node_refs``; optional);
 - ``arrays/K.npy``: tensor constants, read with ``allow_pickle=False``;
 - ``source.ir``: the IR text the program was compiled from, and the compile options, so
   a newer irvm can recompile an old file instead of refusing it (options include the
