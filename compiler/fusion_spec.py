@@ -7,6 +7,7 @@ parses the group nor resolves its operators again; this is where that data is ma
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from compiler import types as T
@@ -23,8 +24,9 @@ def input_kind(t: Any) -> str:
     return "int" if t == T.INT else "bool" if t == T.BOOL else "float"
 
 
-def fusion_spec(subgraph: Any) -> FusionSpec:
-    """Resolve the operators of a fusion ``subgraph`` (a ``compiler.ir.Graph``)."""
+def fusion_spec(subgraph: Any, refs: Mapping[Any, OpRef] | None = None) -> FusionSpec:
+    """Resolve the operators of a fusion ``subgraph`` (a ``compiler.ir.Graph``); a node
+    found in ``refs`` (resolved already, by the compiler) takes its operator from there."""
     index: dict[int, int] = {id(v): i for i, v in enumerate(subgraph.inputs)}
     slot = len(subgraph.inputs)
     constants: list[tuple[int, Any]] = []
@@ -37,7 +39,9 @@ def fusion_spec(subgraph: Any) -> FusionSpec:
     for node in subgraph.nodes:
         if node.kind == "prim::Constant":
             continue
-        ref = resolve(node)
+        ref = refs.get(node) if refs is not None else None
+        if ref is None:
+            ref = resolve(node)
         index[id(node.output)] = slot
         span = None if node.span is None else (node.span.file, node.span.line, node.span.col, node.span.source_line)
         steps.append((ref, tuple(index[id(v)] for v in node.inputs), slot, span, repr(node)))

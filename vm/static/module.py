@@ -105,7 +105,7 @@ class StaticModule:
             folded, added = fold_weights(module, weights)
             if folded is not module:  # a new IR: its nodes are resolved again
                 module, recorded = folded, None
-        module, self.fusion_fallbacks, groups, moved = expand_fusion_groups(module)
+        module, self.fusion_fallbacks, groups, moved = expand_fusion_groups(module, recorded)
         self.groups = groups
         from vm.fusion.kernels import enable_fuser
 

@@ -36,10 +36,11 @@ def as_module(source: Any, fusion: bool) -> Module:
 
 
 def expand_fusion_groups(
-    module: Module,
+    module: Module, refs: Mapping[Node, Any] | None = None
 ) -> tuple[Module, list[tuple[Any, int]], list[FusionInfo], dict[Node, Node]]:
     """A copy where each prim::FusionGroup is replaced by its Subgraph's nodes, and where
-    each node of ``module`` (fusion sub-graphs included) went.
+    each node of ``module`` (fusion sub-graphs included) went.  ``refs``: the operators
+    of ``module``'s nodes as the compiler resolved them, for the fused kernels.
 
     Groups of the entry graph's top-level block also keep a fused kernel
     (``vm.fusion.kernels.FusedKernel``), which a plan uses instead of the nodes when the recorded
@@ -73,7 +74,8 @@ def expand_fusion_groups(
             for new in inlined:
                 block.insert_before(node, new)
             outputs = [mapping.get(id(ret), ret) for ret in sub.outputs]
-            kernel = fused_kernel(sub) if block is module.main.block else None
+            known = None if refs is None else {n: refs[came_from[n]] for n in sub.nodes if came_from.get(n) in refs}
+            kernel = fused_kernel(sub, known) if block is module.main.block else None
             if kernel is None:
                 fallbacks.append((node.span, len(sub.nodes)))
             else:
@@ -84,12 +86,14 @@ def expand_fusion_groups(
     return module, fallbacks, groups, moved
 
 
-def fused_kernel(subgraph: Graph) -> Any:
+def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any:
+    """The fused kernel of a group's ``subgraph`` (its operators from ``refs`` when the
+    compiler resolved them), or None when it cannot have one."""
     try:
         from compiler.fusion_spec import fusion_spec
         from vm.fusion.kernels import FusedKernel
 
-        return FusedKernel(fusion_spec(subgraph.clone()))
+        return FusedKernel(fusion_spec(subgraph, refs))
     except Exception:  # noqa: BLE001  (no fused kernel: the group runs expanded)
         return None
 
