@@ -8,7 +8,7 @@ one:
 * takes the optimized IR of the program (``vm/static/prepare.py``): fusion groups
   expanded into their nodes, each top-level group keeping its fused kernel, and the
   load-time folds applied once the weights are known;
-* resolves and binds every operator, converts every constant and binds ``%self`` and
+* binds every operator (as the compiler resolved it), converts every constant, binds ``%self`` and
   frozen tensor constants from the weights (``vm.weights``), refusing weights torch
   would refuse (``vm.preflight``);
 * flattens each graph into slots and processed nodes (``vm/static/codegen.py``), and
@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from vm.errors import CompileError, RunError
+from vm.errors import RunError
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
 from vm.static import fastpath
@@ -38,14 +38,11 @@ from vm.static.codegen import LINEMAPS, GraphCode, Mode
 from vm.static.inputs import input_checker
 from vm.static.plan import Layout, make_layout
 from vm.static.prepare import (
-    as_module,
     bind_self,
     bound_constants,
     constant,
-    expand_fusion_groups,
     flat_weights,
-    fold_weights,
-    resolved_refs,
+    prepare,
 )
 
 
@@ -98,37 +95,15 @@ class StaticModule:
             raise ValueError(
                 f"unknown planner {options.planner!r} (standard or precomputed)"
             )
-        module = as_module(source, options.fusion)
-        recorded = resolved_refs(source, module)  # the compiler's resolution, if it kept it
-        added: dict[str, Any] = {}  # arrays of the constants the load-time folds made
-        if weights is not None and options.fold_batch_norm:
-            folded, added = fold_weights(module, weights)
-            if folded is not module:  # a new IR: its nodes are resolved again
-                module, recorded = folded, None
-        module, self.fusion_fallbacks, groups, moved = expand_fusion_groups(module, recorded)
-        self.groups = groups
+        prepared = prepare(source, weights, options.fusion, options.fold_batch_norm)
+        module, refs = prepared.module, prepared.refs
+        self.ir, self.groups, self.fusion_fallbacks = module, prepared.groups, prepared.fallbacks
         from vm.fusion.kernels import enable_fuser
 
-        self.fuser_problems = enable_fuser(options.fuser, (g.kernel for g in groups))
-        self.ir = module
-        if recorded is not None:
-            refs, errors = {moved.get(n, n): ref for n, ref in recorded.items()}, []
-        else:
-            from compiler.resolve import resolve_all
-
-            refs, errors = resolve_all(module)
-        if (
-            errors
-        ):  # every unsupported node at once, as compiler.resolve.check_all reports them
-            if len(errors) == 1:
-                raise errors[0]
-            raise CompileError(
-                f"{len(errors)} nodes cannot be compiled:\n"
-                + "\n".join(map(str, errors))
-            )
+        self.fuser_problems = enable_fuser(options.fuser, (g.kernel for g in self.groups))
         flat = flat_weights(weights)
-        if added:
-            flat = {**flat, **added}
+        if prepared.added:  # the arrays of the constants the load-time folds made
+            flat = {**flat, **prepared.added}
         names = list(module.functions)
         self.functions = {name: i for i, name in enumerate(names)}
         common: dict[str, Any] = {
@@ -168,7 +143,7 @@ class StaticModule:
             first_index=0,
             bound_params=bound,
             is_entry=True,
-            groups=groups,
+            groups=self.groups,
             **common,
         )
         self.callees: list[GraphCode] = []

@@ -1,14 +1,17 @@
-"""What ``StaticModule`` does to the optimized IR before it resolves a node: the module
-behind a Program, Module, Graph or text (``as_module``); fusion groups expanded into their
-nodes, each top-level group keeping its fused kernel (``expand_fusion_groups``); the
-load-time folds once weights are bound (``fold_weights``); and ``%self`` and tensor
-constants bound from the weights.
+"""What ``StaticModule`` does to the optimized IR before it binds a node (``prepare``):
+the module behind a Program, Module, Graph or text (``as_module``); the operators the
+compiler resolved (``resolved_refs``); the load-time folds once weights are bound
+(``fold_weights``); fusion groups expanded into their nodes, each top-level group
+keeping its fused kernel (``expand_fusion_groups``); and ``%self`` and tensor constants
+bound from the weights.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import attrs
 
 from compiler.ir import Graph, Module, Node, Value, clone_node
 from compiler.program_tables import all_nodes
@@ -170,3 +173,38 @@ def resolved_refs(source: Any, module: Module) -> dict[Node, Any] | None:
     if len(nodes) != len(refs):
         return None
     return {node: ref for node, ref in zip(nodes, refs) if ref is not None}
+
+
+@attrs.frozen(eq=False)
+class Prepared:
+    """The IR a StaticModule runs, and what came with it."""
+
+    module: Module  # fusion groups expanded, load-time folds applied
+    refs: dict[Node, Any]  # each operator node's resolved operator
+    groups: list[FusionInfo]  # top-level groups that keep a fused kernel
+    fallbacks: list[tuple[Any, int]]  # (span, nodes) of groups that always run expanded
+    added: dict[str, Any]  # arrays of the constants the load-time folds made
+
+
+def prepare(source: Any, weights: Any, fusion: bool, fold_batch_norm: bool) -> Prepared:
+    """The static runtime's IR of ``source`` (a Program, Module, Graph or IR text): its
+    operators as the compiler resolved them when the program recorded them, else resolved
+    here, every unsupported node reported at once."""
+    module = as_module(source, fusion)
+    recorded = resolved_refs(source, module)
+    added: dict[str, Any] = {}
+    if weights is not None and fold_batch_norm:
+        folded, added = fold_weights(module, weights)
+        if folded is not module:  # a new IR: its nodes are resolved again
+            module, recorded = folded, None
+    module, fallbacks, groups, moved = expand_fusion_groups(module, recorded)
+    if recorded is not None:
+        return Prepared(module, {moved.get(n, n): ref for n, ref in recorded.items()}, groups, fallbacks, added)
+    from compiler.resolve import resolve_all
+
+    refs, errors = resolve_all(module)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:  # every unsupported node at once, as compiler.resolve.check_all reports them
+        raise CompileError(f"{len(errors)} nodes cannot be compiled:\n" + "\n".join(map(str, errors)))
+    return Prepared(module, refs, groups, fallbacks, added)
