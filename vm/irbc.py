@@ -17,11 +17,11 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
 
 The file is the compiled program: loading runs no pass, resolves no overload and
 parses no IR (fusion groups are stored resolved, ``vm.fusion.kernels.FusionSpec``; ``%self``'s
-attribute reads as a table, ``vm.self_reads``).  Format 2; format 1 files carried only
-the source and are recompiled.
+attribute reads as a table, ``vm.self_reads``).  Format 2.
 
-Loading checks, in order: the magic, the format version (a newer format is refused in
-one line; an older one is recompiled from its IR), the hash, the JSON's shape, and then
+Loading checks, in order: the magic, the format version (a newer or an older format is
+refused in one line, ``OlderFormatError`` carrying the older file's IR text so that the
+command line can compile it again: the VM itself never compiles), the hash, the JSON's shape, and then
 ``verify``: opcodes known; register, constant, operator and function indices in range;
 jump targets inside the function; the stack depth the same on every path into an
 instruction, never negative, and equal to the outputs at RET; operator names resolvable
@@ -196,7 +196,7 @@ def load(path: Path | str) -> Program:
     except IRError as err:
         if isinstance(err, BytecodeError):
             raise
-        raise BytecodeError(f"{where}: the program in this file does not compile any more: {err}") from None
+        raise BytecodeError(f"{where}: malformed irvm bytecode file ({err})") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as err:
         raise BytecodeError(f"{where}: not a readable irvm bytecode file (damaged archive: {err})") from None
     except (KeyError, ValueError, TypeError, IndexError, AttributeError, UnicodeDecodeError, RecursionError) as err:
@@ -228,18 +228,30 @@ def _load_bytes(data: bytes, where: str) -> Program:
     files = dict(members)
     source = json.loads(files["source.ir"])
     if version < FORMAT_VERSION:
-        return _recompile(source, where)
+        raise _older(version, source, where)
     body = json.loads(files["program.json"])
     program = _program_from_json(body, files, where, source)
     verify(program, where)
     return program
 
 
-def _recompile(source: dict[str, Any], where: str) -> Program:
-    import compiler
+class OlderFormatError(BytecodeError):
+    """An ``.irbc`` of an older format: refused by ``load`` (the VM compiles nothing), with
+    the IR text and options it was compiled from, so that a command line can compile it
+    again (``vm.cli`` does, saying so)."""
 
+    def __init__(self, message: str, text: str, options: dict[str, Any], weights: dict[str, Any] | None) -> None:
+        super().__init__(message)
+        self.text, self.options, self.weights = text, options, weights
+
+
+def _older(version: int, source: dict[str, Any], where: str) -> OlderFormatError:
     options = {k: v for k, v in source.get("options", {}).items() if k in ("fusion", "passes")}
-    return compiler.compile_source(source["text"], where, weights=_folded(source), **options)
+    return OlderFormatError(
+        f"{where} was written by an older irvm (bytecode format {version}; this irvm reads format "
+        f"{FORMAT_VERSION}): compile its IR again with `irc compile` (`irvm run` does that by itself)",
+        str(source.get("text", "")), options, _folded(source),
+    )
 
 
 def _folded(source: dict[str, Any]) -> dict[str, Any] | None:
