@@ -40,7 +40,7 @@ from compiler.analysis.last_uses import final_reads, last_uses
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.passes.insert_drops import insert_drops
-from compiler.program_tables import node_spans_of, self_reads_of
+from compiler.program_tables import check_table, node_spans_of, self_reads_of
 from compiler.resolve import constant_value, resolve_all
 from compiler.types import TensorType
 from vm.bytecode import Function, Instruction, Opcode, Program
@@ -72,6 +72,7 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         self_reads=self_reads_of(module.main),
         node_spans=node_spans_of(module),
         print_ir=lambda: _print(module),
+        checks=lambda: check_table(module),
     )
 
 

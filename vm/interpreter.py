@@ -32,13 +32,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vm.errors import BytecodeError, IRError, RunError
 from vm import decode as D
 from vm.decode import (  # the decoded opcodes (vm.decode.DecodedOp) as plain ints
     CALL, CALLR, COPY, DROP, DROPR, JF, JFR, JMP, LOOP, LOOPB, LOOPE, OP1, OP1M, OP2, OP2M, OPGM, PUSH, PUSHM,
     RET, RET1, STORE, STOREN,
 )  # fmt: skip
 from vm.bytecode import Opcode, Program
+from vm.errors import BytecodeError, IRError, RunError
 from vm.fusion.kernels import enable_fuser
 from vm.inputs import InputChecker
 from vm.ops import registry
@@ -416,24 +416,30 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
 def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     """Check the weights against the shapes and dtypes the graph declares (``vm.preflight``,
     ``vm.weights.bind_constants``); return the guard of the inputs' dtypes, or None.  The
-    checks read the IR: a program loaded from a ``.irbc`` with neither weights nor %self
-    has nothing to check and is not parsed for them."""
+    checks read the compiler's IR when it is in memory, else the program's check table
+    (``vm.check_graph``): a program read from a file parses no IR."""
     module = program.module_if_loaded
-    if module is None and (weights or program.takes_self):
-        module = program.module  # the optimized IR the file carries, parsed once
-    if module is None:
-        return None
+    reaches = None
+    if module is not None:
+        main, functions = module.main, list(module.functions.values())
+    else:
+        table = program.check_table()
+        if table is None:
+            return None
+        from vm.check_graph import from_table
+
+        tables = from_table(table)
+        main, functions, reaches = tables.main, list(tables.functions), tables.reaches_strict
     from vm.preflight import check_weights, make_guard
     from vm.weights import bind_constants
 
     flat = weights if isinstance(weights, Mapping) else None
-    main = module.main
     nodes = list(main.walk())  # one walk for both checks
     bind_constants(main, flat or {}, nodes)
-    for graph in module.functions.values():
+    for graph in functions:
         bind_constants(graph, flat or {})
     check_weights(main, self_object, flat, program.takes_self, nodes)
-    return make_guard(module.main, self_object, flat, program.takes_self)
+    return make_guard(main, self_object, flat, program.takes_self, reaches)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:

@@ -12,12 +12,16 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
   a newer irvm can recompile an old file instead of refusing it (options include the
   module attribute values folded into the program, when it was compiled with weights);
 - ``optimized.ir``: the optimized IR as printed, for the static runtime (which runs the
-  IR, and parses this text only when one is built) and ``irc viz``, and ``spans.json``,
-  the original span of each of its nodes.
+  IR, and parses this text only when one is built, ``vm.static.ir_text``) and ``irc viz``,
+  and ``spans.json``, the original span of each of its nodes;
+- ``checks.json``: the check table, the few nodes of the IR that binding weights and the
+  checks before a run read (``vm.check_graph``), so that running a program with weights
+  parses no IR either.
 
 The file is the compiled program: loading runs no pass, resolves no overload and
 parses no IR (fusion groups are stored resolved, ``vm.fusion.kernels.FusionSpec``; ``%self``'s
-attribute reads as a table, ``vm.self_reads``).  Format 2.
+attribute reads as a table, ``vm.self_reads``; the checks' nodes, ``vm.check_graph``).
+Format 3 (format 2 had no check table).
 
 Loading checks, in order: the magic, the format version (a newer or an older format is
 refused in one line, ``OlderFormatError`` carrying the older file's IR text so that the
@@ -53,7 +57,7 @@ from vm.errors import BytecodeError, IRError, Span
 from vm.ops import registry
 from vm.ops.registry import OpRef
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MAGIC_MEMBER = "irvm-bytecode"
 PRODUCER = "irvm 0.1.0"
 _MAGIC_PREFIX = b"PK\x03\x04"
@@ -98,6 +102,7 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
     members.append(("source.ir", source))
     members.append(("optimized.ir", program.optimized_text().encode()))
     members.append(("spans.json", json.dumps(list(program.node_spans)).encode()))
+    members.append(("checks.json", json.dumps(program.check_table()).encode()))
     header = {"format": FORMAT_VERSION, "producer": PRODUCER, "sha256": _digest(members)}
     tmp = Path(str(path) + ".tmp")
     with zipfile.ZipFile(tmp, "w") as zf:
@@ -272,6 +277,7 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         output_types=tuple(str(t) for t in body["output_types"]),
         optimized_ir=files["optimized.ir"].decode(),
         node_spans=tuple(None if s is None else tuple(s) for s in json.loads(files["spans.json"])),
+        checks=json.loads(files["checks.json"]),
         folded=_folded(source) or {},
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
@@ -346,10 +352,10 @@ def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
 
 
 def _parse_type(text: str, where: str) -> Any:
-    from vm.self_reads import parse_type
+    from vm.type_text import parse_type_text
 
     try:
-        return parse_type(text)
+        return parse_type_text(text)
     except BytecodeError:
         raise BytecodeError(f"{where}: malformed type {text!r}") from None
 
