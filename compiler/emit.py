@@ -89,7 +89,7 @@ def compile_source(
 ) -> Program:
     """Parse, optimize (``compiler.pipeline.optimize``) and emit IR text.  With ``weights``
     the program is specialized for their settings (``fold_module_attributes``)."""
-    from compiler import parse
+    from compiler.parser import parse
     from compiler.pipeline import optimize
 
     module = parse(text, filename)

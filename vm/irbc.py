@@ -54,23 +54,12 @@ from vm.bytecode import (
     stack_effect,
 )
 from vm.errors import BytecodeError, IRError, Span
+from vm.files import MAGIC_MEMBER, has_magic, is_irbc
 from vm.ops import registry
 from vm.ops.registry import OpRef
 
 FORMAT_VERSION = 3
-MAGIC_MEMBER = "irvm-bytecode"
 PRODUCER = "irvm 0.1.0"
-_MAGIC_PREFIX = b"PK\x03\x04"
-
-
-def is_irbc(path: Path | str) -> bool:
-    """True when ``path`` starts like an irvm bytecode file (whatever its name)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(30 + len(MAGIC_MEMBER))
-    except OSError:
-        return False
-    return head.startswith(_MAGIC_PREFIX) and head[30:] == MAGIC_MEMBER.encode()
 
 
 # ---------------------------------------------------------------------------------------
@@ -212,7 +201,7 @@ def load(path: Path | str) -> Program:
 
 
 def _load_bytes(data: bytes, where: str) -> Program:
-    if not (data.startswith(_MAGIC_PREFIX) and data[30 : 30 + len(MAGIC_MEMBER)] == MAGIC_MEMBER.encode()):
+    if not has_magic(data):
         raise BytecodeError(f"{where}: not an irvm bytecode file (bad magic bytes)")
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         names = zf.namelist()
@@ -491,3 +480,6 @@ def _successors(program: Program, f: Function, pc: int, ins: Instruction, depth:
     if ins.op is Opcode.LOOP:
         return [(pc + 1, after), (ins.x, depth + loop_exit_effect(ins))]
     return [(pc + 1, after)]
+
+
+__all__ = ["FORMAT_VERSION", "MAGIC_MEMBER", "OlderFormatError", "is_irbc", "load", "save", "verify"]
