@@ -9,7 +9,7 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
   (``OpRef`` fields), constant tables, spans and names, the entry, input names/types;
 - ``arrays/K.npy``: tensor constants, read with ``allow_pickle=False``;
 - ``source.ir``: the IR text the program was compiled from, and the compile options, so
-  a newer irvm can recompile an old file instead of refusing it (options include the
+  that a newer irvm's command line can compile an old file again (options include the
   module attribute values folded into the program, when it was compiled with weights);
 - ``optimized.ir``: the optimized IR as printed, for the static runtime (which runs the
   IR, and parses this text only when one is built, ``vm.static.ir_text``) and ``irc viz``,

@@ -327,3 +327,45 @@ graph(%self : __torch__.Net, %x : Tensor):
 
     with pytest.raises(RunError, match=r"lin\.weight : Tensor"):
         vm.Interpreter(program, {"scale": np.array(0.5)})
+
+
+def _rewrite_member(path: Path, out: Path, member: str, edit) -> None:
+    """Copy an .irbc with the JSON member ``member`` edited by ``edit``, hash recomputed."""
+    with zipfile.ZipFile(path) as zf:
+        header = json.loads(zf.read(MAGIC_MEMBER))
+        members = [(n, zf.read(n)) for n in zf.namelist()[1:]]
+    members = [(n, json.dumps(edit(json.loads(d))).encode() if n == member else d) for n, d in members]
+    header["sha256"] = _digest(members)
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(MAGIC_MEMBER), json.dumps(header), compress_type=zipfile.ZIP_STORED)
+        for n, d in members:
+            zf.writestr(n, d)
+
+
+def test_the_check_table_is_stored_and_read_without_the_ir(ratio_iou_file: Path) -> None:
+    """A loaded program carries its check table (the nodes the checks before a run read):
+    the same table the compiler made, so a run checks what it would have checked."""
+    from compiler.program_tables import check_table
+
+    program = compiler.compile_file(EXAMPLES / "ratio_iou.ir")
+    loaded = load(ratio_iou_file)
+    assert loaded.check_table() == json.loads(json.dumps(check_table(program.module)))
+    assert loaded.module_if_loaded is None
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: {**t, "version": 99},
+        lambda t: {**t, "main": [[], [["aten::linear", [10**6], [], {}, [], None]], []]},
+        lambda t: {**t, "types": ["Float(2"] * len(t["types"])},
+        lambda t: {k: v for k, v in t.items() if k != "values"},
+    ],
+)
+def test_a_damaged_check_table_is_a_bytecode_error(ratio_iou_file: Path, tmp_path: Path, edit) -> None:
+    """An edited check table (hash recomputed) is refused with a BytecodeError naming the
+    check table, before anything runs, never a traceback."""
+    bad = tmp_path / "bad.irbc"
+    _rewrite_member(ratio_iou_file, bad, "checks.json", edit)
+    with pytest.raises(BytecodeError, match="check table"):
+        vm.Interpreter(load(bad))
