@@ -194,8 +194,11 @@ class Program:
         return self._module
 
     def check_table(self) -> dict[str, Any] | None:
-        """The table of the IR the checks before a run read (``vm.check_graph``)."""
-        return self.checks() if callable(self.checks) else self.checks
+        """The table of the IR the checks before a run read (``vm.check_graph``), made
+        (or read from the file) the first time it is asked for."""
+        if callable(self.checks):
+            object.__setattr__(self, "checks", self.checks())  # the same table every time
+        return self.checks
 
     def optimized_text(self) -> str:
         """The optimized IR as text (printed by ``print_ir`` when not read from a file)."""

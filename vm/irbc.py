@@ -266,13 +266,23 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         output_types=tuple(str(t) for t in body["output_types"]),
         optimized_ir=files["optimized.ir"].decode(),
         node_spans=tuple(None if s is None else tuple(s) for s in json.loads(files["spans.json"])),
-        checks=json.loads(files["checks.json"]),
+        checks=lambda raw=files["checks.json"]: _read_checks(raw, where),  # read when a run needs it
         folded=_folded(source) or {},
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
             for parent, name, type_text, required, span in body["self_reads"]
         ),
     )
+
+
+def _read_checks(raw: bytes, where: str) -> Any:
+    try:
+        table = json.loads(raw)
+    except ValueError as err:
+        raise BytecodeError(f"{where}: malformed check table ({err})") from None
+    if not isinstance(table, dict):
+        raise BytecodeError(f"{where}: malformed check table (not an object)")
+    return table
 
 
 _OPCODES = {int(op): op for op in Opcode}

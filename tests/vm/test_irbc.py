@@ -360,6 +360,7 @@ def test_the_check_table_is_stored_and_read_without_the_ir(ratio_iou_file: Path)
         lambda t: {**t, "main": [[], [["aten::linear", [10**6], [], {}, [], None]], []]},
         lambda t: {**t, "types": ["Float(2"] * len(t["types"])},
         lambda t: {k: v for k, v in t.items() if k != "values"},
+        lambda t: [t],
     ],
 )
 def test_a_damaged_check_table_is_a_bytecode_error(ratio_iou_file: Path, tmp_path: Path, edit) -> None:
