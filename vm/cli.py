@@ -36,8 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from compiler.cli import read_source
-from compiler.torchscript import archive_weights
 from vm.command import load_npz, run_guarded, version
 from vm.files import check_writable
 from vm.weights import override
@@ -124,6 +122,8 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
         elif kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file; its weights: archive_weights
             program = compile_archive(path, fusion=fusion)[0]
         else:
+            from compiler.cli import read_source
+
             program = compiler.compile_source(read_source(path), path, fusion=fusion, weights=weights)
     if progress.elapsed > SLOW_COMPILE:
         print(
@@ -135,6 +135,18 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
 
 
 SLOW_COMPILE = 1.0  # seconds: `irvm run x.ir` says so when compiling takes longer
+
+
+def archive_weights(path: str) -> dict[str, Any]:
+    """The weights a ``torch.jit.save`` archive holds ({} for any other file, and then the
+    compiler is not imported: ``irvm run x.irbc`` runs without it)."""
+    from vm.files import FileKind, sniff
+
+    if sniff(path) is not FileKind.TORCHSCRIPT:
+        return {}
+    from compiler.torchscript import archive_weights as read
+
+    return read(path)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

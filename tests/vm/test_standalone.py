@@ -98,3 +98,27 @@ def test_compiler_names_are_the_vm_objects() -> None:
     from compiler.resolve import UnboundTensor
 
     assert UnboundTensor is unbound.UnboundTensor
+
+
+RUN_CLI = """
+import sys
+from vm.cli import main
+code = main(["run", sys.argv[1], "--inputs", sys.argv[2], "--output", sys.argv[3]])
+assert code == 0, code
+print(",".join(sorted(m for m in sys.modules if m == "compiler" or m.startswith("compiler."))))
+"""
+
+
+def test_irvm_run_of_an_irbc_imports_no_compiler_module(tmp_path: Path) -> None:
+    """``irvm run model.irbc`` runs with no compiler module imported (the command line
+    imports the compiler only for ``.ir`` text and TorchScript archives)."""
+    path = tmp_path / "ratio_iou.irbc"
+    save(compiler.compile_file(ROOT / "examples" / "ratio_iou.ir"), path)
+    inputs, out = ROOT / "examples" / "ratio_iou.inputs.npz", tmp_path / "out.npz"
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_CLI, str(path), str(inputs), str(out)],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"compiler modules imported: {done.stdout.strip()}"
+    assert out.is_file()
