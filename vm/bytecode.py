@@ -196,9 +196,11 @@ class Program:
     def check_table(self) -> dict[str, Any] | None:
         """The table of the IR the checks before a run read (``vm.check_graph``), made
         (or read from the file) the first time it is asked for."""
-        if callable(self.checks):
-            object.__setattr__(self, "checks", self.checks())  # the same table every time
-        return self.checks
+        checks: Any = self.checks
+        if callable(checks):
+            checks = checks()
+            object.__setattr__(self, "checks", checks)  # the same table every time
+        return checks
 
     def optimized_text(self) -> str:
         """The optimized IR as text (printed by ``print_ir`` when not read from a file)."""

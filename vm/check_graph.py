@@ -21,7 +21,7 @@ all (``vm.preflight``), is decided by the compiler and stored as ``reaches_stric
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 import attrs
 
@@ -31,7 +31,8 @@ from vm.type_text import parse_type_text
 TABLE_VERSION = 1
 
 
-class Use(NamedTuple):
+@attrs.frozen
+class Use:
     user: Any  # a CheckNode, or the CheckBlock that returns the value
     index: int
 

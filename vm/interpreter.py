@@ -362,6 +362,8 @@ def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     (``vm.check_graph``): a program read from a file parses no IR."""
     module = program.module_if_loaded
     reaches = None
+    main: Any  # the compiler's IR graph, or the check graph (vm.check_graph): same attributes
+    functions: list[Any]
     if module is not None:
         main, functions = module.main, list(module.functions.values())
     else:

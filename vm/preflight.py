@@ -365,7 +365,7 @@ def resolver(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
 
 
 def _constant(node: Node, flat: Mapping[str, Any]) -> tuple[Any, str]:
-    literal = node.attrs.get("value")
+    literal: Any = node.attrs.get("value")
     if not is_tensor_literal(literal) or not node.outputs:
         return None, ""
     from vm.weights import constant_keys
@@ -403,7 +403,7 @@ def reaches_strict(inputs: Sequence[Value]) -> bool:
     while pending:
         value = pending.pop()
         for use in value.uses:
-            user = use.user
+            user: Any = use.user  # a node, or a block returning the value
             if not hasattr(user, "kind"):  # returned from a block: on to its node's outputs
                 user = user.owner
             if user is None or id(user) in seen:

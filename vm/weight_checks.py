@@ -58,7 +58,7 @@ def _submodules(self_value: Value, root: Any) -> list[tuple[Any, str]]:
     while pending:
         value, obj = pending.pop()
         for use in value.uses:
-            node = use.user
+            node: Any = use.user
             if getattr(node, "kind", None) != "prim::GetAttr" or use.index != 0:  # a node, not a block
                 continue
             out = node.outputs[0]

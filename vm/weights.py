@@ -233,7 +233,7 @@ _PLAIN_HINT = (
 
 def _bind_reads(value: Value, obj: ModuleObject, missing: _Missing) -> None:
     for use in list(value.uses):
-        node = use.user
+        node: Any = use.user  # a node, or a block returning the value
         if getattr(node, "kind", None) != "prim::GetAttr" or use.index != 0:  # a Node, not a Block
             continue
         name = str(node.attrs["name"])
@@ -400,7 +400,7 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
     bound: dict[str, np.ndarray] = {}
     missing = _Missing()
     for node in graph.walk() if nodes is None else nodes:
-        literal = node.attrs.get("value") if node.kind == "prim::Constant" else None
+        literal: Any = node.attrs.get("value") if node.kind == "prim::Constant" else None
         if not is_tensor_literal(literal) or not node.outputs:
             continue
         out = node.outputs[0]
