@@ -19,17 +19,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from compiler.diagnostics import IRError
-
-EXIT_COMPILE_ERROR = 65
-EXIT_NO_INPUT = 66
-EXIT_INTERNAL = 70
+from vm.command import run_guarded, version
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,41 +33,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_guarded("irc", lambda: args.handler(args))
 
 
-def run_guarded(tool: str, body: Callable[[], int]) -> int:
-    """Run a command body, turning every failure into one paragraph and an exit code."""
-    try:
-        return body()
-    except IRError as err:
-        print(str(err), file=sys.stderr)
-        from compiler.diagnostics import RunError
-
-        return 1 if isinstance(err, RunError) else EXIT_COMPILE_ERROR
-    except BrokenPipeError:  # the reader went away (`irvm run ... | head`): not an error
-        sys.stderr.close()
-        return 0
-    except OSError as err:
-        where = f" {err.filename}" if getattr(err, "filename", None) else ""
-        print(f"{tool}: cannot access{where}: {err.strerror or err}", file=sys.stderr)
-        return EXIT_NO_INPUT
-    except KeyboardInterrupt:
-        print(f"{tool}: interrupted", file=sys.stderr)
-        return 130
-    except Exception as err:  # an irvm bug: say so in one paragraph, no traceback
-        if os.environ.get("IRVM_DEBUG"):
-            raise
-        print(
-            f"{tool}: internal error: {type(err).__name__}: {err} "
-            f"(set IRVM_DEBUG=1 for a traceback, and please report it)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
-
-
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="irc", description="Compile TorchScript graph IR to irvm bytecode.")
-    import vm
-
-    parser.add_argument("--version", action="version", version=f"irc (irvm) {vm.version()}")
+    parser.add_argument("--version", action="version", version=f"irc (irvm) {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="parse, optimize and emit bytecode (.irbc)")
@@ -209,9 +172,9 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
         printer("input", print_module(module))
     weights = None
     if args.weights:
-        from vm.cli import _load_npz
+        from vm.command import load_npz
 
-        weights = _load_npz(args.weights)
+        weights = load_npz(args.weights)
     optimized, records = pipeline.optimize(
         module, passes, fusion=not args.no_fusion, print_after=print_after, printer=printer, weights=weights,
         on_pass=progress.stage,
@@ -230,6 +193,7 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
 
         print(disassemble(program), end="")
         return 0
+    from vm.files import check_writable
     from vm.irbc import save
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
@@ -258,16 +222,9 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
-def check_writable(out: Path, inputs: Sequence[Path], force: bool, kind: str) -> None:
-    """Refuse to destroy what the user gave (``vm.files.check_writable``)."""
-    from vm import files
-
-    files.check_writable(out, inputs, force, kind)
-
-
 def _cmd_viz(args: argparse.Namespace) -> int:
     from compiler.viz import render
-    from vm.files import mark_picture
+    from vm.files import check_writable, mark_picture
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".svg")
     targets = [out]  # without graphviz, render refuses a picture and writes nothing

@@ -40,7 +40,7 @@ from compiler.analysis.last_uses import final_reads, last_uses
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.passes.insert_drops import insert_drops
-from compiler.program_tables import node_refs_of, node_spans_of, self_reads_of
+from compiler.program_tables import check_table, node_refs_of, node_spans_of, self_reads_of
 from compiler.resolve import constant_value, resolve_all
 from compiler.types import TensorType
 from vm.bytecode import Function, Instruction, Opcode, Program
@@ -73,6 +73,7 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         node_spans=node_spans_of(module),
         node_refs=node_refs_of(module, dropped, table.resolved),
         print_ir=lambda: _print(module),
+        checks=lambda: check_table(module),
     )
 
 
@@ -89,7 +90,7 @@ def compile_source(
 ) -> Program:
     """Parse, optimize (``compiler.pipeline.optimize``) and emit IR text.  With ``weights``
     the program is specialized for their settings (``fold_module_attributes``)."""
-    from compiler import parse
+    from compiler.parser import parse
     from compiler.pipeline import optimize
 
     module = parse(text, filename)

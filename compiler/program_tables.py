@@ -71,3 +71,76 @@ def node_refs_of(module: Module, emitted: Module, resolved: Mapping[Any, Any]) -
             return ()
         refs.append(resolved.get(twin))
     return tuple(refs) if next(kept, None) is None else ()
+def check_table(module: Module) -> dict[str, Any]:
+    """The check table of ``module`` (``vm.check_graph``): the nodes of its entry graph
+    that the run-time checks read (``vm.preflight.checked_kind``, tensor constants, and
+    the blocks around them), each function's tensor constants, and whether an input of the
+    entry reaches a strict operator.  JSON-able; values, types and spans are indices into
+    tables stored once."""
+    from vm.check_graph import TABLE_VERSION
+    from vm.preflight import checked_kind, reaches_strict
+
+    writer = _CheckWriter(checked_kind)
+    main = module.main
+    takes_self = bool(main.inputs) and isinstance(main.inputs[0].type, T.ClassType)
+    return {
+        "version": TABLE_VERSION,
+        "main": writer.block(main.block),
+        "functions": [writer.block(g.block, constants_only=True) for g in module.functions.values()],
+        "reaches_strict": reaches_strict(main.inputs[1:] if takes_self else main.inputs),
+        "values": writer.values,
+        "types": list(writer.types),
+        "spans": list(writer.spans),
+    }
+
+
+class _CheckWriter:
+    def __init__(self, checked_kind: Any) -> None:
+        self.checked_kind = checked_kind
+        self.ids: dict[Any, int] = {}
+        self.values: list[tuple[str, int]] = []
+        self.types: dict[str | None, int] = {}
+        self.spans: dict[tuple[Any, ...] | None, int] = {}
+
+    def value(self, value: Any) -> int:
+        found = self.ids.get(value)
+        if found is None:
+            text = None if value.type is None else str(value.type)
+            found = self.ids[value] = len(self.values)
+            self.values.append((value.name, self.types.setdefault(text, len(self.types))))
+        return found
+
+    def block(self, block: Any, constants_only: bool = False) -> list[Any] | None:
+        nodes = []
+        for node in block.nodes:
+            stored = self.node(node, constants_only)
+            if stored is not None:
+                nodes.append(stored)
+        return [[self.value(p) for p in block.params], nodes, [self.value(r) for r in block.returns]]
+
+    def node(self, node: Any, constants_only: bool) -> list[Any] | None:
+        from compiler.ir import TensorLiteral
+
+        stored_attrs: dict[str, Any] = {}
+        blocks: list[Any] = []
+        if node.kind == "prim::Constant":
+            literal = node.attrs.get("value")
+            if not isinstance(literal, TensorLiteral) or not node.outputs:
+                return None
+            shape = None if literal.shape is None else list(literal.shape)
+            stored_attrs["tensor"] = [literal.values is not None, shape, literal.dtype]
+        elif constants_only:
+            return None
+        elif node.blocks:
+            blocks = [self.block(b) for b in node.blocks]
+            if not any(b[1] for b in blocks):  # nothing checked inside
+                return None
+        elif not self.checked_kind(node.kind):
+            return None
+        if node.kind == "prim::GetAttr":
+            stored_attrs["name"] = str(node.attrs["name"])
+            if node.attrs.get("required"):
+                stored_attrs["required"] = 1
+        span = self.spans.setdefault(_span_tuple(node.span), len(self.spans))
+        return [node.kind, [self.value(v) for v in node.inputs], [self.value(v) for v in node.outputs],
+                stored_attrs, blocks, span]

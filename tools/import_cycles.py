@@ -8,6 +8,9 @@ stands (module level or inside a function, not under ``if TYPE_CHECKING``; a pac
 its modules by name from a ``FAMILIES`` tuple, as ``vm.ops`` does, to each of them), and prints the strongly connected
 components with more than one module: each is a set of modules that import each other,
 directly or not.  ``vm`` below ``compiler`` means no component mixes the two packages.
+
+``import_graph(root)`` and ``cycles(graph)`` are what ``tests/project/test_layering.py``
+asserts on.
 """
 
 from __future__ import annotations
@@ -116,17 +119,28 @@ def components(graph: dict[str, set[str]]) -> list[list[str]]:
     return result
 
 
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Each irvm module under ``root`` -> the irvm modules it imports anywhere."""
+    known = module_names(root)
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The sets of modules that import each other (directly or not), largest first."""
+    return sorted((c for c in components(graph) if len(c) > 1), key=len, reverse=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     root = Path(args[0]) if args else Path(__file__).resolve().parent.parent
-    known = module_names(root)
-    graph = {name: imports_of(name, path, known) for name, path in known.items()}
-    cycles = sorted((c for c in components(graph) if len(c) > 1), key=len, reverse=True)
-    mixed = [c for c in cycles if {m.split(".")[0] for m in c} == set(PACKAGES)]
+    graph = import_graph(root)
+    known = graph
+    cycles_found = cycles(graph)
+    mixed = [c for c in cycles_found if {m.split(".")[0] for m in c} == set(PACKAGES)]
     print(f"{len(known)} modules, {sum(len(v) for v in graph.values())} imports")
-    print(f"{len(cycles)} import cycles; largest {len(cycles[0]) if cycles else 0} modules; "
+    print(f"{len(cycles_found)} import cycles; largest {len(cycles_found[0]) if cycles_found else 0} modules; "
           f"{sum(len(c) for c in mixed)} modules in cycles that mix compiler and vm")
-    for comp in cycles:
+    for comp in cycles_found:
         print(f"  {len(comp)}: {', '.join(comp)}")
     return 0
 

@@ -6,19 +6,12 @@
 """
 
 
-def version() -> str:
-    """The installed irvm's version (from the distribution's metadata)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("irvm")
-    except PackageNotFoundError:
-        return "(not installed)"
-
-
 def __getattr__(name: str):
     # Lazy, so that `import vm` stays cheap and the pieces load only when used.
+    if name == "version":
+        from vm.command import version
+
+        return version
     if name in ("Interpreter",):
         from vm.interpreter import Interpreter
 
@@ -28,14 +21,14 @@ def __getattr__(name: str):
 
         return Program
     if name in ("load", "save"):
-        import vm.irbc as irbc
+        from vm import irbc
 
         return getattr(irbc, name)
     if name in ("StaticModule", "StaticRuntime", "RuntimePool"):
-        import vm.static as sr
+        from vm import static
 
-        return getattr(sr, name)
+        return getattr(static, name)
     raise AttributeError(f"module 'vm' has no attribute {name!r}")
 
 
-__all__ = ["Interpreter", "Program", "load", "save", "StaticModule", "StaticRuntime", "RuntimePool"]
+__all__ = ["Interpreter", "Program", "RuntimePool", "StaticModule", "StaticRuntime", "load", "save"]

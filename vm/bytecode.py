@@ -150,11 +150,12 @@ class Program:
     bound from the weights, not passed by callers; ``self_reads`` lists the attributes
     the program reads from it (``vm.self_reads``).
 
-    ``module`` is the optimized ``compiler.ir.Module``, which the static runtime builds
-    from: the compiler's own object for a program just compiled; for a program read from
-    a ``.irbc``, parsed from ``optimized_ir`` (the optimized IR as printed) the first time
-    it is asked for, its nodes given back their original spans (``node_spans``, in walk
-    order) -- never re-optimized.  The interpreter never needs it.
+    ``module`` is the optimized ``compiler.ir.Module`` when there is one in memory: the
+    compiler's own object for a program just compiled, or, for a program read from a
+    ``.irbc``, the one the static runtime parsed from ``optimized_ir`` when it was built
+    (``vm.static.ir_text``, spans restored from ``node_spans``; never re-optimized).  The
+    interpreter never needs it: the checks before a run read ``check_table()``
+    (``vm.check_graph``) and ``self_reads`` (``vm.self_reads``).
     """
 
     functions: tuple[Function, ...]
@@ -174,6 +175,7 @@ class Program:
     self_reads: tuple[tuple[int, str, str, bool, Any], ...] = attrs.field(default=(), eq=False, repr=False)
     folded: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)  # ``Module.attributes`` of a loaded program
     print_ir: Any = attrs.field(default=None, eq=False, repr=False)  # the compiler's printer of ``module``
+    checks: Any = attrs.field(default=None, eq=False, repr=False)  # the check table, or a function making it
     _lock: Any = attrs.field(factory=threading.Lock, eq=False, repr=False, init=False)
 
     @property
@@ -192,14 +194,17 @@ class Program:
 
     @property
     def module(self) -> Any:
-        """The optimized IR module (see the class docstring); None if there is none."""
-        if self._module is None and self.optimized_ir:
-            with self._lock:
-                if self._module is None:
-                    from vm.self_reads import parse_optimized
-
-                    object.__setattr__(self, "_module", parse_optimized(self))
+        """The optimized IR module in memory (see the class docstring), or None."""
         return self._module
+
+    def check_table(self) -> dict[str, Any] | None:
+        """The table of the IR the checks before a run read (``vm.check_graph``), made
+        (or read from the file) the first time it is asked for."""
+        checks: Any = self.checks
+        if callable(checks):
+            checks = checks()
+            object.__setattr__(self, "checks", checks)  # the same table every time
+        return checks
 
     def optimized_text(self) -> str:
         """The optimized IR as text (printed by ``print_ir`` when not read from a file)."""

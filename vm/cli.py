@@ -36,9 +36,8 @@ from typing import Any
 
 import numpy as np
 
-import vm
-from compiler.cli import check_writable, read_source, run_guarded
-from compiler.torchscript import archive_weights
+from vm.command import load_npz, run_guarded, version
+from vm.files import check_writable
 from vm.weights import override
 
 
@@ -52,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="irvm", description="Run TorchScript graph IR (or irvm bytecode) on numpy.")
-    parser.add_argument("--version", action="version", version=f"irvm {vm.version()}")
+    parser.add_argument("--version", action="version", version=f"irvm {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run a program")
@@ -101,20 +100,30 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
     ``torch.jit.save`` archive (compiled now); any other kind of file is refused by ``vm.files.expect``, saying what it is.
     ``.ir`` text given ``weights`` is specialized for their settings, as ``torch.jit.freeze`` would."""
     from vm.files import FileKind, expect
-    from vm.irbc import load
+    from vm.irbc import OlderFormatError, load
 
     kind = expect(path, "program")
+    older = None
     if kind is FileKind.IRBC:
-        return load(path)
+        try:
+            return load(path)
+        except OlderFormatError as err:  # the VM compiles nothing; the command line may
+            print(f"irvm: {err}; compiling it now", file=sys.stderr)
+            older = err
     import compiler
     from compiler.progress import Progress
     from compiler.torchscript import compile_archive
 
     with Progress("irvm: compiling") as progress:
         progress.stage(path)
-        if kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file; its weights: archive_weights
+        if older is not None:
+            options = {"fusion": fusion, **older.options}
+            program = compiler.compile_source(older.text, path, weights=older.weights, **options)
+        elif kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file; its weights: archive_weights
             program = compile_archive(path, fusion=fusion)[0]
         else:
+            from compiler.cli import read_source
+
             program = compiler.compile_source(read_source(path), path, fusion=fusion, weights=weights)
     if progress.elapsed > SLOW_COMPILE:
         print(
@@ -128,20 +137,16 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
 SLOW_COMPILE = 1.0  # seconds: `irvm run x.ir` says so when compiling takes longer
 
 
-def _load_npz(path: str | None, role: str = "weights") -> dict[str, np.ndarray]:
-    if path is None:
-        return {}
-    from vm.errors import RunError
-    from vm.files import MARK_KEY, expect
+def archive_weights(path: str) -> dict[str, Any]:
+    """The weights a ``torch.jit.save`` archive holds ({} for any other file, and then the
+    compiler is not imported: ``irvm run x.irbc`` runs without it)."""
+    from vm.files import FileKind, sniff
 
-    expect(path, role)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files if k != MARK_KEY}
-    except (ValueError, OSError) as err:
-        if isinstance(err, FileNotFoundError):
-            raise
-        raise RunError(f"{path}: not a readable .npz file ({err})") from None
+    if sniff(path) is not FileKind.TORCHSCRIPT:
+        return {}
+    from compiler.torchscript import archive_weights as read
+
+    return read(path)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -160,7 +165,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_writable(Path(args.output), inputs=given, force=args.force, kind="outputs")
     if args.trace:
         check_writable(Path(args.trace), inputs=given, force=args.force, kind="trace")
-    weights = override(archive_weights(args.program), _load_npz(args.weights), args.program)
+    weights = override(archive_weights(args.program), load_npz(args.weights), args.program)
     program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
     inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
@@ -208,7 +213,7 @@ def read_inputs(path: str | None, program: Any) -> list[Any]:
         except ValueError as err:
             raise RunError(f"{path}: not a readable .npy file ({err})") from None
         return load_inputs({names[0]: array}, program)
-    return load_inputs(_load_npz(path, "inputs"), program)
+    return load_inputs(load_npz(path, "inputs"), program)
 
 
 def _storable(value: Any) -> bool:
@@ -235,7 +240,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if out is not None:  # checked before the (long) profile, as every output is
         given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
         check_writable(out, inputs=given, force=args.force, kind="chrome-trace")
-    weights = override(archive_weights(args.program), _load_npz(args.weights), args.program)
+    weights = override(archive_weights(args.program), load_npz(args.weights), args.program)
     program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
     inputs = read_inputs(args.inputs, program)
     from vm.static import StaticOptions

@@ -120,9 +120,26 @@ def _varint(f: BinaryIO) -> int | None:
     return None
 
 
-def _zip_kind(p: Path) -> FileKind:
-    from vm.irbc import is_irbc
+MAGIC_MEMBER = "irvm-bytecode"  # the first member of every .irbc (vm/irbc.py), stored uncompressed
+_MAGIC_PREFIX = b"PK\x03\x04"
 
+
+def is_irbc(path: Path | str) -> bool:
+    """True when ``path`` starts like an irvm bytecode file (whatever its name)."""
+    try:
+        with open(path, "rb") as f:
+            return has_magic(f.read(30 + len(MAGIC_MEMBER)))
+    except OSError:
+        return False
+
+
+def has_magic(data: bytes) -> bool:
+    """True when ``data`` starts as an ``.irbc`` does: a zip whose first member, at byte 30,
+    is named ``irvm-bytecode``."""
+    return data.startswith(_MAGIC_PREFIX) and data[30 : 30 + len(MAGIC_MEMBER)] == MAGIC_MEMBER.encode()
+
+
+def _zip_kind(p: Path) -> FileKind:
     if is_irbc(p):
         return FileKind.IRBC
     try:

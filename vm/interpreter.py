@@ -32,18 +32,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vm.errors import BytecodeError, IRError, RunError
 from vm import decode as D
 from vm.decode import (  # the decoded opcodes (vm.decode.DecodedOp) as plain ints
     CALL, CALLR, COPY, DROP, DROPR, JF, JFR, JMP, LOOP, LOOPB, LOOPE, OP1, OP1M, OP2, OP2M, OPGM, PUSH, PUSHM,
     RET, RET1, STORE, STOREN,
 )  # fmt: skip
-from vm.bytecode import Opcode, Program
+from vm.bytecode import Program
+from vm.errors import BytecodeError, IRError, RunError
 from vm.fusion.kernels import enable_fuser
 from vm.inputs import InputChecker
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
 from vm.ops.registry import OpRef
+from vm.outcome import depth_error, failure_error, stack_results
 from vm.weights import ModuleObject
 
 DEFAULT_MAX_DEPTH = 1000
@@ -309,7 +310,7 @@ class Interpreter:
             raise self.failure(err, fid, self.decoded[fid].origin[pc - 1], frames) from err
         except Exception as err:
             raise self.failure(err, fid, self.decoded[fid].origin[pc - 1], frames) from err
-        return _results(self.n_outputs, stack)
+        return stack_results(self.n_outputs, stack)
 
     # -- errors ------------------------------------------------------------------------
 
@@ -321,65 +322,6 @@ class Interpreter:
     def depth_error(self, fid: int, frames: list[tuple[Any, ...]]) -> RunError:
         callers = [(f[3], self.decoded[f[3]].origin[f[1] - 1]) for f in frames]
         return depth_error(self.program, fid, callers, self.max_depth)
-
-
-def _results(n_outputs: int, stack: list[Any]) -> Any:
-    if n_outputs == 1:
-        return stack[-1]
-    if n_outputs == 0:
-        return None
-    return tuple(stack[len(stack) - n_outputs :])
-
-
-def describe_frame(program: Program, fid: int, at: int) -> str:
-    function = program.functions[fid]
-    span = function.spans[at] if at < len(function.spans) else None
-    text = function.nodes[at] if at < len(function.nodes) else str(function.instructions[at])
-    return f"{function.name} at {span if span is not None else '<unknown>'}: {text}"
-
-
-def failure_error(
-    program: Program,
-    err: BaseException,
-    fid: int,
-    at: int,
-    callers: list[tuple[int, int]],
-) -> RunError:
-    """A RunError for ``err`` raised by instruction ``at`` of function ``fid``; ``callers``
-    are the (function, CALL instruction) pairs of the frames below, outermost first."""
-    from vm.ops.prim import ScriptException
-
-    function = program.functions[fid]
-    ins = function.instructions[at]
-    what = function.operators[ins.x].name if ins.op in (Opcode.OP, Opcode.OPN) else ins.op.name
-    if isinstance(err, ScriptException):
-        reason = f"the script raised an exception: {err}"
-    elif isinstance(err, IRError):
-        reason = err.message
-    else:
-        reason = f"{type(err).__name__}: {err}"
-    stack = "\n".join(f"  {describe_frame(program, f, a)}" for f, a in [*callers, (fid, at)])
-    message = (
-        f"the following operation failed in the irvm interpreter: {what}\n"
-        f"  while executing {function.nodes[at] if at < len(function.nodes) else ins}\n"
-        f"  {reason}\n"
-        f"IR call stack (most recent call last):\n{stack}"
-    )
-    run_error = RunError(message, function.spans[at] if at < len(function.spans) else None)
-    run_error.cause = err  # type: ignore[attr-defined]
-    return run_error
-
-
-def depth_error(program: Program, fid: int, callers: list[tuple[int, int]], max_depth: int) -> RunError:
-    shown = callers[-5:]
-    stack = "\n".join(f"  {describe_frame(program, f, a)}" for f, a in shown)
-    where = callers[-1] if callers else (fid, 0)
-    function = program.functions[where[0]]
-    return RunError(
-        f"call depth exceeds {max_depth} frames (runaway recursion?) calling"
-        f" {program.functions[fid].name}; innermost calls (most recent last):\n{stack}",
-        function.spans[where[1]] if where[1] < len(function.spans) else None,
-    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -416,24 +358,32 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
 def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     """Check the weights against the shapes and dtypes the graph declares (``vm.preflight``,
     ``vm.weights.bind_constants``); return the guard of the inputs' dtypes, or None.  The
-    checks read the IR: a program loaded from a ``.irbc`` with neither weights nor %self
-    has nothing to check and is not parsed for them."""
+    checks read the compiler's IR when it is in memory, else the program's check table
+    (``vm.check_graph``): a program read from a file parses no IR."""
     module = program.module_if_loaded
-    if module is None and (weights or program.takes_self):
-        module = program.module  # the optimized IR the file carries, parsed once
-    if module is None:
-        return None
+    reaches = None
+    main: Any  # the compiler's IR graph, or the check graph (vm.check_graph): same attributes
+    functions: list[Any]
+    if module is not None:
+        main, functions = module.main, list(module.functions.values())
+    else:
+        table = program.check_table()
+        if table is None:
+            return None
+        from vm.check_graph import from_table
+
+        tables = from_table(table)
+        main, functions, reaches = tables.main, list(tables.functions), tables.reaches_strict
     from vm.preflight import check_weights, make_guard
     from vm.weights import bind_constants
 
     flat = weights if isinstance(weights, Mapping) else None
-    main = module.main
     nodes = list(main.walk())  # one walk for both checks
     bind_constants(main, flat or {}, nodes)
-    for graph in module.functions.values():
+    for graph in functions:
         bind_constants(graph, flat or {})
     check_weights(main, self_object, flat, program.takes_self, nodes)
-    return make_guard(module.main, self_object, flat, program.takes_self)
+    return make_guard(main, self_object, flat, program.takes_self, reaches)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -280,12 +280,16 @@ def _graph_inputs(program: Any) -> list[Any]:
     raise RunError(f"cannot find the graph inputs of {type(program).__name__}")
 
 
-def _signature(names: Sequence[str], type_texts: Sequence[str]) -> list[Any]:
-    # The type strings are as PyTorch prints them; the IR parser reads them for us.
-    from compiler.parser import parse
+class _Param(NamedTuple):
+    name: str
+    type: Any
 
-    params = ",\n      ".join(f"%{n} : {t}" for n, t in zip(names, type_texts))
-    return list(parse(f"graph({params}):\n  return ()\n", "<signature>").main.inputs)
+
+def _signature(names: Sequence[str], type_texts: Sequence[str]) -> list[Any]:
+    # The type strings are as ``str(type)`` prints them (``vm.type_text`` reads them back).
+    from vm.type_text import parse_type_text
+
+    return [_Param(n, parse_type_text(t)) for n, t in zip(names, type_texts)]
 
 
 def _load_one(flat: Mapping[str, np.ndarray], spec: dict[str, Kind], name: str, alias: str, type_: Any,

@@ -12,19 +12,23 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
   binds without resolving (``Program.node_refs``; optional);
 - ``arrays/K.npy``: tensor constants, read with ``allow_pickle=False``;
 - ``source.ir``: the IR text the program was compiled from, and the compile options, so
-  a newer irvm can recompile an old file instead of refusing it (options include the
+  that a newer irvm's command line can compile an old file again (options include the
   module attribute values folded into the program, when it was compiled with weights);
 - ``optimized.ir``: the optimized IR as printed, for the static runtime (which runs the
-  IR, and parses this text only when one is built) and ``irc viz``, and ``spans.json``,
-  the original span of each of its nodes.
+  IR, and parses this text only when one is built, ``vm.static.ir_text``) and ``irc viz``,
+  and ``spans.json``, the original span of each of its nodes;
+- ``checks.json``: the check table, the few nodes of the IR that binding weights and the
+  checks before a run read (``vm.check_graph``), so that running a program with weights
+  parses no IR either.
 
 The file is the compiled program: loading runs no pass, resolves no overload and
 parses no IR (fusion groups are stored resolved, ``vm.fusion.kernels.FusionSpec``; ``%self``'s
-attribute reads as a table, ``vm.self_reads``).  Format 2; format 1 files carried only
-the source and are recompiled.
+attribute reads as a table, ``vm.self_reads``; the checks' nodes, ``vm.check_graph``).
+Format 3 (format 2 had no check table).
 
-Loading checks, in order: the magic, the format version (a newer format is refused in
-one line; an older one is recompiled from its IR), the hash, the JSON's shape, and then
+Loading checks, in order: the magic, the format version (a newer or an older format is
+refused in one line, ``OlderFormatError`` carrying the older file's IR text so that the
+command line can compile it again: the VM itself never compiles), the hash, the JSON's shape, and then
 ``verify``: opcodes known; register, constant, operator and function indices in range;
 jump targets inside the function; the stack depth the same on every path into an
 instruction, never negative, and equal to the outputs at RET; operator names resolvable
@@ -53,23 +57,12 @@ from vm.bytecode import (
     stack_effect,
 )
 from vm.errors import BytecodeError, IRError, Span
+from vm.files import MAGIC_MEMBER, has_magic, is_irbc
 from vm.ops import registry
 from vm.ops.registry import OpRef
 
-FORMAT_VERSION = 2
-MAGIC_MEMBER = "irvm-bytecode"
+FORMAT_VERSION = 3
 PRODUCER = "irvm 0.1.0"
-_MAGIC_PREFIX = b"PK\x03\x04"
-
-
-def is_irbc(path: Path | str) -> bool:
-    """True when ``path`` starts like an irvm bytecode file (whatever its name)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(30 + len(MAGIC_MEMBER))
-    except OSError:
-        return False
-    return head.startswith(_MAGIC_PREFIX) and head[30:] == MAGIC_MEMBER.encode()
 
 
 # ---------------------------------------------------------------------------------------
@@ -102,6 +95,7 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
     members.append(("source.ir", source))
     members.append(("optimized.ir", program.optimized_text().encode()))
     members.append(("spans.json", json.dumps(list(program.node_spans)).encode()))
+    members.append(("checks.json", json.dumps(program.check_table()).encode()))
     header = {"format": FORMAT_VERSION, "producer": PRODUCER, "sha256": _digest(members)}
     tmp = Path(str(path) + ".tmp")
     with zipfile.ZipFile(tmp, "w") as zf:
@@ -225,7 +219,7 @@ def load(path: Path | str) -> Program:
     except IRError as err:
         if isinstance(err, BytecodeError):
             raise
-        raise BytecodeError(f"{where}: the program in this file does not compile any more: {err}") from None
+        raise BytecodeError(f"{where}: malformed irvm bytecode file ({err})") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as err:
         raise BytecodeError(f"{where}: not a readable irvm bytecode file (damaged archive: {err})") from None
     except (KeyError, ValueError, TypeError, IndexError, AttributeError, UnicodeDecodeError, RecursionError) as err:
@@ -236,7 +230,7 @@ def load(path: Path | str) -> Program:
 
 
 def _load_bytes(data: bytes, where: str) -> Program:
-    if not (data.startswith(_MAGIC_PREFIX) and data[30 : 30 + len(MAGIC_MEMBER)] == MAGIC_MEMBER.encode()):
+    if not has_magic(data):
         raise BytecodeError(f"{where}: not an irvm bytecode file (bad magic bytes)")
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         names = zf.namelist()
@@ -257,18 +251,30 @@ def _load_bytes(data: bytes, where: str) -> Program:
     files = dict(members)
     source = json.loads(files["source.ir"])
     if version < FORMAT_VERSION:
-        return _recompile(source, where)
+        raise _older(version, source, where)
     body = json.loads(files["program.json"])
     program = _program_from_json(body, files, where, source)
     verify(program, where)
     return program
 
 
-def _recompile(source: dict[str, Any], where: str) -> Program:
-    import compiler
+class OlderFormatError(BytecodeError):
+    """An ``.irbc`` of an older format: refused by ``load`` (the VM compiles nothing), with
+    the IR text and options it was compiled from, so that a command line can compile it
+    again (``vm.cli`` does, saying so)."""
 
+    def __init__(self, message: str, text: str, options: dict[str, Any], weights: dict[str, Any] | None) -> None:
+        super().__init__(message)
+        self.text, self.options, self.weights = text, options, weights
+
+
+def _older(version: int, source: dict[str, Any], where: str) -> OlderFormatError:
     options = {k: v for k, v in source.get("options", {}).items() if k in ("fusion", "passes")}
-    return compiler.compile_source(source["text"], where, weights=_folded(source), **options)
+    return OlderFormatError(
+        f"{where} was written by an older irvm (bytecode format {version}; this irvm reads format "
+        f"{FORMAT_VERSION}): compile its IR again with `irc compile` (`irvm run` does that by itself)",
+        str(source.get("text", "")), options, _folded(source),
+    )
 
 
 def _folded(source: dict[str, Any]) -> dict[str, Any] | None:
@@ -290,12 +296,23 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         optimized_ir=files["optimized.ir"].decode(),
         node_spans=tuple(None if s is None else tuple(s) for s in json.loads(files["spans.json"])),
         node_refs=_node_refs_from_json(body, files, where),
+        checks=lambda raw=files["checks.json"]: _read_checks(raw, where),  # read when a run needs it
         folded=_folded(source) or {},
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
             for parent, name, type_text, required, span in body["self_reads"]
         ),
     )
+
+
+def _read_checks(raw: bytes, where: str) -> Any:
+    try:
+        table = json.loads(raw)
+    except ValueError as err:
+        raise BytecodeError(f"{where}: malformed check table ({err})") from None
+    if not isinstance(table, dict):
+        raise BytecodeError(f"{where}: malformed check table (not an object)")
+    return table
 
 
 _OPCODES = {int(op): op for op in Opcode}
@@ -379,10 +396,10 @@ def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
 
 
 def _parse_type(text: str, where: str) -> Any:
-    from vm.self_reads import parse_type
+    from vm.type_text import parse_type_text
 
     try:
-        return parse_type(text)
+        return parse_type_text(text)
     except BytecodeError:
         raise BytecodeError(f"{where}: malformed type {text!r}") from None
 
@@ -527,3 +544,6 @@ def _successors(program: Program, f: Function, pc: int, ins: Instruction, depth:
     if ins.op is Opcode.LOOP:
         return [(pc + 1, after), (ins.x, depth + loop_exit_effect(ins))]
     return [(pc + 1, after)]
+
+
+__all__ = ["FORMAT_VERSION", "MAGIC_MEMBER", "OlderFormatError", "is_irbc", "load", "save", "verify"]

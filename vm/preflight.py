@@ -22,14 +22,17 @@ returns None), so dtype-generic graphs (``x * 2``) take any dtype, as in PyTorch
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 
 from vm import types as T
+from vm.check_graph import is_tensor_literal
 from vm.errors import RunError
-from compiler.ir import Block, Graph, Node, TensorLiteral, Value
+
+if TYPE_CHECKING:  # the compiler's IR, or the check graph a loaded program carries (vm.check_graph)
+    from compiler.ir import Block, Graph, Node, Value
 
 # strict op -> positions of the tensor arguments that must share one dtype
 STRICT: dict[str, tuple[int, ...]] = {
@@ -198,7 +201,7 @@ def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tu
     if first is None or first.dtype is None:
         return
     if first.items is not None:  # a list or tuple of tensors: only joined back into one
-        if op in ("cat", "stack", "concat", "hstack", "vstack") and len(first.items) == len(
+        if op in _JOINS and len(first.items) == len(
                 [k for k in first.items if k is not None]):
             known[node.outputs[0]] = attrs.evolve(first, dimensioned=True, items=None)
         return
@@ -313,12 +316,13 @@ def _error(node: Node, detail: str, culprit: Known) -> RunError:
 
 
 def make_guard(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
-               skip_self: bool) -> DtypeGuard | None:
+               skip_self: bool, reaches: bool | None = None) -> DtypeGuard | None:
     """A DtypeGuard for ``graph`` with its weights bound (``self_object`` is ``%self``'s
     ModuleObject or None; ``weights`` the flat mapping for frozen constants), or None when
-    no strict op is reachable from an input."""
+    no strict op is reachable from an input (``reaches``: that answer when the caller has
+    it, as a check table does, whose graph leaves out nodes the walk needs)."""
     inputs = list(graph.inputs[1:] if skip_self else graph.inputs)
-    if not _reaches_strict(inputs):
+    if not (reaches_strict(inputs) if reaches is None else reaches):
         return None
     resolve = resolver(graph, self_object, weights, skip_self)
     return DtypeGuard(graph, resolve, lambda node: resolve(node.outputs[0]), inputs)
@@ -361,8 +365,8 @@ def resolver(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
 
 
 def _constant(node: Node, flat: Mapping[str, Any]) -> tuple[Any, str]:
-    literal = node.attrs.get("value")
-    if not isinstance(literal, TensorLiteral) or not node.outputs:
+    literal: Any = node.attrs.get("value")
+    if not is_tensor_literal(literal) or not node.outputs:
         return None, ""
     from vm.weights import constant_keys
 
@@ -378,14 +382,29 @@ def _constant(node: Node, flat: Mapping[str, Any]) -> tuple[Any, str]:
     return None, label
 
 
-def _reaches_strict(inputs: Sequence[Value]) -> bool:
+def checked_kind(kind: str) -> bool:
+    """True for the operators whose nodes a check reads (the dtype walk, the declared
+    shapes, binding ``%self``): what a check table keeps (``vm.check_graph``)."""
+    if kind in _CHECKED_PRIMS or kind in STRICT or kind in RNNS or kind == "aten::embedding":
+        return True
+    return kind.startswith("aten::") and kind[len("aten::"):] in _CARRIERS
+
+
+_CHECKED_PRIMS = {"prim::GetAttr", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
+                  "prim::TupleUnpack", "aten::append"}
+_JOINS = {"cat", "stack", "concat", "hstack", "vstack"}
+_CARRIERS = _KEEP_EXACT | _KEEP_DTYPE | _SPLITS | _PROMOTE | _JOINS
+
+
+def reaches_strict(inputs: Sequence[Value]) -> bool:
+    """True when a value computed from ``inputs`` (through any node) meets a strict op."""
     seen: set[int] = set()
     pending = list(inputs)
     while pending:
         value = pending.pop()
         for use in value.uses:
-            user = use.user
-            if isinstance(user, Block):  # returned from a block: on to its node's outputs
+            user: Any = use.user  # a node, or a block returning the value
+            if not hasattr(user, "kind"):  # returned from a block: on to its node's outputs
                 user = user.owner
             if user is None or id(user) in seen:
                 continue
@@ -397,4 +416,4 @@ def _reaches_strict(inputs: Sequence[Value]) -> bool:
     return False
 
 
-__all__ = ["STRICT", "DtypeGuard", "Known", "check_weights", "make_guard", "resolver"]
+__all__ = ["STRICT", "DtypeGuard", "Known", "check_weights", "checked_kind", "make_guard", "reaches_strict", "resolver"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from vm.errors import IRError
 from vm.bytecode import Opcode
+from vm.errors import IRError
 
 if TYPE_CHECKING:
     from vm.interpreter import Interpreter
@@ -35,7 +35,7 @@ def run(
 ) -> Any:
     """Run the entry function on ``stack`` (its inputs); fill ``values`` (unless None) with
     every value stored."""
-    from vm.interpreter import _results, depth_error, failure_error
+    from vm.outcome import depth_error, failure_error, stack_results
 
     program = interp.program
     frames = [_new_frame(interp, program.entry)]
@@ -60,7 +60,7 @@ def run(
             elif ins.op is Opcode.RET:
                 frames.pop()
                 if not frames:
-                    return _results(function.n_outputs, stack)
+                    return stack_results(function.n_outputs, stack)
             else:
                 _step(interp, frame, ins, stack, values)
         except IRError as err:

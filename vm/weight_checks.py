@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vm import types as T
 from vm.errors import RunError
-from compiler.ir import Graph, Node, Value
+
+if TYPE_CHECKING:  # the compiler's IR, or the check graph a loaded program carries (vm.check_graph)
+    from compiler.ir import Graph, Node, Value
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
@@ -56,8 +58,8 @@ def _submodules(self_value: Value, root: Any) -> list[tuple[Any, str]]:
     while pending:
         value, obj = pending.pop()
         for use in value.uses:
-            node = use.user
-            if not isinstance(node, Node) or node.kind != "prim::GetAttr" or use.index != 0:
+            node: Any = use.user
+            if getattr(node, "kind", None) != "prim::GetAttr" or use.index != 0:  # a node, not a block
                 continue
             out = node.outputs[0]
             child = getattr(obj, "attributes", {}).get(str(node.attrs.get("name")))
@@ -123,7 +125,7 @@ def _rnn_problem(gates: int, t: dict[str, np.ndarray]) -> str | None:
 
 # -- against the shapes the graph declares ----------------------------------------------
 
-Resolve = Callable[[Value], tuple[Any, str]]  # a value -> (its bound array or None, its label)
+Resolve = Callable[["Value"], tuple[Any, str]]  # a value -> (its bound array or None, its label)
 
 
 def check_declared_shapes(graph: Graph, resolve: Resolve, nodes: Sequence[Node] | None = None) -> None:

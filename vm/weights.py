@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # the IR data model is the compiler's: only the static runtim
 class ModuleObject:
     """One level of a module tree: named attributes, some of them sub-modules."""
 
-    __slots__ = ("path", "attributes")
+    __slots__ = ("attributes", "path")
 
     def __init__(self, path: str = "", attributes: dict[str, Any] | None = None):
         self.path = path
@@ -81,7 +81,7 @@ class ModuleObject:
         self.attributes[name] = value
 
     @classmethod
-    def from_state_dict(cls, weights: Mapping[str, Any]) -> "ModuleObject":
+    def from_state_dict(cls, weights: Mapping[str, Any]) -> ModuleObject:
         """The tree of ``weights``: dotted keys split into levels; an entry described in
         the mapping's ``__spec__`` (a container, a string, None...) is rebuilt whole first
         and becomes one leaf, whatever its keys look like (``return_layers.layer4``)."""
@@ -233,7 +233,7 @@ _PLAIN_HINT = (
 
 def _bind_reads(value: Value, obj: ModuleObject, missing: _Missing) -> None:
     for use in list(value.uses):
-        node = use.user
+        node: Any = use.user  # a node, or a block returning the value
         if getattr(node, "kind", None) != "prim::GetAttr" or use.index != 0:  # a Node, not a Block
             continue
         name = str(node.attrs["name"])
@@ -395,15 +395,13 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
     bound only when present.  A bound array whose shape contradicts the declared type is
     an error too.
     """
-    from compiler.ir import (
-        TensorLiteral,  # the static runtime's IR: the compiler's data model
-    )
+    from vm.check_graph import is_tensor_literal
 
     bound: dict[str, np.ndarray] = {}
     missing = _Missing()
     for node in graph.walk() if nodes is None else nodes:
-        literal = node.attrs.get("value") if node.kind == "prim::Constant" else None
-        if not isinstance(literal, TensorLiteral) or not node.outputs:
+        literal: Any = node.attrs.get("value") if node.kind == "prim::Constant" else None
+        if not is_tensor_literal(literal) or not node.outputs:
             continue
         out = node.outputs[0]
         keys = constant_keys(out.name)

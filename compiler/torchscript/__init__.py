@@ -116,7 +116,7 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
 
     import numpy as np
 
-    from compiler.cli import check_writable
+    from vm.files import check_writable
 
     if not is_torchscript_archive(source):
         return None

@@ -37,3 +37,27 @@ class SmallCNN(nn.Module):
 
     def forward(self, x):
         return self.fc(torch.flatten(torch.relu(self.bn(self.conv(x))), 1))
+
+
+BACKENDS = ["interp", "irbc", "static"]
+
+
+def runtime_for(backend: str, program: Any, weights: Any) -> Any:
+    """The runtime of ``backend`` for ``program`` and ``weights``: the interpreter, the
+    static runtime, or (``irbc``) the interpreter on the program saved to an ``.irbc`` and
+    read back, whose checks before a run read the file's check table, not the IR."""
+    import tempfile
+    from pathlib import Path
+
+    import vm
+    from vm.interpreter import Interpreter
+    from vm.static import StaticRuntime
+
+    if backend == "static":
+        return StaticRuntime(program, weights)
+    if backend == "irbc":
+        with tempfile.TemporaryDirectory() as tmp:
+            vm.save(program, Path(tmp) / "p.irbc")
+            program = vm.load(Path(tmp) / "p.irbc")
+        assert program.module_if_loaded is None
+    return Interpreter(program, weights)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import compiler
 import vm
 from compiler.diagnostics import BytecodeError
-from vm.irbc import FORMAT_VERSION, MAGIC_MEMBER, _digest, is_irbc, load, save
+from vm.irbc import FORMAT_VERSION, MAGIC_MEMBER, OlderFormatError, _digest, is_irbc, load, save
 from tests.support.paths import ROOT
 
 EXAMPLES = ROOT / "examples"
@@ -143,8 +143,7 @@ def test_newer_format_says_so_in_one_line(ratio_iou_file: Path, tmp_path: Path) 
     assert "newer irvm" in str(info.value) and "\n" not in str(info.value)
 
 
-def test_older_format_is_recompiled_from_its_ir(ratio_iou_file: Path, tmp_path: Path) -> None:
-    """A file of an older format is not refused: its IR text is compiled again."""
+def _older_file(ratio_iou_file: Path, tmp_path: Path) -> Path:
     old = tmp_path / "old.irbc"
 
     def garble(body):  # an old format's tables mean nothing to this irvm; only the IR counts
@@ -152,9 +151,30 @@ def test_older_format_is_recompiled_from_its_ir(ratio_iou_file: Path, tmp_path: 
         return body
 
     _rewrite(ratio_iou_file, old, garble, header_edit=lambda h: h.update(format=FORMAT_VERSION - 1))
-    out = vm.Interpreter(load(old))(*_inputs("ratio_iou"))
+    return old
+
+
+def test_older_format_is_refused_naming_the_remedy(ratio_iou_file: Path, tmp_path: Path) -> None:
+    """vm.load compiles nothing: a file of an older format is refused in one line that names
+    the file and says to compile its IR again, and the error carries that IR text."""
+    old = _older_file(ratio_iou_file, tmp_path)
+    with pytest.raises(OlderFormatError) as info:
+        load(old)
+    message = str(info.value)
+    assert str(old) in message and "older irvm" in message and "irc compile" in message and "\n" not in message
+    assert info.value.text == (EXAMPLES / "ratio_iou.ir").read_text()
+
+
+def test_older_format_runs_from_the_command_line(ratio_iou_file: Path, tmp_path: Path) -> None:
+    """`irvm run old.irbc` compiles the older file's IR again (saying so) and runs it."""
+    from vm.cli import main as irvm_main
+
+    old = _older_file(ratio_iou_file, tmp_path)
+    out = tmp_path / "out.npz"
+    assert irvm_main(["run", str(old), "--inputs", str(EXAMPLES / "ratio_iou.inputs.npz"), "--output", str(out)]) == 0
     expected = vm.Interpreter(compiler.compile_file(EXAMPLES / "ratio_iou.ir"))(*_inputs("ratio_iou"))
-    np.testing.assert_array_equal(out, expected)
+    with np.load(out) as data:
+        np.testing.assert_array_equal(data["out0"], expected)
 
 
 def _edit_code(index: int, new):
@@ -334,3 +354,44 @@ def test_an_unknown_node_operator_is_refused(ratio_iou_file: Path, tmp_path: Pat
     _rewrite(ratio_iou_file, bad, edit)
     with pytest.raises(BytecodeError, match="node operators: operator 'aten::no_such_op' is not known"):
         load(bad)
+def _rewrite_member(path: Path, out: Path, member: str, edit) -> None:
+    """Copy an .irbc with the JSON member ``member`` edited by ``edit``, hash recomputed."""
+    with zipfile.ZipFile(path) as zf:
+        header = json.loads(zf.read(MAGIC_MEMBER))
+        members = [(n, zf.read(n)) for n in zf.namelist()[1:]]
+    members = [(n, json.dumps(edit(json.loads(d))).encode() if n == member else d) for n, d in members]
+    header["sha256"] = _digest(members)
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(MAGIC_MEMBER), json.dumps(header), compress_type=zipfile.ZIP_STORED)
+        for n, d in members:
+            zf.writestr(n, d)
+
+
+def test_the_check_table_is_stored_and_read_without_the_ir(ratio_iou_file: Path) -> None:
+    """A loaded program carries its check table (the nodes the checks before a run read):
+    the same table the compiler made, so a run checks what it would have checked."""
+    from compiler.program_tables import check_table
+
+    program = compiler.compile_file(EXAMPLES / "ratio_iou.ir")
+    loaded = load(ratio_iou_file)
+    assert loaded.check_table() == json.loads(json.dumps(check_table(program.module)))
+    assert loaded.module_if_loaded is None
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: {**t, "version": 99},
+        lambda t: {**t, "main": [[], [["aten::linear", [10**6], [], {}, [], None]], []]},
+        lambda t: {**t, "types": ["Float(2"] * len(t["types"])},
+        lambda t: {k: v for k, v in t.items() if k != "values"},
+        lambda t: [t],
+    ],
+)
+def test_a_damaged_check_table_is_a_bytecode_error(ratio_iou_file: Path, tmp_path: Path, edit) -> None:
+    """An edited check table (hash recomputed) is refused with a BytecodeError naming the
+    check table, before anything runs, never a traceback."""
+    bad = tmp_path / "bad.irbc"
+    _rewrite_member(ratio_iou_file, bad, "checks.json", edit)
+    with pytest.raises(BytecodeError, match="check table"):
+        vm.Interpreter(load(bad))

@@ -24,8 +24,7 @@ import export_torch
 import compiler
 from compiler.diagnostics import RunError
 from tests.support.torch_models import SmallCNN
-from vm.interpreter import Interpreter
-from vm.static import StaticRuntime
+from tests.support.torch_models import BACKENDS, runtime_for
 
 
 class Recurrent(nn.Module):
@@ -53,12 +52,11 @@ def _refused_by_torch(model: Any, weights: dict[str, np.ndarray]) -> None:
 
 def _refused_by_irvm(exp: Any, weights: dict[str, np.ndarray], backend: str, match: str) -> None:
     program = compiler.compile_source(exp.ir, "m.ir")
-    runtime = Interpreter if backend == "interp" else StaticRuntime
     with pytest.raises(RunError, match=match):
-        runtime(program, weights)
+        runtime_for(backend, program, weights)
 
 
-@pytest.mark.parametrize("backend", ["interp", "static"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", ["fc.bias", "conv.bias", "bn.running_var"])
 def test_parameters_that_contradict_their_module_are_refused(backend: str, case: str) -> None:
     """A Linear/Conv bias of another size than the weight's rows, BatchNorm statistics of
@@ -71,7 +69,7 @@ def test_parameters_that_contradict_their_module_are_refused(backend: str, case:
     _refused_by_irvm(exp, weights, backend, case.split(".")[1])
 
 
-@pytest.mark.parametrize("backend", ["interp", "static"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_an_lstm_of_another_hidden_size_is_refused(backend: str) -> None:
     exp = _export(Recurrent(4), (5, 2, 3))
     weights = dict(exp.weights)
@@ -80,7 +78,7 @@ def test_an_lstm_of_another_hidden_size_is_refused(backend: str) -> None:
     _refused_by_irvm(exp, weights, backend, "bias_ih_l0")
 
 
-@pytest.mark.parametrize("backend", ["interp", "static"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_traced_graph_refuses_the_weights_of_another_num_classes(backend: str) -> None:
     """Issue 17: SmallCNN(num_classes=5) weights bound to the 10-class graph answered (2, 5).
     The traced graph declares Float(2, 10) on the Linear's output."""
@@ -91,7 +89,7 @@ def test_a_traced_graph_refuses_the_weights_of_another_num_classes(backend: str)
     _refused_by_irvm(exp, weights, backend, "fc.weight")
 
 
-@pytest.mark.parametrize("backend", ["interp", "static"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_frozen_graph_refuses_constants_of_another_shape_or_dtype(backend: str) -> None:
     """Issue 17: a frozen graph's declared Float(10) constant was not checked against the
     array bound to it (the interpreter bound any array)."""
@@ -106,12 +104,12 @@ def test_a_frozen_graph_refuses_constants_of_another_shape_or_dtype(backend: str
     _refused_by_irvm(exp, doubled, backend, "float64")
 
 
-@pytest.mark.parametrize("backend", ["interp", "static"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_the_models_own_weights_pass(backend: str) -> None:
     for mode in ({}, {"trace": True}, {"freeze": True}):
         exp = _export(SmallCNN(10), (2, 1, 8, 8), **mode)
         program = compiler.compile_source(exp.ir, "m.ir")
-        runtime = (Interpreter if backend == "interp" else StaticRuntime)(program, exp.weights)
+        runtime = runtime_for(backend, program, exp.weights)
         got = runtime(*exp.inputs.values())
         np.testing.assert_allclose(got, exp.outputs[0], rtol=1e-4, atol=1e-5)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from tests.support.paths import ROOT
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,9 +23,8 @@ import export_torch
 
 import compiler
 from compiler.diagnostics import RunError
-from tests.support.torch_models import SmallCNN
+from tests.support.torch_models import BACKENDS, SmallCNN, runtime_for
 from vm.interpreter import Interpreter
-from vm.static import StaticRuntime
 
 
 class BiasThenLinear(nn.Module):
@@ -97,12 +95,12 @@ def _case(name: str, dtypes: tuple[Any, ...], freeze: bool = False) -> tuple[Any
 
 def _run(exp: Any, backend: str) -> Any:
     program = compiler.compile_source(exp.ir, f"{exp.name}.ir")
-    runtime = (Interpreter if backend == "interp" else StaticRuntime)(program, exp.weights)
+    runtime = runtime_for(backend, program, exp.weights)
     names = [n for n in exp.inputs]
     return runtime(*[exp.inputs[n] for n in names])
 
 
-@pytest.mark.parametrize("backend", ["interp", "static"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_irvm_refuses_exactly_the_dtypes_torch_refuses(name: str, dtype: Any, backend: str) -> None:
@@ -123,7 +121,7 @@ def test_irvm_refuses_exactly_the_dtypes_torch_refuses(name: str, dtype: Any, ba
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("backend", ["interp", "static"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_float_indices_into_an_embedding_are_refused_as_torch_does(backend: str) -> None:
     torch.manual_seed(0)
     exp = export_torch.export(Embed().eval(), "embed", (torch.tensor([0, 3]),))

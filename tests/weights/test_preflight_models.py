@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from tests.support.paths import ROOT
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,9 +21,8 @@ import dump_nn_models
 
 import compiler
 from compiler.diagnostics import RunError
+from tests.support.torch_models import BACKENDS, runtime_for
 from vm import io
-from vm.interpreter import Interpreter
-from vm.static import StaticRuntime
 
 MODELS = ROOT / "tests" / "data" / "nn_models"
 DUMPS = sorted(p.stem for p in MODELS.glob("*.ir"))
@@ -50,7 +48,7 @@ def _torch_refuses(name: str, dtype: Any) -> bool:
 _verdicts: dict[tuple[str, str], bool] = {}
 
 
-@pytest.mark.parametrize("backend", ["interp", "static"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", ["float64", "int64"])
 @pytest.mark.parametrize("dump", DUMPS)
 def test_other_input_dtypes_are_refused_exactly_when_torch_refuses(dump: str, dtype: str, backend: str) -> None:
@@ -63,7 +61,7 @@ def test_other_input_dtypes_are_refused_exactly_when_torch_refuses(dump: str, dt
         _verdicts[name, dtype] = _torch_refuses(name, getattr(torch, dtype))
     cast: list[Any] = [a.astype(dtype) if isinstance(a, np.ndarray) and a.dtype == np.float32 else a for a in args]
     weights = io.read_npz(MODELS / f"{dump}.weights.npz")
-    runtime = (Interpreter if backend == "interp" else StaticRuntime)(program, weights)
+    runtime = runtime_for(backend, program, weights)
     if _verdicts[name, dtype]:
         with pytest.raises(RunError, match=dtype):
             runtime(*cast)

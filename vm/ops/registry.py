@@ -21,6 +21,11 @@ Op facts that passes read (DCE, CSE, fusion, the memory planner) come from the s
 and the registration: a ``(a!)`` annotation marks a mutated argument, ``(a)`` a result
 that may alias an argument; ``pure=False`` marks side effects (print, raise, random).
 ``vm.ops.facts`` puts them in one table with the facts of node kinds no schema states.
+
+The table is full whenever this module can be used: it lives inside ``vm.ops``, and
+Python runs a package's ``__init__`` (which imports every family, ``vm.ops.FAMILIES``)
+before any module of it, so the registry never imports the kernels itself (that import
+would be a cycle: each family imports the registry to register).
 """
 
 from __future__ import annotations
@@ -142,30 +147,16 @@ def kernel(schema: str, *, pure: bool = True, elementwise: bool = False) -> Call
 
 def lookup(qualified: str) -> OpInfo:
     """The operator registered under ``aten::add.Tensor``; KeyError if none."""
-    _ensure_loaded()
     return _REGISTRY[qualified]
 
 
 def overloads(name: str) -> list[OpInfo]:
     """Every overload registered for ``aten::add``, in registration order."""
-    _ensure_loaded()
     return [_REGISTRY[q] for q in _BY_NAME.get(name, [])]
 
 
 def all_ops() -> list[OpInfo]:
-    _ensure_loaded()
     return list(_REGISTRY.values())
-
-
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    """Import the kernel modules once, so that their ``@kernel`` registrations run."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import vm.ops  # noqa: F401  (its __init__ imports every family)
 
 
 # ---------------------------------------------------------------------------------------
@@ -317,13 +308,11 @@ def prim_factory(kind: str) -> Callable[[Factory], Factory]:
 
 
 def has_factory(kind: str) -> bool:
-    _ensure_loaded()
     return kind in _FACTORIES
 
 
 def bind(ref: OpRef) -> Callable[..., Any]:
     """The callable for ``ref``: ``f(*inputs)`` returns the value (or a tuple of values)."""
-    _ensure_loaded()
     if ref.name in _FACTORIES:
         return _FACTORIES[ref.name](dict(ref.attrs), ref.n_inputs, ref.n_outputs)
     fn = _REGISTRY[ref.name].kernel
@@ -335,7 +324,6 @@ def bind(ref: OpRef) -> Callable[..., Any]:
 
 def bind_out(ref: OpRef) -> Callable[..., Any] | None:
     """The out variant for ``ref``, ``f(out, *inputs)``, or None when it has none."""
-    _ensure_loaded()
     info = _REGISTRY.get(ref.name)
     if info is None or info.out is None:
         return None

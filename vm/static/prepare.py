@@ -32,7 +32,9 @@ def as_module(source: Any, fusion: bool) -> Module:
 
         module, _ = optimize(compiler.parse(source), fusion=fusion)
         return module
-    module = getattr(source, "module", None)
+    from vm.static.ir_text import optimized_module
+
+    module = optimized_module(source) if hasattr(source, "optimized_ir") else getattr(source, "module", None)
     if isinstance(module, Module):
         return module
     raise TypeError(f"cannot build a StaticModule from {type(source).__name__}")

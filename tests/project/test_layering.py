@@ -1,0 +1,112 @@
+"""The layering of the packages, read from the imports themselves (``tools/import_cycles.py``:
+every ``import`` in ``compiler/`` and ``vm/``, inside functions too, drawn with ``ast``).
+
+- no import cycle between modules (issue #18's bar);
+- ``vm/`` stands below ``compiler/``: outside ``vm/static/`` and the command line
+  (``vm/cli.py``) no ``vm`` module imports anything from ``compiler`` (issue #15);
+- ``vm/static/``, which runs the IR itself, reads the compiler's IR data model and
+  analyses (the model, its parser and printer, the tables a program carries, overload
+  resolution, fusion specs), never a pass or the pipeline.
+
+Each rule has a test that holds now, naming the exceptions left (so a new cycle or a new
+import fails at once), and a strict ``xfail`` test of the rule without exceptions, which
+starts to pass, and so fails, on the day the last exception goes: then delete the list.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tests.support.paths import ROOT, TOOLS
+
+sys.path.insert(0, str(TOOLS))
+import import_cycles
+
+GRAPH = import_cycles.import_graph(ROOT)
+
+# compiler.ir prints a Module through compiler.printer (``str(module)``), which reads ir.
+KNOWN_CYCLES = [["compiler.ir", "compiler.literals", "compiler.printer"]]
+
+VM_ENTRIES_TO_COMPILER = {"vm.cli"}  # the command line compiles .ir text on the fly
+
+STATIC_MAY_READ = {
+    "compiler.ir", "compiler.types", "compiler.diagnostics", "compiler.parser", "compiler.printer",
+    "compiler.literals", "compiler.program_tables", "compiler.resolve", "compiler.fusion_spec",
+}
+STATIC_MAY_READ_PACKAGES = ("compiler.analysis.",)
+
+# the static runtime still folds BatchNorm with the pass's helpers and optimizes IR text
+# given to it (the `static` branch removes both)
+KNOWN_STATIC_IMPORTS = {
+    ("vm.static.prepare", "compiler"),
+    ("vm.static.prepare", "compiler.pipeline"),
+    ("vm.static.prepare", "compiler.passes.fold_batch_norm"),
+}
+
+
+def _is_compiler(module: str) -> bool:
+    return module == "compiler" or module.startswith("compiler.")
+
+
+def _vm_imports_of_compiler() -> set[tuple[str, str]]:
+    return {
+        (name, target)
+        for name, targets in GRAPH.items()
+        if name == "vm" or name.startswith("vm.")
+        for target in targets
+        if _is_compiler(target)
+    }
+
+
+def _static_beyond_the_data_model() -> set[tuple[str, str]]:
+    return {
+        (name, target)
+        for name, target in _vm_imports_of_compiler()
+        if name.startswith("vm.static.")
+        and target not in STATIC_MAY_READ
+        and not target.startswith(STATIC_MAY_READ_PACKAGES)
+    }
+
+
+def test_the_graph_is_read() -> None:
+    """The import graph has the modules and edges it must have (the tool reads the tree)."""
+    assert {"compiler.emit", "vm.interpreter", "vm.static.prepare", "vm.ops.nn.conv"} <= GRAPH.keys()
+    assert "vm.bytecode" in GRAPH["compiler.emit"] and "compiler.ir" in GRAPH["vm.static.prepare"]
+    assert "vm.ops.nn.conv" in GRAPH["vm.ops"]  # a package that imports its families
+
+
+def test_no_cycle_but_the_known_one() -> None:
+    """No two modules import each other, directly or not, but the cycle listed above."""
+    assert [c for c in import_cycles.cycles(GRAPH) if c not in KNOWN_CYCLES] == []
+
+
+@pytest.mark.xfail(strict=True, reason="compiler.ir <-> compiler.printer (str of a Module)")
+def test_no_import_cycle_at_all() -> None:
+    assert import_cycles.cycles(GRAPH) == []
+
+
+def test_the_vm_imports_the_compiler_only_in_the_static_runtime_and_the_command_line() -> None:
+    """Outside vm/static/ and vm/cli.py, no vm module imports a compiler module (a
+    function-level import counts)."""
+    outside = {(n, t) for n, t in _vm_imports_of_compiler() if not n.startswith("vm.static.")}
+    assert {(n, t) for n, t in outside if n not in VM_ENTRIES_TO_COMPILER} == set()
+
+
+def test_the_static_runtime_reads_the_data_model_but_the_known_imports() -> None:
+    """vm/static/ imports from compiler only the IR data model and analyses (and the
+    imports listed above, on their way out)."""
+    assert _static_beyond_the_data_model() - KNOWN_STATIC_IMPORTS == set()
+
+
+@pytest.mark.xfail(strict=True, reason="vm.static.prepare folds BatchNorm with the pass and optimizes IR text")
+def test_the_static_runtime_reads_only_the_data_model() -> None:
+    assert _static_beyond_the_data_model() == set()
+
+
+def test_the_compiler_never_imports_the_vm_package_or_its_command_line() -> None:
+    """A compiler module names the vm modules it uses: the ``vm`` package would bring the
+    static runtime (which imports the compiler) and vm.cli the compiler's command line."""
+    wrong = {(n, t) for n, targets in GRAPH.items() if _is_compiler(n) for t in targets if t in ("vm", "vm.cli")}
+    assert wrong == set()
