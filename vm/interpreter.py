@@ -40,6 +40,7 @@ from vm.decode import (  # the decoded opcodes (vm.decode.DecodedOp) as plain in
 )  # fmt: skip
 from vm.bytecode import Opcode, Program
 from vm.fusion.kernels import enable_fuser
+from vm.gc_pause import gc_paused
 from vm.inputs import InputChecker
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
@@ -67,6 +68,7 @@ class Interpreter:
     (None: from the OS), so the same seed gives the same draws call after call.
     """
 
+    @gc_paused()  # decoding builds ~10^5 small lists and tuples: see vm.gc_pause
     def __init__(
         self,
         program: Program,

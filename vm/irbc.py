@@ -53,6 +53,7 @@ from vm.bytecode import (
     stack_effect,
 )
 from vm.errors import BytecodeError, IRError, Span
+from vm.gc_pause import gc_paused
 from vm.ops import registry
 from vm.ops.registry import OpRef
 
@@ -221,7 +222,8 @@ def load(path: Path | str) -> Program:
     except OSError as err:
         raise BytecodeError(f"{where}: cannot read: {err.strerror or err}") from None
     try:
-        return _load_bytes(data, where)
+        with gc_paused():  # a big program is ~10^5 small objects: see vm.gc_pause
+            return _load_bytes(data, where)
     except IRError as err:
         if isinstance(err, BytecodeError):
             raise
