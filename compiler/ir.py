@@ -15,7 +15,7 @@ Attribute payloads (``Node.attrs`` values) are plain Python data: ``int``, ``flo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, Union
 
 from attrs import define, field, frozen
@@ -347,21 +347,38 @@ def _walk_blocks(blocks: Iterator[Block]) -> Iterator[Node]:
     """Nodes of ``blocks`` and of their nested blocks in program order, without recursion
     (graphs nest blocks hundreds deep).  Each block's node list is copied when the walk
     enters it, so the walk tolerates edits of the nodes already visited."""
-    stack: list[Iterator[Block] | Iterator[Node]] = [blocks]
-    kinds: list[bool] = [True]  # True: an iterator of blocks, False: of nodes
-    while stack:
-        item = next(stack[-1], None)  # type: ignore[call-overload]
-        if item is None:
-            stack.pop()
-            kinds.pop()
-        elif kinds[-1]:
-            stack.append(iter(list(item.nodes)))
-            kinds.append(False)
+    # a frame: [the blocks still to walk, the nodes still to walk of the current block]
+    frames: list[list] = [[blocks, None]]
+    while frames:
+        frame = frames[-1]
+        nodes = frame[1]
+        if nodes is None:
+            block = next(frame[0], None)
+            if block is None:
+                frames.pop()
+            else:
+                frame[1] = iter(list(block.nodes))
+            continue
+        for node in nodes:  # the plain loop runs a flat block at full speed
+            yield node
+            if node.blocks:
+                frames.append([iter(node.blocks), None])
+                break
         else:
-            yield item
-            if item.blocks:
-                stack.append(iter(item.blocks))
-                kinds.append(True)
+            frame[1] = None
+
+
+def count_nodes(blocks: Iterable[Block]) -> int:
+    """How many nodes ``blocks`` hold, nested blocks included (a walk without yielding each)."""
+    total = 0
+    todo = list(blocks)
+    while todo:
+        nodes = todo.pop().nodes
+        total += len(nodes)
+        for node in nodes:
+            if node.blocks:
+                todo.extend(node.blocks)
+    return total
 
 
 def clone_node(node: Node, mapping: dict[int, Value], value_of: "callable | None" = None) -> Node:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TypeVar
 
-from compiler.ir import Block, Graph, Module, Node
+from compiler.ir import Block, Graph, Module, Node, count_nodes
 
 Target = TypeVar("Target", Graph, Module)
 
@@ -83,7 +83,7 @@ def apply_to_clone(target: Target, transform: Callable[[Graph], None]) -> Target
 
 def node_count(target: Graph | Module) -> int:
     """Nodes of every graph of ``target``, nested blocks included (fusion subgraphs not)."""
-    return sum(1 for g in graphs_of(target) for _ in g.walk())
+    return count_nodes(g.block for g in graphs_of(target))
 
 
 def ancestor_in(node: Node | None, block: Block) -> Node | None:
