@@ -60,7 +60,7 @@ def grammar() -> Lark:
             text,
             parser="lalr",
             lexer="contextual",
-            propagate_positions=True,
+            propagate_positions=False,
             maybe_placeholders=True,
             transformer=Builder(),
         )
