@@ -185,6 +185,7 @@ class AliasClasses:
         self.points: dict[Value, frozenset[int]] = {}
         self.contents: dict[int, frozenset[int]] = {}
         self._fresh: dict[Value, int] = {}
+        self._locations: dict[Value, frozenset[int]] = {}
         self._seen: set[Node] | None = set()  # nodes transferred once (None: all of them)
         self._queue: list[Node] = []
         self._queued: set[Node] = set()
@@ -225,19 +226,30 @@ class AliasClasses:
             self._queue.append(node)
 
     def locations(self, v: Value) -> frozenset[int]:
-        """The memory ``v`` may refer to, with everything stored inside it."""
-        locs = set(self.points.get(v, frozenset()))
-        todo = list(locs)
-        while todo:
-            for inner in self.contents.get(todo.pop(), ()):
-                if inner not in locs:
-                    locs.add(inner)
-                    todo.append(inner)
-        return frozenset(locs)
+        """The memory ``v`` may refer to, with everything stored inside it (asked after
+        the fixpoint only, so each answer is worked out once)."""
+        points = self.points.get(v)
+        if not points:
+            return frozenset()
+        known = self._locations.get(v)
+        if known is not None:
+            return known
+        contents = self.contents
+        if contents and not contents.keys().isdisjoint(points):
+            locs = set(points)
+            todo = list(locs)
+            while todo:
+                for inner in contents.get(todo.pop(), ()):
+                    if inner not in locs:
+                        locs.add(inner)
+                        todo.append(inner)
+            points = frozenset(locs)
+        self._locations[v] = points
+        return points
 
     def is_written(self, v: Value) -> bool:
         """May some node of the graph write to memory ``v`` refers to?"""
-        return bool(self.locations(v) & self.written)
+        return bool(self.written) and not self.written.isdisjoint(self.locations(v))
 
     def _new(self, v: Value) -> frozenset[int]:
         if not is_mutable_type(v.type):
