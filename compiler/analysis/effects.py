@@ -209,8 +209,10 @@ class AliasClasses:
             node = queue.pop()
             queued.discard(node)
             self._transfer(node, steps[node])
+        # the nodes that write, with the inputs they write (``mutated_inputs``), in order
+        self.writes: list[tuple[Node, list[Value]]] = [(n, s[3]) for n, s in steps.items() if s[3]]
         self.written: frozenset[int] = frozenset().union(
-            *(self.locations(v) for _, _, _, written, _ in steps.values() for v in written)
+            *(self.locations(v) for _, written in self.writes for v in written)
         )
 
     def _grew(self, v: Value) -> None:
