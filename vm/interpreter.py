@@ -435,7 +435,10 @@ def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     for graph in module.functions.values():
         bind_constants(graph, flat or {})
     check_weights(main, self_object, flat, program.takes_self, nodes)
-    return make_guard(module.main, self_object, flat, program.takes_self)
+    # the guard's first check walks the whole graph: with the collector paused, as
+    # construction is (a big program's first call was ~6x its steady call from GC alone)
+    guard = make_guard(module.main, self_object, flat, program.takes_self)
+    return None if guard is None else gc_paused()(guard)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:
