@@ -44,10 +44,12 @@ from compiler.program_tables import check_table, node_refs_of, node_spans_of, se
 from compiler.resolve import constant_value, resolve_all
 from compiler.types import TensorType
 from vm.bytecode import Function, Instruction, Opcode, Program
+from vm.gc_pause import gc_paused
 from vm.ops import registry
 from vm.ops.registry import OpRef
 
 
+@gc_paused()
 def emit(module: Module, source: str | None = None, *, fused_kernels: bool = True) -> Program:
     """The program for an optimized ``module`` (left untouched); ``source`` is the IR text
     recorded in the program (default: ``module`` printed).  With ``fused_kernels`` a fusion

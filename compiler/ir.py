@@ -15,7 +15,7 @@ Attribute payloads (``Node.attrs`` values) are plain Python data: ``int``, ``flo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, Union
 
 from attrs import define, field, frozen
@@ -135,7 +135,7 @@ class Node:
             block.destroy_contents()
         self.drop_all_inputs()
         if self.owner is not None:
-            self.owner.nodes.remove(self)
+            del self.owner.nodes[self.owner.index_of(self)]
             self.owner = None
 
 
@@ -147,6 +147,9 @@ class Block:
     owner: Node | None = None  # None for a graph's top-level block
     span: Span | None = None  # the `blockN(...):` header
     return_span: Span | None = None  # the `-> (...)` line (`return (...)` for a graph)
+    # where ``index_of`` last found a node: passes edit a block front to back, so the next
+    # node asked for is usually just after it (a search from there, not from the start)
+    _hint: int = field(default=0, init=False, eq=False)
 
     def __repr__(self) -> str:
         return f"<Block of {self.owner.kind if self.owner else 'graph'}: {len(self.nodes)} nodes>"
@@ -187,15 +190,25 @@ class Block:
         return self.insert(self.index_of(anchor) + 1, node)
 
     def index_of(self, node: Node) -> int:
+        """Where ``node`` is in ``nodes``: searched first from a little before the last
+        answer to the end, then the rest, so a pass going front to back finds each node
+        in a few steps instead of a scan of the whole block (nodes compare by identity)."""
+        nodes = self.nodes
+        start = max(0, min(self._hint, len(nodes)) - 8)
         try:
-            return self.nodes.index(node)  # nodes compare by identity: a scan in C
+            at = nodes.index(node, start)
         except ValueError:
-            raise ValueError(f"{node!r} is not in this block") from None
+            try:
+                at = nodes.index(node, 0, start)
+            except ValueError:
+                raise ValueError(f"{node!r} is not in this block") from None
+        self._hint = at
+        return at
 
     def move_before(self, node: Node, anchor: Node) -> None:
         """Move ``node`` (of any block) to just before ``anchor`` in this block."""
         assert node.owner is not None
-        node.owner.nodes.remove(node)
+        del node.owner.nodes[node.owner.index_of(node)]
         self.insert_before(anchor, node)
 
     def move_all_before(self, nodes: list[Node], anchor: Node) -> None:
@@ -347,21 +360,38 @@ def _walk_blocks(blocks: Iterator[Block]) -> Iterator[Node]:
     """Nodes of ``blocks`` and of their nested blocks in program order, without recursion
     (graphs nest blocks hundreds deep).  Each block's node list is copied when the walk
     enters it, so the walk tolerates edits of the nodes already visited."""
-    stack: list[Iterator[Block] | Iterator[Node]] = [blocks]
-    kinds: list[bool] = [True]  # True: an iterator of blocks, False: of nodes
-    while stack:
-        item = next(stack[-1], None)  # type: ignore[call-overload]
-        if item is None:
-            stack.pop()
-            kinds.pop()
-        elif kinds[-1]:
-            stack.append(iter(list(item.nodes)))
-            kinds.append(False)
+    # a frame: [the blocks still to walk, the nodes still to walk of the current block]
+    frames: list[list] = [[blocks, None]]
+    while frames:
+        frame = frames[-1]
+        nodes = frame[1]
+        if nodes is None:
+            block = next(frame[0], None)
+            if block is None:
+                frames.pop()
+            else:
+                frame[1] = iter(list(block.nodes))
+            continue
+        for node in nodes:  # the plain loop runs a flat block at full speed
+            yield node
+            if node.blocks:
+                frames.append([iter(node.blocks), None])
+                break
         else:
-            yield item
-            if item.blocks:
-                stack.append(iter(item.blocks))
-                kinds.append(True)
+            frame[1] = None
+
+
+def count_nodes(blocks: Iterable[Block]) -> int:
+    """How many nodes ``blocks`` hold, nested blocks included (a walk without yielding each)."""
+    total = 0
+    todo = list(blocks)
+    while todo:
+        nodes = todo.pop().nodes
+        total += len(nodes)
+        for node in nodes:
+            if node.blocks:
+                todo.extend(node.blocks)
+    return total
 
 
 def clone_node(node: Node, mapping: dict[int, Value], value_of: "callable | None" = None) -> Node:

@@ -28,7 +28,6 @@ line, column and source line; lark's exceptions are converted at the boundary.
 
 from __future__ import annotations
 
-import gc
 import re
 import threading
 from collections.abc import Iterator
@@ -42,6 +41,7 @@ from compiler.diagnostics import IRSyntaxError, IRValidationError, Span
 from compiler.ir import Graph, Module, Node, Value
 from compiler.parse_tree import Builder, RawBlock, RawGraph, RawNode
 from vm.enum_values import member_of
+from vm.gc_pause import gc_paused
 
 __all__ = ["grammar", "parse"]
 
@@ -60,7 +60,7 @@ def grammar() -> Lark:
             text,
             parser="lalr",
             lexer="contextual",
-            propagate_positions=True,
+            propagate_positions=False,
             maybe_placeholders=True,
             transformer=Builder(),
         )
@@ -79,18 +79,11 @@ def parse(text: str, filename: str | None = None) -> Module:
     ctx = _Context(file, text)
     if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in ctx.lines):
         raise IRSyntaxError("empty file: expected a graph, `graph(%x : Tensor): ...`", ctx.span(1, 1))
-    # The IR is full of reference cycles (a Value knows its Node and its users); letting
-    # the cyclic GC rescan the growing heap while parsing makes big graphs superlinear.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():  # the IR is full of reference cycles: see vm.gc_pause
         main_raw, sections = _run_lark(text, ctx)
         main = _resolve_graph(main_raw, ctx)
         module = Module(main, {}, file)
         _attach_sections(module, main_raw, sections, ctx)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     return module
 
 

@@ -19,16 +19,15 @@ kinds, attributes, types, names, sources, scopes, wiring and nested blocks/sub-g
 
 from __future__ import annotations
 
-import gc
 import math
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Value
 from compiler.literals import AnnotatedDict, AnnotatedList, Opaque, format_float, format_tensor_literal, quote
 from compiler.types import Type
 from vm.enum_values import EnumValue
+from vm.gc_pause import gc_paused
 
 __all__ = ["print_module", "print_graph", "format_attr_value", "structurally_equal"]
 
@@ -36,7 +35,7 @@ __all__ = ["print_module", "print_graph", "format_attr_value", "structurally_equ
 def print_module(module: Module) -> str:
     """The module as text: the main graph, its sub-graphs, then its functions."""
     out: list[str] = []
-    with _no_gc():
+    with gc_paused():
         _print_graph_into(module.main, out)
         for name, graph in module.functions.items():
             out.append(f"with {name} = ")
@@ -47,21 +46,9 @@ def print_module(module: Module) -> str:
 def print_graph(graph: Graph) -> str:
     """One graph (and its fusion sub-graphs as ``with`` sections)."""
     out: list[str] = []
-    with _no_gc():
+    with gc_paused():
         _print_graph_into(graph, out)
     return "".join(out)
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Printing allocates no cycles; keep the cyclic GC from rescanning a big IR meanwhile."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _print_graph_into(graph: Graph, out: list[str]) -> None:

@@ -193,11 +193,19 @@ def resolve(node: Node) -> OpRef:
     infos = registry.overloads(node.kind)
     if not infos:
         raise _unknown_operator(node)
-    candidates = [c for i, info in enumerate(infos) if (c := match(info, node, i)) is not None]
-    if not candidates:
-        raise _no_overload(node, infos)
-    best = min(candidates, key=lambda c: c.cost)
-    return OpRef(best.info.name, n_in, n_out, defaults=best.defaults)
+    # the choice depends on the kind, the overloads and the types only: made once per signature
+    key = (node.kind, len(infos), tuple([v.type for v in node.inputs]), tuple([v.type for v in node.outputs]))
+    ref = _RESOLVED.get(key)
+    if ref is None:
+        candidates = [c for i, info in enumerate(infos) if (c := match(info, node, i)) is not None]
+        if not candidates:
+            raise _no_overload(node, infos)
+        best = min(candidates, key=lambda c: c.cost)
+        ref = _RESOLVED[key] = OpRef(best.info.name, n_in, n_out, defaults=best.defaults)
+    return ref
+
+
+_RESOLVED: dict[tuple[object, ...], OpRef] = {}
 
 
 def factory_attrs(node: Node) -> tuple[tuple[str, Any], ...]:

@@ -35,10 +35,12 @@ from compiler import types as T
 from compiler.diagnostics import IRValidationError
 from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Use, Value
 from vm.enum_values import EnumValue
+from vm.gc_pause import gc_paused
 
 __all__ = ["assignable", "check_block_arity", "verify"]
 
 
+@gc_paused()
 def verify(target: Module | Graph) -> None:
     """Raise ``IRValidationError`` if ``target`` (a module or one graph) is malformed."""
     graphs = [target.main, *target.functions.values()] if isinstance(target, Module) else [target]

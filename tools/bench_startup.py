@@ -125,7 +125,9 @@ def export_model(name: str) -> dict[str, Any]:
     return {**paths, "script": script_s, "torch_load": load_s}
 
 
-def bench_model(name: str, runs: int) -> None:
+def bench_model(name: str, runs: int) -> dict[str, str]:
+    """Compile, save, load and run ``name``; prints its lines and returns its column of
+    the summary table."""
     import vm
     from vm.interpreter import Interpreter
     from vm.io import load_inputs
@@ -147,6 +149,14 @@ def bench_model(name: str, runs: int) -> None:
     with np.load(info["inputs"], allow_pickle=False) as data:
         inputs = load_inputs({k: data[k] for k in data.files}, loaded)
     print(f"{name}: {len(text.splitlines())} IR lines, {nodes} nodes")
+    column = {
+        "IR lines / nodes": f"{len(text.splitlines())} / {nodes}",
+        "irc compile (CPU s)": f"{times['total']:.2f}",
+        "  parse / optimize / emit": f"{times['parse']:.2f} / {times['optimize']:.2f} / {times['emit']:.2f}",
+        "vm.load (CPU s)": f"{load_s:.3f}",
+        "torch.jit.script (CPU s)": f"{info['script']:.2f}",
+        "torch.jit.load (CPU s)": f"{info['torch_load']:.3f}",
+    }
     print(
         f"  CPU: compile {times['total']:.2f}s (parse {times['parse']:.2f}, optimize {times['optimize']:.2f},"
         f" emit {times['emit']:.2f}); save {save_s:.2f}s; vm.load {load_s:.3f}s;"
@@ -169,6 +179,22 @@ def bench_model(name: str, runs: int) -> None:
             f"  first/steady {first / steady:.2f}x",
             flush=True,
         )
+        column[f"{label}: construct (s)"] = f"{build_s:.3f}"
+        column[f"{label}: first / steady call (s)"] = f"{first:.3f} / {steady:.3f} ({first / steady:.2f}x)"
+    return column
+
+
+def print_summary(columns: dict[str, dict[str, str]]) -> None:
+    """The models side by side: one column each, one row per measure."""
+    if not columns:
+        return
+    rows = list(next(iter(columns.values())))
+    width = max(map(len, rows))
+    widths = {name: max(len(name), *(len(v) for v in col.values())) for name, col in columns.items()}
+    print("== side by side ==")
+    print(" " * width + "".join(f"  {name:>{widths[name]}}" for name in columns))
+    for row in rows:
+        print(f"{row:<{width}}" + "".join(f"  {col.get(row, '-'):>{widths[name]}}" for name, col in columns.items()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         CACHE.mkdir(parents=True, exist_ok=True)
         print("== real graphs ==")
-        for name in [m for m in args.models.split(",") if m]:
-            bench_model(name, args.runs)
+        columns = {name: bench_model(name, args.runs) for name in args.models.split(",") if name}
+        print_summary(columns)
     return 0
 
 

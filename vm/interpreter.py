@@ -40,6 +40,7 @@ from vm.decode import (  # the decoded opcodes (vm.decode.DecodedOp) as plain in
 from vm.bytecode import Program
 from vm.errors import BytecodeError, IRError, RunError
 from vm.fusion.kernels import enable_fuser
+from vm.gc_pause import gc_paused
 from vm.inputs import InputChecker
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
@@ -68,6 +69,7 @@ class Interpreter:
     (None: from the OS), so the same seed gives the same draws call after call.
     """
 
+    @gc_paused()  # decoding builds ~10^5 small lists and tuples: see vm.gc_pause
     def __init__(
         self,
         program: Program,
@@ -383,7 +385,10 @@ def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     for graph in functions:
         bind_constants(graph, flat or {})
     check_weights(main, self_object, flat, program.takes_self, nodes)
-    return make_guard(main, self_object, flat, program.takes_self, reaches)
+    # the guard's first check walks the whole graph: with the collector paused, as
+    # construction is (a big program's first call was ~6x its steady call from GC alone)
+    guard = make_guard(main, self_object, flat, program.takes_self, reaches)
+    return None if guard is None else gc_paused()(guard)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:

@@ -58,6 +58,7 @@ from vm.bytecode import (
 )
 from vm.errors import BytecodeError, IRError, Span
 from vm.files import MAGIC_MEMBER, has_magic, is_irbc
+from vm.gc_pause import gc_paused
 from vm.ops import registry
 from vm.ops.registry import OpRef
 
@@ -215,7 +216,8 @@ def load(path: Path | str) -> Program:
     except OSError as err:
         raise BytecodeError(f"{where}: cannot read: {err.strerror or err}") from None
     try:
-        return _load_bytes(data, where)
+        with gc_paused():  # a big program is ~10^5 small objects: see vm.gc_pause
+            return _load_bytes(data, where)
     except IRError as err:
         if isinstance(err, BytecodeError):
             raise
@@ -471,12 +473,17 @@ def _verify_operands(program: Program, f: Function, where: str) -> None:
         Operand.FUNC: len(program.functions),
         Operand.TARGET: len(f.instructions) + 1,
     }
+    operands = _OPERAND_KINDS
+    special = _CHECKED_APART
     for pc, ins in enumerate(f.instructions):
-        kind = ins.op.x
-        if kind in limits and not 0 <= ins.x < limits[kind]:
-            raise _fail(where, f, pc, f"{ins.op.name} operand {ins.x} is out of range (0..{limits[kind] - 1})")
-        if ins.n < 0 or (ins.op.n is Operand.NONE and ins.n != 0):
+        kind, no_count = operands[ins.op]
+        limit = limits.get(kind)
+        if limit is not None and not 0 <= ins.x < limit:
+            raise _fail(where, f, pc, f"{ins.op.name} operand {ins.x} is out of range (0..{limit - 1})")
+        if ins.n < 0 or (no_count and ins.n != 0):
             raise _fail(where, f, pc, f"{ins.op.name} has a bad count operand {ins.n}")
+        if ins.op not in special:
+            continue
         if ins.op is Opcode.STOREN and ins.x + ins.n > f.n_registers:
             raise _fail(where, f, pc, f"STOREN {ins.x} {ins.n} runs past the {f.n_registers} registers")
         if ins.op is Opcode.OPN and ins.n != f.operators[ins.x].n_inputs:
@@ -484,6 +491,10 @@ def _verify_operands(program: Program, f: Function, where: str) -> None:
         if ins.op is Opcode.LOOP and ins.n < 2:
             raise _fail(where, f, pc, f"LOOP needs at least 2 header values, has {ins.n}")
 
+
+# per opcode: the kind of its x operand, and whether it takes no count (n must be 0)
+_OPERAND_KINDS = {op: (op.x, op.n is Operand.NONE) for op in Opcode}
+_CHECKED_APART = frozenset({Opcode.STOREN, Opcode.OPN, Opcode.LOOP})  # checks of their own below
 
 _SIMPLE_EFFECTS = {Opcode.LOAD: 1, Opcode.MOVE: 1, Opcode.LOADC: 1, Opcode.STORE: -1, Opcode.DROP: -1, Opcode.DROPR: 0}
 

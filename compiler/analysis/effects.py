@@ -134,6 +134,21 @@ def is_mutable_type(t: T.Type | None) -> bool:
     return t == T.ANY
 
 
+# (how, indices of the inputs the outputs inherit from, whether they alias, indices written)
+_Template = tuple[str, tuple[int, ...], bool, tuple[int, ...]]
+
+
+def _template(node: Node) -> _Template:
+    """What ``node`` does to memory, as input indices (see ``AliasClasses._step``)."""
+    info = op_info(node)
+    written = tuple(mutated_inputs(node))
+    if info is not None:
+        annotated = tuple(i for i, arg in enumerate(info.schema.arguments[: len(node.inputs)]) if arg.alias)
+        return ("schema", annotated, info.schema.returns_alias or info.schema.mutates, written)
+    mutable = tuple(i for i, v in enumerate(node.inputs) if is_mutable_type(v.type))
+    return ("other", mutable, returns_alias(node), written)
+
+
 def _nested_first(graph: Graph) -> list[Node]:
     """Every node, each control-flow node after the nodes of its blocks (no recursion)."""
     order: list[Node] = []
@@ -170,38 +185,73 @@ class AliasClasses:
         self.points: dict[Value, frozenset[int]] = {}
         self.contents: dict[int, frozenset[int]] = {}
         self._fresh: dict[Value, int] = {}
-        self.nodes = list(graph.walk())
+        self._locations: dict[Value, frozenset[int]] = {}
+        self._seen: set[Node] | None = set()  # nodes transferred once (None: all of them)
+        self._queue: list[Node] = []
+        self._queued: set[Node] = set()
         for v in graph.inputs:
             self._join(v, self._new(v))
         # What each node does to memory depends only on its schema: work it out once, so
-        # the fixpoint below only joins sets (a 3,000-node graph takes ~15 rounds).
-        # Nested nodes go before the If/Loop that owns them, so an If's outputs see its
-        # arms' results in the same round: straight-line graphs converge in two rounds.
+        # the fixpoint below only joins sets.  Nested nodes go before the If/Loop that
+        # owns them, so an If's outputs see its arms' results at once: one sweep in this
+        # order, then a worklist of the nodes that read a set after it grew (loop-carried
+        # values), each transferred again only when something it reads changed.
         order = _nested_first(graph)
-        steps = [self._step(node) for node in order]
-        changed = True
-        while changed:
-            changed = False
-            for node, step in zip(order, steps):
-                changed |= self._transfer(node, step)
+        templates: dict[tuple[object, ...], _Template] = {}
+        steps = {node: self._step(node, templates) for node in order}
+        seen = self._seen
+        for node in order:
+            seen.add(node)
+            self._transfer(node, steps[node])
+        self._seen = None
+        queue, queued = self._queue, self._queued
+        while queue:
+            node = queue.pop()
+            queued.discard(node)
+            self._transfer(node, steps[node])
+        # the nodes that write, with the inputs they write (``mutated_inputs``), in order
+        self.writes: list[tuple[Node, list[Value]]] = [(n, s[3]) for n, s in steps.items() if s[3]]
         self.written: frozenset[int] = frozenset().union(
-            *(self.locations(v) for _, _, _, written, _ in steps for v in written)
+            *(self.locations(v) for _, written in self.writes for v in written)
         )
 
+    def _grew(self, v: Value) -> None:
+        """``v``'s set grew: transfer again every node already transferred that reads it
+        (a block's return is read by the If or Loop owning the block)."""
+        seen, queued = self._seen, self._queued
+        for use in v.uses:
+            user = use.user
+            node = user if isinstance(user, Node) else user.owner
+            if node is None or node in queued or (seen is not None and node not in seen):
+                continue
+            queued.add(node)
+            self._queue.append(node)
+
     def locations(self, v: Value) -> frozenset[int]:
-        """The memory ``v`` may refer to, with everything stored inside it."""
-        locs = set(self.points.get(v, frozenset()))
-        todo = list(locs)
-        while todo:
-            for inner in self.contents.get(todo.pop(), ()):
-                if inner not in locs:
-                    locs.add(inner)
-                    todo.append(inner)
-        return frozenset(locs)
+        """The memory ``v`` may refer to, with everything stored inside it (asked after
+        the fixpoint only, so each answer is worked out once)."""
+        points = self.points.get(v)
+        if not points:
+            return frozenset()
+        known = self._locations.get(v)
+        if known is not None:
+            return known
+        contents = self.contents
+        if contents and not contents.keys().isdisjoint(points):
+            locs = set(points)
+            todo = list(locs)
+            while todo:
+                for inner in contents.get(todo.pop(), ()):
+                    if inner not in locs:
+                        locs.add(inner)
+                        todo.append(inner)
+            points = frozenset(locs)
+        self._locations[v] = points
+        return points
 
     def is_written(self, v: Value) -> bool:
         """May some node of the graph write to memory ``v`` refers to?"""
-        return bool(self.locations(v) & self.written)
+        return bool(self.written) and not self.written.isdisjoint(self.locations(v))
 
     def _new(self, v: Value) -> frozenset[int]:
         if not is_mutable_type(v.type):
@@ -217,26 +267,32 @@ class AliasClasses:
         if locs <= old:
             return False
         self.points[v] = old | locs
+        self._grew(v)
         return True
 
     def _union(self, values: list[Value]) -> frozenset[int]:
         return frozenset().union(*(self.points.get(v, frozenset()) for v in values))
 
-    def _step(self, node: Node) -> tuple[str, list[Value], bool, list[Value], list[Value]]:
+    def _step(
+        self, node: Node, templates: dict[tuple[object, ...], "_Template"]
+    ) -> tuple[str, list[Value], bool, list[Value], list[Value]]:
         """(how outputs get locations, the inputs they inherit from, whether they alias,
         the inputs written, the values stored into the written ones)."""
-        if node.kind in ("prim::If", "prim::Loop"):
-            return (node.kind, [], False, [], [])
-        info = op_info(node)
-        written = [node.inputs[i] for i in mutated_inputs(node)]
-        if info is not None:
-            annotated = [v for arg, v in zip(info.schema.arguments, node.inputs) if arg.alias]
-            aliases = info.schema.returns_alias or info.schema.mutates
-            stored = [v for v in annotated if v not in written]
-            return ("schema", annotated, aliases, written, stored)
-        mutable = [v for v in node.inputs if is_mutable_type(v.type)]
-        stored = [v for v in mutable if v not in written] if written else []
-        return ("other", mutable, returns_alias(node), written, stored)
+        kind = node.kind
+        if kind in ("prim::If", "prim::Loop"):
+            return (kind, [], False, [], [])
+        inputs = node.inputs
+        # the facts depend on the kind and the types only (as ``op_info``'s overload):
+        # worked out once per signature, then applied to each node's operands
+        key = (kind, tuple([v.type for v in inputs]), tuple([v.type for v in node.outputs]))
+        template = templates.get(key)
+        if template is None:
+            template = templates[key] = _template(node)
+        how, source_at, aliases, written_at = template
+        sources = [inputs[i] for i in source_at]
+        written = [inputs[i] for i in written_at]
+        stored = [v for v in sources if v not in written] if written or how == "schema" else []
+        return (how, sources, aliases, written, stored)
 
     def _transfer(self, node: Node, step: tuple[str, list[Value], bool, list[Value], list[Value]]) -> bool:
         changed = False

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TypeVar
 
-from compiler.ir import Block, Graph, Module, Node
+from compiler.ir import Block, Graph, Module, Node, Value, count_nodes
 
 Target = TypeVar("Target", Graph, Module)
 
@@ -83,7 +83,25 @@ def apply_to_clone(target: Target, transform: Callable[[Graph], None]) -> Target
 
 def node_count(target: Graph | Module) -> int:
     """Nodes of every graph of ``target``, nested blocks included (fusion subgraphs not)."""
-    return sum(1 for g in graphs_of(target) for _ in g.walk())
+    return count_nodes(g.block for g in graphs_of(target))
+
+
+def lazy_is_written(graph: Graph) -> Callable[[Value], bool]:
+    """``AliasClasses(graph).is_written``, the classes computed when the first question is
+    asked: passes that ask only about rare nodes (a folded list, an identity on a tensor)
+    then skip the analysis of a big graph entirely.  Sound for passes whose edits never
+    make a value written that was not (folding, rewriting to an alias)."""
+    classes = None
+
+    def is_written(value: Value) -> bool:
+        nonlocal classes
+        if classes is None:
+            from compiler.analysis.effects import AliasClasses
+
+            classes = AliasClasses(graph)
+        return classes.is_written(value)
+
+    return is_written
 
 
 def ancestor_in(node: Node | None, block: Block) -> Node | None:

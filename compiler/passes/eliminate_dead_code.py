@@ -27,7 +27,7 @@ body return and loop output together).
 
 from __future__ import annotations
 
-from compiler.analysis.effects import AliasClasses, has_side_effects, mutated_inputs
+from compiler.analysis.effects import AliasClasses, has_side_effects
 from compiler.ir import Block, Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, note
 
@@ -61,10 +61,11 @@ class _Marker:
         self.roots: set[int] = set()
         self.writers: dict[int, list[Node]] = {}
         self.carried: dict[Value, tuple[Node, int]] = {}  # loop body parameter -> (loop, j)
-        for n in self.nodes:
-            for i in mutated_inputs(n):
-                for loc in self.aliases.locations(n.inputs[i]):
+        for n, written in self.aliases.writes:  # the nodes with mutated inputs
+            for v in written:
+                for loc in self.aliases.locations(v):
                     self.writers.setdefault(loc, []).append(n)
+        for n in self.nodes:
             if n.kind == "prim::Loop":
                 for j, param in enumerate(n.blocks[0].params[1:]):
                     self.carried[param] = (n, j)

@@ -25,9 +25,8 @@ for pooling.
 from __future__ import annotations
 
 from compiler import types as T
-from compiler.analysis.effects import AliasClasses
 from compiler.ir import FreshNames, Graph, Node, Value
-from compiler.passes import Target, apply_to_clone, note
+from compiler.passes import Target, apply_to_clone, lazy_is_written, note
 from compiler.passes.eliminate_dead_code import sweep_dead_code
 
 _FLOAT_DTYPES = frozenset({"Float", "Double", "Half", "BFloat16"})
@@ -46,12 +45,12 @@ def _peephole_graph(graph: Graph) -> None:
 
 def _rewrite_all(graph: Graph) -> bool:
     changed = False
-    aliases = AliasClasses(graph)
+    is_written = lazy_is_written(graph)  # asked of arithmetic identities only
     names = graph.name_source()
     for node in list(graph.walk()):
         if node.owner is None:
             continue  # removed by an earlier rewrite
-        replacement = _rewrite(node, aliases.is_written, names)
+        replacement = _rewrite(node, is_written, names)
         if replacement is None:
             continue
         node.output.replace_all_uses_with(replacement)

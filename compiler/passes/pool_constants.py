@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.analysis.effects import AliasClasses
+from compiler.analysis.effects import AliasClasses, is_mutable_type
 from compiler.ir import Block, Graph, Node, TensorLiteral, Value
 from compiler.passes import Target, apply_to_clone, note
 from compiler.resolve import constant_value
@@ -59,8 +59,11 @@ def _tagged(value: Any) -> Any:
 
 def _written(graph: Graph) -> set[Value]:
     """Constant outputs that may be written in place (directly or through an alias)."""
+    mutable = [n.output for n in graph.walk() if n.kind == "prim::Constant" and is_mutable_type(n.output.type)]
+    if not mutable:
+        return set()  # an int, a string... is never written: no need for the alias classes
     aliases = AliasClasses(graph)
-    return {n.output for n in graph.walk() if n.kind == "prim::Constant" and aliases.is_written(n.output)}
+    return {v for v in mutable if aliases.is_written(v)}
 
 
 def pool_graph(graph: Graph) -> None:

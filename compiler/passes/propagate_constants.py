@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from compiler import types as T
-from compiler.analysis.effects import AliasClasses, has_side_effects, mutated_inputs
+from compiler.analysis.effects import has_side_effects, mutated_inputs
 from compiler.ir import FreshNames, Graph, Node, Value
-from compiler.passes import Target, apply_to_clone, note
+from compiler.passes import Target, apply_to_clone, lazy_is_written, note
 from compiler.passes.eliminate_dead_code import sweep_dead_code
 from compiler.resolve import constant_value, resolve
 from vm.ops.facts import CONTROL_KINDS
@@ -46,10 +46,10 @@ def propagate_constants(target: Target) -> Target:
 def _propagate(graph: Graph) -> None:
     """Fold in one pass over a worklist: every node once in program order, then again
     only the nodes a fold can have made foldable (the users of the values it replaced,
-    the If or Loop whose block returns changed).  The alias classes are computed once:
-    folding only redirects uses to new constants and removes nodes, which never makes a
-    list written that was not."""
-    aliases = AliasClasses(graph)
+    the If or Loop whose block returns changed).  The alias classes are computed once,
+    when a list result is first about to be folded: folding only redirects uses to new
+    constants and removes nodes, which never makes a list written that was not."""
+    is_written = lazy_is_written(graph)
     names = graph.name_source()
     work = deque(graph.walk())
     queued = set(work)
@@ -73,7 +73,7 @@ def _propagate(graph: Graph) -> None:
         elif node.kind == "prim::Loop":
             touched = _fold_loop(node)
         elif _foldable(node):
-            touched = _fold_node(node, names, aliases.is_written)
+            touched = _fold_node(node, names, is_written)
         else:
             continue
         if touched is not None:
