@@ -149,9 +149,10 @@ def test_convolution_mode_is_what_traced_string_padding_records(mode):
 @FEW
 @given(st.data())
 def test_depthwise_and_pointwise_paths_match_torch(data):
-    """Property: depthwise convolution on planes small (channels-last taps) and large
-    (planar taps), and 1x1 convolution (the input multiplied directly, grouped or not),
-    equal torch's to float32 rounding, including through the out variant."""
+    """Property: depthwise convolution on planes small (channels-last columns) and large
+    (flattened planes at stride 1, channel blocks tap by tap at stride 2), and 1x1
+    convolution (the input multiplied directly, grouped or not), equal torch's to float32
+    rounding, including through the out variant."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     n, c = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 8))
     h, w_ = data.draw(st.integers(1, 40)), data.draw(st.integers(1, 40))
@@ -174,3 +175,26 @@ def test_depthwise_and_pointwise_paths_match_torch(data):
     got = lookup("aten::conv2d").out(buf, x, wt, b, stride, padding, dilation, groups)
     assert got is buf
     close(buf, want)
+
+
+@FEW
+@given(st.data())
+def test_depthwise_routes_match_torch_in_every_dimension(data):
+    """Property: depthwise convolution (one input channel per group) in 1, 2 and 3
+    dimensions, with stride, padding and dilation drawn per axis and planes from below to
+    above the channels-last threshold (16 outputs per row), equals torch's."""
+    dims = data.draw(st.integers(1, 3), "dims")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    c = data.draw(st.integers(1, 6), "channels")
+    size = [data.draw(st.integers(1, 40 if dims < 3 else 20)) for _ in range(dims)]
+    kernel = [data.draw(st.integers(1, 7)) for _ in range(dims)]
+    stride = [data.draw(st.integers(1, 2)) for _ in range(dims)]
+    padding = [data.draw(st.integers(0, 3)) for _ in range(dims)]
+    dilation = [data.draw(st.integers(1, 2)) for _ in range(dims)]
+    for s_, k, p, d in zip(size, kernel, padding, dilation):
+        assume(s_ + 2 * p >= d * (k - 1) + 1)
+    x, w = randn(rng, data.draw(st.integers(1, 2), "n"), c, *size), randn(rng, c, 1, *kernel)
+    b = randn(rng, c) if data.draw(st.booleans(), "bias") else None
+    fn = (F.conv1d, F.conv2d, F.conv3d)[dims - 1]
+    got = op(f"aten::conv{dims}d")(x, w, b, stride, padding, dilation, c)
+    close(got, fn(_t(x), _t(w), _t(b), stride, padding, dilation, c))

@@ -101,10 +101,13 @@ def conv_nd(
         result = out.reshape(full)
     else:
         result = np.empty(full, dtype)
-    xp = _pad_spatial(x, padding, padding)
     if cg == 1 and groups > 1:
-        _depthwise(xp, weight, stride, dilation, oshape, result)
-    elif all(k == 1 for k in kernel_) and all(s == 1 for s in stride):
+        _depthwise(x, weight, stride, padding, dilation, oshape, result)
+        if bias is not None:
+            result += bias.reshape((o,) + (1,) * nsp)
+        return result[0] if unbatched and out is None else (out if out is not None else result)
+    xp = _pad_spatial(x, padding, padding)
+    if all(k == 1 for k in kernel_) and all(s == 1 for s in stride):
         # a pointwise convolution is a matmul on the input itself: no window view, no copy
         cols = np.ascontiguousarray(xp).reshape(n, groups, cg, -1)
         np.matmul(weight.reshape(groups, o // groups, cg), cols, out=result.reshape(n, groups, o // groups, -1))
@@ -119,16 +122,26 @@ def conv_nd(
     return result[0] if unbatched and out is None else (out if out is not None else result)
 
 
-def _depthwise(xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints, oshape: Ints, result: np.ndarray) -> None:
-    """One input channel per group: accumulate ``w[:, tap] * shifted input`` over the taps,
-    through one scratch buffer (two passes per tap, no temporaries), a block of channels at
-    a time so that a block's planes stay in cache across its taps."""
+def _depthwise(
+    x: np.ndarray, weight: np.ndarray, stride: Ints, padding: Ints, dilation: Ints, oshape: Ints, result: np.ndarray
+) -> None:
+    """One input channel per group: accumulate ``w[:, tap] * shifted input`` over the taps.
+
+    Three routes, by shape (measured with ``tools/bench_kernels.py``): small planes as
+    channels-last columns (``_depthwise_channels_last``), bigger ones with stride 1 on
+    flattened planes (``_depthwise_flat``), and the rest (strides, channel multipliers) on
+    blocks of channels, tap by tap, through one scratch buffer (two passes per tap, no
+    temporaries), a block's planes staying in cache across its taps."""
     o, _, *kernel_ = weight.shape
-    mult = o // xp.shape[1]
-    nsp = len(kernel_)
+    mult = o // x.shape[1]
     if mult == 1 and oshape[-1] < _CHANNELS_LAST_BELOW:
-        _depthwise_channels_last(xp, weight, stride, dilation, oshape, result)
+        _depthwise_channels_last(x, weight, stride, padding, dilation, oshape, result)
         return
+    if mult == 1 and all(s == 1 for s in stride):
+        _depthwise_flat(x, weight, padding, dilation, oshape, result)
+        return
+    xp = _pad_spatial(x, padding, padding)
+    nsp = len(kernel_)
     plane = int(np.prod(xp.shape[2:])) * xp.itemsize * max(xp.shape[0], 1)
     block = max(1, _DEPTHWISE_BLOCK_BYTES // plane)
     taps = list(itertools.product(*(range(k) for k in kernel_)))
@@ -153,28 +166,78 @@ _DEPTHWISE_BLOCK_BYTES = 256 * 1024
 _CHANNELS_LAST_BELOW = 16  # output rows shorter than this (14x14, 7x7 planes) run channels-last
 
 
-def _depthwise_channels_last(
-    xp: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints, oshape: Ints, result: np.ndarray
+def _depthwise_flat(
+    x: np.ndarray, weight: np.ndarray, padding: Ints, dilation: Ints, oshape: Ints, result: np.ndarray
 ) -> None:
-    """Depthwise convolution on the input moved channels-last (one copy in, one out): a
-    tap's shifted window is then rows of ``W * C`` contiguous numbers instead of ``W``, so
-    on small planes (14x14, 7x7) each multiply-add runs over long rows, not short ones."""
-    nsp = weight.ndim - 2
-    perm = (0, *range(2, 2 + nsp), 1)
-    xl = np.ascontiguousarray(xp.transpose(perm))  # (N, *spatial, C)
-    c = xp.shape[1]
-    acc = np.empty((xp.shape[0], *oshape, c), xp.dtype)
-    scratch = np.empty_like(acc)
+    """Depthwise convolution on each channel's padded plane seen as one flat row.
+
+    In a padded plane of row pitch ``P`` (2-D: the padded width), the input under tap
+    ``(a, b)`` of output ``(i, j)`` sits at flat index ``a*d*P + b*d + s*(i*P + j)``: for
+    every tap, the outputs numbered ``l = i*P + j`` read one evenly strided run of the
+    flat plane, starting at the tap's offset.  So each tap is one multiply-add over rows
+    as long as the whole plane, for a block of channels at a time (kept in cache across
+    the taps), instead of one short row per output line.  The outputs with ``j`` past the
+    real width are computed and dropped when the block is copied out; the plane gets
+    enough zero rows at the bottom that the last tap's run stays inside it.
+    """
+    n, c, *spatial = x.shape
+    nsp = len(spatial)
+    padded = [size + 2 * p for size, p in zip(spatial, padding)]
+    pitch = [int(np.prod(padded[i + 1 :])) for i in range(nsp)]  # flat distance of one step per axis
     taps = list(itertools.product(*(range(k) for k in weight.shape[2:])))
-    w_last = weight.reshape(c, -1).T  # (taps, C)
-    for i, tap in enumerate(taps):
-        index = (slice(None),) + tuple(
-            slice(t * d, t * d + (n_out - 1) * s + 1, s) for t, d, s, n_out in zip(tap, dilation, stride, oshape)
-        )
-        np.multiply(xl[index], w_last[i], out=acc if i == 0 else scratch)
-        if i:
-            acc += scratch
-    np.copyto(result, acc.transpose((0, nsp + 1, *range(1, nsp + 1))))
+    offsets = [sum(t * d * r for t, d, r in zip(tap, dilation, pitch)) for tap in taps]
+    length = oshape[0] * pitch[0]  # outputs per channel, counted in padded rows
+    need = max(offsets) + length
+    rows = max(padded[0], -(-need // pitch[0]))
+    xp = np.zeros((n, c, rows, *padded[1:]), x.dtype)
+    xp[(slice(None), slice(None)) + tuple(slice(p, p + size) for p, size in zip(padding, spatial))] = x
+    flat = xp.reshape(n, c, -1)
+    w = weight.reshape(c, -1).astype(result.dtype, copy=False)
+    block = max(1, min(c, _DEPTHWISE_BLOCK_BYTES // (n * length * result.itemsize)))
+    acc = np.empty((n, block, length), result.dtype)
+    scratch = np.empty_like(acc)
+    crop = (slice(None), slice(None), slice(None)) + tuple(slice(0, size) for size in oshape[1:])
+    for c0 in range(0, c, block):
+        c1 = min(c0 + block, c)
+        a, s = acc[:, : c1 - c0], scratch[:, : c1 - c0]
+        for i, off in enumerate(offsets):
+            np.multiply(flat[:, c0:c1, off : off + length], w[c0:c1, i : i + 1],
+                        out=a if i == 0 else s)
+            if i:
+                a += s
+        result[:, c0:c1] = a.reshape(n, c1 - c0, oshape[0], *padded[1:])[crop]
+
+
+def _depthwise_channels_last(
+    x: np.ndarray, weight: np.ndarray, stride: Ints, padding: Ints, dilation: Ints, oshape: Ints, result: np.ndarray
+) -> None:
+    """Depthwise convolution on small planes (14x14, 7x7) as a few whole-tensor passes.
+
+    The input is padded channels-last and its windows copied once into columns
+    ``(N, outputs, taps, C)``; the columns are scaled in place by the weight laid out
+    ``(taps, C)`` and summed over the taps.  On small planes a tap loop would be dozens of
+    numpy calls on a few thousand numbers each; here it is a handful whose inner loops
+    run over the channels."""
+    n, c, *spatial = x.shape
+    nsp = len(spatial)
+    kernel_ = weight.shape[2:]
+    xl = np.zeros((n, *(size + 2 * p for size, p in zip(spatial, padding)), c), result.dtype)
+    xl[(slice(None),) + tuple(slice(p, p + size) for p, size in zip(padding, spatial))] = np.moveaxis(x, 1, -1)
+    span = [d * (k - 1) + 1 for k, d in zip(kernel_, dilation)]
+    view = sliding_window_view(xl, span, axis=tuple(range(1, 1 + nsp)))  # (N, *positions, C, *span)
+    view = view[
+        (slice(None),)
+        + tuple(slice(0, o * s, s) for o, s in zip(oshape, stride))
+        + (slice(None),)
+        + tuple(slice(None, None, d) for d in dilation)
+    ]
+    taps = int(np.prod(kernel_))
+    cols = np.empty((n, *oshape, *kernel_, c), result.dtype)
+    np.copyto(cols, np.moveaxis(view, 1 + nsp, -1))
+    cols = cols.reshape(n, -1, taps, c)
+    cols *= np.ascontiguousarray(weight.reshape(c, taps).T)  # contiguous along C, as the columns
+    acc = cols.sum(axis=2)  # (N, outputs, C)
+    np.copyto(result, np.moveaxis(acc.reshape(n, *oshape, c), -1, 1))
 
 
 def _same_padding(x: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints) -> tuple[np.ndarray, int]:
