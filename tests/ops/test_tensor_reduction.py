@@ -142,3 +142,47 @@ def test_descending_sort_is_stable() -> None:
     assert_same(values, np.array([3, 3, 2, 1, 1]))
     assert_same(indices, np.array([0, 2, 4, 1, 3]))
     assert F64  # keep the import list honest
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.data())
+def test_softmax_family_in_the_out_buffer_matches_torch(data) -> None:
+    """Property: softmax and log_softmax along any axis of a float32/float64 tensor (rows of
+    finite numbers, NaN, +-inf, or all -inf; contiguous or transposed) equal torch's, and
+    the out variant computes in the given buffer (the BLAS row sums on a contiguous last
+    axis, ndarray.sum elsewhere)."""
+    from vm.ops.registry import lookup
+
+    dtype = data.draw(st.sampled_from([F32, F64]))
+    shape = tuple(data.draw(st.lists(st.integers(1, 40), min_size=1, max_size=3)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x = (rng.standard_normal(shape) * data.draw(st.sampled_from([1.0, 30.0]))).astype(dtype)
+    special = data.draw(st.sampled_from(["none", "nan", "inf", "-inf", "row -inf"]))
+    flat = x.reshape(-1)
+    if special == "row -inf":
+        x[(0,) * (x.ndim - 1)] = -np.inf  # a whole row along the last axis
+    elif special != "none":
+        flat[data.draw(st.integers(0, flat.size - 1))] = float(special)
+    if x.ndim > 1 and data.draw(st.booleans(), "transposed"):
+        x = x.swapaxes(0, -1)
+    dim = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    for name, fn in (("aten::softmax.int", torch.softmax), ("aten::log_softmax.int", torch.log_softmax)):
+        want = fn(torch.from_numpy(x), dim).numpy()
+        assert_same(lookup(name).kernel(x, dim, None), want)
+        buf = np.empty(x.shape, dtype)
+        assert lookup(name).out(buf, x, dim, None) is buf
+        assert_same(buf, want)
+
+
+def test_attention_softmax_gives_zeros_for_fully_masked_rows() -> None:
+    """safe_softmax (scaled_dot_product_attention's): a row of all -inf is zeros, not NaN,
+    the other rows are softmax, computed in place when given the scores as out."""
+    from vm.ops._softmax import safe_softmax
+
+    x = np.random.default_rng(0).standard_normal((2, 3, 5)).astype(F32)
+    x[1, 2] = -np.inf
+    want = torch.softmax(torch.from_numpy(x), -1).nan_to_num(0.0).numpy()
+    assert_same(safe_softmax(x.copy()), want)
+    scores = x.copy()
+    assert safe_softmax(scores, -1, scores) is scores
+    assert_same(scores, want)

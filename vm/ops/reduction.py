@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from vm.ops._common import copy_out, norm_dim, norm_dims
+from vm.ops import _softmax as softmax_family
+from vm.ops._common import copy_out, fits, norm_dim, norm_dims
 from vm.ops._dtypes import (
     DEFAULT_FLOAT,
     FLOAT_CAT,
@@ -256,36 +257,42 @@ def _softmax_input(x: Array, dim: int, dtype: int | None, op: str) -> tuple[Arra
     return x, norm_dim(dim, x.ndim)
 
 
-@np.errstate(all="ignore")
-def _softmax(self: Array, dim: int, dtype: int | None) -> Array:
+def _softmax(self: Array, dim: int, dtype: int | None, out: Array | None = None) -> Array:
     x, d = _softmax_input(self, dim, dtype, "softmax")
     if x.ndim == 0:
         return _softmax(x.reshape(1), 0, None).reshape(())
     if x.size == 0:
         return x.copy()
-    e = x - x.max(axis=d, keepdims=True)
-    np.exp(e, out=e)
-    e /= e.sum(axis=d, keepdims=True)
-    return e
+    return softmax_family.softmax(x, d, out if fits(out, x) else None)
 
 
-@np.errstate(all="ignore")
-def _log_softmax(self: Array, dim: int, dtype: int | None) -> Array:
+def _log_softmax(self: Array, dim: int, dtype: int | None, out: Array | None = None) -> Array:
     x, d = _softmax_input(self, dim, dtype, "log_softmax")
     if x.ndim == 0:
         return _log_softmax(x.reshape(1), 0, None).reshape(())
     if x.size == 0:
         return x.copy()
-    shifted = x - x.max(axis=d, keepdims=True)
-    shifted -= np.log(np.exp(shifted).sum(axis=d, keepdims=True))
-    return shifted
+    return softmax_family.log_softmax(x, d, out if fits(out, x) else None)
 
 
-_reg("aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _softmax)
-_reg("aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _log_softmax)
-_reg("aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", lambda self, dim, h: _softmax(self, dim, None))
-_reg("aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
-     lambda self, dim, h: _log_softmax(self, dim, None))
+def _softmax_kernel(schema: str, fn: Any, *fixed: Any) -> None:
+    """Register ``fn(self, dim, dtype)`` and an out variant that computes in the buffer itself
+    (when it has the result's shape and dtype, else the result is fresh, as ``copy_out``)."""
+
+    def call(self: Array, dim: int, *rest: Any) -> Array:
+        return fn(self, dim, *(fixed or rest))
+
+    def call_out(buf: Array, self: Array, dim: int, *rest: Any) -> Array:
+        return fn(self, dim, *(fixed or rest), buf)
+
+    call.__name__, call_out.__name__ = fn.__name__, f"{fn.__name__}_out"
+    kernel(schema)(call).out(call_out)
+
+
+_softmax_kernel("aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _softmax)
+_softmax_kernel("aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _log_softmax)
+_softmax_kernel("aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", _softmax, None)
+_softmax_kernel("aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", _log_softmax, None)
 
 
 @np.errstate(all="ignore")

@@ -23,19 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from vm.ops._softmax import safe_softmax
 from vm.ops.nn._util import copying_out
 from vm.ops.registry import kernel, lookup
 
 Array = np.ndarray
-
-
-def safe_softmax(scores: Array, axis: int = -1) -> Array:
-    """Softmax along ``axis``; a slice that is all ``-inf`` becomes zeros."""
-    peak = np.max(scores, axis=axis, keepdims=True)
-    dead = np.isneginf(peak)
-    e = np.exp(scores - np.where(dead, 0, peak))
-    total = np.sum(e, axis=axis, keepdims=True)
-    return np.where(dead, 0, e / np.where(dead, 1, total)).astype(scores.dtype, copy=False)
 
 
 def _repeat_heads(t: Array, heads: int) -> Array:
@@ -66,7 +58,8 @@ def scaled_dot_product_attention(
     if enable_gqa and q.ndim >= 3:
         k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])
     factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(factor)
+    scores = np.matmul(q, np.swapaxes(k, -1, -2))
+    scores *= q.dtype.type(factor)
     length, source = scores.shape[-2:]
     if is_causal:
         if attn_mask is not None:
@@ -77,7 +70,7 @@ def scaled_dot_product_attention(
             scores = np.where(attn_mask, scores, -np.inf).astype(scores.dtype)
         else:
             scores = scores + attn_mask.astype(scores.dtype)
-    return np.matmul(safe_softmax(scores), v)
+    return np.matmul(safe_softmax(scores, -1, scores if scores.flags.writeable else None), v)
 
 
 @scaled_dot_product_attention.out
