@@ -14,6 +14,8 @@ variance, exactly as PyTorch's forward does.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 
 import numpy as np
@@ -180,11 +182,15 @@ def _layer_norm_direct(
     out: np.ndarray | None,
 ) -> np.ndarray | None:
     """``layer_norm`` of a float32/float64 ``x`` with weight and bias of its dtype (or None),
-    in one output buffer and one temporary: the mean accumulated in float64 and rounded to
-    x's dtype, the deviations ``x - mean`` written into the result, their squares averaged
-    in float64, then the result scaled by ``rsqrt(var + eps)``, ``weight`` and ``bias`` in
-    place.  None when another case applies (the general path keeps every statistic in
-    float64).  ``out``: a C-contiguous buffer of x's shape and dtype, or None."""
+    on rows ``(x.size / m, m)`` where ``m`` is the normalized size, in one output buffer
+    and no temporary the size of ``x``: the row means as one BLAS matrix-vector product,
+    the deviations ``x - mean`` written into the result (and, when a mean far from zero
+    lost digits to rounding, corrected by their own mean), their sums of squares as one
+    ``einsum`` dot per row, then the result scaled by ``rsqrt(var + eps)``, ``weight`` and
+    ``bias`` in place.  The statistics accumulate in x's dtype, as PyTorch's CPU kernel
+    does for float32; rows longer than 65536 numbers take the general path, which keeps
+    them in float64.  None when another case applies.  ``out``: a C-contiguous buffer
+    of x's shape and dtype, or None."""
     dt = x.dtype
     if dt != np.float32 and dt != np.float64:
         return None
@@ -193,19 +199,34 @@ def _layer_norm_direct(
         return None
     if any(a is not None and a.dtype != dt for a in (weight, bias)):
         return None
-    axes = tuple(range(x.ndim - n, x.ndim))
-    y = np.empty(x.shape, dt) if out is None else out
-    mean = x.mean(axis=axes, dtype=np.float64, keepdims=True)
-    np.subtract(x, mean.astype(dt), out=y)
-    square = np.square(y)
-    var = square.mean(axis=axes, dtype=np.float64, keepdims=True)
-    y *= (1.0 / np.sqrt(var + eps)).astype(dt)
-    shape = x.shape[x.ndim - n :]
+    row = math.prod(x.shape[x.ndim - n :])
+    if not 0 < row <= _ROW_MAX or x.size == 0:
+        return None
+    rows = x.reshape(-1, row)
+    y = (np.empty(x.shape, dt) if out is None else out).reshape(rows.shape)
+    inv = np.full(row, 1.0 / row, dt)
+    mean = rows @ inv
+    np.subtract(rows, mean[:, None], out=y)
+    drift = y @ inv  # what rounding left of the mean: the corrected two-pass algorithm
+    if np.any(np.abs(drift) > _DRIFT * np.abs(mean)):
+        y -= drift[:, None]
+        drift[:] = 0
+    scale = np.einsum("ij,ij->i", y, y)
+    scale *= dt.type(1.0 / row)
+    scale -= drift * drift
+    scale += dt.type(eps)
+    np.sqrt(scale, out=scale)
+    np.reciprocal(scale, out=scale)
+    y *= scale[:, None]
     if weight is not None:
-        y *= weight.reshape(shape)
+        y *= weight.reshape(-1)
     if bias is not None:
-        y += bias.reshape(shape)
-    return y
+        y += bias.reshape(-1)
+    return y.reshape(x.shape)
+
+
+_ROW_MAX = 1 << 16  # normalized sizes up to this accumulate in x's dtype (float32 rounding stays ~1e-6)
+_DRIFT = 1e-7  # mean corrections above this (relative) are applied to the deviations too
 
 
 @layer_norm.out
