@@ -15,7 +15,6 @@ variance, exactly as PyTorch's forward does.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 
 import numpy as np
