@@ -18,7 +18,7 @@ def expand(value: int | Sequence[int], n: int, name: str = "argument") -> tuple[
     """``3 -> (3, 3)``, ``[3] -> (3, 3)``, ``[2, 3] -> (2, 3)`` for ``n == 2``."""
     if isinstance(value, (int, np.integer)):
         return (int(value),) * n
-    items = tuple(int(v) for v in value)
+    items = tuple(map(int, value))
     if len(items) == 1:
         return items * n
     if len(items) != n:

@@ -93,8 +93,28 @@ def _celu(x: np.ndarray, alpha: float) -> np.ndarray:
     return np.maximum(x, 0) + np.minimum(0, np.expm1(np.minimum(x, 0) / alpha) * alpha)
 
 
+def _hardsigmoid_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``min(max(x + 3, 0), 6) / 6``, PyTorch's order of operations, into ``out``."""
+    np.add(x, 3, out=out)
+    np.maximum(out, 0, out=out)
+    np.minimum(out, 6, out=out)
+    np.divide(out, 6, out=out)
+    return out
+
+
+def _hardswish_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``x * min(max(x + 3, 0), 6) / 6`` (the product first, as PyTorch's kernel), into
+    ``out``, which may be ``x`` itself."""
+    gate = np.add(x, 3, out=np.empty_like(x))  # an array even for a 0-d x
+    np.maximum(gate, 0, out=gate)
+    np.minimum(gate, 6, out=gate)
+    np.multiply(x, gate, out=out)
+    np.divide(out, 6, out=out)
+    return out
+
+
 def _hardsigmoid(x: np.ndarray) -> np.ndarray:
-    return np.clip(x + 3, 0, 6) / 6
+    return _hardsigmoid_into(x, np.empty_like(x))
 
 
 _register("hardtanh", "Scalar min_val=-1, Scalar max_val=1", lambda x, lo, hi: np.clip(x, lo, hi),
@@ -105,8 +125,9 @@ _register("elu", "Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", _elu)
 _register("selu", "", lambda x: _elu(x, SELU_ALPHA, SELU_SCALE, 1))
 _register("celu", "Scalar alpha=1.", _celu)
 _register("softplus", "Scalar beta=1, Scalar threshold=20", _softplus, inplace=False)
-_register("hardswish", "", lambda x: x * _hardsigmoid(x))
-_register("hardsigmoid", "", _hardsigmoid)
+_register("hardswish", "", lambda x: _hardswish_into(x, np.empty_like(x)),
+          into=lambda x, out: _hardswish_into(x, out))
+_register("hardsigmoid", "", _hardsigmoid, into=lambda x, out: _hardsigmoid_into(x, out))
 _register("mish", "", lambda x: x * np.tanh(_softplus(x, 1, 20)))
 _register("threshold", "Scalar threshold, Scalar value", lambda x, t, v: np.where(x > t, x, v))
 _register("hardshrink", "Scalar lambd=0.5", lambda x, lam: np.where(np.abs(x) > lam, x, 0), inplace=False)
