@@ -75,6 +75,8 @@ def cases() -> list[Case]:
         ("depthwise 3x3", (1, 144, 56, 56), 144, 3, 1, 1, 144),
         ("depthwise 3x3/2", (1, 144, 56, 56), 144, 3, 2, 1, 144),
         ("depthwise 5x5", (1, 240, 14, 14), 240, 5, 1, 2, 240),
+        ("depthwise 7x7", (1, 96, 56, 56), 96, 7, 1, 3, 96),
+        ("depthwise 7x7", (1, 768, 7, 7), 768, 7, 1, 3, 768),
         ("grouped 3x3 g=32", (1, 128, 28, 28), 128, 3, 1, 1, 32),
         ("grouped 3x3 g=2", (1, 64, 28, 28), 64, 3, 1, 1, 2),
         ("pointwise 1x1", (1, 144, 56, 56), 24, 1, 1, 0, 1),
@@ -98,6 +100,9 @@ def cases() -> list[Case]:
                     lambda xm=xm: torch.softmax(t(xm), -1), 1e-6))
         out.append((f"log_softmax {shape}", lambda xm=xm: op("aten::log_softmax.int").kernel(xm, -1, None),
                     lambda xm=xm: torch.log_softmax(t(xm), -1), 1e-5))
+    xw = randn(1, 16, 112, 112)
+    out.append(("hardswish (1,16,112,112)", lambda: op("aten::hardswish").kernel(xw), lambda: F.hardswish(t(xw)), 1e-6))
+    out.append(("hardsigmoid (1,16,112,112)", lambda: op("aten::hardsigmoid").kernel(xw), lambda: F.hardsigmoid(t(xw)), 1e-6))
     xh = randn(1, 96, 56, 56)
     out.append(("hardtanh (relu6) (1,96,56,56)", lambda: op("aten::hardtanh").kernel(xh, 0.0, 6.0),
                 lambda: F.hardtanh(t(xh), 0.0, 6.0), 0))

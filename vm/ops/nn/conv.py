@@ -8,9 +8,12 @@ multiplied by the weight reshaped to ``(groups, O/groups, C/groups * prod(kernel
 1x1 convolution with stride 1 skips the window view and multiplies the input itself.
 The product already has the NCHW layout, so no transpose follows: ``np.matmul`` batches
 over the batch and group axes and each slice is one sgemm.  Depthwise convolution (one
-input channel per group) would be many tiny matmuls, so it takes another route: a sum
-over the kernel taps of the shifted input times a per-channel weight, a handful of
-whole-tensor multiply-adds.  No path loops over pixels in Python.
+input channel per group) would be many tiny matmuls, so it takes other routes, chosen by
+shape: on planes 16 or more outputs wide at stride 1, a sum over the kernel taps of the
+shifted input times a per-channel weight, each tap one multiply-add over whole flattened
+planes (``_depthwise_flat``); on smaller planes, windows copied channels-last into
+columns, scaled and summed over the taps (``_depthwise_channels_last``); otherwise the
+taps over blocks of channels.  No path loops over pixels in Python.
 
 The transposed convolution is the adjoint: one matmul computes, for every input
 position, its contribution to each kernel tap (``W^T @ x``), and a loop over the taps (9

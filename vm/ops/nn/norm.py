@@ -183,9 +183,9 @@ def _layer_norm_direct(
     """``layer_norm`` of a float32/float64 ``x`` with weight and bias of its dtype (or None),
     on rows ``(x.size / m, m)`` where ``m`` is the normalized size, in one output buffer
     and no temporary the size of ``x``: the row means as one BLAS matrix-vector product,
-    the deviations ``x - mean`` written into the result (and, when a mean far from zero
-    lost digits to rounding, corrected by their own mean), their sums of squares as one
-    ``einsum`` dot per row, then the result scaled by ``rsqrt(var + eps)``, ``weight`` and
+    the deviations ``x - mean`` written into the result (corrected by their own mean when
+    rounding left a drift: a mean far from zero costs no digits beyond the input's own),
+    their sums of squares as one ``einsum`` dot per row, then the result scaled by ``rsqrt(var + eps)``, ``weight`` and
     ``bias`` in place.  The statistics accumulate in x's dtype, as PyTorch's CPU kernel
     does for float32; rows longer than 65536 numbers take the general path, which keeps
     them in float64.  None when another case applies.  ``out``: a C-contiguous buffer
@@ -194,20 +194,23 @@ def _layer_norm_direct(
     if dt != np.float32 and dt != np.float64:
         return None
     n = len(normalized_shape)
-    if n == 0 or n > x.ndim or tuple(x.shape[x.ndim - n :]) != tuple(int(s) for s in normalized_shape):
+    if n == 0 or n > x.ndim or x.shape[x.ndim - n :] != tuple(map(int, normalized_shape)):
         return None
-    if any(a is not None and a.dtype != dt for a in (weight, bias)):
+    if (weight is not None and weight.dtype != dt) or (bias is not None and bias.dtype != dt):
         return None
     row = math.prod(x.shape[x.ndim - n :])
     if not 0 < row <= _ROW_MAX or x.size == 0:
         return None
     rows = x.reshape(-1, row)
     y = (np.empty(x.shape, dt) if out is None else out).reshape(rows.shape)
-    inv = np.full(row, 1.0 / row, dt)
+    inv = _means.get((row, dt))
+    if inv is None:
+        inv = _means[row, dt] = np.full(row, 1.0 / row, dt)
+        inv.flags.writeable = False
     mean = rows @ inv
     np.subtract(rows, mean[:, None], out=y)
-    drift = y @ inv  # what rounding left of the mean: the corrected two-pass algorithm
-    if np.any(np.abs(drift) > _DRIFT * np.abs(mean)):
+    drift = y @ inv  # what rounding left of the mean (the corrected two-pass algorithm)
+    if float(np.abs(drift).max()) > _DRIFT * float(np.abs(mean).min()):
         y -= drift[:, None]
         drift[:] = 0
     scale = np.einsum("ij,ij->i", y, y)
@@ -225,7 +228,8 @@ def _layer_norm_direct(
 
 
 _ROW_MAX = 1 << 16  # normalized sizes up to this accumulate in x's dtype (float32 rounding stays ~1e-6)
-_DRIFT = 1e-7  # mean corrections above this (relative) are applied to the deviations too
+_DRIFT = 1e-7  # a mean correction above this (relative) is applied to the deviations too
+_means: dict[tuple[int, np.dtype], np.ndarray] = {}  # (row, dtype) -> the read-only vector 1/row
 
 
 @layer_norm.out
