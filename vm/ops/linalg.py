@@ -43,18 +43,38 @@ def _need_dims(x: Array, n: int, op: str, name: str) -> None:
         raise RuntimeError(f"{op}: {name} must be a {n}D tensor (got {x.ndim}D)")
 
 
+def gemm(a: Array, b: Array, out: Array | None = None) -> Array:
+    """``a @ b`` for 2-d float operands of one dtype, as one BLAS call.
+
+    With a few rows in ``a`` (2 to 32: a linear layer on a short sequence, a ConvNeXt
+    stage on a 2x2 plane) against a big ``b``, OpenBLAS's sgemm is 1.5-1.7x faster
+    producing the transposed product ``b^T a^T`` (few columns) than ``a b`` (few rows):
+    that is what runs, and its small result is copied into place transposed."""
+    if 2 <= a.shape[0] <= _FEW_ROWS and b.size >= _FEW_ROWS_FROM and a.dtype == b.dtype and a.dtype.kind == "f":
+        prod = np.matmul(b.T, a.T)
+        if out is None:
+            return np.ascontiguousarray(prod.T)
+        np.copyto(out, prod.T)
+        return out
+    return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+
+
+_FEW_ROWS = 32
+_FEW_ROWS_FROM = 32768  # elements of b; below, the plain product is as fast
+
+
 @kernel("aten::mm(Tensor self, Tensor mat2) -> Tensor")
 def mm(self: Array, mat2: Array) -> Array:
     _need_dims(self, 2, "mm", "self"), _need_dims(mat2, 2, "mm", "mat2")
     _same_dtype(self, mat2)
-    return np.matmul(self, mat2)
+    return gemm(self, mat2)
 
 
 @mm.out
 def mm_out(buf: Array, self: Array, mat2: Array) -> Array:
     r_shape = (self.shape[0], mat2.shape[1]) if self.ndim == 2 and mat2.ndim == 2 else None
     if r_shape == buf.shape and buf.dtype == self.dtype == mat2.dtype:
-        return np.matmul(self, mat2, out=buf)
+        return gemm(self, mat2, out=buf)
     return into(buf, mm(self, mat2))
 
 
@@ -125,7 +145,7 @@ def addmm_out(buf: Array, self: Array, mat1: Array, mat2: Array, beta: Any, alph
     if mat1.ndim == 2 and mat2.ndim == 2 and buf.shape == (mat1.shape[0], mat2.shape[1]) and (
         buf.dtype == mat1.dtype == mat2.dtype == self.dtype
     ):
-        return _add_scaled(np.matmul(mat1, mat2, out=buf), self, beta, alpha, blas=True)
+        return _add_scaled(gemm(mat1, mat2, out=buf), self, beta, alpha, blas=True)
     return into(buf, addmm(self, mat1, mat2, beta, alpha))
 
 
@@ -146,8 +166,8 @@ def flat_matmul(x: Array, w: Array, out: Array | None = None) -> Array:
     shape = x.shape[:-1] + (w.shape[1],)
     x2 = _rows(x)
     if out is None:
-        return np.matmul(x2, w).reshape(shape)
-    np.matmul(x2, w, out=out.reshape(x2.shape[0], w.shape[1]))
+        return gemm(x2, w).reshape(shape)
+    gemm(x2, w, out=out.reshape(x2.shape[0], w.shape[1]))
     return out
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from vm.ops import _softmax as softmax_family
-from vm.ops._common import copy_out, fits, norm_dim, norm_dims
+from vm.ops._common import copy_out, fits, into, norm_dim, norm_dims
 from vm.ops._dtypes import (
     DEFAULT_FLOAT,
     FLOAT_CAT,
@@ -259,19 +259,17 @@ def _softmax_input(x: Array, dim: int, dtype: int | None, op: str) -> tuple[Arra
 
 def _softmax(self: Array, dim: int, dtype: int | None, out: Array | None = None) -> Array:
     x, d = _softmax_input(self, dim, dtype, "softmax")
-    if x.ndim == 0:
-        return _softmax(x.reshape(1), 0, None).reshape(())
-    if x.size == 0:
-        return x.copy()
+    if x.ndim == 0 or x.size == 0:
+        result = _softmax(x.reshape(1), 0, None).reshape(()) if x.ndim == 0 else x.copy()
+        return result if out is None else into(out, result)
     return softmax_family.softmax(x, d, out if fits(out, x) else None)
 
 
 def _log_softmax(self: Array, dim: int, dtype: int | None, out: Array | None = None) -> Array:
     x, d = _softmax_input(self, dim, dtype, "log_softmax")
-    if x.ndim == 0:
-        return _log_softmax(x.reshape(1), 0, None).reshape(())
-    if x.size == 0:
-        return x.copy()
+    if x.ndim == 0 or x.size == 0:
+        result = _log_softmax(x.reshape(1), 0, None).reshape(()) if x.ndim == 0 else x.copy()
+        return result if out is None else into(out, result)
     return softmax_family.log_softmax(x, d, out if fits(out, x) else None)
 
 
