@@ -1,8 +1,8 @@
 """The softmax family's arithmetic, shared by ``softmax``/``log_softmax`` and attention.
 
 Each is PyTorch's numerically safe form: subtract the maximum along the axis, exponentiate,
-sum, and scale by the reciprocal of the sum (``_vec_softmax_lastdim`` multiplies by
-``1 / sum`` too) or subtract the log of the sum.  What makes it fast on numpy:
+sum, and divide by the sum (attention's scales by its reciprocal, as PyTorch's
+``_vec_softmax_lastdim`` does) or subtract the log of the sum.  What makes it fast on numpy:
 
 - the work runs in the result buffer (``out``, which may be the input itself when the
   caller owns it): one subtract, one exp and one scale in place, no temporaries the size of
@@ -37,20 +37,18 @@ def axis_sums(a: Array, axis: int) -> Array:
 @np.errstate(all="ignore")
 def softmax(x: Array, axis: int, out: Array | None = None) -> Array:
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``, written into ``out`` (fresh when None)."""
-    out = np.empty_like(x) if out is None else out
-    np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
+    peak = np.max(x, axis=axis, keepdims=True)
+    out = np.subtract(x, peak) if out is None else np.subtract(x, peak, out=out)
     np.exp(out, out=out)
-    scale = axis_sums(out, axis)
-    np.reciprocal(scale, out=scale)
-    out *= scale
+    out /= axis_sums(out, axis)
     return out
 
 
 @np.errstate(all="ignore")
 def log_softmax(x: Array, axis: int, out: Array | None = None) -> Array:
     """``(x - max) - log(sum(exp(x - max)))`` along ``axis``, written into ``out``."""
-    out = np.empty_like(x) if out is None else out
-    np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
+    peak = np.max(x, axis=axis, keepdims=True)
+    out = np.subtract(x, peak) if out is None else np.subtract(x, peak, out=out)
     total = axis_sums(np.exp(out), axis)
     np.log(total, out=total)
     out -= total
