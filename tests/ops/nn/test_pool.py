@@ -105,3 +105,25 @@ def test_adaptive_avg_pool3d_matches_torch():
     x = randn(rng, 2, 3, 5, 7, 6)
     close(op("aten::adaptive_avg_pool3d")(x, [2, 3, 4]), F.adaptive_avg_pool3d(torch.from_numpy(x), (2, 3, 4)))
     close(op("aten::adaptive_avg_pool3d")(x, [5, 1, 6]), F.adaptive_avg_pool3d(torch.from_numpy(x), (5, 1, 6)))
+
+
+@FEW
+@given(st.data())
+def test_global_average_pool_matches_torch(data):
+    """Property: adaptive_avg_pool2d to (1, 1) (global pooling, one BLAS product per call)
+    equals torch's for float32 and float64 inputs of 3 or 4 dims, a NaN or inf in a plane
+    spreading to that plane's mean only, and a non-contiguous input taking the general path."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    shape = [data.draw(st.integers(1, 3))] * data.draw(st.integers(0, 1)) + [data.draw(st.integers(1, 40)) for _ in range(3)]
+    x = rng.standard_normal(shape).astype(dtype)
+    special = data.draw(st.sampled_from([None, np.nan, np.inf]))
+    if special is not None:
+        x.reshape(-1)[data.draw(st.integers(0, x.size - 1))] = special
+    if data.draw(st.booleans(), "transposed"):
+        x = x.swapaxes(-1, -2)
+    want = F.adaptive_avg_pool2d(torch.from_numpy(x), 1).numpy()
+    got = op("aten::adaptive_avg_pool2d")(x, [1, 1])
+    assert got.dtype == want.dtype and got.shape == want.shape
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
