@@ -38,5 +38,17 @@ def pytest_addoption(parser):
         "--zoo",
         choices=("ci", "all"),
         default="ci",
-        help="model zoo (tests/test_zoo.py): the CI subset (default) or every model (all)",
+        help="model zoo (tests/zoo/test_zoo.py): the CI subset (default) or every model (all)",
     )
+    parser.addoption(
+        "--regen-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite the [out] sections of golden files (tests/emit/goldens) with today's output",
+    )
+
+
+@pytest.fixture
+def regen_goldens(request: pytest.FixtureRequest) -> bool:
+    """True under ``pytest --regen-goldens``: golden tests write their output instead of comparing."""
+    return bool(request.config.getoption("--regen-goldens"))
