@@ -526,7 +526,7 @@ INLINED = """graph(%self : __torch__.Net, %x : Tensor):
 
 
 def test_known_bodies_are_added_under_the_mangled_class_and_inlined_at_the_call() -> None:
-    from tests.filecheck import check_output, strip_checks
+    from tests.support.filecheck_runner import check_output, strip_checks
 
     from compiler import parse
     from compiler.passes.add_known_methods import add_known_methods

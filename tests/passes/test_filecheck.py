@@ -1,9 +1,14 @@
-"""The FileCheck matcher the pass goldens rely on: each directive accepts and refuses."""
+"""FileCheck as the pass goldens use it (the PyPI ``filecheck`` package through
+tests/support/filecheck_runner.py): each directive accepts and refuses, and a failure is
+reported at the directive's line in the golden file."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from tests.filecheck import CheckError, check_output, strip_checks
+
+from tests.support.filecheck_runner import CheckError, check_output, golden_cases, strip_checks
 
 OUT = """graph(%x):
   %1 = aten::add(%x, %x)
@@ -49,3 +54,18 @@ def test_refuses(checks: str) -> None:
 def test_strip_checks_keeps_the_program() -> None:
     text = "graph():\n  return ()\n# CHECK: graph\n"
     assert strip_checks(text) == "graph():\n  return ()\n"
+
+
+def test_a_failure_names_the_golden_file_and_the_directive_line(tmp_path: Path) -> None:
+    """A case's directives are reported at their line in the file it came from, with the
+    output that was checked (the second case below starts on line 6)."""
+    (tmp_path / "somepass").mkdir()
+    path = tmp_path / "somepass" / "cases.ir"
+    path.write_text("graph():\n  return ()\n# CHECK: graph\n# -----\n# second case\ngraph():\n  return ()\n# CHECK: aten::mul\n")
+    first, second = golden_cases(tmp_path)
+    assert (first.id, second.id, second.first_line) == ("somepass-0", "somepass-1", 5)
+    first.check(OUT)
+    with pytest.raises(CheckError) as err:
+        second.check("graph():\n  return ()\n")
+    assert f"{path}:8:" in str(err.value) and "aten::mul" in str(err.value)
+    assert "--- output checked ---\ngraph():" in str(err.value)

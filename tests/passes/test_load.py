@@ -1,5 +1,5 @@
 """Load-time passes (run by the static runtime once weights are bound): golden rewrites
-in ``tests/passes_load/<pass>/*.ir`` and differential checks with each rewrite on and off.
+in ``tests/passes/load/<pass>/*.ir`` and differential checks with each rewrite on and off.
 
 A golden case is IR whose ``<Tensor>`` constants get seeded random weights of their
 declared shapes (variances positive); the pass runs with those weights and the FileCheck
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.filecheck import check_output, parse_checks, strip_checks
+from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
 
 from compiler import parse
 from compiler import types as T
@@ -24,14 +24,8 @@ from compiler.verify import verify
 from vm.static import StaticOptions, StaticRuntime
 from tests.support.paths import TOOLS
 
-ROOT = Path(__file__).parent / "load"
-SPLIT = "# -----"
 PASSES = {"fold_batch_norm": fold_batch_norm}
-CASES = [
-    (path.parent.name, i, text)
-    for path in sorted(ROOT.glob("*/*.ir"))
-    for i, text in enumerate(path.read_text().split(SPLIT + "\n"))
-]
+CASES = golden_cases(Path(__file__).parent / "load")
 
 
 def _weights(module: Module, seed: int = 0) -> dict[str, np.ndarray]:
@@ -58,26 +52,25 @@ def _inputs(module: Module, seed: int = 1) -> list:
     return args
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
-def test_golden(case: tuple[str, int, str]) -> None:
-    name, _, text = case
-    checks = parse_checks(text)
-    assert checks, "a golden case without CHECK lines cannot fail"
-    module = parse(strip_checks(text), f"{name}.ir")
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_golden(case: Case) -> None:
+    name = case.group
+    assert has_checks(case.text), "a golden case without CHECK lines cannot fail"
+    module = parse(strip_checks(case.text), f"{name}.ir")
     verify(module)
     weights = _weights(module)
     known = known_values(module.main, {}, weights)
     result, arrays = PASSES[name](module, known)
     verify(result)
-    check_output(checks, print_module(result))
+    case.check(print_module(result))
     assert set(arrays) <= result.main.value_names()
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
-def test_fold_on_and_off_agree(case: tuple[str, int, str]) -> None:
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_fold_on_and_off_agree(case: Case) -> None:
     """The static runtime gives the same results, to float32 rounding, with the rewrite
     switched on (the default) and off (its StaticOptions flag)."""
-    name, _, text = case
+    name, text = case.group, case.text
     module = parse(strip_checks(text), f"{name}.ir")
     weights, args = _weights(module), _inputs(module)
     fresh = lambda: {k: v.copy() for k, v in weights.items()}  # training BN writes its stats
@@ -138,7 +131,7 @@ def _dumps() -> list[Path]:
 def test_dumps_with_batch_norm_match_the_interpreter_with_folds_on(path: Path) -> None:
     """Every corpus/dump/nn_models program with a BatchNorm gives the interpreter's result,
     to float32 rounding, on the static runtime with its folds on (exact runs with them off
-    are tests/test_static_differential.py's)."""
+    are tests/static/test_differential.py's)."""
     from tests.static.test_differential import _load_case
 
     import compiler
