@@ -1,5 +1,5 @@
 """The printer writes what the parser reads: parse(print(m)) is m, over random well-formed
-modules (tests/support/ir_strategies.py), and printing is a fixed point after one parse."""
+modules (tests/support/strategies.py), and printing is a fixed point after one parse."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from hypothesis import given
 from compiler.parser import parse
 from compiler.printer import print_module, structural_diff
 from compiler.verify import verify
-from tests.support.ir_strategies import attr_payloads, modules
+from tests.support.strategies import attr_payloads, ir_modules
 
 
-@given(modules())
+@given(ir_modules())
 def test_parse_of_print_is_structurally_equal(module) -> None:
     """Kinds, attributes (every payload kind), types, names, wiring, blocks, sub-graphs and
     functions all survive printing and parsing back; both sides verify."""

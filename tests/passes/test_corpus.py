@@ -1,6 +1,6 @@
 """The pipeline on the real torch dumps of tests/corpus: it never changes an output.
 
-Each corpus program is run by the reference evaluator (tests/support/graph_strategies.py) before
+Each corpus program is run by the reference evaluator (tests/support/reference.py) before
 and after ``optimize`` (every pass, fusion on, the verifier after each pass), and the
 optimized program must give exactly the same outputs, or raise the same error.  The
 unoptimized run is also compared with what torch returned (to 1e-4: matmuls sum in another
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.graph_strategies import run_reference, same_value
+from tests.support.reference import run_reference, same_value
 
 from compiler.parser import parse
 from compiler.pipeline import DEFAULT_PIPELINE, optimize

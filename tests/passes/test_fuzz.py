@@ -1,4 +1,4 @@
-"""Hypothesis properties of every pass, on random valid programs (tests/graph_strategies).
+"""Hypothesis properties of every pass, on random valid programs (tests/support/strategies.py).
 
 For each pass alone and for the whole pipeline: the IR stays well formed (the verifier
 and our use-list checks accept it), the input module is left untouched, running the
@@ -18,7 +18,8 @@ import io
 from typing import Any
 
 import pytest
-from tests.support.graph_strategies import FreedValueError, graphs, run_reference, same_value
+from tests.support.reference import FreedValueError, run_reference, same_value
+from tests.support.strategies import graphs
 from hypothesis import given, note
 from tests.support.ir_checks import check_wellformed, dump, structure
 

@@ -1,6 +1,6 @@
 """The static runtime against the reference evaluator, under every option combination.
 
-For each random program (``tests/support/graph_strategies.py``) and each combination of out
+For each random program (``tests/support/strategies.py``) and each combination of out
 variants on/off, managed outputs on/off, fusion on/off and planner, three runs A, B, A
 (two input sets) must equal the reference, leave the inputs untouched, and never
 overwrite the outputs an earlier run returned.  The same protocol runs over every dump in
@@ -15,23 +15,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.support.graph_strategies import graphs, input_strategy, run_reference
-from tests.support.graph_strategies import same_value as _same
+from tests.support.reference import run_reference, same_value
+from tests.support.strategies import graphs, input_strategy
 from hypothesis import given
 from hypothesis import strategies as st
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """graph_strategies.same_value, with dicts compared key by key."""
-    if isinstance(a, dict) or isinstance(b, dict):
-        return (
-            type(a) is type(b)
-            and list(a) == list(b)
-            and all(same_value(a[k], b[k]) for k in a)
-        )
-    if isinstance(a, (list, tuple)) and type(a) is type(b) and len(a) == len(b):
-        return all(same_value(x, y) for x, y in zip(a, b))
-    return _same(a, b)
 
 
 from vm.static import StaticModule, StaticOptions, StaticRuntime

@@ -1,7 +1,7 @@
 """Property: on random valid programs, the interpreter's two loops and a direct walk of
 the IR agree.
 
-``tests.support.graph_strategies.graphs()`` draws modules with pointwise ops, reductions, views,
+``tests.support.strategies.graphs()`` draws modules with pointwise ops, reductions, views,
 scalar arithmetic, If and Loop with carried tensors, calls between functions and in-place
 ops.  Each is emitted as is (``passes=[]``, so the emitter sees every construct the
 strategy makes) and after the default pipeline, then run by the fast register-form loop,
@@ -19,7 +19,8 @@ from hypothesis import given, settings
 
 from compiler.emit import emit
 from compiler.pipeline import optimize
-from tests.support.graph_strategies import graphs, run_reference, same_value
+from tests.support.reference import run_reference, same_value
+from tests.support.strategies import graphs
 from vm.interpreter import Interpreter
 
 
