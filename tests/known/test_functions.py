@@ -21,6 +21,7 @@ import vm
 from compiler.diagnostics import CompileError, RunError
 from compiler.passes.inline_calls import inline_calls
 from compiler.verify import verify
+from tests.support.against_torch import assert_matches, to_numpy, to_torch
 
 torch = pytest.importorskip("torch")
 
@@ -40,38 +41,19 @@ def _script(tmp_path: Any, source: str) -> Any:
     return torch.jit.script(module.f)
 
 
-def _to_numpy(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.detach().numpy().copy()
-    if isinstance(value, tuple):
-        return tuple(_to_numpy(v) for v in value)
-    return value
-
-
-def _same(got: Any, want: Any) -> None:
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for g, w in zip(got, want):
-            _same(g, w)
-        return
-    assert isinstance(got, np.ndarray), type(got)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, equal_nan=True)
-
-
 def run_case(tmp_path: Any, source: str, *inputs: Any) -> None:
     """Script ``source``, compile its printed graph, compare both engines with torch."""
     fn = _script(tmp_path, source)
     text = str(fn.graph)
     assert "prim::CallFunction" in text, "the case must exercise a call without a body"
-    want = _to_numpy(fn(*[torch.from_numpy(x.copy()) if isinstance(x, np.ndarray) else x for x in inputs]))
+    want = to_numpy(fn(*[to_torch(x) for x in inputs]))
     inlined = inline_calls(compiler.parse(text, "case.ir"))
     verify(inlined)  # the bodies are well-formed IR once inlined (SSA, arity, types)
     assert "prim::CallFunction" not in str(inlined)
     program = compiler.compile_source(text, "case.ir")
     for engine in (vm.Interpreter(program), vm.StaticRuntime(program)):
         got = engine(*[x.copy() if isinstance(x, np.ndarray) else x for x in inputs])
-        _same(got, want)
+        assert_matches(got, want)
 
 
 RNG = np.random.default_rng(0)

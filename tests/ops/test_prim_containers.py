@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.prim_torch import Scripted, outcome, same
+from tests.support.against_torch import outcome, same
+from tests.support.prim_torch import Scripted
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

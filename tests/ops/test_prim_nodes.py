@@ -146,7 +146,6 @@ tensors = st.one_of(
 @given(t=tensors)
 def test_tensors_print_like_torchscript(t: np.ndarray) -> None:
     torch = pytest.importorskip("torch")
-    from tests.support.prim_torch import script
 
     fn = _str_of_tensor()
     assert format_tensor(t) == fn(torch.from_numpy(t.copy())), t

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tests.support.prim_torch import Scripted, outcome, same
+from tests.support.against_torch import outcome, same
+from tests.support.prim_torch import Scripted
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
 
 import compiler  # noqa: E402
 import vm  # noqa: E402
-from tests.support.torch_models import same_as_torch  # noqa: E402
+from tests.support.against_torch import assert_matches  # noqa: E402
 
 
 def views_indexing_and_conversions(x: torch.Tensor, y: torch.Tensor, i: int):
@@ -81,4 +81,4 @@ def test_scripted_function_matches_torch(fn, make_args, backend) -> None:
         args = make_args(torch.Generator().manual_seed(seed))
         expected = scripted(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
         got = runner(*[a.numpy().copy() if isinstance(a, torch.Tensor) else a for a in args])
-        same_as_torch(got, expected)
+        assert_matches(got, expected)

@@ -20,7 +20,8 @@ from tests.ops import test_tensor_pointwise as test_ops_tensor_pointwise
 from tests.ops import test_tensor_reduction as test_ops_tensor_reduction
 from tests.ops import test_tensor_shape as test_ops_tensor_shape
 from tests.ops import test_tensor_zoo as test_ops_tensor_zoo
-from tests.support.tensor_ops import EXAMPLES, assert_same, copy_args
+from tests.support.against_torch import assert_same
+from tests.support.tensor_ops import EXAMPLES, copy_args
 from vm.ops.registry import all_ops, lookup
 
 TENSOR_MODULES = {"vm.ops.pointwise", "vm.ops.unary", "vm.ops.reduction", "vm.ops.shape", "vm.ops.linalg",

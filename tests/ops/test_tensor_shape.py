@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.against_torch import assert_same
 from tests.support.tensor_ops import (
-    ALL, BOOL, EXAMPLES, F32, FLOAT, I64, NUM, assert_same, check_against_torch, shapes, tensor, tensor_dim,
+    ALL, BOOL, EXAMPLES, F32, FLOAT, I64, NUM, check_against_torch, shapes, tensor, tensor_dim,
 )
 from vm.ops.registry import lookup
 

@@ -14,7 +14,7 @@ F = torch.nn.functional
 
 import compiler
 import vm
-from tests.support.torch_models import same_as_torch
+from tests.support.against_torch import assert_matches
 
 
 def packed_positions(position_ids: torch.Tensor, x: torch.Tensor):
@@ -126,7 +126,7 @@ def test_zoo_operators_end_to_end(fn, mode, backend) -> None:
     runner = getattr(vm, backend)(program)
     for seed in range(2):
         args = _args(fn.__name__, torch.Generator().manual_seed(seed))
-        same_as_torch(runner(*_numpy(args)), jit(*args), atol=2e-5)
+        assert_matches(runner(*_numpy(args)), jit(*args), atol=2e-5)
 
 
 def test_gpt2_traced_without_a_mask_matches_torch() -> None:
@@ -149,4 +149,4 @@ def test_gpt2_traced_without_a_mask_matches_torch() -> None:
     weights = {k: v.detach().numpy() for k, v in traced.state_dict().items()}
     for backend in ("Interpreter", "StaticRuntime"):
         got = getattr(vm, backend)(program, weights)(ids.numpy())
-        same_as_torch(got, want, atol=2e-5)
+        assert_matches(got, want, atol=2e-5)

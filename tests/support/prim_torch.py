@@ -15,11 +15,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from compiler import types as T
 from compiler.ir import Graph, Node, Value
 from compiler.resolve import constant_value, resolve
+from tests.support.against_torch import to_numpy, to_torch
 from vm.ops.registry import bind
 
 
@@ -42,23 +42,6 @@ def convert_type(t: Any) -> T.Type:
     if kind == "DictType":
         return T.DictType(convert_type(t.getKeyType()), convert_type(t.getValueType()))
     raise NotImplementedError(f"type {t} ({kind})")
-
-
-def from_torch_value(v: Any) -> Any:
-    """A value torch returned, in irvm's runtime representation (tensors as numpy)."""
-    import torch
-
-    if isinstance(v, torch.Tensor):
-        return v.numpy()
-    if isinstance(v, torch.device):
-        return str(v)
-    if isinstance(v, list):
-        return [from_torch_value(x) for x in v]
-    if isinstance(v, tuple):
-        return tuple(from_torch_value(x) for x in v)
-    if isinstance(v, dict):
-        return {from_torch_value(k): from_torch_value(x) for k, x in v.items()}
-    return v
 
 
 _HEADER = "import math\nimport torch\nfrom typing import Any, Dict, List, Optional, Tuple\n\n"
@@ -112,9 +95,7 @@ class Scripted:
         return [ref.name for ref in self.ops.values()]
 
     def theirs(self, *args: Any) -> Any:
-        import torch
-
-        return from_torch_value(self.fn(*(_to_torch(a) for a in args)))
+        return to_numpy(self.fn(*(to_torch(a) for a in args)))
 
     def ours(self, *args: Any) -> Any:
         env: dict[int, Any] = {id(p): _copy(a) for p, a in zip(self.graph.inputs, args)}
@@ -132,46 +113,9 @@ class Scripted:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _to_torch(a: Any) -> Any:
-    import torch
-
-    if isinstance(a, np.ndarray):
-        return torch.from_numpy(a.copy())
-    if isinstance(a, list):
-        return [_to_torch(x) for x in a]
-    if isinstance(a, tuple):
-        return tuple(_to_torch(x) for x in a)
-    if isinstance(a, dict):
-        return {k: _to_torch(v) for k, v in a.items()}
-    return a
-
-
 def _copy(a: Any) -> Any:
     if isinstance(a, list):
         return [_copy(x) for x in a]
     if isinstance(a, dict):
         return {k: _copy(v) for k, v in a.items()}
     return a
-
-
-def outcome(fn: Any, *args: Any) -> tuple[str, Any]:
-    """("ok", value) or ("error", None): both engines must agree on failing too."""
-    try:
-        return "ok", fn(*args)
-    except Exception:  # noqa: BLE001 - any kernel error counts as "raised"
-        return "error", None
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal values of equal Python types (nan equal to nan, -0.0 distinct from 0.0)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return (a != a and b != b) or (a == b and np.signbit(a) == np.signbit(b))
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
-    return a == b

@@ -23,6 +23,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from tests.support.against_torch import assert_same, to_numpy, to_torch
 from vm.ops._dtypes import to_dtype
 from vm.ops.registry import Schema, lookup
 
@@ -136,7 +137,7 @@ def _torch() -> Any:
 def _to_torch(value: Any, type_text: str) -> Any:
     torch = _torch()
     if isinstance(value, np.ndarray):
-        return torch.from_numpy(value.copy())
+        return to_torch(value)
     if isinstance(value, list):
         inner = type_text.rstrip("?").removesuffix("[]")
         return [_to_torch(v, inner) for v in value]
@@ -152,19 +153,6 @@ def _TORCH_DTYPES() -> dict[np.dtype[Any], Any]:
     return {F32: torch.float32, F64: torch.float64, I64: torch.int64, I32: torch.int32, BOOL: torch.bool,
             np.dtype("uint8"): torch.uint8, np.dtype("int8"): torch.int8, np.dtype("int16"): torch.int16,
             np.dtype("float16"): torch.float16}
-
-
-def _from_torch(value: Any) -> Any:
-    torch = _torch()
-    if isinstance(value, torch.Tensor):
-        return value.numpy()
-    if isinstance(value, (tuple, list)):
-        return type(value)(_from_torch(v) for v in value) if isinstance(value, list) else tuple(
-            _from_torch(v) for v in value
-        )
-    if isinstance(value, torch.Size):
-        return list(value)
-    return value
 
 
 def copy_args(values: Args) -> list[Any]:
@@ -187,28 +175,6 @@ def run_torch(schema: Schema, values: Args) -> Any:
     return result, pos, kw
 
 
-def assert_same(ours: Any, theirs: Any, where: str = "result") -> None:
-    torch = _torch()
-    if isinstance(theirs, torch.Tensor):
-        theirs = theirs.numpy()
-    if isinstance(theirs, np.ndarray):
-        assert type(ours) is np.ndarray, f"{where}: expected an ndarray, got {type(ours).__name__}"
-        assert ours.dtype == theirs.dtype, f"{where}: dtype {ours.dtype} != torch {theirs.dtype}"
-        assert ours.shape == theirs.shape, f"{where}: shape {ours.shape} != torch {theirs.shape}"
-        if theirs.dtype.kind == "f":
-            tol = 1e-4 if theirs.dtype == F32 else 1e-9
-            np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol, equal_nan=True, err_msg=where)
-        else:
-            np.testing.assert_array_equal(ours, theirs, err_msg=where)
-    elif isinstance(theirs, (tuple, list)):
-        assert isinstance(ours, (tuple, list)) and len(ours) == len(theirs), f"{where}: {ours!r} vs {theirs!r}"
-        for i, (o, t) in enumerate(zip(ours, theirs)):
-            assert_same(o, t, f"{where}[{i}]")
-    else:
-        same = ours == theirs or (isinstance(theirs, float) and theirs != theirs and ours != ours)  # nan == nan
-        assert type(ours) is type(theirs) and same, f"{where}: {ours!r} != torch {theirs!r}"
-
-
 def check_against_torch(qualified: str, values: Args, compare: Callable[..., None] | None = None) -> Any:
     """Run ``qualified`` in irvm and in torch on copies of ``values``; assert they agree."""
     info = lookup(qualified)
@@ -225,7 +191,7 @@ def check_against_torch(qualified: str, values: Args, compare: Callable[..., Non
     (compare or assert_same)(ours, theirs)
     for i, arg in enumerate(info.schema.arguments):
         if arg.mutated:
-            assert_same(ours_args[i], _from_torch(_torch_arg(info.schema, torch_pos, torch_kw, i)), f"mutated {arg.name}")
+            assert_same(ours_args[i], to_numpy(_torch_arg(info.schema, torch_pos, torch_kw, i)), f"mutated {arg.name}")
             assert ours is ours_args[i], f"{qualified} must return its mutated argument itself"
     return ours, ours_args
 

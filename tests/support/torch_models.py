@@ -1,29 +1,10 @@
-"""Helpers shared by the tests that compare irvm with torch itself; import it only after
-``pytest.importorskip("torch")``, as those tests do."""
+"""torch models shared by several tests; import it only after ``pytest.importorskip("torch")``,
+as those tests do."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
 import torch
 from torch import nn
-
-
-def same_as_torch(ours: Any, theirs: Any, path: str = "out", rtol: float = 1e-4, atol: float = 1e-5) -> None:
-    """irvm's result equals torch's: arrays of torch's dtype and shape and close values,
-    lists and tuples element by element, anything else exactly and of the same type."""
-    if isinstance(theirs, torch.Tensor):
-        theirs = theirs.numpy()
-        assert type(ours) is np.ndarray, (path, type(ours))
-        assert (ours.dtype, ours.shape) == (theirs.dtype, theirs.shape), (path, ours.dtype, ours.shape, theirs.shape)
-        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol, err_msg=path)
-    elif isinstance(theirs, (list, tuple)):
-        assert isinstance(ours, (list, tuple)) and len(ours) == len(theirs), path
-        for i, (o, t) in enumerate(zip(ours, theirs)):
-            same_as_torch(o, t, f"{path}[{i}]", rtol, atol)
-    else:
-        assert type(ours) is type(theirs) and ours == theirs, (path, ours, theirs)
 
 
 class SmallCNN(nn.Module):

@@ -4,10 +4,8 @@ register-form decoding agreeing with the bytecode on every corpus program."""
 from __future__ import annotations
 
 import copy
-import math
 import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +16,7 @@ from compiler.diagnostics import IRError
 from vm.interpreter import Interpreter
 from vm.io import load_inputs, read_npz
 from tests.support.paths import CORPUS
+from tests.support.reference import same_value
 
 
 LOOP = """\
@@ -93,18 +92,6 @@ def _corpus_cases() -> list[str]:
     return sorted(p.stem for p in CORPUS.glob("*.ir") if (CORPUS / f"{p.stem}.inputs.npz").exists())
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
-    if isinstance(a, float) and math.isnan(a):
-        return isinstance(b, float) and math.isnan(b)
-    return type(a) is type(b) and a == b
-
-
 @pytest.mark.parametrize("name", _corpus_cases())
 def test_decoded_loop_agrees_with_reference_loop(name: str) -> None:
     """The fast loop runs register-form code with superinstructions; the reference loop
@@ -127,4 +114,4 @@ def test_decoded_loop_agrees_with_reference_loop(name: str) -> None:
             outcomes.append(("error", str(err)))
     (kind_a, a), (kind_b, b) = outcomes
     assert kind_a == kind_b
-    assert _same(a, b) if kind_a == "ok" else a == b
+    assert same_value(a, b) if kind_a == "ok" else a == b

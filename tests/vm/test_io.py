@@ -30,6 +30,7 @@ from vm.io import (
     unflatten,
 )
 from tests.support.paths import CORPUS
+from tests.support.reference import same_value
 
 arrays = st.builds(
     lambda shape, dtype: (np.arange(int(np.prod(shape))) % 3).astype(dtype).reshape(shape),
@@ -42,20 +43,10 @@ values = st.recursive(leaves, lambda inner: st.one_of(
     st.dictionaries(st.text("abc", min_size=1, max_size=3), inner, max_size=3)), max_leaves=8)
 
 
-def same(a: Any, b: Any) -> bool:
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return isinstance(b, dict) and list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
 @given(values)
 def test_flatten_then_unflatten_gives_the_same_value_and_kinds(value: Any) -> None:
     flat = flatten_outputs([value])
-    assert same(unflatten(flat, "out0"), value)
+    assert same_value(unflatten(flat, "out0"), value)
 
 
 def test_outputs_are_flattened_as_documented(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ lists built in loops, Optional inputs).  Every program also runs on the referenc
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,16 +18,10 @@ from compiler import compile_source
 from vm.interpreter import Interpreter
 from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 from tests.support.paths import CORPUS
+from tests.support.against_torch import to_numpy, to_torch
+from tests.support.reference import same_value
 
 SEEDS = ["x2", "dim_loop", "ratio_iou", "lunif2", "lstm_cell"]
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
-    return type(a) is type(b) and a == b
 
 
 @pytest.mark.parametrize("name", SEEDS)
@@ -44,7 +37,7 @@ def test_seed_program_matches_torch_output(name: str) -> None:
     got = flatten_outputs(outputs_as_list(result, program.n_outputs))
     assert compare_flat(expected, got) == []
     traced, values = interp.run_traced(*args)
-    assert _same(traced, result)
+    assert same_value(traced, result)
     assert values, "the trace records the stored values"
 
 
@@ -159,20 +152,6 @@ def small_loop(x: Tensor, y: Tensor) -> Tensor:
     return x
 
 
-def _np(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.numpy()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_np(v) for v in value)
-    return value
-
-
-def _torch(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return torch.from_numpy(value.copy())
-    return value
-
-
 X = np.linspace(-2, 2, 16, dtype=np.float32).reshape(4, 4)
 CASES = [
     (if_else, (X, True)),
@@ -193,7 +172,7 @@ def test_scripted_function_matches_torch(fn: Any, args: tuple[Any, ...]) -> None
     values), on the fast loop and on the reference loop."""
     scripted = torch.jit.script(fn)
     program = compile_source(str(scripted.graph), f"{fn.__name__}.ir")
-    expected = _np(scripted(*[_torch(a) for a in args]))
+    expected = to_numpy(scripted(*[to_torch(a) for a in args]))
     interp = Interpreter(program)
     got = interp(*args)
     traced, _ = interp.run_traced(*args)

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.support.nn import FEW, close, op, randn
+from tests.support.against_torch import assert_matches
+from tests.support.nn import FEW, op, randn
 from vm.ops.registry import lookup
 
 torch = pytest.importorskip("torch")
@@ -42,7 +43,7 @@ def test_activation_matches_torch(name, data):
     args = tuple(data.draw(args_strategy))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     x = np.asarray(randn(rng, *data.draw(st.lists(st.integers(1, 5), min_size=0, max_size=3))) * 6)
-    close(op(f"aten::{name}")(x, *args), reference(torch.from_numpy(x), *args), atol=1e-6)
+    assert_matches(op(f"aten::{name}")(x, *args), reference(torch.from_numpy(x), *args), atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["hardtanh", "relu6", "leaky_relu", "elu", "selu", "celu", "hardswish", "hardsigmoid", "mish", "threshold"])
@@ -52,10 +53,10 @@ def test_in_place_variant_writes_self_and_returns_it(name):
     want = op(f"aten::{name}")(x, *([*args] or [d for d in _defaults(name)]))
     y = x.copy()
     assert op(f"aten::{name}_")(y, *([*args] or _defaults(name))) is y
-    close(y, want)
+    assert_matches(y, want)
     buf = np.empty_like(x)
     assert lookup(f"aten::{name}").out(buf, x, *([*args] or _defaults(name))) is buf
-    close(buf, want)
+    assert_matches(buf, want)
 
 
 def _defaults(name: str) -> list:
@@ -65,10 +66,10 @@ def _defaults(name: str) -> list:
 def test_prelu_glu_and_rrelu_match_torch():
     rng = np.random.default_rng(0)
     x, w = randn(rng, 2, 3, 4), np.array([0.1, -0.2, 0.3], np.float32)
-    close(op("aten::prelu")(x, w), F.prelu(torch.from_numpy(x), torch.from_numpy(w)))
-    close(op("aten::prelu")(x, w[:1]), F.prelu(torch.from_numpy(x), torch.from_numpy(w[:1])))
-    close(op("aten::glu")(x, 2), F.glu(torch.from_numpy(x), 2))
-    close(op("aten::rrelu")(x, 0.1, 0.3, False, None), F.rrelu(torch.from_numpy(x), 0.1, 0.3, False))
+    assert_matches(op("aten::prelu")(x, w), F.prelu(torch.from_numpy(x), torch.from_numpy(w)))
+    assert_matches(op("aten::prelu")(x, w[:1]), F.prelu(torch.from_numpy(x), torch.from_numpy(w[:1])))
+    assert_matches(op("aten::glu")(x, 2), F.glu(torch.from_numpy(x), 2))
+    assert_matches(op("aten::rrelu")(x, 0.1, 0.3, False, None), F.rrelu(torch.from_numpy(x), 0.1, 0.3, False))
 
 
 @FEW
@@ -88,14 +89,14 @@ def test_pad_modes_match_torch(data):
         pads += pair
     value = data.draw(st.floats(-2, 2)) if mode == "constant" else None
     want = F.pad(torch.from_numpy(x), pads, mode, value)
-    close(op("aten::pad")(x, pads, mode, value), want)
+    assert_matches(op("aten::pad")(x, pads, mode, value), want)
     if mode == "constant":
-        close(op("aten::constant_pad_nd")(x, pads, value), want)
+        assert_matches(op("aten::constant_pad_nd")(x, pads, value), want)
     elif mode != "circular":
         prefix = "reflection" if mode == "reflect" else "replication"
-        close(op(f"aten::{prefix}_pad{dims}d")(x, pads), want)
+        assert_matches(op(f"aten::{prefix}_pad{dims}d")(x, pads), want)
     else:
-        close(op("aten::_pad_circular")(x, pads), want)
+        assert_matches(op("aten::_pad_circular")(x, pads), want)
 
 
 @FEW
@@ -108,10 +109,10 @@ def test_upsampling_matches_torch(data):
         size, scale = [data.draw(st.integers(1, 15)) for _ in range(2)], None
     else:
         size, scale = None, [data.draw(st.sampled_from([0.5, 1.5, 2.0, 2.5, 3.0, 1.7])) for _ in range(2)]
-    close(op("aten::upsample_nearest2d.vec")(x, size, scale), F.interpolate(t, size, scale, "nearest"))
-    close(op("aten::_upsample_nearest_exact2d.vec")(x, size, scale), F.interpolate(t, size, scale, "nearest-exact"))
+    assert_matches(op("aten::upsample_nearest2d.vec")(x, size, scale), F.interpolate(t, size, scale, "nearest"))
+    assert_matches(op("aten::_upsample_nearest_exact2d.vec")(x, size, scale), F.interpolate(t, size, scale, "nearest-exact"))
     corners = data.draw(st.booleans())
-    close(op("aten::upsample_bilinear2d.vec")(x, size, corners, scale),
+    assert_matches(op("aten::upsample_bilinear2d.vec")(x, size, corners, scale),
           F.interpolate(t, size, scale, "bilinear", align_corners=corners), atol=1e-5)
 
 
@@ -119,19 +120,19 @@ def test_explicit_size_overloads_match_torch():
     rng = np.random.default_rng(1)
     x = randn(rng, 1, 2, 5, 4)
     t = torch.from_numpy(x)
-    close(op("aten::upsample_nearest2d")(x, [11, 7], None, None), torch.ops.aten.upsample_nearest2d(t, [11, 7]))
-    close(op("aten::upsample_bilinear2d")(x, [9, 9], False, None, None), torch.ops.aten.upsample_bilinear2d(t, [9, 9], False))
+    assert_matches(op("aten::upsample_nearest2d")(x, [11, 7], None, None), torch.ops.aten.upsample_nearest2d(t, [11, 7]))
+    assert_matches(op("aten::upsample_bilinear2d")(x, [9, 9], False, None, None), torch.ops.aten.upsample_bilinear2d(t, [9, 9], False))
     x1 = randn(rng, 2, 3, 5)
-    close(op("aten::upsample_nearest1d")(x1, [12], None), torch.ops.aten.upsample_nearest1d(torch.from_numpy(x1), [12]))
+    assert_matches(op("aten::upsample_nearest1d")(x1, [12], None), torch.ops.aten.upsample_nearest1d(torch.from_numpy(x1), [12]))
 
 
 def test_pixel_shuffle_round_trips_and_matches_torch():
     rng = np.random.default_rng(2)
     x = randn(rng, 2, 12, 4, 6)
     shuffled = op("aten::pixel_shuffle")(x, 2)
-    close(shuffled, F.pixel_shuffle(torch.from_numpy(x), 2))
-    close(op("aten::pixel_unshuffle")(shuffled, 2), x)
-    close(op("aten::pixel_unshuffle")(x[..., :4], 2), F.pixel_unshuffle(torch.from_numpy(x[..., :4].copy()), 2))
+    assert_matches(shuffled, F.pixel_shuffle(torch.from_numpy(x), 2))
+    assert_matches(op("aten::pixel_unshuffle")(shuffled, 2), x)
+    assert_matches(op("aten::pixel_unshuffle")(x[..., :4], 2), F.pixel_unshuffle(torch.from_numpy(x[..., :4].copy()), 2))
 
 
 def test_bad_pads_are_clear_errors():

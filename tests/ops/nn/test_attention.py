@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.nn import FEW, close, op, t2n
+from tests.support.against_torch import assert_matches, to_numpy
+from tests.support.nn import FEW, op
 
 torch = pytest.importorskip("torch")
 F, nn = torch.nn.functional, torch.nn
@@ -32,27 +33,27 @@ def test_sdpa_matches_torch(data):
         causal = True
     scale = data.draw(st.one_of(st.none(), st.floats(0.1, 2.0)))
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale)
-    got = op("aten::scaled_dot_product_attention")(t2n(q), t2n(k), t2n(v), t2n(mask), 0.0, causal, scale, False)
-    close(got, want, atol=1e-5)
+    got = op("aten::scaled_dot_product_attention")(to_numpy(q), to_numpy(k), to_numpy(v), to_numpy(mask), 0.0, causal, scale, False)
+    assert_matches(got, want, atol=1e-5)
 
 
 def test_sdpa_grouped_query_attention_and_refusals():
     torch.manual_seed(0)
     q, k, v = torch.randn(2, 4, 3, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 6)
-    close(op("aten::scaled_dot_product_attention")(t2n(q), t2n(k), t2n(v), None, 0.0, False, None, True),
+    assert_matches(op("aten::scaled_dot_product_attention")(to_numpy(q), to_numpy(k), to_numpy(v), None, 0.0, False, None, True),
           F.scaled_dot_product_attention(q, k, v, enable_gqa=True), atol=1e-5)
     with pytest.raises(NotImplementedError, match="inference only"):
-        op("aten::scaled_dot_product_attention")(t2n(q), t2n(q), t2n(q), None, 0.1, False, None, False)
+        op("aten::scaled_dot_product_attention")(to_numpy(q), to_numpy(q), to_numpy(q), None, 0.1, False, None, False)
 
 
 def test_baddbmm_matches_torch():
     torch.manual_seed(1)
     s, b1, b2 = torch.randn(3, 4, 5), torch.randn(3, 4, 6), torch.randn(3, 6, 5)
-    close(op("aten::baddbmm")(t2n(s), t2n(b1), t2n(b2), 0.5, 2), torch.baddbmm(s, b1, b2, beta=0.5, alpha=2), atol=1e-5)
+    assert_matches(op("aten::baddbmm")(to_numpy(s), to_numpy(b1), to_numpy(b2), 0.5, 2), torch.baddbmm(s, b1, b2, beta=0.5, alpha=2), atol=1e-5)
 
 
 def _mha_params(m):
-    return [t2n(m.in_proj_weight), t2n(m.in_proj_bias), t2n(m.out_proj.weight), t2n(m.out_proj.bias)]
+    return [to_numpy(m.in_proj_weight), to_numpy(m.in_proj_bias), to_numpy(m.out_proj.weight), to_numpy(m.out_proj.bias)]
 
 
 @pytest.mark.parametrize("mask", ["none", "key_padding", "attn", "float_attn"])
@@ -66,17 +67,17 @@ def test_native_multi_head_attention_matches_the_module(mask, average):
     am.fill_diagonal_(False)
     kwargs, ours = {}, (None, None)
     if mask == "key_padding":
-        kwargs, ours = {"key_padding_mask": kpm}, (t2n(kpm), 1)
+        kwargs, ours = {"key_padding_mask": kpm}, (to_numpy(kpm), 1)
     elif mask == "attn":
-        kwargs, ours = {"attn_mask": am}, (t2n(am), 0)
+        kwargs, ours = {"attn_mask": am}, (to_numpy(am), 0)
     elif mask == "float_attn":
         fm = torch.zeros(5, 5).masked_fill(am, float("-inf"))
-        kwargs, ours = {"attn_mask": fm}, (t2n(fm), 0)
+        kwargs, ours = {"attn_mask": fm}, (to_numpy(fm), 0)
     with torch.no_grad():
         want = m(x, x, x, average_attn_weights=average, **kwargs)
-    got = op("aten::_native_multi_head_attention")(t2n(x), t2n(x), t2n(x), 16, 4, *_mha_params(m), ours[0], True, average, ours[1])
-    close(got, want, atol=1e-5)
-    _, weights = op("aten::_native_multi_head_attention")(t2n(x), t2n(x), t2n(x), 16, 4, *_mha_params(m), None, False, True, None)
+    got = op("aten::_native_multi_head_attention")(to_numpy(x), to_numpy(x), to_numpy(x), 16, 4, *_mha_params(m), ours[0], True, average, ours[1])
+    assert_matches(got, want, atol=1e-5)
+    _, weights = op("aten::_native_multi_head_attention")(to_numpy(x), to_numpy(x), to_numpy(x), 16, 4, *_mha_params(m), None, False, True, None)
     assert weights.shape == (0,)
 
 
@@ -90,12 +91,12 @@ def test_transformer_encoder_layer_fwd_matches_the_module(norm_first, activation
         want = layer(x, src_key_padding_mask=kpm)
     sa = layer.self_attn
     got = op("aten::_transformer_encoder_layer_fwd")(
-        t2n(x), 16, 4, *_mha_params(sa), activation == "gelu", norm_first, 1e-5,
-        t2n(layer.norm1.weight), t2n(layer.norm1.bias), t2n(layer.norm2.weight), t2n(layer.norm2.bias),
-        t2n(layer.linear1.weight), t2n(layer.linear1.bias), t2n(layer.linear2.weight), t2n(layer.linear2.bias),
-        t2n(kpm), 1,
+        to_numpy(x), 16, 4, *_mha_params(sa), activation == "gelu", norm_first, 1e-5,
+        to_numpy(layer.norm1.weight), to_numpy(layer.norm1.bias), to_numpy(layer.norm2.weight), to_numpy(layer.norm2.bias),
+        to_numpy(layer.linear1.weight), to_numpy(layer.linear1.bias), to_numpy(layer.linear2.weight), to_numpy(layer.linear2.bias),
+        to_numpy(kpm), 1,
     )
-    close(got, want, atol=1e-5)
+    assert_matches(got, want, atol=1e-5)
 
 
 def test_nested_tensor_branch_checks_alignment_and_refuses_nesting():

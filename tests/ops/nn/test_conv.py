@@ -9,7 +9,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.support.nn import FEW, close, op, randn
+from tests.support.against_torch import assert_matches, to_torch
+from tests.support.nn import FEW, op, randn
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -33,16 +34,12 @@ def _conv_case(data, dims: int):
     return x, w, b, stride, padding, dilation, groups
 
 
-def _t(a):
-    return None if a is None else torch.from_numpy(a)
-
-
 @FEW
 @given(st.data())
 def test_conv2d_matches_torch(data):
     x, w, b, stride, padding, dilation, groups = _conv_case(data, 2)
     got = op("aten::conv2d")(x, w, b, stride, padding, dilation, groups)
-    close(got, F.conv2d(_t(x), _t(w), _t(b), stride, padding, dilation, groups))
+    assert_matches(got, F.conv2d(to_torch(x), to_torch(w), to_torch(b), stride, padding, dilation, groups))
 
 
 @FEW
@@ -52,7 +49,7 @@ def test_conv1d_and_conv3d_match_torch(data):
     x, w, b, stride, padding, dilation, groups = _conv_case(data, dims)
     fn = F.conv1d if dims == 1 else F.conv3d
     got = op(f"aten::conv{dims}d")(x, w, b, stride, padding, dilation, groups)
-    close(got, fn(_t(x), _t(w), _t(b), stride, padding, dilation, groups))
+    assert_matches(got, fn(to_torch(x), to_torch(w), to_torch(b), stride, padding, dilation, groups))
 
 
 @FEW
@@ -63,7 +60,7 @@ def test_conv2d_string_padding_matches_torch(data):
     if mode == "valid":
         assume(all(s >= d * (k - 1) + 1 for s, k, d in zip(x.shape[2:], w.shape[2:], dilation)))
     got = op("aten::conv2d.padding")(x, w, b, [1, 1], mode, dilation, groups)
-    close(got, F.conv2d(_t(x), _t(w), _t(b), 1, mode, dilation, groups))
+    assert_matches(got, F.conv2d(to_torch(x), to_torch(w), to_torch(b), 1, mode, dilation, groups))
 
 
 @pytest.mark.parametrize("multiplier", [1, 2])
@@ -71,20 +68,20 @@ def test_depthwise_conv2d_matches_torch(multiplier):
     rng = np.random.default_rng(0)
     x, w, b = randn(rng, 2, 6, 11, 9), randn(rng, 6 * multiplier, 1, 3, 3), randn(rng, 6 * multiplier)
     got = op("aten::conv2d")(x, w, b, [2, 1], [1, 1], [1, 2], 6)
-    close(got, F.conv2d(_t(x), _t(w), _t(b), (2, 1), 1, (1, 2), 6))
+    assert_matches(got, F.conv2d(to_torch(x), to_torch(w), to_torch(b), (2, 1), 1, (1, 2), 6))
 
 
 def test_unbatched_conv2d_and_out_variant():
     """A (C, H, W) input gives (O, H', W'); the out variant fills the given buffer."""
     rng = np.random.default_rng(1)
     x, w = randn(rng, 3, 8, 8), randn(rng, 4, 3, 3, 3)
-    want = F.conv2d(_t(x), _t(w), None, 1, 1)
-    close(op("aten::conv2d")(x, w, None, [1, 1], [1, 1], [1, 1], 1), want)
+    want = F.conv2d(to_torch(x), to_torch(w), None, 1, 1)
+    assert_matches(op("aten::conv2d")(x, w, None, [1, 1], [1, 1], [1, 1], 1), want)
     from vm.ops.registry import lookup
 
     buf = np.empty((4, 8, 8), np.float32)
     assert lookup("aten::conv2d").out(buf, x, w, None, [1, 1], [1, 1], [1, 1], 1) is buf
-    close(buf, want)
+    assert_matches(buf, want)
     with pytest.raises(ValueError, match="out buffer"):
         lookup("aten::conv2d").out(np.empty((4, 7, 8), np.float32), x, w, None, [1, 1], [1, 1], [1, 1], 1)
 
@@ -92,7 +89,7 @@ def test_unbatched_conv2d_and_out_variant():
 def test_same_padding_with_even_kernel_pads_right():
     rng = np.random.default_rng(2)
     x, w = randn(rng, 1, 2, 7, 6), randn(rng, 3, 2, 4, 2)
-    close(op("aten::conv2d.padding")(x, w, None, [1, 1], "same", [2, 1], 1), F.conv2d(_t(x), _t(w), None, 1, "same", (2, 1)))
+    assert_matches(op("aten::conv2d.padding")(x, w, None, [1, 1], "same", [2, 1], 1), F.conv2d(to_torch(x), to_torch(w), None, 1, "same", (2, 1)))
     with pytest.raises(ValueError, match="strided"):
         op("aten::conv2d.padding")(x, w, None, [2, 2], "same", [1, 1], 1)
 
@@ -113,8 +110,8 @@ def test_conv_transpose2d_matches_torch(data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     x, w, b = randn(rng, 2, cin, *size), randn(rng, cin, cout_g, *kernel), randn(rng, cout_g * groups)
     got = op("aten::conv_transpose2d.input")(x, w, b, stride, padding, output_padding, groups, dilation)
-    want = F.conv_transpose2d(_t(x), _t(w), _t(b), stride, padding, output_padding, groups, dilation)
-    close(got, want)
+    want = F.conv_transpose2d(to_torch(x), to_torch(w), to_torch(b), stride, padding, output_padding, groups, dilation)
+    assert_matches(got, want)
 
 
 def test_underscore_convolution_dispatches_forward_and_transposed():
@@ -123,13 +120,13 @@ def test_underscore_convolution_dispatches_forward_and_transposed():
     x, w, b = randn(rng, 1, 4, 6, 6), randn(rng, 4, 2, 3, 3), randn(rng, 4)
     flags = [False, False, True, True]
     fwd = op("aten::_convolution")(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 2, *flags)
-    close(fwd, F.conv2d(_t(x), _t(w), _t(b), 1, 1, 1, 2))
+    assert_matches(fwd, F.conv2d(to_torch(x), to_torch(w), to_torch(b), 1, 1, 1, 2))
     tr = op("aten::_convolution")(x, w, b[:2], [2, 2], [1, 1], [1, 1], True, [1, 1], 1, *flags)
-    close(tr, F.conv_transpose2d(_t(x), _t(w), _t(b[:2]), 2, 1, 1, 1, 1))
+    assert_matches(tr, F.conv_transpose2d(to_torch(x), to_torch(w), to_torch(b[:2]), 2, 1, 1, 1, 1))
     x1, w1 = randn(rng, 2, 3, 10), randn(rng, 5, 3, 3)
-    close(op("aten::convolution")(x1, w1, None, [2], [1], [1], False, [0], 1), F.conv1d(_t(x1), _t(w1), None, 2, 1))
+    assert_matches(op("aten::convolution")(x1, w1, None, [2], [1], [1], False, [0], 1), F.conv1d(to_torch(x1), to_torch(w1), None, 2, 1))
     wt = randn(rng, 3, 2, 3)
-    close(op("aten::conv_transpose1d")(x1, wt, None, [2], [0], [1], 1, [1]), F.conv_transpose1d(_t(x1), _t(wt), None, 2, 0, 1))
+    assert_matches(op("aten::conv_transpose1d")(x1, wt, None, [2], [0], [1], 1, [1]), F.conv_transpose1d(to_torch(x1), to_torch(wt), None, 2, 0, 1))
 
 
 def test_bad_channel_count_is_a_clear_error():
@@ -142,8 +139,8 @@ def test_bad_channel_count_is_a_clear_error():
 def test_convolution_mode_is_what_traced_string_padding_records(mode):
     rng = np.random.default_rng(5)
     x, w, b = randn(rng, 2, 6, 11), randn(rng, 6, 2, 4), randn(rng, 6)
-    want = torch.ops.aten._convolution_mode(_t(x), _t(w), _t(b), [1], mode, [2], 3)
-    close(op("aten::_convolution_mode")(x, w, b, [1], mode, [2], 3), want)
+    want = torch.ops.aten._convolution_mode(to_torch(x), to_torch(w), to_torch(b), [1], mode, [2], 3)
+    assert_matches(op("aten::_convolution_mode")(x, w, b, [1], mode, [2], 3), want)
 
 
 @FEW
@@ -167,14 +164,14 @@ def test_depthwise_and_pointwise_paths_match_torch(data):
         assume(min(h, w_) + 2 * padding[0] >= dilation[0] * (k - 1) + 1)
         x, wt, groups = randn(rng, n, c, h, w_), randn(rng, c, 1, k, k), c
     b = randn(rng, wt.shape[0])
-    want = F.conv2d(_t(x), _t(wt), _t(b), stride, padding, dilation, groups)
-    close(op("aten::conv2d")(x, wt, b, stride, padding, dilation, groups), want)
+    want = F.conv2d(to_torch(x), to_torch(wt), to_torch(b), stride, padding, dilation, groups)
+    assert_matches(op("aten::conv2d")(x, wt, b, stride, padding, dilation, groups), want)
     buf = np.empty(tuple(want.shape), np.float32)
     from vm.ops.registry import lookup
 
     got = lookup("aten::conv2d").out(buf, x, wt, b, stride, padding, dilation, groups)
     assert got is buf
-    close(buf, want)
+    assert_matches(buf, want)
 
 
 @FEW
@@ -197,4 +194,4 @@ def test_depthwise_routes_match_torch_in_every_dimension(data):
     b = randn(rng, c) if data.draw(st.booleans(), "bias") else None
     fn = (F.conv1d, F.conv2d, F.conv3d)[dims - 1]
     got = op(f"aten::conv{dims}d")(x, w, b, stride, padding, dilation, c)
-    close(got, fn(_t(x), _t(w), _t(b), stride, padding, dilation, c))
+    assert_matches(got, fn(to_torch(x), to_torch(w), to_torch(b), stride, padding, dilation, c))

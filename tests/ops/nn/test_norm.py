@@ -9,15 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.nn import FEW, close, op, randn
+from tests.support.against_torch import assert_matches, to_torch
+from tests.support.nn import FEW, op, randn
 from vm.ops.registry import lookup
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
-
-
-def _t(a):
-    return None if a is None else torch.from_numpy(a)
 
 
 def _case(data, min_rank=2):
@@ -39,12 +36,12 @@ def test_batch_norm_eval_and_training_match_torch(data):
     w, b = randn(rng, c), randn(rng, c)
     affine = data.draw(st.booleans())
     rm, rv = randn(rng, c), np.abs(randn(rng, c)) + 0.5
-    trm, trv = _t(rm.copy()), _t(rv.copy())
-    want = F.batch_norm(_t(x), trm, trv, _t(w) if affine else None, _t(b) if affine else None, training, 0.2, 1e-3)
+    trm, trv = to_torch(rm.copy()), to_torch(rv.copy())
+    want = F.batch_norm(to_torch(x), trm, trv, to_torch(w) if affine else None, to_torch(b) if affine else None, training, 0.2, 1e-3)
     got = op("aten::batch_norm")(x, w if affine else None, b if affine else None, rm, rv, training, 0.2, 1e-3, True)
-    close(got, want, atol=1e-4)
-    close(rm, trm, atol=1e-6)  # running stats: updated in training, untouched in eval
-    close(rv, trv, atol=1e-5)
+    assert_matches(got, want, atol=1e-4)
+    assert_matches(rm, trm, atol=1e-6)  # running stats: updated in training, untouched in eval
+    assert_matches(rv, trv, atol=1e-5)
 
 
 @FEW
@@ -55,12 +52,12 @@ def test_layer_norm_matches_torch(data):
     norm_shape = shape[len(shape) - k :]
     x = randn(rng, *shape) * 2 + 0.5
     w, b = (randn(rng, *norm_shape), randn(rng, *norm_shape)) if data.draw(st.booleans()) else (None, None)
-    want = F.layer_norm(_t(x), norm_shape, _t(w), _t(b))
-    close(op("aten::layer_norm")(x, norm_shape, w, b, 1e-5, True), want, atol=1e-4)
+    want = F.layer_norm(to_torch(x), norm_shape, to_torch(w), to_torch(b))
+    assert_matches(op("aten::layer_norm")(x, norm_shape, w, b, 1e-5, True), want, atol=1e-4)
     buf = np.empty_like(x)  # the out variant writes the planned buffer directly
     assert lookup("aten::layer_norm").out(buf, x, norm_shape, w, b, 1e-5, True) is buf
-    close(buf, want, atol=1e-4)
-    close(op("aten::native_layer_norm")(x, norm_shape, w, b, 1e-5), torch.native_layer_norm(_t(x), norm_shape, _t(w), _t(b), 1e-5), atol=1e-4)
+    assert_matches(buf, want, atol=1e-4)
+    assert_matches(op("aten::native_layer_norm")(x, norm_shape, w, b, 1e-5), torch.native_layer_norm(to_torch(x), norm_shape, to_torch(w), to_torch(b), 1e-5), atol=1e-4)
 
 
 @FEW
@@ -105,22 +102,22 @@ def test_group_and_instance_norm_match_torch(data):
     spatial = [data.draw(st.integers(2, 5)) for _ in range(data.draw(st.integers(1, 2)))]
     x = randn(rng, n, c, *spatial)
     w, b = randn(rng, c), randn(rng, c)
-    close(op("aten::group_norm")(x, groups, w, b, 1e-5, True), F.group_norm(_t(x), groups, _t(w), _t(b)), atol=1e-4)
-    close(op("aten::instance_norm")(x, w, b, None, None, True, 0.1, 1e-5, True), F.instance_norm(_t(x), None, None, _t(w), _t(b)), atol=1e-4)
+    assert_matches(op("aten::group_norm")(x, groups, w, b, 1e-5, True), F.group_norm(to_torch(x), groups, to_torch(w), to_torch(b)), atol=1e-4)
+    assert_matches(op("aten::instance_norm")(x, w, b, None, None, True, 0.1, 1e-5, True), F.instance_norm(to_torch(x), None, None, to_torch(w), to_torch(b)), atol=1e-4)
     rm, rv = randn(rng, c), np.abs(randn(rng, c)) + 0.5
-    close(op("aten::instance_norm")(x, w, b, rm, rv, False, 0.1, 1e-5, True),
-          F.instance_norm(_t(x), _t(rm), _t(rv), _t(w), _t(b), use_input_stats=False), atol=1e-4)
+    assert_matches(op("aten::instance_norm")(x, w, b, rm, rv, False, 0.1, 1e-5, True),
+          F.instance_norm(to_torch(x), to_torch(rm), to_torch(rv), to_torch(w), to_torch(b), use_input_stats=False), atol=1e-4)
 
 
 def test_instance_norm_with_input_stats_updates_running_buffers_like_torch():
     rng = np.random.default_rng(0)
     x = randn(rng, 3, 2, 4, 4)
     rm, rv = np.zeros(2, np.float32), np.ones(2, np.float32)
-    trm, trv = _t(rm.copy()), _t(rv.copy())
-    F.instance_norm(_t(x), trm, trv, use_input_stats=True, momentum=0.3)
+    trm, trv = to_torch(rm.copy()), to_torch(rv.copy())
+    F.instance_norm(to_torch(x), trm, trv, use_input_stats=True, momentum=0.3)
     op("aten::instance_norm")(x, None, None, rm, rv, True, 0.3, 1e-5, True)
-    close(rm, trm, atol=1e-6)
-    close(rv, trv, atol=1e-5)
+    assert_matches(rm, trm, atol=1e-6)
+    assert_matches(rv, trv, atol=1e-5)
 
 
 def test_layer_norm_shape_mismatch_is_a_clear_error():

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.support.nn import FEW, close, op, randn
+from tests.support.against_torch import assert_matches
+from tests.support.nn import FEW, op, randn
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -44,8 +45,8 @@ def test_max_pool2d_values_and_indices_match_torch(data):
     # A dilated window that falls wholly in the padding gives -inf and an index torch
     # takes from past the row (undefined): compare only windows that see the input.
     assume(bool(torch.isfinite(want[0]).all()))
-    close(op("aten::max_pool2d_with_indices")(x, k, s, p, d, ceil), want)
-    close(op("aten::max_pool2d")(x, k, s, p, d, ceil), want[0])
+    assert_matches(op("aten::max_pool2d_with_indices")(x, k, s, p, d, ceil), want)
+    assert_matches(op("aten::max_pool2d")(x, k, s, p, d, ceil), want[0])
 
 
 @FEW
@@ -58,7 +59,7 @@ def test_avg_pool2d_matches_torch(data):
     for size, ki, pi in zip(x.shape[2:], k, p):
         assume(size + 2 * pi >= ki)
     want = F.avg_pool2d(torch.from_numpy(x), k, s, p, ceil, include, divisor)
-    close(op("aten::avg_pool2d")(x, k, s, p, ceil, include, divisor), want)
+    assert_matches(op("aten::avg_pool2d")(x, k, s, p, ceil, include, divisor), want)
 
 
 @FEW
@@ -67,25 +68,25 @@ def test_adaptive_pools_match_torch(data):
     x = _input(data)
     out = [data.draw(st.integers(1, 12)) for _ in range(2)]
     t = torch.from_numpy(x)
-    close(op("aten::adaptive_avg_pool2d")(x, out), F.adaptive_avg_pool2d(t, out))
-    close(op("aten::adaptive_max_pool2d")(x, out), F.adaptive_max_pool2d(t, out, return_indices=True))
+    assert_matches(op("aten::adaptive_avg_pool2d")(x, out), F.adaptive_avg_pool2d(t, out))
+    assert_matches(op("aten::adaptive_max_pool2d")(x, out), F.adaptive_max_pool2d(t, out, return_indices=True))
 
 
 def test_default_stride_is_the_kernel_and_unbatched_input_works():
     rng = np.random.default_rng(0)
     x = randn(rng, 3, 9, 8)  # (C, H, W)
-    close(op("aten::max_pool2d")(x, [3, 2], [], [1, 0], [1, 1], False), F.max_pool2d(torch.from_numpy(x), (3, 2), padding=(1, 0)))
-    close(op("aten::avg_pool2d")(x, [2, 2], [], [0, 0], True, True, None), F.avg_pool2d(torch.from_numpy(x), 2, ceil_mode=True))
+    assert_matches(op("aten::max_pool2d")(x, [3, 2], [], [1, 0], [1, 1], False), F.max_pool2d(torch.from_numpy(x), (3, 2), padding=(1, 0)))
+    assert_matches(op("aten::avg_pool2d")(x, [2, 2], [], [0, 0], True, True, None), F.avg_pool2d(torch.from_numpy(x), 2, ceil_mode=True))
 
 
 def test_one_d_pools_match_torch():
     rng = np.random.default_rng(1)
     x = randn(rng, 2, 3, 11)
     t = torch.from_numpy(x)
-    close(op("aten::max_pool1d")(x, [3], [2], [1], [2], True), F.max_pool1d(t, 3, 2, 1, 2, True))
-    close(op("aten::avg_pool1d")(x, [4], [3], [2], True, False), F.avg_pool1d(t, 4, 3, 2, True, False))
-    close(op("aten::adaptive_avg_pool1d")(x, [4]), F.adaptive_avg_pool1d(t, 4))
-    close(op("aten::adaptive_max_pool1d")(x, [4]), F.adaptive_max_pool1d(t, 4, return_indices=True))
+    assert_matches(op("aten::max_pool1d")(x, [3], [2], [1], [2], True), F.max_pool1d(t, 3, 2, 1, 2, True))
+    assert_matches(op("aten::avg_pool1d")(x, [4], [3], [2], True, False), F.avg_pool1d(t, 4, 3, 2, True, False))
+    assert_matches(op("aten::adaptive_avg_pool1d")(x, [4]), F.adaptive_avg_pool1d(t, 4))
+    assert_matches(op("aten::adaptive_max_pool1d")(x, [4]), F.adaptive_max_pool1d(t, 4, return_indices=True))
 
 
 def test_nan_wins_a_max_pool_window():
@@ -103,8 +104,8 @@ def test_adaptive_avg_pool3d_matches_torch():
     """What scripted F.interpolate(mode='area') reaches for 5-d input."""
     rng = np.random.default_rng(2)
     x = randn(rng, 2, 3, 5, 7, 6)
-    close(op("aten::adaptive_avg_pool3d")(x, [2, 3, 4]), F.adaptive_avg_pool3d(torch.from_numpy(x), (2, 3, 4)))
-    close(op("aten::adaptive_avg_pool3d")(x, [5, 1, 6]), F.adaptive_avg_pool3d(torch.from_numpy(x), (5, 1, 6)))
+    assert_matches(op("aten::adaptive_avg_pool3d")(x, [2, 3, 4]), F.adaptive_avg_pool3d(torch.from_numpy(x), (2, 3, 4)))
+    assert_matches(op("aten::adaptive_avg_pool3d")(x, [5, 1, 6]), F.adaptive_avg_pool3d(torch.from_numpy(x), (5, 1, 6)))
 
 
 @FEW

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.nn import FEW, close, op, t2n
+from tests.support.against_torch import assert_matches, to_numpy
+from tests.support.nn import FEW, op
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -25,14 +26,14 @@ def test_cells_match_torch(batched):
     tanh, relu = nn.RNNCell(5, 7), nn.RNNCell(5, 7, nonlinearity="relu")
 
     def params(cell):
-        return [t2n(p) for p in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)]
+        return [to_numpy(p) for p in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)]
 
-    close(op("aten::lstm_cell")(t2n(x), [t2n(h), t2n(c)], *params(lstm)), lstm(x, (h, c)), atol=1e-6)
-    close(op("aten::gru_cell")(t2n(x), t2n(h), *params(gru)), gru(x, h), atol=1e-6)
-    close(op("aten::rnn_tanh_cell")(t2n(x), t2n(h), *params(tanh)), tanh(x, h), atol=1e-6)
-    close(op("aten::rnn_relu_cell")(t2n(x), t2n(h), *params(relu)), relu(x, h), atol=1e-6)
+    assert_matches(op("aten::lstm_cell")(to_numpy(x), [to_numpy(h), to_numpy(c)], *params(lstm)), lstm(x, (h, c)), atol=1e-6)
+    assert_matches(op("aten::gru_cell")(to_numpy(x), to_numpy(h), *params(gru)), gru(x, h), atol=1e-6)
+    assert_matches(op("aten::rnn_tanh_cell")(to_numpy(x), to_numpy(h), *params(tanh)), tanh(x, h), atol=1e-6)
+    assert_matches(op("aten::rnn_relu_cell")(to_numpy(x), to_numpy(h), *params(relu)), relu(x, h), atol=1e-6)
     no_bias = nn.GRUCell(5, 7, bias=False)
-    close(op("aten::gru_cell")(t2n(x), t2n(h), t2n(no_bias.weight_ih), t2n(no_bias.weight_hh), None, None),
+    assert_matches(op("aten::gru_cell")(to_numpy(x), to_numpy(h), to_numpy(no_bias.weight_ih), to_numpy(no_bias.weight_hh), None, None),
           no_bias(x, h), atol=1e-6)
 
 
@@ -56,18 +57,18 @@ def test_fused_recurrent_ops_match_torch_modules(data):
     h0 = torch.randn(layers * dirs, batch, proj or 6)
     if not batched:
         x, h0 = (x[0] if batch_first else x[:, 0]), h0[:, 0]
-    flat = [t2n(p) for p in module._flat_weights]
+    flat = [to_numpy(p) for p in module._flat_weights]
     tail = (bias, layers, 0.0, False, bidirectional, batch_first)
     with torch.no_grad():
         if kind == "lstm":
             c0 = torch.randn(layers * dirs, *h0.shape[1:-1], 6)
             out, (h, c) = module(x, (h0, c0))
-            got = op("aten::lstm.input")(t2n(x), [t2n(h0), t2n(c0)], flat, *tail)
-            close(got, (out, h, c), atol=1e-5)
+            got = op("aten::lstm.input")(to_numpy(x), [to_numpy(h0), to_numpy(c0)], flat, *tail)
+            assert_matches(got, (out, h, c), atol=1e-5)
         else:
             out, h = module(x, h0)
-            got = op(f"aten::{kind}.input")(t2n(x), t2n(h0), flat, *tail)
-            close(got, (out, h), atol=1e-5)
+            got = op(f"aten::{kind}.input")(to_numpy(x), to_numpy(h0), flat, *tail)
+            assert_matches(got, (out, h), atol=1e-5)
 
 
 def test_training_with_dropout_is_refused():

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.support.nn import FEW, close, op, randn
+from tests.support.against_torch import assert_matches
+from tests.support.nn import FEW, op, randn
 
 torch = pytest.importorskip("torch")
 
@@ -42,7 +43,7 @@ def test_vec_overload_matches_torch(name, data):
     args = [data.draw(st.booleans(), "align_corners")] if corners else []
     fn = getattr(torch.ops.aten, name).vec
     want = fn(torch.from_numpy(x), size, *args, factors)
-    close(op(f"aten::{name}.vec")(x, size, *args, factors), want, atol=2e-5)
+    assert_matches(op(f"aten::{name}.vec")(x, size, *args, factors), want, atol=2e-5)
 
 
 @pytest.mark.parametrize("name", sorted(MODES))
@@ -54,7 +55,7 @@ def test_sized_overload_with_explicit_scales_matches_torch(name):
     scales = [1.7, 0.8, 2.2][:rank]
     args = [False] if corners else []
     want = getattr(torch.ops.aten, name).default(torch.from_numpy(x), size, *args, *scales)
-    close(op(f"aten::{name}")(x, size, *args, *scales), want, atol=2e-5)
+    assert_matches(op(f"aten::{name}")(x, size, *args, *scales), want, atol=2e-5)
 
 
 def test_antialiased_one_column_output_interpolates_rows():
@@ -62,7 +63,7 @@ def test_antialiased_one_column_output_interpolates_rows():
     x = np.arange(3, dtype=np.float32).reshape(1, 1, 3, 1)
     got = op("aten::_upsample_bilinear2d_aa")(x, [5, 1], False, None, None)
     plain = torch.ops.aten.upsample_bilinear2d.default(torch.from_numpy(x), [5, 1], False)
-    close(got, plain, atol=1e-6)
+    assert_matches(got, plain, atol=1e-6)
 
 
 def test_zero_sized_output_is_refused():
