@@ -24,21 +24,72 @@ PROGRAM = """graph(%x : Float(2, 3), %flag : bool):
 """
 
 
-def test_default_order_follows_graph_executor() -> None:
-    """compileSpec's order: known bodies, inline, constants (propagate, pool), clean-ups,
-    fusion last."""
-    assert DEFAULT_PIPELINE == [
-        "add_known_methods",
-        "inline_calls",
-        "propagate_constants",
-        "pool_constants",
-        "eliminate_dead_code",
-        "eliminate_common_subexpressions",
-        "peephole",
-        "propagate_constants",  # runOptimization's second round after peephole
-        "pool_constants",
-        "eliminate_dead_code",
-        "group_fusions",
+# Every pass of the default pipeline has work here, and only the order makes the end
+# result one fusion group: the callee must be inlined before grouping, peephole's
+# `%opt is None` (False: a Tensor cannot be None) must be followed by a constant round
+# that folds the If, and pooling, DCE and CSE must run before grouping.
+ORDER_PROGRAM = """graph(%x : Float(2, 3), %opt : Tensor):
+  %f : Function = prim::Constant[name="act"]()
+  %one : int = prim::Constant[value=1]()
+  %one.2 : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %dead : Float(2, 3) = aten::neg(%x)
+  %m1 : Float(2, 3) = aten::mul(%x, %x)
+  %m2 : Float(2, 3) = aten::mul(%x, %x)
+  %isnone : bool = aten::__is__(%opt, %none)
+  %r : Float(2, 3) = prim::If(%isnone)
+    block0():
+      -> (%m1)
+    block1():
+      %s : Float(2, 3) = aten::add(%m1, %m2, %one.2)
+      -> (%s)
+  %q : Float(2, 3) = prim::CallFunction(%f, %r)
+  return (%q, %one)
+with act = graph(%a : Float(2, 3)):
+  %b : Float(2, 3) = aten::relu(%a)
+  %c : Float(2, 3) = aten::sigmoid(%b)
+  return (%c)
+"""
+
+# (pass, text in the main graph the pass removes or brings, whether it brings it)
+EFFECTS = [
+    ("inline_calls", "prim::CallFunction", False),
+    ("pool_constants", "%one.2 :", False),
+    ("eliminate_dead_code", "aten::neg", False),
+    ("eliminate_common_subexpressions", "%m2 :", False),
+    ("peephole", "aten::__is__", False),
+    ("propagate_constants", "prim::If", False),
+    ("group_fusions", "prim::FusionGroup", True),
+]
+
+
+def _main(text: str) -> str:
+    return text.split("\nwith ")[0]
+
+
+def test_each_pass_of_the_default_pipeline_shows_its_effect_in_order() -> None:
+    """Each pass of the default pipeline changes this program (its record says so), and in
+    the IR printed after it (``--print-after-all``) its effect appears exactly there: the
+    dump before it still has what it removes.  The end result is one fusion group of the
+    inlined, CSE'd, If-folded chain, with no dead node in it."""
+    dumps: list[tuple[str, str]] = []
+    optimized, records = optimize(
+        parse(ORDER_PROGRAM), print_after=["all"], printer=lambda n, t: dumps.append((n, _main(t)))
+    )
+    assert [n for n, _ in dumps] == [r.name for r in records] == DEFAULT_PIPELINE
+    # no module method is called here: attaching known bodies is tests/known/'s business
+    assert {r.name for r in records if r.changed} == set(DEFAULT_PIPELINE) - {"add_known_methods"}
+    before = [_main(ORDER_PROGRAM)] + [t for _, t in dumps]
+    for name, marker, brings in EFFECTS:
+        at = [i for i, (n, t) in enumerate(dumps) if n == name and (marker in t) != (marker in before[i])]
+        assert at, f"{name} did not {'bring' if brings else 'remove'} {marker!r}"
+        i = at[0]
+        assert (marker in dumps[i][1]) is brings and (marker in before[i]) is not brings, name
+    main = _main(print_module(optimized))
+    assert main.count("prim::FusionGroup") == 1 and "prim::If" not in main and "aten::neg" not in main
+    group = print_module(optimized).split("with prim::FusionGroup_0 = graph")[1].split("\nwith ")[0]
+    assert [k for k in ("aten::mul", "aten::add", "aten::relu", "aten::sigmoid") if k in group] == [
+        "aten::mul", "aten::add", "aten::relu", "aten::sigmoid"
     ]
 
 
