@@ -1,7 +1,9 @@
-"""Shared test set-up: hypothesis profiles and the torch marker.
+"""Shared test set-up: hypothesis profiles and the command-line options.
 
 Profiles: ``ci`` (default, 200 examples per property, derandomized) and ``long`` (10,000,
-random), chosen with ``pytest --hypothesis-profile long``.
+random), chosen with ``pytest --hypothesis-profile long``.  Options: ``--zoo=all`` runs
+every model of the zoo (tests/zoo/test_zoo.py), ``--regen-goldens`` rewrites the golden
+files (tests/emit/goldens/) instead of comparing with them.
 """
 
 import os
@@ -26,11 +28,6 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-
-
-def torch_or_skip():
-    """Import torch, or skip the calling test with a visible reason."""
-    return pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
 
 
 def pytest_addoption(parser):

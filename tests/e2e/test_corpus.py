@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from compiler.parser import parse
+from compiler.printer import print_module
 from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 from tests.support.paths import ROOT, CORPUS
 
@@ -184,11 +186,6 @@ def test_corpus_covers_the_claimed_features() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_corpus_dump_round_trips_through_the_printer(name: str) -> None:
     """print(parse(print(parse(t)))) == print(parse(t)) on every real dump."""
-    try:
-        from compiler.parser import parse
-        from compiler.printer import print_module
-    except ImportError as err:
-        pytest.skip(f"compiler.parser or compiler.printer cannot be imported yet: {err}")
     text = (CORPUS / f"{name}.ir").read_text()
     once = print_module(parse(text, f"{name}.ir"))
     assert print_module(parse(once, f"{name}.ir")) == once

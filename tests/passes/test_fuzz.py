@@ -31,23 +31,12 @@ from compiler.passes.group_fusions import GROUP, is_fusible
 from compiler.passes.inline_calls import _recursive_functions, callee_name
 from compiler.passes.pool_constants import constant_key
 from compiler.pipeline import DEFAULT_PIPELINE, get_pass, optimize
+from compiler.verify import verify
 
 ALL_PASSES = [*DEFAULT_PIPELINE, "insert_drops"]
 
-try:
-    import compiler.verify  # noqa: F401
-
-    _HAVE_VERIFIER = True
-except ImportError:
-    _HAVE_VERIFIER = False
-
-
 def _verify(module: Module) -> None:
     check_wellformed(module)
-    try:
-        from compiler.verify import verify
-    except ImportError:  # the shared verifier is not there yet: our checks stand alone
-        return
     verify(module)
 
 
@@ -104,7 +93,7 @@ def test_pipeline_keeps_outputs(case: tuple[Module, list[Any]]) -> None:
     module, inputs = case
     expected = _run(module, inputs)
     note(f"input:\n{dump(module)}")
-    result, records = optimize(module, verify_each=_HAVE_VERIFIER)
+    result, records = optimize(module, verify_each=True)
     note(f"optimized:\n{dump(result)}")
     check_wellformed(result)
     assert [r.name for r in records] == DEFAULT_PIPELINE

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from compiler.parser import parse
+from compiler.printer import print_module
 from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 from tests.support.paths import EXAMPLES
 
@@ -95,11 +97,6 @@ def test_example_runs_as_a_process(name: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_example_round_trips_through_the_printer(name: str) -> None:
     """print(parse(print(parse(t)))) == print(parse(t)) on every example."""
-    try:
-        from compiler.parser import parse
-        from compiler.printer import print_module
-    except ImportError as err:
-        pytest.skip(f"compiler.parser or compiler.printer cannot be imported yet: {err}")
     once = print_module(parse((EXAMPLES / f"{name}.ir").read_text(), f"{name}.ir"))
     assert print_module(parse(once, f"{name}.ir")) == once
 

@@ -13,6 +13,7 @@ from typing import Any
 from compiler.ir import Block, Graph, Module, Node, Use, Value
 from compiler.passes import graphs_of
 from compiler.passes.pool_constants import _tagged
+from compiler.printer import print_graph, print_module
 
 
 def check_wellformed(target: Graph | Module) -> None:
@@ -92,23 +93,5 @@ def _graph_structure(graph: Graph) -> Any:
 
 
 def dump(target: Graph | Module) -> str:
-    """The module as text, for failure messages (the printer when it exists)."""
-    try:
-        from compiler.printer import print_graph, print_module
-
-        return print_graph(target) if isinstance(target, Graph) else print_module(target)
-    except ImportError:
-        lines: list[str] = []
-        for g in graphs_of(target):
-            lines.append(f"{g.name}({', '.join(repr(p) for p in g.inputs)}):")
-            _dump_block(g.block, lines, "  ")
-        return "\n".join(lines)
-
-
-def _dump_block(block: Block, lines: list[str], indent: str) -> None:
-    for n in block.nodes:
-        lines.append(f"{indent}{n!r} {n.attrs if n.attrs else ''}")
-        for i, b in enumerate(n.blocks):
-            lines.append(f"{indent}  block{i}({', '.join(repr(p) for p in b.params)}):")
-            _dump_block(b, lines, indent + "    ")
-    lines.append(f"{indent}-> ({', '.join(repr(v) for v in block.returns)})")
+    """The module as text, for failure messages."""
+    return print_graph(target) if isinstance(target, Graph) else print_module(target)

@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, str(ROOT / "tools"))
 import export_torch
 
+from compiler.parser import parse
 from vm.io import compare_flat, flatten_outputs, read_npz
 
 NET = '''
@@ -114,7 +115,6 @@ def test_module_export_writes_graph_weights_inputs_and_the_command(
 
 @pytest.mark.parametrize("mode", [[], ["--trace"], ["--freeze"], ["--no-inline"]])
 def test_the_printed_command_reproduces_torch(source: Path, mode: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("vm.interpreter", reason="vm.Interpreter cannot be imported yet")
     outdir, command = export(source, "net", *mode, capsys=capsys)
     argv = shlex.split(command)
     assert argv[:2] == ["irvm", "run"]
@@ -152,10 +152,6 @@ def test_no_inline_writes_one_graph_per_called_function(source: Path, capsys: py
     text = (outdir / "twice.ir").read_text()
     assert text.startswith("graph(%x.1 : Tensor,") and "prim::CallFunction" in text
     assert text.count("with _quad = graph(") == 1 and text.count("with _double = graph(") == 1
-    try:
-        from compiler.parser import parse
-    except ImportError as err:
-        pytest.skip(f"compiler.parser cannot be imported yet: {err}")
     assert sorted(parse(text, "twice.ir").functions) == ["_double", "_quad"]
 
 
