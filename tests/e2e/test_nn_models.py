@@ -10,7 +10,6 @@ parameterless submodules, an RNN's ``_flat_weights`` rebuilt from its named para
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest

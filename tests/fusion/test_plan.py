@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import tracemalloc
-from pathlib import Path
 from typing import Any
 
 import numpy as np

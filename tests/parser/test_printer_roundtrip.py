@@ -8,7 +8,7 @@ from hypothesis import given
 from compiler.parser import parse
 from compiler.printer import print_module, structural_diff
 from compiler.verify import verify
-from tests.support.strategies import attr_payloads, ir_modules
+from tests.support.strategies import ir_modules
 
 
 @given(ir_modules())

@@ -13,7 +13,6 @@ from tests.support.paths import TOOLS
 import cProfile
 import pstats
 import sys
-from pathlib import Path
 
 from compiler.parser import parse
 from compiler.pipeline import optimize

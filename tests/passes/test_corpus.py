@@ -11,7 +11,6 @@ operator the library does not have yet is skipped, with the operator named.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest

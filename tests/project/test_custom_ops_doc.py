@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from tests.support.paths import DOCS
 
 DOC = DOCS / "custom_ops.md"

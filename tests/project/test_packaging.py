@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import tomllib
 from fnmatch import fnmatch
-from pathlib import Path
 
 import pytest
 from tests.support.paths import ROOT

@@ -19,7 +19,6 @@ from __future__ import annotations
 import time
 import tracemalloc
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest

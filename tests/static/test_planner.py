@@ -7,7 +7,6 @@ Unit properties run the two planners on random lifetimes; the runtime tests use 
 from __future__ import annotations
 
 import tracemalloc
-from pathlib import Path
 
 import attrs
 import numpy as np

@@ -7,7 +7,6 @@ semantics are PyTorch's, against the interpreter).
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest

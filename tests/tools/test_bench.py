@@ -13,7 +13,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from tests.support.paths import ROOT

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 from tests.support.paths import ROOT
 
 

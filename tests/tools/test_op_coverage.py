@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from tests.support.paths import TOOLS
 import sys
-from pathlib import Path
 
 sys.path.insert(0, str(TOOLS))
 

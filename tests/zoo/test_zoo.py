@@ -21,7 +21,6 @@ from __future__ import annotations
 from tests.support.paths import TOOLS
 import functools
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
