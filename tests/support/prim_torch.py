@@ -2,9 +2,10 @@
 
 ``Scripted(src)`` compiles ``src`` (one ``def f``) with ``torch.jit.CompilationUnit``,
 converts its graph (straight-line code only) into ``compiler.ir`` nodes with the types
-TorchScript printed, resolves every node with ``compiler.resolve.resolve`` and runs it by
-walking the nodes in order, as JAX's ``eval_jaxpr`` does.  ``ours(*args)`` and
-``theirs(*args)`` then give the two results for comparison.
+TorchScript printed, resolves every node with ``compiler.resolve.resolve`` (so that a test
+sees the overload chosen) and runs the graph with the reference evaluator
+(tests/support/reference.py).  ``ours(*args)`` and ``theirs(*args)`` then give the two
+results for comparison.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import Any
 
 
 from compiler import types as T
-from compiler.ir import Graph, Node, Value
-from compiler.resolve import constant_value, resolve
+from compiler.ir import Graph, Module, Node, Value
+from compiler.resolve import resolve
 from tests.support.against_torch import to_numpy, to_torch
-from vm.ops.registry import bind
+from tests.support.reference import run_graph
 
 
 def convert_type(t: Any) -> T.Type:
@@ -98,18 +99,8 @@ class Scripted:
         return to_numpy(self.fn(*(to_torch(a) for a in args)))
 
     def ours(self, *args: Any) -> Any:
-        env: dict[int, Any] = {id(p): _copy(a) for p, a in zip(self.graph.inputs, args)}
-        for node in self.graph.nodes:
-            if node.kind == "prim::Constant":
-                env[id(node.output)] = constant_value(node)
-                continue
-            result = bind(self.ops[node])(*(env[id(v)] for v in node.inputs))
-            if len(node.outputs) == 1:
-                env[id(node.outputs[0])] = result
-            elif node.outputs:
-                for out, value in zip(node.outputs, result):
-                    env[id(out)] = value
-        outs = [env[id(v)] for v in self.graph.outputs]
+        """irvm's result: the converted graph run by the reference evaluator."""
+        outs = run_graph(Module(self.graph, filename="<scripted>"), self.graph, [_copy(a) for a in args])
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
