@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
 
 import compiler  # noqa: E402
 import vm  # noqa: E402
-from tests.support.against_torch import assert_matches  # noqa: E402
+from tests.support.against_torch import assert_matches, to_numpy  # noqa: E402
 
 
 def views_indexing_and_conversions(x: torch.Tensor, y: torch.Tensor, i: int):
@@ -80,5 +80,5 @@ def test_scripted_function_matches_torch(fn, make_args, backend) -> None:
     for seed in range(3):
         args = make_args(torch.Generator().manual_seed(seed))
         expected = scripted(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
-        got = runner(*[a.numpy().copy() if isinstance(a, torch.Tensor) else a for a in args])
+        got = runner(*to_numpy(list(args)))
         assert_matches(got, expected)

@@ -14,7 +14,7 @@ F = torch.nn.functional
 
 import compiler
 import vm
-from tests.support.against_torch import assert_matches
+from tests.support.against_torch import assert_matches, to_numpy
 
 
 def packed_positions(position_ids: torch.Tensor, x: torch.Tensor):
@@ -109,11 +109,6 @@ def _args(name: str, g: torch.Generator):
 FUNCTIONS = [packed_positions, paddings_and_rolls, interpolations, attention, fills_and_inplace]
 
 
-
-def _numpy(args):
-    return [a.numpy().copy() if isinstance(a, torch.Tensor) else a for a in args]
-
-
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::torch.jit.TracerWarning")
 @pytest.mark.parametrize("mode", ["script", "trace"])
 @pytest.mark.parametrize("fn", FUNCTIONS, ids=[f.__name__ for f in FUNCTIONS])
@@ -126,7 +121,7 @@ def test_zoo_operators_end_to_end(fn, mode, backend) -> None:
     runner = getattr(vm, backend)(program)
     for seed in range(2):
         args = _args(fn.__name__, torch.Generator().manual_seed(seed))
-        assert_matches(runner(*_numpy(args)), jit(*args), atol=2e-5)
+        assert_matches(runner(*to_numpy(list(args))), jit(*args), atol=2e-5)
 
 
 def test_gpt2_traced_without_a_mask_matches_torch() -> None:
