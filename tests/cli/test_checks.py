@@ -15,8 +15,8 @@ import pytest
 
 from compiler.cli import main as irc_main
 from compiler.cli import run_guarded
-from vm.cli import main as irvm_main
 from tests.support.paths import ROOT
+from vm.cli import main as irvm_main
 
 EXAMPLES = ROOT / "examples"
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from tests.support.paths import ROOT
 
 EXAMPLES = ROOT / "examples"

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler.cli import main as irc_main
+from tests.support.paths import ROOT
 from vm.cli import main as irvm_main
 from vm.files import FileKind, is_ours, mark_picture, sniff
-from tests.support.paths import ROOT
 
 EXAMPLES = ROOT / "examples"
 

@@ -10,15 +10,14 @@ parameterless submodules, an RNN's ``_flat_weights`` rebuilt from its named para
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
 import compiler
 import vm
 from compiler.diagnostics import RunError
-from vm import io
 from tests.support.paths import NN_MODELS
+from vm import io
 
 MODELS = NN_MODELS
 DUMPS = sorted(p.stem for p in MODELS.glob("*.ir"))

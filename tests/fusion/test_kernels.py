@@ -17,10 +17,9 @@ import compiler
 from compiler.diagnostics import RunError
 from compiler.fusion_spec import fused_opref, fusion_spec
 from compiler.pipeline import optimize
+from tests.support.paths import EXAMPLES
 from vm.fusion.kernels import FusedKernel
 from vm.ops.registry import bind
-from tests.support.paths import EXAMPLES
-
 
 
 def _groups(module) -> list:

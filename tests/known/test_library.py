@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-import tomllib
 from pathlib import Path
 
 import pytest
-from tests.support.paths import ROOT
+import tomllib
 
 from compiler.known.library import fixed_bodies, parse_sections
 from compiler.verify import verify
+from tests.support.paths import ROOT
 
 BODIES = ROOT / "compiler" / "known" / "bodies"
 

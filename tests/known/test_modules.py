@@ -10,7 +10,6 @@ module has any, so a body that ignored one would fail.
 
 from __future__ import annotations
 
-from tests.support.paths import ROOT
 import re
 import sys
 from collections.abc import Callable
@@ -19,6 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.support.paths import ROOT
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -524,12 +525,11 @@ INLINED = """graph(%self : __torch__.Net, %x : Tensor):
 
 
 def test_known_bodies_are_added_under_the_mangled_class_and_inlined_at_the_call() -> None:
-    from tests.support.filecheck_runner import check_output, strip_checks
-
     from compiler import parse
     from compiler.passes.add_known_methods import add_known_methods
     from compiler.passes.inline_calls import inline_calls
     from compiler.printer import print_module
+    from tests.support.filecheck_runner import check_output, strip_checks
 
     module = parse(strip_checks(INLINED))
     with_bodies = add_known_methods(module)

@@ -124,8 +124,8 @@ def test_pow_of_ints_is_a_float_unless_the_output_says_int() -> None:
 
 @given(lo=st.integers(-30, 30), hi=st.integers(-30, 30), step=st.integers(-7, 7))
 def test_range_length_and_derive_index_match_python_range(lo: int, hi: int, step: int) -> None:
-    from vm.ops.scalar import range_length
     from vm.ops.registry import lookup
+    from vm.ops.scalar import range_length
 
     if step == 0:
         with pytest.raises(ValueError):

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.tensor_ops import EXAMPLES, F32, F64, I64, check_against_torch, tensor
+from tests.support.tensor_ops import (
+    EXAMPLES,
+    F32,
+    F64,
+    I64,
+    check_against_torch,
+    tensor,
+)
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
 

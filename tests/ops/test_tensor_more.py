@@ -9,8 +9,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.tensor_ops import (
-    ALL, BOOL, EXAMPLES, F32, FLOAT, I64, INTS, NUM, binary, broadcast_pair, check_against_torch, scalars, tensor,
-    tensor_dim, tensor_scalar, unary,
+    ALL,
+    BOOL,
+    EXAMPLES,
+    F32,
+    FLOAT,
+    I64,
+    INTS,
+    NUM,
+    binary,
+    broadcast_pair,
+    check_against_torch,
+    scalars,
+    tensor,
+    tensor_dim,
+    tensor_scalar,
+    unary,
 )
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from tests.support.against_torch import assert_same
 from tests.support.tensor_ops import (
-    ALL, EXAMPLES, F32, F64, FLOAT, NUM, check_against_torch, tensor, tensor_dim,
+    ALL,
+    EXAMPLES,
+    F32,
+    F64,
+    FLOAT,
+    NUM,
+    check_against_torch,
+    tensor,
+    tensor_dim,
 )
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")

@@ -11,7 +11,17 @@ from hypothesis import strategies as st
 
 from tests.support.against_torch import assert_same
 from tests.support.tensor_ops import (
-    ALL, BOOL, EXAMPLES, F32, FLOAT, I64, NUM, check_against_torch, shapes, tensor, tensor_dim,
+    ALL,
+    BOOL,
+    EXAMPLES,
+    F32,
+    FLOAT,
+    I64,
+    NUM,
+    check_against_torch,
+    shapes,
+    tensor,
+    tensor_dim,
 )
 from vm.ops.registry import lookup
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
 from tests.support.tensor_ops import (
     ALL,
     EXAMPLES,

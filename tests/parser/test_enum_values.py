@@ -9,7 +9,6 @@ and the weights binding turns that name back into the member (differential again
 
 from __future__ import annotations
 
-from tests.support.paths import ROOT
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,10 @@ import vm
 from compiler.diagnostics import IRError, RunError
 from compiler.parser import parse
 from compiler.printer import print_module
+from tests.support.paths import ROOT
 from vm import types as T
 from vm.enum_values import EnumValue
 from vm.io import compare_flat, flatten_outputs
-
 
 GRAPH = """graph(%self : __torch__.M,
       %x.1 : Tensor):

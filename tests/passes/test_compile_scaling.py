@@ -9,13 +9,13 @@ cost about sixteen times the calls; a linear pipeline stays near four.
 
 from __future__ import annotations
 
-from tests.support.paths import TOOLS
 import cProfile
 import pstats
 import sys
 
 from compiler.parser import parse
 from compiler.pipeline import optimize
+from tests.support.paths import TOOLS
 
 sys.path.insert(0, str(TOOLS))
 from synthetic_graphs import synthetic_graph

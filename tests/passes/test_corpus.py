@@ -14,13 +14,13 @@ import json
 from typing import Any
 
 import pytest
-from tests.support.reference import run_reference, same_value
 
 from compiler.parser import parse
 from compiler.pipeline import DEFAULT_PIPELINE, optimize
+from tests.support.paths import CORPUS
+from tests.support.reference import run_reference, same_value
 from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 from vm.weights import bind_self
-from tests.support.paths import CORPUS
 
 NAMES = [rec["name"] for rec in json.loads((CORPUS / "manifest.json").read_text())]
 

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.filecheck_runner import CheckError, check_output, golden_cases, strip_checks
+from tests.support.filecheck_runner import (
+    CheckError,
+    check_output,
+    golden_cases,
+    strip_checks,
+)
 
 OUT = """graph(%x):
   %1 = aten::add(%x, %x)

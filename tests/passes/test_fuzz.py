@@ -18,10 +18,7 @@ import io
 from typing import Any
 
 import pytest
-from tests.support.reference import FreedValueError, run_reference, same_value
-from tests.support.strategies import graphs
 from hypothesis import given, note
-from tests.support.ir_checks import check_wellformed, dump, structure
 
 from compiler.analysis.effects import is_pure
 from compiler.analysis.last_uses import last_uses
@@ -32,6 +29,9 @@ from compiler.passes.inline_calls import _recursive_functions, callee_name
 from compiler.passes.pool_constants import constant_key
 from compiler.pipeline import DEFAULT_PIPELINE, get_pass, optimize
 from compiler.verify import verify
+from tests.support.ir_checks import check_wellformed, dump, structure
+from tests.support.reference import FreedValueError, run_reference, same_value
+from tests.support.strategies import graphs
 
 ALL_PASSES = [*DEFAULT_PIPELINE, "insert_drops"]
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
 
 from compiler import parse
 from compiler.pipeline import get_pass
 from compiler.printer import print_module
 from compiler.verify import verify
+from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
 
 CASES = golden_cases(Path(__file__).parent)
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
 
 from compiler import parse
 from compiler import types as T
@@ -21,8 +20,9 @@ from compiler.ir import Module, TensorLiteral
 from compiler.passes.fold_batch_norm import fold_batch_norm, known_values
 from compiler.printer import print_module
 from compiler.verify import verify
-from vm.static import StaticOptions, StaticRuntime
+from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
 from tests.support.paths import TOOLS
+from vm.static import StaticOptions, StaticRuntime
 
 PASSES = {"fold_batch_norm": fold_batch_norm}
 CASES = golden_cases(Path(__file__).parent / "load")
@@ -132,9 +132,8 @@ def test_dumps_with_batch_norm_match_the_interpreter_with_folds_on(path: Path) -
     """Every corpus/dump/nn_models program with a BatchNorm gives the interpreter's result,
     to float32 rounding, on the static runtime with its folds on (exact runs with them off
     are tests/static/test_differential.py's)."""
-    from tests.static.test_differential import _load_case
-
     import compiler
+    from tests.static.test_differential import _load_case
     from vm.interpreter import Interpreter
 
     text, inputs, weights = _load_case(path)

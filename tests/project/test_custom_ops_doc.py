@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+
 from tests.support.paths import DOCS
 
 DOC = DOCS / "custom_ops.md"

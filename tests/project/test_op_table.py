@@ -9,8 +9,8 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from tests.support.paths import ROOT
 
+from tests.support.paths import ROOT
 
 
 def test_operator_table_is_up_to_date() -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
 from fnmatch import fnmatch
 
 import pytest
-from tests.support.paths import ROOT
+import tomllib
 
+from tests.support.paths import ROOT
 
 
 @pytest.mark.parametrize("top", ["compiler", "vm"])

@@ -15,14 +15,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.support.reference import run_reference, same_value
-from tests.support.strategies import graphs, input_strategy
 from hypothesis import given
 from hypothesis import strategies as st
 
-
-from vm.static import StaticModule, StaticOptions, StaticRuntime
 from tests.support.paths import DATA
+from tests.support.reference import run_reference, same_value
+from tests.support.strategies import graphs, input_strategy
+from vm.static import StaticModule, StaticOptions, StaticRuntime
 
 # A covering array: every pair of values of (out variants, managed outputs, planner, fusion)
 # appears in some set (managed outputs need out variants; without them the planner is idle).

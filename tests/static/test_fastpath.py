@@ -25,10 +25,9 @@ import pytest
 
 import compiler
 import vm
-from vm.static import fastpath
-from vm.static import StaticOptions, StaticRuntime
 from tests.static.test_runtime import LSTM_CELL
 from tests.support.paths import EXAMPLES
+from vm.static import StaticOptions, StaticRuntime, fastpath
 
 MLP = """
 graph(%x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor, %b2 : Tensor, %w3 : Tensor, %b3 : Tensor):

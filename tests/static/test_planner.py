@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.paths import EXAMPLES
+from vm.static import StaticModule, StaticOptions, StaticRuntime
 from vm.static import memory_planner as mp
 from vm.static.profile import profile
-from vm.static import StaticModule, StaticOptions, StaticRuntime
-from tests.support.paths import EXAMPLES
 
 RATIO_IOU = (EXAMPLES / "ratio_iou.ir").read_text()
 

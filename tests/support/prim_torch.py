@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-
 from compiler import types as T
 from compiler.ir import Graph, Module, Node, Value
 from compiler.resolve import resolve

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+
 from tests.support.paths import ROOT
 
 COLUMNS = ["numpy", "unfused", "fused-blocked", "fused-numba", "torch.jit", "bandwidth bound", "numba / bound"]

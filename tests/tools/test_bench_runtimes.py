@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from tests.support.paths import ROOT
 
+from tests.support.paths import ROOT
 
 
 def _bench():

@@ -7,7 +7,6 @@ then run that command and compare with torch's own result.
 
 from __future__ import annotations
 
-from tests.support.paths import ROOT
 import shlex
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.support.paths import ROOT
 
 torch = pytest.importorskip("torch")
 

@@ -4,8 +4,9 @@ signature and names the graphs that use them; graphs that do not parse are repor
 
 from __future__ import annotations
 
-from tests.support.paths import TOOLS
 import sys
+
+from tests.support.paths import TOOLS
 
 sys.path.insert(0, str(TOOLS))
 

@@ -10,7 +10,6 @@ line is checked the same way, in a torch-less subprocess.
 
 from __future__ import annotations
 
-from tests.support.paths import ROOT
 import importlib.util
 import json
 import os
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.support.paths import ROOT
 
 torch = pytest.importorskip("torch")
 

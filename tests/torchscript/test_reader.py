@@ -25,7 +25,6 @@ from compiler.torchscript import ArchiveError, archive_weights, is_torchscript_a
 from compiler.torchscript.archive import MEMMAP_BYTES, Archive
 from tests.support.paths import ROOT
 
-
 CODE = '''class M(Module):
   __parameters__ = ["w", ]
   __buffers__ = []

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from compiler import compile_file
+from tests.support.paths import EXAMPLES
 from vm import decode as D
 from vm.decode import DecodedOp
-from tests.support.paths import EXAMPLES
 from vm.interpreter import Interpreter
 
 

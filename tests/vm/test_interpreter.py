@@ -13,11 +13,10 @@ import pytest
 
 from compiler import compile_source
 from compiler.diagnostics import IRError
-from vm.interpreter import Interpreter
-from vm.io import load_inputs, read_npz
 from tests.support.paths import CORPUS
 from tests.support.reference import same_value
-
+from vm.interpreter import Interpreter
+from vm.io import load_inputs, read_npz
 
 LOOP = """\
 graph(%x.1 : Tensor, %n.1 : int):

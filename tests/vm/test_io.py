@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from compiler import types as T
 from compiler.diagnostics import RunError
 from compiler.ir import Graph
+from tests.support.paths import CORPUS
+from tests.support.reference import same_value
 from vm.io import (
     compare_flat,
     flatten_outputs,
@@ -29,8 +31,6 @@ from vm.io import (
     save_values,
     unflatten,
 )
-from tests.support.paths import CORPUS
-from tests.support.reference import same_value
 
 arrays = st.builds(
     lambda shape, dtype: (np.arange(int(np.prod(shape))) % 3).astype(dtype).reshape(shape),

@@ -20,8 +20,16 @@ from hypothesis import strategies as st
 import compiler
 import vm
 from compiler.diagnostics import BytecodeError
-from vm.irbc import FORMAT_VERSION, MAGIC_MEMBER, OlderFormatError, _digest, is_irbc, load, save
 from tests.support.paths import ROOT
+from vm.irbc import (
+    FORMAT_VERSION,
+    MAGIC_MEMBER,
+    OlderFormatError,
+    _digest,
+    is_irbc,
+    load,
+    save,
+)
 
 EXAMPLES = ROOT / "examples"
 

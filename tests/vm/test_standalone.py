@@ -14,11 +14,10 @@ from pathlib import Path
 
 import compiler
 from compiler import diagnostics, types
+from tests.support.paths import ROOT
 from vm import errors, unbound
 from vm import types as vm_types
 from vm.irbc import save
-from tests.support.paths import ROOT
-
 
 RUN = """
 import sys

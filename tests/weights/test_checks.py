@@ -7,13 +7,14 @@ state_dict first; both irvm backends must refuse it too, naming the weight.
 
 from __future__ import annotations
 
-from tests.support.paths import ROOT
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.support.paths import ROOT
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -23,8 +24,7 @@ import export_torch
 
 import compiler
 from compiler.diagnostics import RunError
-from tests.support.torch_models import SmallCNN
-from tests.support.torch_models import BACKENDS, runtime_for
+from tests.support.torch_models import BACKENDS, SmallCNN, runtime_for
 
 
 class Recurrent(nn.Module):

@@ -11,7 +11,6 @@ and weights that contradict the folded values are refused.
 
 from __future__ import annotations
 
-from tests.support.paths import ROOT
 import re
 import sys
 import types
@@ -24,6 +23,7 @@ import pytest
 import compiler
 import vm
 from compiler.diagnostics import CompileError, RunError
+from tests.support.paths import ROOT
 from vm.io import compare_flat, flatten_outputs
 
 torch = pytest.importorskip("torch")

@@ -8,12 +8,13 @@ torch refuses, with a RunError naming the input, and give torch's answer on the 
 
 from __future__ import annotations
 
-from tests.support.paths import ROOT
 import sys
 from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.support.paths import ROOT
 
 torch = pytest.importorskip("torch")
 nn = torch.nn

@@ -7,12 +7,13 @@ same module and dtypes (vm/preflight.py), on both backends.
 
 from __future__ import annotations
 
-from tests.support.paths import ROOT
 import sys
 from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.support.paths import ROOT
 
 torch = pytest.importorskip("torch")
 

@@ -18,12 +18,13 @@ once the piece lands, and fails on any other error.
 
 from __future__ import annotations
 
-from tests.support.paths import TOOLS
 import functools
 import sys
 from typing import Any
 
 import pytest
+
+from tests.support.paths import TOOLS
 
 pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
 
