@@ -3,7 +3,7 @@
 The node walk, the node count, the alias classes (one sweep then a worklist, facts
 cached per signature, locations cached) and the paused garbage collector are all
 shortcuts; these properties pin each to its plain meaning on random programs
-(``tests/support/graph_strategies``) and on a real dump.
+(``tests/support/strategies.py``) and on a real dump.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from compiler.parser import parse
 from compiler.passes import graphs_of
 from compiler.pipeline import optimize
 from compiler.verify import verify
-from tests.support.graph_strategies import graphs
 from tests.support.paths import DUMPS
+from tests.support.strategies import graphs
 
 
 def _recursive_walk(block: Block) -> list[Node]:

@@ -7,6 +7,7 @@ semantics are PyTorch's, against the interpreter).
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest

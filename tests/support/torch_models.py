@@ -1,7 +1,9 @@
-"""torch models shared by several tests; import it only after ``pytest.importorskip("torch")``,
+"""torch models and runtime choices shared by several tests; import it only after ``pytest.importorskip("torch")``,
 as those tests do."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from torch import nn

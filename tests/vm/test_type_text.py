@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 
 from compiler.parser import parse
-from tests.support.ir_strategies import types
 from tests.support.paths import EXAMPLES
+from tests.support.strategies import ir_types
 from vm import types as T
 from vm.errors import BytecodeError
 from vm.type_text import parse_type_text
@@ -19,7 +19,7 @@ def _parsed(text: str) -> T.Type:
     return parse(f"graph(%x : {text}):\n  return (%x)\n", "<type>").main.inputs[0].type
 
 
-@given(types())
+@given(ir_types())
 def test_a_printed_type_reads_back_as_the_parser_reads_it(t: T.Type) -> None:
     """Property: for every type, ``parse_type_text(str(t))`` is the type the IR parser
     makes of ``str(t)``, and printing it again gives the same text."""
