@@ -81,7 +81,7 @@ def test_layer_norm_rows_match_torch_at_model_sizes(data):
         x.reshape(-1)[data.draw(st.integers(0, x.size - 1))] = special
     w = rng.standard_normal(row).astype(dtype) if data.draw(st.booleans()) else None
     b = rng.standard_normal(row).astype(dtype) if data.draw(st.booleans()) else None
-    want = F.layer_norm(_t(x), [row], _t(w), _t(b)).numpy()
+    want = F.layer_norm(to_torch(x), [row], to_torch(w), to_torch(b)).numpy()
     got = op("aten::layer_norm")(x, [row], w, b, 1e-5, True)
     # at 1000 a float32 input is only known to 6e-5 (its spacing), so torch itself is off the
     # exact result by ~2e-4 there: the bound is a few spacings of the input over its std (1)
