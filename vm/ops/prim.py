@@ -160,11 +160,14 @@ def _isinstance(attrs: dict[str, Any], n_in: int, n_out: int) -> Callable[..., A
 _TYPE_NAMES: dict[str, T.Type] = {
     "int": T.INT, "float": T.FLOAT, "bool": T.BOOL, "str": T.STR, "NoneType": T.NONE,
     "Tensor": T.TENSOR, "Device": T.DEVICE, "Any": T.ANY, "list": T.ListType(T.ANY),
-    "tuple": T.ANY, "dict": T.DictType(T.ANY, T.ANY),
-}  # fmt: skip
+    "dict": T.DictType(T.ANY, T.ANY),
+}  # fmt: skip  (a bare ``tuple`` stays a name: any tuple, whatever its length)
 
 
 def _as_type(t: Any) -> T.Type:
+    """A ``types=[...]`` entry as a type: ``list`` (the parser's bare name) is a list of anything."""
+    if isinstance(t, T.NamedType):
+        return _TYPE_NAMES.get(t.name, t)
     if isinstance(t, T.Type):
         return t
     from vm.schema_types import parse_schema_type
@@ -190,7 +193,8 @@ def is_instance(value: Any, t: T.Type) -> bool:
         return any(is_instance(value, m) for m in t.elems)
     if isinstance(t, T.ClassType):
         return isinstance(value, ModuleObject)
-    python = {"int": int, "float": float, "bool": bool, "str": str, "NoneType": type(None), "Device": str}
+    python = {"int": int, "float": float, "bool": bool, "str": str, "NoneType": type(None), "Device": str,
+              "tuple": tuple}
     cls = python.get(str(t))
     if cls is int:
         return isinstance(value, int) and not isinstance(value, bool)
