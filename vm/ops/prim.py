@@ -122,6 +122,22 @@ def _set_attr(attrs: dict[str, Any], n_in: int, n_out: int) -> Callable[..., Any
     return lambda obj, value: obj.set(name, value)
 
 
+@kernel("prim::ModuleContainerIndex.list(Any self, int ind) -> Any")
+def module_container_index_list(container: ModuleObject, ind: int) -> ModuleObject:
+    """``self.layers[i]`` on a ``ModuleList`` with a run-time index.  A negative index is
+    refused: the weights hold the list's modules by position, not its length."""
+    if ind < 0:
+        raise IndexError(f"negative index {ind} into ModuleList {container.path or 'self'}: irvm needs the "
+                         "list's length, which the weights do not carry")
+    return container.get(str(ind))
+
+
+@kernel("prim::ModuleContainerIndex.dict(Any self, str ind) -> Any")
+def module_container_index_dict(container: ModuleObject, ind: str) -> ModuleObject:
+    """``self.blocks[key]`` on a ``ModuleDict``."""
+    return container.get(ind)
+
+
 @prim_factory("prim::CreateObject")
 def _create_object(attrs: dict[str, Any], n_in: int, n_out: int) -> Callable[..., Any]:
     return lambda: ModuleObject()
