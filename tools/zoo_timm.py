@@ -67,7 +67,7 @@ TIMM_MODELS: dict[str, list[tuple[str, int, dict[str, Any]]]] = {
     "hardcorenas": [("hardcorenas_a", 64, {})],
     "hgnet": [("hgnetv2_b0", 64, {})],
     "hiera": [("hiera_tiny_224", 224, {})],
-    "hieradet_sam2": [("sam2_hiera_tiny", 224, {"img_size": 224})],
+    "hieradet_sam2": [("sam2_hiera_tiny", 64, {})],
     "hrnet": [("hrnet_w18_small", 64, {})],
     "iformer": [("iformer_t", 64, {})],
     "inception_next": [("inception_next_atto", 64, {})],
