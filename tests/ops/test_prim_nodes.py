@@ -89,9 +89,8 @@ def test_isinstance_of_bare_container_names_matches_torch() -> None:
     scripted code checks a ``Union[Tensor, List[Tensor]]`` (timm coat's ``forward_head``):
     the bare names mean any list and any tuple, as in torch."""
     torch = pytest.importorskip("torch")
-    from typing import List, Tuple, Union
 
-    def f(x: Union[torch.Tensor, List[torch.Tensor], Tuple[int, int]]) -> Tuple[bool, bool, bool]:
+    def f(x: torch.Tensor | list[torch.Tensor] | tuple[int, int]) -> tuple[bool, bool, bool]:
         return isinstance(x, list), isinstance(x, tuple), isinstance(x, torch.Tensor)
 
     scripted = torch.jit.script(f)
