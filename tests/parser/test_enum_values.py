@@ -178,11 +178,12 @@ def test_a_scripted_module_with_enum_attributes_exports_and_matches_torch(name: 
         weights = {k: data[k] for k in data.files}
     assert str(weights["fmt"]) == f'{name.upper()}="{name.upper()}"' and '"fmt": "str"' in str(weights["__spec__"])
     assert "prim::EnumValue" in Path(paths["ir"]).read_text()
-    program = compiler.compile_file(paths["ir"])
     inputs = [exp.inputs[k] for k in exp.inputs]
-    for make in (vm.Interpreter, vm.StaticRuntime):
-        got = make(program, weights)(*inputs)
-        assert compare_flat(flatten_outputs(exp.outputs), flatten_outputs([got])) == []
+    # compiled alone, and with the weights (enum attributes folded into member constants)
+    for program in (compiler.compile_file(paths["ir"]), compiler.compile_file(paths["ir"], weights=weights)):
+        for make in (vm.Interpreter, vm.StaticRuntime):
+            got = make(program, weights)(*inputs)
+            assert compare_flat(flatten_outputs(exp.outputs), flatten_outputs([got])) == []
 
 
 def test_compiling_with_the_weights_folds_enum_attributes_and_their_comparisons(tmp_path: Path) -> None:
