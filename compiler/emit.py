@@ -42,7 +42,7 @@ from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.passes.insert_drops import insert_drops
 from compiler.program_tables import check_table, node_refs_of, node_spans_of, self_reads_of
 from compiler.resolve import constant_value, resolve_all
-from compiler.types import TensorType
+from compiler.types import InterfaceType, TensorType
 from vm.bytecode import Function, Instruction, Opcode, Program
 from vm.gc_pause import gc_paused
 from vm.ops import registry
@@ -285,6 +285,14 @@ class _FunctionEmitter:
         elif kind == "prim::FusionGroup":
             self.emit_fusion_group(node)
         elif kind == "prim::CallMethod":
+            callee = node.inputs[0].type if node.inputs else None
+            if isinstance(callee, InterfaceType):
+                raise CompileError(
+                    f"prim::CallMethod through module interface {callee} is not supported: which module's "
+                    f"{node.attrs.get('name')}() runs is chosen at run time (prim::ModuleContainerIndex), and "
+                    "irvm runs methods it can inline; index the container with a constant instead",
+                    node.span,
+                )
             raise CompileError(
                 "prim::CallMethod is not supported: inline the method or freeze the module",
                 node.span,

@@ -293,6 +293,10 @@ class Builder(Transformer):  # type: ignore[type-arg]
         text = children[0].value  # Enum<__torch__.m.Color>
         return T.EnumType(text[len("Enum<") : -1])
 
+    def interface_type(self, children: list[Token]) -> T.Type:
+        text = children[0].value  # InterfaceType<Iface>
+        return T.InterfaceType(text[len("InterfaceType<") : -1])
+
     def list_type(self, children: list[Any]) -> T.Type:
         return T.ListType(children[0])
 

@@ -51,6 +51,7 @@ import ast
 import enum
 import importlib.util
 import inspect
+import json
 import os
 import re
 import sys
@@ -170,8 +171,9 @@ def to_numpy(value: Any) -> Any:
         return _DTYPE_CODES[value]
     if isinstance(value, torch.device):
         return str(value)
-    if isinstance(value, enum.Enum):
-        return value.name  # vm.weights reads an Enum<...> attribute from its member's name
+    if isinstance(value, enum.Enum):  # vm.weights reads an Enum<...> attribute from NAME or NAME=VALUE
+        known = isinstance(value.value, (int, float, str)) and not isinstance(value.value, bool)
+        return f"{value.name}={json.dumps(value.value)}" if known else value.name
     return value
 
 

@@ -268,11 +268,24 @@ def write_doc(records: list[dict[str, Any]], command: str, path: Path = DOC) -> 
     missing = [name for name in ZOO if name not in {r["model"] for r in records}]
     if missing:
         lines += ["", f"Not generated in this run ({len(missing)}): " + ", ".join(missing) + "."]
+    lines += _timm_families_section()
     refused = [r for r in ordered if "torch_error" in r]
     if refused:
         lines += ["", "## What torch cannot compile", "", "| case | torch's message |", "|---|---|"]
         lines += [f"| {r['name']} | {r['torch_error'].replace('|', chr(92) + '|')[:200]} |" for r in refused]
     path.write_text("\n".join(lines) + "\n")
+
+
+def _timm_families_section() -> list[str]:
+    """How the timm models were chosen, and the families left out with the reason."""
+    import zoo_timm
+
+    covered = sum(1 for models in zoo_timm.TIMM_MODELS.values() if any(f"timm_{n}" in ZOO for n, _, _ in models))
+    lines = ["", "## timm's families", "",
+             f"One model per module of `timm/models/` ({covered} families, `tools/zoo_timm.py`: the smallest",
+             "variant, small images; a few base-size transformers with `depth=2`).  Left out:", ""]
+    lines += [f"- `{family}`: {reason}" for family, reason in sorted(zoo_timm.TIMM_EXCLUDED.items())]
+    return lines
 
 
 def failure_tag(error: str) -> str:

@@ -19,7 +19,8 @@ Weights are random, made so that no layer is an identity: each model is built un
 N(0, 0.1), variance from U(0.5, 1.5)) and every parameter whose values are all equal
 (LayerNorm's ones and zeros, a zero class token, a layer-scale constant) is redrawn around
 its value (plus N(0, 0.1)).  Inputs are small where the architecture allows (64x64 or 96x96
-images, 16 tokens); 224 where it fixes the size (maxvit_t).
+images, 16 tokens); 224 where it fixes the size (maxvit_t).  The timm models, one per
+module of ``timm/models/``, and the families left out, are listed in ``tools/zoo_timm.py``.
 
 torchvision's wheel carries a compiled extension that does not load with the CPU build of
 torch; its model definitions are pure Python, so we import it with
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from zoo_timm import TIMM_HEAVY, TIMM_MODELS
 
 Inputs = tuple[Any, ...]
 
@@ -268,28 +270,6 @@ def _hf_models() -> list[ZooModel]:
 
 # -- timm ---------------------------------------------------------------------------------
 
-# One representative per family: (timm name, image size, extra create_model arguments).
-_TIMM: list[tuple[str, int, dict[str, Any]]] = [
-    ("resnet18", 64, {}),
-    ("efficientnet_b0", 64, {}),
-    ("mobilenetv3_small_100", 64, {}),
-    ("convnext_atto", 64, {}),
-    ("deit_tiny_patch16_224", 64, {"img_size": 64}),
-    ("swin_tiny_patch4_window7_224", 224, {}),
-    ("regnetx_002", 64, {}),
-    ("seresnext26d_32x4d", 64, {}),
-    ("densenet121", 64, {}),
-    ("mixer_s16_224", 64, {"img_size": 64}),
-    ("convmixer_768_32", 64, {}),
-    ("levit_128s", 224, {}),
-    ("poolformer_s12", 64, {}),
-    ("ghostnet_100", 64, {}),
-    ("mobilevit_xxs", 64, {}),
-    ("dla34", 64, {}),
-    ("cspdarknet53", 64, {}),
-]
-
-
 def _timm_builder(name: str, kwargs: dict[str, Any]) -> Callable[[], torch.nn.Module]:
     def make() -> torch.nn.Module:
         timm = importlib.import_module("timm")
@@ -298,8 +278,10 @@ def _timm_builder(name: str, kwargs: dict[str, Any]) -> Callable[[], torch.nn.Mo
 
 
 def _timm_models() -> list[ZooModel]:
-    return [ZooModel(f"timm_{name}", "timm", "timm", _timm_builder(name, kwargs), image(size))
-            for name, size, kwargs in _TIMM]
+    """One model per timm family (``tools/zoo_timm.py`` says which and why)."""
+    return [ZooModel(f"timm_{name}", "timm", "timm", _timm_builder(name, kwargs), image(size),
+                     heavy=name in TIMM_HEAVY)
+            for models in TIMM_MODELS.values() for name, size, kwargs in models]
 
 
 def _all_models() -> dict[str, ZooModel]:

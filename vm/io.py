@@ -16,7 +16,8 @@ we add one more entry, ``__spec__``: a JSON string mapping each top-level key to
 of value stored there (``"Tensor"``, ``"int"``, ``"float"``, ``"bool"``, ``"str"``,
 ``"None"``, ``["list", [...]]``, ``["tuple", [...]]``, ``["dict", [[key, kind], ...]]``).
 None and empty containers exist only in the spec.  An enum member is stored as its
-member's name (a ``"str"``), and an ``Enum<...>`` input is read from that name.  (One loss: numpy drops trailing NUL
+member's name (a ``"str"``), or ``NAME=VALUE`` when its value is known (``vm.enum_values``),
+and an ``Enum<...>`` input is read from that text.  (One loss: numpy drops trailing NUL
 characters of a string.)  A file irvm writes as a run's result also holds ``__irvm__``, a
 0-d string naming its role (``"outputs"``, ``"trace"``): the mark by which ``irvm run``
 knows it may write over it again (vm/files.py); readers skip both entries.  Files written by hand may leave the
@@ -40,7 +41,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from vm import types as T
-from vm.enum_values import EnumValue
+from vm.enum_values import EnumValue, parse_member, stored
 from vm.errors import RunError
 from vm.files import MARK_KEY
 
@@ -91,7 +92,7 @@ def flatten(prefix: str, value: Any, into: dict[str, np.ndarray]) -> None:
     elif isinstance(value, str):
         into[prefix] = np.array(value)
     elif isinstance(value, EnumValue):
-        into[prefix] = np.array(value.name)  # an enum member as its name, as tools/export_torch.py writes it
+        into[prefix] = np.array(stored(value))  # an enum member as its name (=value), as tools/export_torch.py writes it
     elif isinstance(value, (tuple, list)):
         for i, item in enumerate(value):
             flatten(f"{prefix}.{i}", item, into)
@@ -242,10 +243,11 @@ def _enum_input(value: Any, type_: Any, name: str) -> Any:
     enum_type = T.unwrap_optional(type_) if type_ is not None else None
     if not isinstance(enum_type, T.EnumType) or value is None:
         return value
-    if not isinstance(value, str) or not value.isidentifier():
+    member = parse_member(enum_type.qualname, value) if isinstance(value, str) else None
+    if member is None:
         raise RunError(f"input {name!r} has type {enum_type}: give the name of one of its members as a string, "
                        f"not {value!r}")
-    return EnumValue(enum_type.qualname, value)
+    return member
 
 
 class _MissingInput(Exception):

@@ -182,6 +182,17 @@ class EnumType(Type):
         return f"Enum<{self.qualname}>"
 
 
+@attrs.frozen(cache_hash=True)
+class InterfaceType(Type):
+    """A module interface (``@torch.jit.interface``), printed ``InterfaceType<Iface>``: the
+    type of a ``ModuleList`` / ``ModuleDict`` element picked by ``prim::ModuleContainerIndex``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"InterfaceType<{self.name}>"
+
+
 def _postfix_operand(t: Type) -> str:
     # Optional[List[int]] prints as int[]?, List[Optional[int]] as int?[]; a Union or
     # tuple element needs no parentheses because its own form is already closed.

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vm import types as T
-from vm.enum_values import EnumValue, member_of
+from vm.enum_values import EnumValue, parse_member
 from vm.errors import RunError, Span
 
 if TYPE_CHECKING:  # the IR data model is the compiler's: only the static runtime brings it
@@ -321,8 +321,8 @@ def _enum_attribute(raw: Any, type_: T.EnumType) -> EnumValue:
     if array is None or array.ndim != 0 or array.dtype.kind != "U":
         raise TypeError(f"expected the name of a member of {type_.qualname} as a string, found {_kind_name(raw)}")
     text = str(array.item())
-    member = member_of(type_.qualname, text) if "." in text else EnumValue(type_.qualname, text)
-    if member is None or not member.name.isidentifier():
+    member = parse_member(type_.qualname, text)
+    if member is None:
         raise ValueError(f"{text!r} is not the name of a member of {type_.qualname}")
     return member
 

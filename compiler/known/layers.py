@@ -189,16 +189,31 @@ def _instance_norm(n: int) -> Callable[[], str]:
 
 
 def _dropout(name: str, allowed: tuple[int, ...] = ()) -> Callable[[], str]:
-    """Eval mode: the input itself (PyTorch returns it, not a copy); training raises."""
+    """Eval mode: the input itself (PyTorch returns it, not a copy); training raises (the
+    channel-wise dropouts, whose unbatched inputs torch reshapes first)."""
 
     def build() -> str:
         body = (
             attr("training", "bool", required=True)
-            + raise_if("%training", f"irvm: {name} in training mode is random; irvm runs inference (set the "
-                        "module's `training` attribute to False)", "train", None)
+            + raise_if("%training", f"irvm: {name} in training mode is not supported; irvm runs it in eval mode "
+                       "(set the module's `training` attribute to False)", "train", None)
             + (_dim_check(allowed, name) if allowed else "")
         )
         return method("%input : Tensor", body, "%input")
+
+    return build
+
+
+def _random_dropout(op: str) -> Callable[[], str]:
+    """``aten::dropout`` / ``aten::alpha_dropout`` (in place when ``inplace``): the input
+    itself in eval mode, a draw from the runtime's generator in training."""
+
+    def build() -> str:
+        body = (
+            attr("training", "bool", required=True) + attr("p", "float")
+            + _inplace_or_not(f"aten::{op}", "%p, %training")
+        )
+        return method("%input : Tensor", body)
 
     return build
 
@@ -282,11 +297,11 @@ LAYERS: dict[str, tuple[Callable[[], str], int]] = {
     NN + "instancenorm.InstanceNorm1d": (_instance_norm(1), 0),
     NN + "instancenorm.InstanceNorm2d": (_instance_norm(2), 0),
     NN + "instancenorm.InstanceNorm3d": (_instance_norm(3), 0),
-    NN + "dropout.Dropout": (_dropout("Dropout"), 0),
+    NN + "dropout.Dropout": (_random_dropout("dropout"), 0),
     NN + "dropout.Dropout1d": (_dropout("Dropout1d", (2, 3)), 0),
     NN + "dropout.Dropout2d": (_dropout("Dropout2d"), 0),
     NN + "dropout.Dropout3d": (_dropout("Dropout3d"), 0),
-    NN + "dropout.AlphaDropout": (_dropout("AlphaDropout"), 0),
+    NN + "dropout.AlphaDropout": (_random_dropout("alpha_dropout"), 0),
     NN + "activation.ReLU": (_activation("aten::relu"), 0),
     NN + "activation.ReLU6": (_activation("aten::hardtanh", consts="lo=0. hi=6."), 0),
     NN + "activation.Hardtanh": (_activation("aten::hardtanh", (("min_val", "float"), ("max_val", "float"))), 0),

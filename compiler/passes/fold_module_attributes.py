@@ -30,7 +30,7 @@ from typing import Any
 from compiler import types as T
 from compiler.ir import FreshNames, Module, Node, Value
 from compiler.passes import note
-from vm.enum_values import EnumValue
+from vm.enum_values import EnumValue, stored
 
 _PLAIN = {T.BOOL: bool, T.INT: int, T.FLOAT: float, T.STR: str}
 
@@ -72,7 +72,7 @@ def _fold_reads(names: FreshNames, value: Value, obj: Any, folded: dict[str, Any
         if constant is _KEEP:
             continue
         path = obj.dotted(name)
-        folded[path] = constant.name if isinstance(constant, EnumValue) else constant  # as the weights store it
+        folded[path] = stored(constant) if isinstance(constant, EnumValue) else constant  # as the weights store it
         const = Node("prim::Constant", attrs={} if constant is None else {"value": _payload(constant)}, span=node.span)
         const.add_output(names(out.name), out.type)  # names gathered once, not per attribute
         node.owner.insert_before(node, const)  # type: ignore[union-attr]

@@ -426,7 +426,7 @@ def test_plain_state_dict_fails_before_running_naming_each_missing_setting() -> 
         assert "m.weight" not in message and "export_torch" in message and "inlined_graph" in message
 
 
-@pytest.mark.parametrize("inner", [nn.Dropout(0.1), nn.BatchNorm1d(3), nn.InstanceNorm1d(3, track_running_stats=True)])
+@pytest.mark.parametrize("inner", [nn.Dropout2d(0.1), nn.BatchNorm1d(3), nn.InstanceNorm1d(3, track_running_stats=True)])
 def test_eval_mode_must_be_stated_not_assumed(inner: nn.Module) -> None:
     """`training` is no plain default here: the weights must say False (or True, which raises)."""
     model = Wrap(inner).eval()
@@ -438,6 +438,20 @@ def test_eval_mode_must_be_stated_not_assumed(inner: nn.Module) -> None:
     weights["m.training"] = np.array(True)
     with pytest.raises(RunError, match="training mode"):
         vm.StaticRuntime(program, weights)(np.ones((2, 3, 4), np.float32))
+
+
+@pytest.mark.parametrize("inner", [nn.Dropout, nn.AlphaDropout])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_dropout_modules_in_training_mode_draw_as_torch_does(inner: type, inplace: bool) -> None:
+    """Dropout and AlphaDropout called through prim::CallMethod run in training mode too:
+    p=1 gives torch's constant output (Dropout's zeros), p=0 and eval mode the input."""
+    x = torch.randn(2, 3, 4)
+    for p, train in ((1.0, True), (0.0, True), (0.5, False)):
+        model = Wrap(inner(p, inplace=inplace)).train(train)
+        want = model(x.clone()).numpy()
+        program = compiler.compile_source(str(torch.jit.script(model).graph))
+        for engine in (vm.Interpreter, vm.StaticRuntime):
+            np.testing.assert_allclose(engine(program, weights_of(model))(x.numpy().copy()), want, atol=1e-6)
 
 
 def test_a_setting_of_the_wrong_kind_is_reported_with_its_path() -> None:

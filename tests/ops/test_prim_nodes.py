@@ -84,6 +84,23 @@ def test_isinstance_and_is_none_checks() -> None:
     assert run_both(ir, "s", 4) == (False, False, True)
 
 
+def test_isinstance_of_bare_container_names_matches_torch() -> None:
+    """``isinstance(x, list)`` / ``isinstance(x, tuple)`` on a ``Union`` argument, as
+    scripted code checks a ``Union[Tensor, List[Tensor]]`` (timm coat's ``forward_head``):
+    the bare names mean any list and any tuple, as in torch."""
+    torch = pytest.importorskip("torch")
+
+    def f(x: torch.Tensor | list[torch.Tensor] | tuple[int, int]) -> tuple[bool, bool, bool]:
+        return isinstance(x, list), isinstance(x, tuple), isinstance(x, torch.Tensor)
+
+    scripted = torch.jit.script(f)
+    t = np.ones(2, np.float32)
+    for value in ([t, t], (1, 2), t):
+        theirs = [torch.from_numpy(v) for v in value] if isinstance(value, list) else value
+        theirs = torch.from_numpy(theirs) if isinstance(theirs, np.ndarray) else theirs
+        assert run_both(str(scripted.graph), value) == scripted(theirs)
+
+
 def test_raise_exception_carries_message_and_python_class() -> None:
     ir = """graph(%x : int):
   %m : str = prim::Constant[value="bad input"]()

@@ -132,14 +132,14 @@ class Net(torch.nn.Module):
         self.fmt = fmt
         self.color = color
 
-    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, str]:
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, str, int, str]:
         if self.fmt == Format.NHWC:
             x = x.permute(0, 2, 3, 1)
         if self.color != Color.RED:
             x = x * 2
         if self.fmt != Format.NCHW and self.color == Color.GREEN:
             x = x + 1
-        return x, self.color.name
+        return x, self.color.name, self.color.value, self.fmt.value
 
 
 def nhwc():
@@ -160,8 +160,9 @@ nchw_inputs = nhwc_inputs
 
 @pytest.mark.parametrize("name", ["nhwc", "nchw"])
 def test_a_scripted_module_with_enum_attributes_exports_and_matches_torch(name: str, tmp_path: Path) -> None:
-    """tools/export_torch.py writes each enum attribute as its member name (a str in the
-    ``__spec__``); both backends then reproduce torch's outputs."""
+    """tools/export_torch.py writes each enum attribute as its member name and value
+    (``NAME=VALUE``, a str in the ``__spec__``); both backends then reproduce torch's
+    outputs, the members' values (``prim::EnumValue``) included."""
     pytest.importorskip("torch")
     sys.path.insert(0, str(ROOT / "tools"))
     import export_torch
@@ -174,12 +175,14 @@ def test_a_scripted_module_with_enum_attributes_exports_and_matches_torch(name: 
     assert "Enum<" in Path(paths["ir"]).read_text()
     with np.load(paths["weights"], allow_pickle=False) as data:
         weights = {k: data[k] for k in data.files}
-    assert str(weights["fmt"]) == name.upper() and '"fmt": "str"' in str(weights["__spec__"])
-    program = compiler.compile_file(paths["ir"])
+    assert str(weights["fmt"]) == f'{name.upper()}="{name.upper()}"' and '"fmt": "str"' in str(weights["__spec__"])
+    assert "prim::EnumValue" in Path(paths["ir"]).read_text()
     inputs = [exp.inputs[k] for k in exp.inputs]
-    for make in (vm.Interpreter, vm.StaticRuntime):
-        got = make(program, weights)(*inputs)
-        assert compare_flat(flatten_outputs(exp.outputs), flatten_outputs([got])) == []
+    # compiled alone, and with the weights (enum attributes folded into member constants)
+    for program in (compiler.compile_file(paths["ir"]), compiler.compile_file(paths["ir"], weights=weights)):
+        for make in (vm.Interpreter, vm.StaticRuntime):
+            got = make(program, weights)(*inputs)
+            assert compare_flat(flatten_outputs(exp.outputs), flatten_outputs([got])) == []
 
 
 def test_compiling_with_the_weights_folds_enum_attributes_and_their_comparisons(tmp_path: Path) -> None:
@@ -276,3 +279,23 @@ def test_enum_inputs_and_outputs_go_through_npz_files_as_member_names(tmp_path: 
     save_values(tmp_path / "bad.npz", {"c.1": 3})
     with pytest.raises(RunError, match="input 'c.1' has type Enum<__torch__.Color>: give the name"):
         load_inputs(tmp_path / "bad.npz", program)
+
+
+VALUE_GRAPH = """graph(%self : __torch__.M,
+      %x.1 : Tensor):
+  %color : Enum<__torch__.Color> = prim::GetAttr[name="color"](%self)
+  %v : int = prim::EnumValue(%color)
+  %y : Tensor = aten::mul(%x.1, %v)
+  return (%y)
+"""
+
+
+@pytest.mark.parametrize("make", [vm.Interpreter, vm.StaticRuntime], ids=["interp", "static"])
+def test_enum_value_reads_the_stored_value_and_says_when_there_is_none(make: Any) -> None:
+    """``prim::EnumValue`` returns the value stored after the member's name (``RED=3``);
+    a member stored by name alone stops the run saying its value is not known."""
+    program = compiler.compile_source(VALUE_GRAPH, "v.ir")
+    x = np.ones(2, np.float32)
+    np.testing.assert_array_equal(make(program, {"color": np.array("RED=3")})(x), [3.0, 3.0])
+    with pytest.raises(RunError, match="value of __torch__.Color.RED is not known"):
+        make(program, {"color": np.array("RED")})(x)

@@ -313,3 +313,74 @@ def test_torchvision_segmentation_models_scripted_match_torch(name: str, tmp_pat
     program = compiler.compile_file(paths["ir"], weights=weights)
     for got in run_both(program, weights, list(exp.inputs.values())):
         assert compare_flat(flatten_outputs(exp.outputs), flatten_outputs([got]), rtol=1e-3, atol=1e-4) == []
+
+
+INTERFACE_NET = '''
+import torch
+from torch import nn
+
+
+@torch.jit.interface
+class Block(nn.Module):
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        pass
+
+
+class Picks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 3), nn.Linear(3, 3)])
+
+    def forward(self, x: torch.Tensor, i: int) -> torch.Tensor:
+        layer: Block = self.layers[i]
+        return layer.forward(x)
+'''
+
+PICK_BY_INDEX = """graph(%self : __torch__.Picks,
+      %x : Tensor,
+      %i : int,
+      %k : str):
+  %layers : __torch__.torch.nn.modules.container.ModuleList = prim::GetAttr[name="layers"](%self)
+  %m : InterfaceType<Block> = prim::ModuleContainerIndex(%layers, %i)
+  %w : Tensor = prim::GetAttr[name="weight"](%m)
+  %blocks : __torch__.torch.nn.modules.container.ModuleDict = prim::GetAttr[name="blocks"](%self)
+  %n : InterfaceType<Block> = prim::ModuleContainerIndex(%blocks, %k)
+  %b : Tensor = prim::GetAttr[name="bias"](%n)
+  %y : Tensor = aten::linear(%x, %w, %b)
+  return (%y)
+"""
+
+
+def test_a_module_interface_graph_as_torch_prints_it_parses_and_prints_back(tmp_path: Path) -> None:
+    """``InterfaceType<Block>``, the type torch gives a ``ModuleList`` element picked by a
+    run-time index, parses and prints back unchanged; calling a method through it is a
+    compile error at its line naming the interface (the module is chosen at run time)."""
+    source = tmp_path / "picks.py"
+    source.write_text(INTERFACE_NET)
+    module = export_torch.load_file(source)
+    text = str(torch.jit.script(module.Picks()).inlined_graph)
+    assert "InterfaceType<Block> = prim::ModuleContainerIndex" in text
+    assert str(compiler.parse(text)) == str(compiler.parse(str(compiler.parse(text))))
+    assert "InterfaceType<Block>" in str(compiler.parse(text))
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "prim::CallMethod" in row)
+    with pytest.raises(CompileError, match=rf":{line}:\d+: prim::CallMethod through module interface InterfaceType<Block>"):
+        compiler.compile_source(text, "picks.ir")
+
+
+@pytest.mark.parametrize("make", [vm.Interpreter, vm.StaticRuntime], ids=["interp", "static"])
+def test_module_container_index_picks_a_list_element_and_a_dict_entry(make: Any) -> None:
+    """``prim::ModuleContainerIndex`` picks ``layers[i]`` of a ModuleList and ``blocks[k]``
+    of a ModuleDict from the weights at run time: torch's linear with the picked weight
+    and bias; an index past the list names the missing module."""
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(3, 2) for _ in range(3)]
+    blocks = {"a": torch.nn.Linear(3, 2), "b": torch.nn.Linear(3, 2)}
+    weights = {f"layers.{i}.{p}": v.detach().numpy() for i, m in enumerate(layers) for p, v in m.named_parameters()}
+    weights |= {f"blocks.{k}.{p}": v.detach().numpy() for k, m in blocks.items() for p, v in m.named_parameters()}
+    program = compiler.compile_source(PICK_BY_INDEX, "pick.ir")
+    x = torch.randn(4, 3)
+    for i, k in ((0, "a"), (2, "b"), (1, "a")):
+        want = torch.nn.functional.linear(x, layers[i].weight, blocks[k].bias).detach().numpy()
+        np.testing.assert_allclose(make(program, weights)(x.numpy(), i, k), want, rtol=1e-6, atol=1e-6)
+    with pytest.raises(RunError, match="layers.5"):
+        make(program, weights)(x.numpy(), 5, "a")

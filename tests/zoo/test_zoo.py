@@ -109,3 +109,23 @@ def test_compare_is_relative_to_output_scale() -> None:
     assert zoo_check.compare(expected, far)[0] != []
     assert zoo_check.compare(expected, flatten_outputs([(big,)]))[0] != []
     assert zoo_check.compare(expected, flatten_outputs([big[:2]]))[0] != []
+
+
+def test_every_timm_family_is_in_the_zoo_or_excluded_with_a_reason() -> None:
+    """Each module of ``timm/models/`` that registers a model (timm's own grouping, as
+    ``tools/zoo_timm.py`` computes it) has a zoo model or a stated reason to be left out,
+    and every zoo model of a family is a model of that family."""
+    import zoo_timm
+
+    reason = available(ZOO["timm_resnet18"])
+    if reason is not None:
+        pytest.skip(reason)
+    families = zoo_timm.timm_families()
+    covered, excluded = set(zoo_timm.TIMM_MODELS), set(zoo_timm.TIMM_EXCLUDED)
+    assert not covered & excluded
+    assert sorted(set(families) - covered - excluded) == []
+    assert sorted((covered | excluded) - set(families)) == []
+    for family, models in zoo_timm.TIMM_MODELS.items():
+        for name, _, _ in models:
+            assert name in families[family], f"{name} is not a model of timm's {family} family"
+            assert f"timm_{name}" in ZOO

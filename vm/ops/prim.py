@@ -122,6 +122,22 @@ def _set_attr(attrs: dict[str, Any], n_in: int, n_out: int) -> Callable[..., Any
     return lambda obj, value: obj.set(name, value)
 
 
+@kernel("prim::ModuleContainerIndex.list(Any self, int ind) -> Any")
+def module_container_index_list(container: ModuleObject, ind: int) -> ModuleObject:
+    """``self.layers[i]`` on a ``ModuleList`` with a run-time index.  A negative index is
+    refused: the weights hold the list's modules by position, not its length."""
+    if ind < 0:
+        raise IndexError(f"negative index {ind} into ModuleList {container.path or 'self'}: irvm needs the "
+                         "list's length, which the weights do not carry")
+    return container.get(str(ind))
+
+
+@kernel("prim::ModuleContainerIndex.dict(Any self, str ind) -> Any")
+def module_container_index_dict(container: ModuleObject, ind: str) -> ModuleObject:
+    """``self.blocks[key]`` on a ``ModuleDict``."""
+    return container.get(ind)
+
+
 @prim_factory("prim::CreateObject")
 def _create_object(attrs: dict[str, Any], n_in: int, n_out: int) -> Callable[..., Any]:
     return lambda: ModuleObject()
@@ -160,11 +176,14 @@ def _isinstance(attrs: dict[str, Any], n_in: int, n_out: int) -> Callable[..., A
 _TYPE_NAMES: dict[str, T.Type] = {
     "int": T.INT, "float": T.FLOAT, "bool": T.BOOL, "str": T.STR, "NoneType": T.NONE,
     "Tensor": T.TENSOR, "Device": T.DEVICE, "Any": T.ANY, "list": T.ListType(T.ANY),
-    "tuple": T.ANY, "dict": T.DictType(T.ANY, T.ANY),
-}  # fmt: skip
+    "dict": T.DictType(T.ANY, T.ANY),
+}  # fmt: skip  (a bare ``tuple`` stays a name: any tuple, whatever its length)
 
 
 def _as_type(t: Any) -> T.Type:
+    """A ``types=[...]`` entry as a type: ``list`` (the parser's bare name) is a list of anything."""
+    if isinstance(t, T.NamedType):
+        return _TYPE_NAMES.get(t.name, t)
     if isinstance(t, T.Type):
         return t
     from vm.schema_types import parse_schema_type
@@ -190,7 +209,8 @@ def is_instance(value: Any, t: T.Type) -> bool:
         return any(is_instance(value, m) for m in t.elems)
     if isinstance(t, T.ClassType):
         return isinstance(value, ModuleObject)
-    python = {"int": int, "float": float, "bool": bool, "str": str, "NoneType": type(None), "Device": str}
+    python = {"int": int, "float": float, "bool": bool, "str": str, "NoneType": type(None), "Device": str,
+              "tuple": tuple}
     cls = python.get(str(t))
     if cls is int:
         return isinstance(value, int) and not isinstance(value, bool)

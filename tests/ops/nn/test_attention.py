@@ -37,13 +37,32 @@ def test_sdpa_matches_torch(data):
     assert_matches(got, want, atol=1e-5)
 
 
-def test_sdpa_grouped_query_attention_and_refusals():
+def test_sdpa_grouped_query_attention():
     torch.manual_seed(0)
     q, k, v = torch.randn(2, 4, 3, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 6)
     assert_matches(op("aten::scaled_dot_product_attention")(to_numpy(q), to_numpy(k), to_numpy(v), None, 0.0, False, None, True),
           F.scaled_dot_product_attention(q, k, v, enable_gqa=True), atol=1e-5)
-    with pytest.raises(NotImplementedError, match="inference only"):
-        op("aten::scaled_dot_product_attention")(to_numpy(q), to_numpy(q), to_numpy(q), None, 0.1, False, None, False)
+
+
+def test_sdpa_dropout_drops_attention_weights_as_torch_does():
+    """With dropout_p > 0, dropout applies to the attention weights (after the softmax),
+    scaled by 1/(1-p): with identity values the output is those weights, so every entry
+    is either 0 or torch's weight / (1-p), about a fraction p are 0, and p=1 gives zeros."""
+    from vm.ops.random import using_generator
+
+    torch.manual_seed(5)
+    q, k = torch.randn(2, 3, 40, 8), torch.randn(2, 3, 40, 8)
+    v = torch.eye(40).expand(2, 3, 40, 40).contiguous()
+    weights = to_numpy(F.scaled_dot_product_attention(q, k, v))
+    sdpa = op("aten::scaled_dot_product_attention")
+    with using_generator(np.random.default_rng(0)):
+        got = sdpa(to_numpy(q), to_numpy(k), to_numpy(v), None, 0.25, False, None, False)
+        zeros = sdpa(to_numpy(q), to_numpy(k), to_numpy(v), None, 1.0, False, None, False)
+    kept = got != 0
+    np.testing.assert_allclose(got[kept], weights[kept] / 0.75, rtol=1e-5)
+    assert 0.2 < 1 - kept.mean() < 0.3
+    np.testing.assert_array_equal(zeros, np.zeros_like(zeros))
+    np.testing.assert_array_equal(zeros, to_numpy(F.scaled_dot_product_attention(q, k, v, dropout_p=1.0)))
 
 
 def test_baddbmm_matches_torch():

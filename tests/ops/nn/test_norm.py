@@ -95,6 +95,29 @@ def test_layer_norm_rows_match_torch_at_model_sizes(data):
 
 @FEW
 @given(st.data())
+def test_rms_norm_matches_torch(data):
+    """aten::rms_norm over any trailing shape, with and without weight, with a given eps
+    or the dtype's machine epsilon (None), in float32 and float64."""
+    rng, shape = _case(data, 1)
+    k = data.draw(st.integers(1, len(shape)))
+    norm_shape = shape[len(shape) - k :]
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    x = (randn(rng, *shape) * 2 + 0.5).astype(dtype)
+    w = randn(rng, *norm_shape).astype(dtype) if data.draw(st.booleans()) else None
+    eps = data.draw(st.sampled_from([None, 1e-6, 0.1]))
+    want = torch.rms_norm(_t(x), norm_shape, _t(w), eps)
+    got = op("aten::rms_norm")(x, norm_shape, w, eps)
+    assert got.dtype == want.numpy().dtype
+    close(got, want, atol=1e-4)
+
+
+def test_rms_norm_refuses_a_shape_that_does_not_end_the_input():
+    with pytest.raises(ValueError, match="does not end the input shape"):
+        op("aten::rms_norm")(np.ones((2, 3), np.float32), [2], None, None)
+
+
+@FEW
+@given(st.data())
 def test_group_and_instance_norm_match_torch(data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     groups = data.draw(st.integers(1, 3))

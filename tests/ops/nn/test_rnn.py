@@ -71,11 +71,49 @@ def test_fused_recurrent_ops_match_torch_modules(data):
             assert_matches(got, (out, h), atol=1e-5)
 
 
-def test_training_with_dropout_is_refused():
-    x, h = np.zeros((2, 1, 3), np.float32), np.zeros((2, 1, 4), np.float32)
-    params = [np.zeros((12, 3), np.float32), np.zeros((12, 4), np.float32), np.zeros((12, 4), np.float32), np.zeros((12, 4), np.float32)]
-    with pytest.raises(NotImplementedError, match="inference only"):
-        op("aten::gru.input")(x, h, params, False, 2, 0.5, True, False, False)
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_training_inter_layer_dropout_matches_torch_where_it_is_not_random(kind):
+    """In training, the output of every layer but the last goes through dropout: with
+    p=1 the second layer sees zeros and with p=0 nothing drops, so both match torch
+    exactly; the last layer's output is never dropped."""
+    torch.manual_seed(3)
+    cls = nn.LSTM if kind == "lstm" else nn.GRU
+    x = torch.randn(4, 2, 3)
+    for p in (1.0, 0.0):
+        module = cls(3, 5, num_layers=3, dropout=p).train()
+        flat = [t2n(w) for w in module._flat_weights]
+        h0 = torch.randn(3, 2, 5)
+        with torch.no_grad():
+            if kind == "lstm":
+                c0 = torch.randn(3, 2, 5)
+                out, (h, c) = module(x, (h0, c0))
+                got = op("aten::lstm.input")(t2n(x), [t2n(h0), t2n(c0)], flat, True, 3, p, True, False, False)
+                close(got, (out, h, c), atol=1e-5)
+            else:
+                out, h = module(x, h0)
+                got = op("aten::gru.input")(t2n(x), t2n(h0), flat, True, 3, p, True, False, False)
+                close(got, (out, h), atol=1e-5)
+
+
+def test_training_inter_layer_dropout_draws_from_the_runtime_generator():
+    """With 0 < p < 1 the result depends on the draw: the same seed repeats it, another
+    seed changes it, and eval mode (train=False) ignores dropout."""
+    from vm.ops.random import using_generator
+
+    torch.manual_seed(4)
+    module = nn.LSTM(3, 5, num_layers=2, dropout=0.5)
+    flat = [t2n(w) for w in module._flat_weights]
+    x, h0, c0 = (t2n(torch.randn(*shape)) for shape in ((6, 1, 3), (2, 1, 5), (2, 1, 5)))
+
+    def run(seed, train=True):
+        with using_generator(np.random.default_rng(seed)):
+            return op("aten::lstm.input")(x, [h0, c0], flat, True, 2, 0.5, train, False, False)[0]
+
+    np.testing.assert_array_equal(run(1), run(1))
+    assert not np.array_equal(run(1), run(2))
+    with torch.no_grad():
+        close(run(1, train=False), module.eval()(torch.from_numpy(x), (torch.from_numpy(h0), torch.from_numpy(c0)))[0],
+              atol=1e-5)
 
 
 def test_wrong_parameter_count_is_a_clear_error():

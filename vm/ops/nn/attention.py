@@ -25,6 +25,7 @@ import numpy as np
 
 from vm.ops._softmax import safe_softmax
 from vm.ops.nn._util import copying_out
+from vm.ops.random import dropout_impl
 from vm.ops.registry import kernel, lookup
 
 Array = np.ndarray
@@ -51,10 +52,6 @@ def scaled_dot_product_attention(
     scale: float | None,
     enable_gqa: bool,
 ) -> np.ndarray:
-    if dropout_p > 0:
-        raise NotImplementedError(
-            f"scaled_dot_product_attention with dropout_p={dropout_p} is random; irvm runs inference only"
-        )
     if enable_gqa and q.ndim >= 3:
         k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])
     factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -70,7 +67,10 @@ def scaled_dot_product_attention(
             scores = np.where(attn_mask, scores, -np.inf).astype(scores.dtype)
         else:
             scores = scores + attn_mask.astype(scores.dtype)
-    return np.matmul(safe_softmax(scores, -1, scores if scores.flags.writeable else None), v)
+    weights = safe_softmax(scores, -1, scores if scores.flags.writeable else None)
+    if dropout_p > 0:  # on the attention weights, as ATen's math kernel does (vm.ops.random's generator)
+        weights = dropout_impl(weights, dropout_p, True, feature=False, alpha=False)
+    return np.matmul(weights, v)
 
 
 @scaled_dot_product_attention.out

@@ -1,5 +1,6 @@
 """Normalisation layers: ``batch_norm``, ``layer_norm``, ``native_layer_norm``,
-``group_norm``, ``instance_norm`` (dropout, a random operator, is in ``vm.ops.random``).
+``rms_norm``, ``group_norm``, ``instance_norm`` (dropout, a random operator, is in
+``vm.ops.random``).  RMS norm divides by the root mean square alone (no mean, no bias).
 
 Every normaliser is ``(x - mean) * rsqrt(var + eps) * weight + bias`` and differs only in
 which axes the statistics come from: the running buffers (batch norm in eval), the
@@ -170,6 +171,28 @@ def layer_norm(
 ) -> np.ndarray:
     fast = _layer_norm_direct(x, normalized_shape, weight, bias, eps, None)
     return fast if fast is not None else layer_norm_impl(x, normalized_shape, weight, bias, eps)[0]
+
+
+@kernel("aten::rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor")
+def rms_norm(
+    x: np.ndarray, normalized_shape: Sequence[int], weight: np.ndarray | None, eps: float | None
+) -> np.ndarray:
+    """``x * rsqrt(mean(x**2) + eps) * weight`` over the trailing ``normalized_shape``
+    axes; ``eps`` defaults to the machine epsilon of ``x``'s dtype, as in PyTorch."""
+    shape = tuple(int(s) for s in normalized_shape)
+    if x.shape[x.ndim - len(shape) :] != shape:
+        raise ValueError(f"rms_norm: normalized_shape {list(shape)} does not end the input shape {list(x.shape)}")
+    if x.dtype.kind != "f":
+        raise TypeError(f"rms_norm: expected a floating-point input, got {x.dtype}")
+    if weight is not None and weight.shape != shape:
+        raise ValueError(f"rms_norm: weight of shape {list(weight.shape)} does not match normalized_shape {list(shape)}")
+    eps = float(np.finfo(x.dtype).eps) if eps is None else eps
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    wide = x.astype(np.float64)
+    y = wide / np.sqrt(np.mean(wide * wide, axis=axes, keepdims=True) + eps)
+    if weight is not None:
+        y = y * weight
+    return y.astype(x.dtype, copy=False)
 
 
 def _layer_norm_direct(

@@ -15,7 +15,8 @@ layer, forward direction then reverse, each direction contributing ``w_ih, w_hh`
 A layer computes its input projection for every time step in one matmul (``T*B x I`` by
 ``I x G``), then steps through time with one ``B x H`` by ``H x G`` matmul per step; the
 only Python loop is over time, which the recurrence makes sequential.  Between layers,
-dropout applies only in training, which irvm refuses (inference only).
+in training (``train`` true), the output of every layer but the last goes through dropout
+with probability ``dropout`` (``vm.ops.random``'s generator), as ATen's ``_rnn_impl`` does.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vm.ops.nn._util import copying_out, sigmoid
+from vm.ops.random import dropout_impl
 from vm.ops.registry import kernel
 
 Array = np.ndarray
@@ -187,8 +189,6 @@ def run_rnn(
     batch_first: bool,
 ) -> tuple[np.ndarray, ...]:
     """The shared body of the fused ops; returns (output, *final states)."""
-    if train and dropout > 0 and num_layers > 1:
-        raise NotImplementedError(f"aten::{kind} with train=True and dropout={dropout} is random; irvm runs inference only")
     dirs = 2 if bidirectional else 1
     weights = _split_params(params, has_biases, num_layers, dirs)
     unbatched = x.ndim == 2
@@ -208,6 +208,8 @@ def run_rnn(
             for k, s in enumerate(state):
                 finals[k].append(s)
         layer_in = np.concatenate(outs, axis=-1) if dirs == 2 else outs[0]
+        if train and dropout > 0 and layer < num_layers - 1:
+            layer_in = dropout_impl(layer_in, dropout, True, feature=False, alpha=False)
     output = layer_in
     states = [np.stack(f) for f in finals]
     if unbatched:
