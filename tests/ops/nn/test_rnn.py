@@ -81,18 +81,18 @@ def test_training_inter_layer_dropout_matches_torch_where_it_is_not_random(kind)
     x = torch.randn(4, 2, 3)
     for p in (1.0, 0.0):
         module = cls(3, 5, num_layers=3, dropout=p).train()
-        flat = [t2n(w) for w in module._flat_weights]
+        flat = [to_numpy(w) for w in module._flat_weights]
         h0 = torch.randn(3, 2, 5)
         with torch.no_grad():
             if kind == "lstm":
                 c0 = torch.randn(3, 2, 5)
                 out, (h, c) = module(x, (h0, c0))
-                got = op("aten::lstm.input")(t2n(x), [t2n(h0), t2n(c0)], flat, True, 3, p, True, False, False)
-                close(got, (out, h, c), atol=1e-5)
+                got = op("aten::lstm.input")(to_numpy(x), [to_numpy(h0), to_numpy(c0)], flat, True, 3, p, True, False, False)
+                assert_matches(got, (out, h, c), atol=1e-5)
             else:
                 out, h = module(x, h0)
-                got = op("aten::gru.input")(t2n(x), t2n(h0), flat, True, 3, p, True, False, False)
-                close(got, (out, h), atol=1e-5)
+                got = op("aten::gru.input")(to_numpy(x), to_numpy(h0), flat, True, 3, p, True, False, False)
+                assert_matches(got, (out, h), atol=1e-5)
 
 
 def test_training_inter_layer_dropout_draws_from_the_runtime_generator():
@@ -102,8 +102,8 @@ def test_training_inter_layer_dropout_draws_from_the_runtime_generator():
 
     torch.manual_seed(4)
     module = nn.LSTM(3, 5, num_layers=2, dropout=0.5)
-    flat = [t2n(w) for w in module._flat_weights]
-    x, h0, c0 = (t2n(torch.randn(*shape)) for shape in ((6, 1, 3), (2, 1, 5), (2, 1, 5)))
+    flat = [to_numpy(w) for w in module._flat_weights]
+    x, h0, c0 = (to_numpy(torch.randn(*shape)) for shape in ((6, 1, 3), (2, 1, 5), (2, 1, 5)))
 
     def run(seed, train=True):
         with using_generator(np.random.default_rng(seed)):
@@ -112,7 +112,7 @@ def test_training_inter_layer_dropout_draws_from_the_runtime_generator():
     np.testing.assert_array_equal(run(1), run(1))
     assert not np.array_equal(run(1), run(2))
     with torch.no_grad():
-        close(run(1, train=False), module.eval()(torch.from_numpy(x), (torch.from_numpy(h0), torch.from_numpy(c0)))[0],
+        assert_matches(run(1, train=False), module.eval()(torch.from_numpy(x), (torch.from_numpy(h0), torch.from_numpy(c0)))[0],
               atol=1e-5)
 
 
