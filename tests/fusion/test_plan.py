@@ -309,3 +309,18 @@ def _fused_kernels(runtime: Any) -> list[FusedKernel]:
         if isinstance(kernel, FusedKernel):
             found[id(kernel)] = kernel
     return list(found.values())
+
+
+def test_scratch_in_steady_use_survives_many_other_groups() -> None:
+    """The per-thread scratch cache evicts the least recently used entries: a group that
+    runs every call keeps its buffers however many other groups' entries pass through
+    (it was cleared whole once it held 64 entries, so a model with many groups
+    reallocated its scratch on every call)."""
+    kernel = _ratio_iou_kernel(min_block=16, max_block=64)
+    plan = next(iter(kernel.plans.values()))
+    mine, _ = fusion._thread_buffers(plan, 64)
+    for cap in range(1, 3 * fusion.SCRATCH_ENTRIES):
+        fusion._thread_buffers(plan, 1000 + cap)  # another size: other entries
+        again, _ = fusion._thread_buffers(plan, 64)
+        assert all(a is b for a, b in zip(again, mine))
+    assert len(fusion._scratch.buffers) <= fusion.SCRATCH_ENTRIES

@@ -35,6 +35,7 @@ import itertools
 import math
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple, NoReturn
@@ -402,24 +403,33 @@ def _signature(args: Sequence[Any]) -> tuple[Any, ...]:
     return tuple((a.dtype.str, a.ndim > 0) if isinstance(a, np.ndarray) else type(a).__name__ for a in args)
 
 
+SCRATCH_ENTRIES = 256  # per thread: scratch lists and constant blocks, least recently used out
+
+
 def _thread_buffers(plan: BlockPlan, cap: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """This thread's scratch buffers and constant blocks for ``plan`` (``cap`` elements
-    each), reused across calls and kernels."""
-    cache: dict[Any, Any] | None = getattr(_scratch, "buffers", None)
-    if cache is None or len(cache) > 64:
-        cache = _scratch.buffers = {}
-    key = (plan.scratch_key, cap)
-    scratch = cache.get(key)
-    if scratch is None:
-        scratch = cache[key] = [np.empty(cap, dtype=d) for d in plan.scratch]
-    constants = []
-    for dtype, value in plan.constants:
-        ckey = (dtype.str, repr(value), cap)
-        block = cache.get(ckey)
-        if block is None:
-            block = cache[ckey] = np.full(cap, value, dtype=dtype)
-        constants.append(block)
+    each), reused across calls and kernels.  The cache keeps the ``SCRATCH_ENTRIES`` most
+    recently used entries, so a model with many groups does not reallocate every call."""
+    cache: OrderedDict[Any, Any] | None = getattr(_scratch, "buffers", None)
+    if cache is None:
+        cache = _scratch.buffers = OrderedDict()
+    scratch = _cached(cache, (plan.scratch_key, cap), lambda: [np.empty(cap, dtype=d) for d in plan.scratch])
+    constants = [
+        _cached(cache, (dtype.str, repr(value), cap), lambda dtype=dtype, value=value: np.full(cap, value, dtype=dtype))
+        for dtype, value in plan.constants
+    ]
     return scratch, constants
+
+
+def _cached(cache: OrderedDict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = make()
+        while len(cache) > SCRATCH_ENTRIES:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return found
 
 
 FUSERS = ("blocked", "numba")
