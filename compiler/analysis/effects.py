@@ -23,6 +23,7 @@ from compiler import types as T
 from compiler.ir import Graph, Node, Value
 from vm.ops import registry
 from vm.ops.facts import ALIASING_KINDS, EFFECT_KINDS, PURE_KINDS
+from vm.ops.random import CONDITIONAL_DRAWS
 from vm.ops.registry import OpInfo
 
 _INFO_CACHE: dict[tuple[object, ...], OpInfo | None] = {}
@@ -77,6 +78,8 @@ def has_side_effects(node: Node) -> bool:
     if kind in PURE_KINDS:
         return False
     info = op_info(node)
+    if kind in CONDITIONAL_DRAWS and info is not None and _may_draw(node, info, CONDITIONAL_DRAWS[kind]):
+        return True
     if info is not None:
         return not info.pure
     known, pure, _, _ = _kind_facts(kind)
@@ -85,6 +88,21 @@ def has_side_effects(node: Node) -> bool:
     if registry.has_factory(kind) and not registry.overloads(kind):
         return False  # a prim factory: reads its inputs and attributes only
     return not pure
+
+
+def _may_draw(node: Node, info: OpInfo, switches: tuple[tuple[str, object], ...]) -> bool:
+    """Can this call of a conditionally random operator draw?  No when a constant argument
+    turns its dropout off (``vm.ops.random.CONDITIONAL_DRAWS``); yes otherwise."""
+    from compiler.resolve import constant_value
+
+    names = [a.name for a in info.schema.arguments]
+    for name, off in switches:
+        if name not in names or names.index(name) >= len(node.inputs):
+            continue
+        producer = node.inputs[names.index(name)].node
+        if producer is not None and producer.kind == "prim::Constant" and constant_value(producer) == off:
+            return False
+    return True
 
 
 def mutated_inputs(node: Node) -> list[int]:

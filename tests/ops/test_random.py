@@ -14,7 +14,7 @@ import pytest
 import compiler
 import vm
 from tests.support.nn import op
-from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
+from vm.ops.random import CONDITIONAL_DRAWS, RANDOM_KINDS, make_generator, using_generator
 
 torch = pytest.importorskip("torch")
 
@@ -255,10 +255,11 @@ def test_a_torch_generator_argument_is_refused_clearly() -> None:
 
 
 def test_every_random_operator_is_impure() -> None:
-    """DCE, CSE, folding and fusion read purity from the registry: every random kind is impure."""
+    """DCE, CSE, folding and fusion read purity from the registry: every random kind is
+    impure (those that draw only for some arguments are decided per call, below)."""
     from vm.ops.registry import overloads
 
-    infos = [info for kind in RANDOM_KINDS for info in overloads(kind)]
+    infos = [info for kind in RANDOM_KINDS - set(CONDITIONAL_DRAWS) for info in overloads(kind)]
     assert len(infos) > 40 and not any(info.pure or info.elementwise for info in infos)
 
 
@@ -284,6 +285,43 @@ def test_two_identical_rand_calls_are_not_merged() -> None:
     for make in (vm.Interpreter, vm.StaticRuntime):
         c, b = make(program, seed=0)(np.zeros(1000, np.float32))
         assert not np.array_equal(c, b)
+
+
+TWO_ATTENTIONS = """
+graph(%q : Float(1, 2, 8, 4), %p : float):
+  %none : NoneType = prim::Constant()
+  %false : bool = prim::Constant[value=0]()
+  %drop : float = prim::Constant[value=DROP]()
+  %a : Tensor = aten::scaled_dot_product_attention(%q, %q, %q, %none, %drop, %false, %none, %false)
+  %b : Tensor = aten::scaled_dot_product_attention(%q, %q, %q, %none, %drop, %false, %none, %false)
+  return (%a, %b)
+"""
+
+
+@pytest.mark.parametrize("drop", ["0.5", "%p"])
+def test_attention_with_dropout_is_random_per_call(drop: str) -> None:
+    """Two equal scaled_dot_product_attention calls whose dropout_p is not a constant 0 are
+    not merged (each draws its own mask), and a runtime's seed decides their draws."""
+    source = TWO_ATTENTIONS.replace("%drop : float = prim::Constant[value=DROP]()\n", "" if drop == "%p" else
+                                    f"%drop : float = prim::Constant[value={drop}]()\n").replace("%drop,", f"{'%p' if drop == '%p' else '%drop'},")
+    program = compiler.compile_source(source)
+    assert str(program.module).count("aten::scaled_dot_product_attention(") == 2
+    q = np.random.default_rng(0).standard_normal((1, 2, 8, 4)).astype(np.float32)
+    for make in (vm.Interpreter, vm.StaticRuntime):
+        a, b = make(program, seed=3)(q, 0.5)
+        assert not np.array_equal(a, b)
+        again = make(program, seed=3)(q, 0.5)
+        assert np.array_equal(a, again[0]) and np.array_equal(b, again[1])
+
+
+def test_attention_without_dropout_is_pure() -> None:
+    """With dropout_p the constant 0.0 nothing is drawn: the two equal calls are one."""
+    differences = TWO_ATTENTIONS.replace("DROP", "DROP_").replace(
+        "  return (%a, %b)", "  %one : int = prim::Constant[value=1]()\n  %c : Tensor = aten::sub(%a, %b, %one)\n  return (%c)")
+    merged = compiler.compile_source(differences.replace("DROP_", "0."))
+    assert str(merged.module).count("aten::scaled_dot_product_attention(") == 1
+    kept = compiler.compile_source(differences.replace("DROP_", "0.25"))
+    assert str(kept.module).count("aten::scaled_dot_product_attention(") == 2
 
 
 @pytest.mark.parametrize("make", [vm.Interpreter, vm.StaticRuntime])

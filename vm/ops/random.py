@@ -72,6 +72,22 @@ def make_generator(seed: int | None) -> np.random.Generator:
 RANDOM_KINDS: set[str] = set()
 
 
+# Operators that draw from the generator only for some arguments (training-mode dropout
+# inside a fused operator).  A call draws nothing when one of its "off switches", an
+# argument name and the value that turns the dropout off, holds.  A runtime installs its
+# generator for them too, and the compiler treats a call as random unless a constant
+# argument switches the draw off (``compiler.analysis.effects``).
+_RNN_SWITCHES = (("dropout", 0.0), ("train", False), ("num_layers", 1))
+CONDITIONAL_DRAWS: dict[str, tuple[tuple[str, Any], ...]] = {
+    "aten::scaled_dot_product_attention": (("dropout_p", 0.0),),
+    "aten::lstm": _RNN_SWITCHES,
+    "aten::gru": _RNN_SWITCHES,
+    "aten::rnn_tanh": _RNN_SWITCHES,
+    "aten::rnn_relu": _RNN_SWITCHES,
+}
+RANDOM_KINDS.update(CONDITIONAL_DRAWS)
+
+
 def _random(schema: str) -> Any:
     """``@kernel(schema, pure=False)``, recording the operator as random."""
     RANDOM_KINDS.add(schema.split("(")[0].split(".")[0])
