@@ -173,6 +173,7 @@ def layer_norm(
     return fast if fast is not None else layer_norm_impl(x, normalized_shape, weight, bias, eps)[0]
 
 
+@copying_out
 @kernel("aten::rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor")
 def rms_norm(
     x: np.ndarray, normalized_shape: Sequence[int], weight: np.ndarray | None, eps: float | None
