@@ -68,7 +68,8 @@ def _register(
     kernel(f"aten::{name}(Tensor self{extra}) -> Tensor", elementwise=True)(run).out(out)
     if inplace:
         kernel(f"aten::{name}_(Tensor(a!) self{extra}) -> Tensor(a!)")(
-            lambda self, *args: write_inplace(self, run(self, *args))
+            _writing_inplace(name, write, run) if write is not None
+            else lambda self, *args: write_inplace(self, run(self, *args))
         )
 
 
@@ -100,6 +101,26 @@ def _writing_out(name: str, write: Write, fallback: Callable[..., np.ndarray]) -
 
     out.__name__ = f"{name}_out"
     return out
+
+
+def _writing_inplace(name: str, write: Write, run: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """The in-place form ``name_(self)``: ``write(self, self)`` on a floating tensor of at
+    least one dimension (the writers are elementwise and accept ``buf is x``), else compute
+    and copy back, with PyTorch's refusal to cast a float result into an integer tensor."""
+    guarded = name not in _BARE
+
+    def inplace(self: np.ndarray, *args: Any) -> np.ndarray:
+        if type(self) is np.ndarray and self.ndim and category(self.dtype) >= FLOAT_CAT:
+            if guarded:
+                with np.errstate(all="ignore"):
+                    write(self, self, *args)
+            else:
+                write(self, self, *args)
+            return self
+        return write_inplace(self, run(self, *args))
+
+    inplace.__name__ = f"{name}_"
+    return inplace
 
 
 def _into(ufunc: Callable[..., Any]) -> Write:
@@ -282,6 +303,7 @@ def _relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, x.dtype.type(0))
 
 
+_BLOCK = 1 << 16  # elements per block of the blocked activations (256 KiB of float32)
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 
@@ -324,9 +346,37 @@ def _gelu_into(x: np.ndarray, buf: np.ndarray, approximate: str = "none") -> Non
 def _silu(x: np.ndarray) -> np.ndarray:
     if category(x.dtype) < FLOAT_CAT:
         raise NotImplementedError(f'"silu_cpu" not implemented for \'{x.dtype}\'')
-    return x * _sigmoid(x)
+    if x.dtype == np.float16:  # PyTorch computes half in float32 and rounds once
+        return _silu(x.astype(np.float32)).astype(np.float16)
+    if not x.ndim:
+        return x / (_one(x) + np.exp(-x))
+    return _silu_into(x, np.empty_like(x))
+
+
+def _silu_into(x: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """``x / (1 + exp(-x))``, PyTorch's formula and order, into ``buf`` (which may be ``x``
+    itself): four passes, no temporary unless ``buf`` overlaps ``x``."""
+    if x.dtype == np.float16:
+        np.copyto(buf, _silu(x))
+        return buf
+    if x.size > _BLOCK and x.flags.c_contiguous and buf.flags.c_contiguous:
+        src, dst = x.reshape(-1), buf.reshape(-1)
+        den = np.empty(_BLOCK, x.dtype)  # the passes of a block stay in the L2 cache: 2x faster
+        for lo in range(0, src.size, _BLOCK):
+            _silu_flat(src[lo : lo + _BLOCK], dst[lo : lo + _BLOCK], den)
+        return buf
+    _silu_flat(x, buf, buf if not np.shares_memory(x, buf) else np.empty_like(x))
+    return buf
+
+
+def _silu_flat(x: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> None:
+    den = scratch[: x.size].reshape(x.shape) if scratch is not out else scratch
+    np.negative(x, out=den)
+    np.exp(den, out=den)
+    den += _one(den)
+    np.divide(x, den, out=out)
 
 
 _register("relu", _relu, write=lambda x, buf: np.maximum(x, x.dtype.type(0), out=buf))
 _register("gelu", _gelu, ', *, str approximate="none"', write=_gelu_into)
-_register("silu", _silu)
+_register("silu", _silu, write=_silu_into)
