@@ -31,7 +31,7 @@ import numpy as np
 from vm.ops import _erf as _cody
 from vm.ops._common import copy_out, write_inplace
 from vm.ops._dtypes import BOOL, DEFAULT_FLOAT, FLOAT_CAT, INT64, category, wrap
-from vm.ops._erf32 import erf_f32
+from vm.ops._erf32 import erf_f32, gelu_f32
 from vm.ops.registry import kernel
 
 Fn = Callable[[np.ndarray], Any]
@@ -323,21 +323,13 @@ def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
 
 
 def _gelu_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``x/2 * (1 + erf(x / sqrt(2)))`` in float32, as PyTorch's vectorized kernel writes it,
-    with one temporary; ``out`` (float32, x's shape, not overlapping x) receives it."""
-    r = np.multiply(x, np.float32(_SQRT1_2), out=out)
-    erf_f32(r, out=r)
-    r += np.float32(1)
-    r *= x
-    r *= np.float32(0.5)
-    top = r.max()
-    if not top < np.inf:  # PyTorch's float32 kernel gives nan at +inf (float64 gives inf)
-        r[x == np.inf] = np.nan
-    return r
+    """``x/2 * (1 + erf(x / sqrt(2)))`` in float32 (``vm.ops._erf32.gelu_f32``, block by
+    block); ``out`` (float32, x's shape) receives it and may be ``x`` itself."""
+    return gelu_f32(x, out=out)
 
 
 def _gelu_into(x: np.ndarray, buf: np.ndarray, approximate: str = "none") -> None:
-    if approximate == "none" and buf.dtype == np.float32 and not np.shares_memory(x, buf):
+    if approximate == "none" and buf.dtype == x.dtype == np.float32 and (buf is x or not np.shares_memory(x, buf)):
         _gelu_f32(x, out=buf)
     else:
         np.copyto(buf, _gelu(x, approximate))
