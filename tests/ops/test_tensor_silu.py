@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from tests.support.against_torch import assert_matches, to_torch
 from vm.ops.registry import lookup
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
@@ -20,12 +21,11 @@ arrays = hnp.arrays(F32, hnp.array_shapes(min_dims=1, max_dims=3, max_side=9), e
 
 
 def _torch_silu(x: np.ndarray) -> np.ndarray:
-    return torch.nn.functional.silu(torch.from_numpy(np.ascontiguousarray(x))).numpy()
+    return torch.nn.functional.silu(to_torch(np.ascontiguousarray(x))).numpy()
 
 
 def _assert_close(got: np.ndarray, want: np.ndarray) -> None:
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-37, equal_nan=True)
+    assert_matches(got, want, rtol=2e-6, atol=1e-37)  # float32 rounding: a few ulp
 
 
 @settings(max_examples=80, deadline=None)
@@ -66,9 +66,8 @@ def test_silu_other_float_dtypes_match_torch(dtype: type) -> None:
     """float16 and float64 keep their dtype and match PyTorch (float16 computed in float32)."""
     x = np.linspace(-12, 12, 301).astype(dtype)
     got = lookup("aten::silu").kernel(x)
-    want = torch.nn.functional.silu(torch.from_numpy(x)).numpy()
-    assert got.dtype == want.dtype
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-3 if dtype == np.float16 else 1e-12)
+    want = torch.nn.functional.silu(to_torch(x)).numpy()
+    assert_matches(got, want, rtol=1e-3 if dtype == np.float16 else 1e-12, atol=1e-300)
 
 
 def test_silu_refuses_integers_as_torch() -> None:
