@@ -59,8 +59,12 @@ def cases() -> list[Case]:
     out.append(("gelu tanh (1,197,3072)", lambda: op("aten::gelu").kernel(x, "tanh"),
                 lambda: F.gelu(t(x), approximate="tanh"), 1e-6))
     out.append(("erf (1,197,3072) out", lambda: op("aten::erf").out(buf, x), lambda: torch.erf(t(x)), 1e-6))
+    xh2 = randn(1, 96, 112, 112)
     xs = randn(1, 16, 256)
     out.append(("gelu (1,16,256)", lambda: op("aten::gelu").kernel(xs, "none"), lambda: F.gelu(t(xs)), 1e-6))
+    xe = randn(1, 96, 48, 48)
+    out.append(("silu (1,96,48,48)", lambda: op("aten::silu").kernel(xe), lambda: F.silu(t(xe)), 1e-6))
+    out.append(("silu (1,96,112,112)", lambda: op("aten::silu").kernel(xh2), lambda: F.silu(t(xh2)), 1e-6))
     out.append(("sigmoid (1,197,3072)", lambda: op("aten::sigmoid").kernel(x), lambda: torch.sigmoid(t(x)), 1e-6))
     out.append(("tanh (1,197,3072)", lambda: op("aten::tanh").kernel(x), lambda: torch.tanh(t(x)), 1e-6))
     xp = randn(1, 96, 56, 56).transpose(0, 2, 3, 1)
@@ -75,8 +79,12 @@ def cases() -> list[Case]:
         ("depthwise 3x3", (1, 144, 56, 56), 144, 3, 1, 1, 144),
         ("depthwise 3x3/2", (1, 144, 56, 56), 144, 3, 2, 1, 144),
         ("depthwise 5x5", (1, 240, 14, 14), 240, 5, 1, 2, 240),
+        ("depthwise 5x5", (1, 672, 14, 14), 672, 5, 1, 2, 672),
+        ("depthwise 5x5/2", (1, 144, 56, 56), 144, 5, 2, 2, 144),
+        ("depthwise 3x3", (1, 32, 48, 48), 32, 3, 1, 1, 32),
         ("depthwise 7x7", (1, 96, 56, 56), 96, 7, 1, 3, 96),
         ("depthwise 7x7", (1, 768, 7, 7), 768, 7, 1, 3, 768),
+        ("depthwise 7x7", (1, 384, 14, 14), 384, 7, 1, 3, 384),
         ("grouped 3x3 g=32", (1, 128, 28, 28), 128, 3, 1, 1, 32),
         ("grouped 3x3 g=2", (1, 64, 28, 28), 64, 3, 1, 1, 2),
         ("pointwise 1x1", (1, 144, 56, 56), 24, 1, 1, 0, 1),

@@ -125,3 +125,24 @@ def test_gelu_float32_matches_torch_into_a_planned_buffer() -> None:
     want = torch.nn.functional.gelu(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(got, want, rtol=3e-7, atol=2e-7 * 9)
     assert np.isnan(got[0, :3]).all() and np.isnan(want[0, :3]).all()  # inf * 0 at -inf, as torch
+
+
+def test_gelu_float32_special_values_in_every_form_match_torch() -> None:
+    """Exact GELU in float32, functional, out variant and in place, keeps PyTorch's answers
+    at the edges: -0.0 stays -0.0, ±inf give nan, values near the float32 maximum overflow
+    to ±inf as (1 + erf(x)) * x does, across block boundaries (the kernel works block by block)."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(3).standard_normal(150001).astype(np.float32) * 5
+    edge = [0, 65535, 65536, 131072, x.size - 1]
+    x[edge] = [-0.0, np.inf, -np.inf, 3e38, -3e38]
+    want = torch.nn.functional.gelu(torch.from_numpy(x)).numpy()
+    buf = np.empty_like(x)
+    forms = [lookup("aten::gelu").kernel(x, "none"), lookup("aten::gelu").out(buf, x, "none")]
+    y = x.copy()
+    assert lookup("aten::gelu_").kernel(y, "none") is y
+    for got in [*forms, y]:
+        np.testing.assert_array_equal(got[edge], want[edge])
+        assert np.signbit(got[0]) and np.signbit(want[0])
+        ok = np.isfinite(want)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        assert (np.abs(got[ok].astype(np.float64) - want[ok]) <= 4 * np.abs(x[ok].astype(np.float64)) * 2.0**-23).all()

@@ -20,7 +20,11 @@ result in float32 ulps (``x (1 - erf(x)^2) / ulp(erf(x))``, at least 20 so the t
 keeps ``g`` to 1/20), on [0, 4.5], then rounded to float32.
 Over a dense grid of float32 inputs the result is within 3 ulp of the true erf (2.8 at
 worst, just below the binade boundary 1/16) and of torch's.  ``-0.0`` stays ``-0.0`` (``tanh(-0.0)``), nan stays nan
-(``clip`` keeps it), ±inf give ±1.  The arrays go through in blocks of ``BLOCK`` elements so
+(``clip`` keeps it), ±inf give ±1.  ``gelu_f32`` evaluates the exact GELU ``x/2 * (1 + erf(x/sqrt(2)))`` with the same
+polynomial, its argument scaling folded into the coefficients (``P``, on ``x``), as one pass per
+step over each cache-resident block: 25 passes instead of erf's 22 plus five more over the
+whole tensor.
+The arrays go through in blocks of ``BLOCK`` elements so
 the passes stay in the L2 cache (a whole (1, 197, 3072) tensor at once is 2.5x slower).
 """
 
@@ -36,6 +40,10 @@ _Q = tuple(F32(c) for c in (
     -3.733964692997915e-09, 6.271709540595083e-11,
 ))
 _CLIP = F32(4.5)
+# erf(x / sqrt 2) = tanh(c P(c^2)) with c = x clipped to 4.5 sqrt 2:
+# P_0 = (1 + Q_0) / sqrt 2, P_k = Q_k / (sqrt 2 2^k)
+_P = tuple(F32((float(q) + (k == 0)) / (2.0**0.5 * 2.0**k)) for k, q in enumerate(_Q))
+_XCLIP = F32(4.5 * 2.0**0.5)
 BLOCK = 1 << 16  # elements per block: the scratch arrays (256 KiB each) stay in the L2 cache
 
 
@@ -72,6 +80,45 @@ def erf_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
             flat[lo : lo + k] = spare[:k]
         else:
             _erf_block(src[lo : lo + k], flat[lo : lo + k], c[:k], acc[:k])
+    if out is not None and result is not out:
+        np.copyto(out, result)
+        return out
+    return result
+
+
+def _gelu_block(x: np.ndarray, out: np.ndarray, c: np.ndarray, z: np.ndarray, acc: np.ndarray) -> None:
+    """Exact GELU of the 1-d float32 block ``x`` into ``out`` (which may be ``x``), with
+    float32 scratch arrays ``c``, ``z`` and ``acc`` of its length."""
+    np.clip(x, -_XCLIP, _XCLIP, out=c)
+    np.multiply(c, c, out=z)
+    np.multiply(z, _P[-1], out=acc)
+    for coef in _P[-2:0:-1]:
+        acc += coef
+        acc *= z
+    acc += _P[0]
+    acc *= c
+    np.tanh(acc, out=acc)
+    acc += F32(1)
+    # PyTorch's order, (1 + erf) * x * 0.5: -0.0 stays, -inf gives nan (0 * -inf), and
+    # (1 + erf) * x overflows to inf near the float32 maximum, as in PyTorch
+    plus_inf = x == np.inf if not x.max() < np.inf else None  # read x before out overwrites it
+    np.multiply(acc, x, out=out)
+    out *= F32(0.5)
+    if plus_inf is not None:  # PyTorch's float32 kernel gives nan at +inf
+        out[plus_inf] = np.nan
+
+
+def gelu_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Exact GELU of a float32 array in float32 (``out``: a float32 array of x's shape,
+    which may be ``x`` itself)."""
+    src = np.ascontiguousarray(x, dtype=F32).reshape(-1)
+    result = out if out is not None and out.flags.c_contiguous else np.empty(np.shape(x), F32)
+    flat = result.reshape(-1)
+    size = min(src.size, BLOCK)
+    c, z, acc = np.empty(size, F32), np.empty(size, F32), np.empty(size, F32)
+    for lo in range(0, src.size, BLOCK):
+        k = min(lo + BLOCK, src.size) - lo
+        _gelu_block(src[lo : lo + k], flat[lo : lo + k], c[:k], z[:k], acc[:k])
     if out is not None and result is not out:
         np.copyto(out, result)
         return out

@@ -195,3 +195,34 @@ def test_depthwise_routes_match_torch_in_every_dimension(data):
     fn = (F.conv1d, F.conv2d, F.conv3d)[dims - 1]
     got = op(f"aten::conv{dims}d")(x, w, b, stride, padding, dilation, c)
     assert_matches(got, fn(to_torch(x), to_torch(w), to_torch(b), stride, padding, dilation, c))
+
+
+@FEW
+@given(st.data())
+def test_depthwise_with_many_channels_matches_torch(data):
+    """Property: depthwise convolution with 64 or more channels (the channels-last einsum
+    route) in 1, 2 and 3 dimensions, any kernel, stride, padding and dilation, float32 or
+    float64, with or without bias and through the out variant, equals torch's."""
+    dims = data.draw(st.integers(1, 3), "dims")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    c = data.draw(st.integers(64, 80), "channels")
+    size = [data.draw(st.integers(1, 20 if dims < 3 else 6)) for _ in range(dims)]
+    kernel = [data.draw(st.integers(1, 7 if dims < 3 else 3)) for _ in range(dims)]
+    stride = [data.draw(st.integers(1, 2)) for _ in range(dims)]
+    padding = [data.draw(st.integers(0, 3)) for _ in range(dims)]
+    dilation = [data.draw(st.integers(1, 2)) for _ in range(dims)]
+    for s_, k, p, d in zip(size, kernel, padding, dilation):
+        assume(s_ + 2 * p >= d * (k - 1) + 1)
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]), "dtype")
+    x, w = randn(rng, data.draw(st.integers(1, 2), "n"), c, *size).astype(dtype), randn(rng, c, 1, *kernel).astype(dtype)
+    b = randn(rng, c).astype(dtype) if data.draw(st.booleans(), "bias") else None
+    fn = (F.conv1d, F.conv2d, F.conv3d)[dims - 1]
+    want = fn(to_torch(x), to_torch(w), to_torch(b), stride, padding, dilation, c)
+    got = op(f"aten::conv{dims}d")(x, w, b, stride, padding, dilation, c)
+    assert got.dtype == dtype
+    assert_matches(got, want, rtol=None, atol=None)
+    buf = np.empty(tuple(want.shape), dtype)
+    from vm.ops.registry import lookup
+
+    assert lookup(f"aten::conv{dims}d").out(buf, x, w, b, stride, padding, dilation, c) is buf
+    assert_matches(buf, want, rtol=None, atol=None)

@@ -234,12 +234,17 @@ def _layer_norm_direct(
     mean = rows @ inv
     np.subtract(rows, mean[:, None], out=y)
     drift = y @ inv  # what rounding left of the mean (the corrected two-pass algorithm)
-    if float(np.abs(drift).max()) > _DRIFT * float(np.abs(mean).min()):
+    # on small tensors one more pass costs less than the test whether it is needed
+    if y.size <= _ALWAYS_CORRECT or float(np.abs(drift).max()) > _DRIFT * float(np.abs(mean).min()):
         y -= drift[:, None]
-        drift[:] = 0
-    scale = np.einsum("ij,ij->i", y, y)
-    scale *= dt.type(1.0 / row)
-    scale -= drift * drift
+        scale = None
+    else:
+        scale = np.einsum("ij,ij->i", y, y)
+        scale *= dt.type(1.0 / row)
+        scale -= drift * drift
+    if scale is None:
+        scale = np.einsum("ij,ij->i", y, y)
+        scale *= dt.type(1.0 / row)
     scale += dt.type(eps)
     np.sqrt(scale, out=scale)
     np.reciprocal(scale, out=scale)
@@ -252,6 +257,7 @@ def _layer_norm_direct(
 
 
 _ROW_MAX = 1 << 16  # normalized sizes up to this accumulate in x's dtype (float32 rounding stays ~1e-6)
+_ALWAYS_CORRECT = 1 << 14  # tensors up to this size subtract the drift without testing it
 _DRIFT = 1e-7  # a mean correction above this (relative) is applied to the deviations too
 _means: dict[tuple[int, np.dtype], np.ndarray] = {}  # (row, dtype) -> the read-only vector 1/row
 
