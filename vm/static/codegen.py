@@ -199,6 +199,7 @@ class GraphCode:
             made = self._factories.get(mode)
             if made is None:
                 made = self._factories[mode] = _Generator(self, mode).compile()
+                made._table_globals(self.kernels, self.outs, self.constants)  # now, not at a call
             return made
 
 
@@ -215,20 +216,31 @@ class _Factory:
     def __init__(self, code: Any, source: str, names: list[str], groups: dict[int, FusionInfo], linemap: LineMap):
         self.code, self.source, self.linemap = code, source, linemap
         self.groups = groups
-        self.names = [(name, name[0], *_key(name)) for name in names]
+        keyed = [(name, name[0], *_key(name)) for name in names]
+        # kernels, out variants and constants are the module's: bound once, then copied
+        self.names = [n for n in keyed if n[1] not in "kov"]
+        self.table_names = [n for n in keyed if n[1] in "kov"]
+        self._tables: tuple[Any, Any, Any, dict[str, Any]] | None = None
+
+    def _table_globals(self, K: Any, O: Any, C: Any) -> dict[str, Any]:
+        cached = self._tables
+        if cached is not None and cached[0] is K and cached[1] is O and cached[2] is C:
+            return cached[3]
+        tables = {"k": K, "o": O, "v": C}
+        made = {name: tables[kind][key] for name, kind, key, _ in self.table_names}
+        self._tables = (K, O, C, made)
+        return made
 
     def __call__(self, K, O, C, B, OB, F, R, T, U, _pc, _deep, fused=None) -> Callable[..., Any]:
         """Bind the code; names a plan leaves out (a slot it does not plan, a node it does
         not call fast, a group it does not fuse: ``fused``, None for all) are None."""
-        g: dict[str, Any] = {
+        g = dict(self._table_globals(K, O, C))
+        g.update({
             "_nd": np.ndarray, "OB": OB, "F": F, "R": R, "T": T, "_pc": _pc, "_deep": _deep,
             "__linemap__": self.linemap,
-        }  # fmt: skip
-        tables = {"k": K, "o": O, "v": C}
+        })  # fmt: skip
         for name, kind, key, part in self.names:
-            if kind in tables:
-                g[name] = tables[kind][key]
-            elif kind == "b":
+            if kind == "b":
                 g[name] = B.get(key)
             elif kind == "g":
                 g[name] = self.groups[key].kernel if fused is None or key in fused else None
