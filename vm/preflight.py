@@ -264,7 +264,7 @@ def _feeding_strict(graph: Graph) -> set[Node]:
             i = producer.outputs.index(value)
             pending.extend(b.returns[i] for b in producer.blocks if i < len(b.returns))
         for use in value.uses:
-            user = use.user
+            user: Any = use.user  # a node, or a block returning the value
             if hasattr(user, "kind") and user.kind == "aten::append":
                 need(user)
     return nodes

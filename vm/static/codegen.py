@@ -38,8 +38,8 @@ import numpy as np
 
 from compiler.analysis.effects import is_mutable_type
 from compiler.analysis.last_uses import last_use_in_block
-from vm.errors import CompileError
 from compiler.ir import Block, Graph, Node, Value
+from vm.errors import CompileError
 from vm.ops.registry import OpRef
 
 SKIPPED = frozenset({"prim::Constant", "prim::Drop"})
@@ -142,7 +142,7 @@ class GraphCode:
         self.pnodes: list[ProcessedNode] = []
         self.by_node: dict[Node, ProcessedNode] = {}
         self._lock = threading.Lock()
-        self._factories: dict[Mode, Callable[..., Any]] = {}
+        self._factories: dict[Mode, _Factory] = {}
         for v, value in bound_params.items():
             self.constants[self._slot(v)] = value
         self.params = [self._slot(v) for v in graph.inputs if v not in bound_params]
@@ -193,7 +193,7 @@ class GraphCode:
             slot = self.slots[v] = len(self.slots)
         return slot
 
-    def factory(self, mode: Mode) -> Callable[..., Any]:
+    def factory(self, mode: Mode) -> _Factory:
         """The compiled code for ``mode`` (compiled once, then shared)."""
         with self._lock:
             made = self._factories.get(mode)
@@ -274,7 +274,7 @@ class _Generator:
         self.used: set[str] = set()  # closure names the body refers to
         self.fast = {index: (args, guarded) for index, args, guarded in mode.fast}
 
-    def compile(self) -> Callable[..., Any]:
+    def compile(self) -> _Factory:
         code = self.code
         params = [f"v{s}" for s in code.params]
         signature = [*params, "_d=0"] if code.is_entry else ["_d", *params]

@@ -186,14 +186,19 @@ def call_shape(
         operands = list(TABLE[name][1])
     else:
         return None
-    args, j = [], 0
+    args: list[tuple[str, int]] = []
+    j = 0
     for operand in operands:
-        value = ("s", 0) if isinstance(operand, tuple) else _constant(pn, operand, constants)
+        if isinstance(operand, tuple):  # the constant relu and clamp add
+            args.append(("s", j))
+            j += 1
+            continue
+        value = _constant(pn, operand, constants)
         if value is _NO:
             if operand >= len(pn.inputs):
                 return None
             args.append(("v", pn.inputs[operand]))
-        elif isinstance(value, tuple) or _number(value):
+        elif _number(value):
             args.append(("s", j))
             j += 1
         else:
