@@ -123,17 +123,18 @@ class DtypeGuard:
         left to the whole walk, which reports them at the call, as before.)"""
         order: list[tuple[bool, Node]] = []
         _flatten(self.graph.block, 0, order)
-        reached = _reached(self.inputs)
+        reached, needed = _reached(self.inputs), _feeding_strict(self.graph)
+        order = [(join, node) for join, node in order if node in needed]
         known: dict[Value, Known] = {}
-        try:
+        try:  # only what feeds a strict op matters; what no input reaches is known now
             for join, node in order:
-                _replay(join, node, known, self.attribute, self.constant)
+                if node not in reached:
+                    _replay(join, node, known, self.attribute, self.constant)
         except RunError:
             self._steps: list[tuple[bool, Node]] | None = None
             return
-        needed = _feeding_strict(self.graph)
-        self._fixed = {v: k for v, k in known.items() if v.node not in reached}
-        self._steps = [(join, node) for join, node in order if node in reached and node in needed]
+        self._fixed = known
+        self._steps = [(join, node) for join, node in order if node in reached]
 
     def __call__(self, args: Sequence[Any]) -> None:
         if len(args) == 1:  # the common case, kept cheap: one array, as on the last call
