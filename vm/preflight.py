@@ -111,6 +111,30 @@ class DtypeGuard:
         self._ok: set[tuple[Any, ...]] = set()  # keys of the argument dtypes that passed
         self._last_dtype: Any = None
         self._last_dimensioned: Any = None
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Decide at construction what no input changes: the walk in program order as a
+        flat list, what it knows before any input (the weights' and constants' dtypes,
+        and what follows from them alone), and which steps an input can reach.  A check
+        then starts from that knowledge and replays only those steps: the same answer as
+        the whole walk, since a step no input reaches reads and writes the same
+        knowledge for every input dtypes.  (Weights that disagree among themselves are
+        left to the whole walk, which reports them at the call, as before.)"""
+        order: list[tuple[bool, Node]] = []
+        _flatten(self.graph.block, 0, order)
+        reached, needed = _reached(self.inputs), _feeding_strict(self.graph)
+        order = [(join, node) for join, node in order if node in needed]
+        known: dict[Value, Known] = {}
+        try:  # only what feeds a strict op matters; what no input reaches is known now
+            for join, node in order:
+                if node not in reached:
+                    _replay(join, node, known, self.attribute, self.constant)
+        except RunError:
+            self._steps: list[tuple[bool, Node]] | None = None
+            return
+        self._fixed = known
+        self._steps = [(join, node) for join, node in order if node in reached]
 
     def __call__(self, args: Sequence[Any]) -> None:
         if len(args) == 1:  # the common case, kept cheap: one array, as on the last call
@@ -125,11 +149,15 @@ class DtypeGuard:
             self._last_dtype, self._last_dimensioned = key[0]
 
     def check(self, args: Sequence[Any]) -> None:
-        known: dict[Value, Known] = {}
+        known: dict[Value, Known] = {} if self._steps is None else dict(self._fixed)
         for value, arg in zip(self.inputs, args):
             if isinstance(arg, np.ndarray):
                 known[value] = Known(arg.dtype, arg.ndim > 0, f"input %{value.name}", value.name)
-        self._walk(self.graph.block, known, 0)
+        if self._steps is None:
+            self._walk(self.graph.block, known, 0)
+            return
+        for join, node in self._steps:
+            _replay(join, node, known, self.attribute, self.constant)
 
     def _walk(self, block: Block, known: dict[Value, Known], depth: int) -> None:
         """Each node after its blocks; an If's output is known when every branch returns the
@@ -144,6 +172,103 @@ class DtypeGuard:
                     _join_branches(node, known)
                 continue
             _step(node, known, self.attribute, self.constant)
+
+
+def _flatten(block: Block, depth: int, order: list[tuple[bool, Node]]) -> None:
+    """``_walk``'s order as a list: (False, node) a step, (True, node) an If's join."""
+    for node in block.nodes:
+        if node.blocks:
+            if depth > 100:
+                continue
+            for sub in node.blocks:
+                _flatten(sub, depth + 1, order)
+            if node.kind == "prim::If":
+                order.append((True, node))
+            continue
+        order.append((False, node))
+
+
+def _replay(join: bool, node: Node, known: dict[Value, Known], attribute: Callable[[Value], tuple[Any, str]],
+            constant: Callable[[Node], tuple[Any, str]]) -> None:
+    if join:
+        _join_branches(node, known)
+    else:
+        _step(node, known, attribute, constant)
+
+
+def _reached(inputs: Sequence[Value]) -> set[Node]:
+    """The nodes whose step an input's dtype can change: its users, their users... (a
+    block's return reaches its node; ``aten::append`` reaches the list it extends, and
+    so the list's producer and readers)."""
+    nodes: set[Node] = set()
+    pending = list(inputs)
+    while pending:
+        value = pending.pop()
+        for use in value.uses:
+            user: Any = use.user  # a node, or a block returning the value
+            if not hasattr(user, "kind"):
+                user = user.owner
+            if user is None or user in nodes:
+                continue
+            nodes.add(user)
+            pending.extend(user.outputs)
+            pending.extend(p for b in user.blocks for p in b.params)
+            if user.kind == "aten::append" and user.inputs:
+                target = user.inputs[0]
+                if target.node is not None and target.node not in nodes:
+                    nodes.add(target.node)
+                    pending.extend(target.node.outputs)
+                pending.append(target)
+    return nodes
+
+
+_SCALARS = frozenset({T.INT, T.FLOAT, T.BOOL, T.STR, T.NONE, T.DEVICE, T.SCALAR, T.NUMBER, T.LAYOUT,
+                      T.SCALAR_TYPE, T.MEMORY_FORMAT, T.GENERATOR, T.FUNCTION})
+
+
+def _may_hold_tensors(t: Any) -> bool:
+    """Whether a value of type ``t`` can have a ``Known`` (a tensor, a list or tuple of them)."""
+    if t in _SCALARS:
+        return False
+    if isinstance(t, (T.ListType, T.OptionalType)):
+        return _may_hold_tensors(t.elem)
+    if isinstance(t, T.TupleType):
+        return any(_may_hold_tensors(e) for e in t.elems)
+    return True
+
+
+def _feeding_strict(graph: Graph) -> set[Node]:
+    """The strict ops and every step whose result can reach one of their tensor
+    arguments: producers of tensor-holding inputs, an If's branches' returns, the
+    ``aten::append``s that extend a list.  Only these steps can raise or change what a
+    strict op sees; shape arithmetic and everything past the last strict op cannot."""
+    nodes: set[Node] = set()
+    pending: list[Value] = []
+
+    def need(node: Node) -> None:
+        if node not in nodes:
+            nodes.add(node)
+            pending.extend(v for v in node.inputs if _may_hold_tensors(v.type))
+
+    for node in graph.walk():
+        if node.kind in STRICT or node.kind in RNNS or node.kind == "aten::embedding":
+            need(node)
+    seen: set[Value] = set()
+    while pending:
+        value = pending.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        producer = value.node
+        if producer is not None and value in producer.outputs:
+            need(producer)
+            i = producer.outputs.index(value)
+            pending.extend(b.returns[i] for b in producer.blocks if i < len(b.returns))
+        for use in value.uses:
+            user: Any = use.user  # a node, or a block returning the value
+            if hasattr(user, "kind") and user.kind == "aten::append":
+                need(user)
+    return nodes
 
 
 def _join_branches(node: Node, known: dict[Value, Known]) -> None:

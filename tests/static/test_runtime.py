@@ -329,3 +329,41 @@ def test_a_static_module_of_a_compiled_or_loaded_program_resolves_no_operator(
         sm = StaticModule(source, options=StaticOptions(min_managed_bytes=0))
         assert sm.groups, "the fusion group was expanded, its fused kernel kept"
         np.testing.assert_array_equal(StaticRuntime(sm)(*args), want)
+
+
+@pytest.mark.parametrize("source", ["lstm", "ratio_iou"])
+def test_a_new_input_shape_compiles_no_code(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planned code is generated once, at construction, for every plan (codegen's
+    ``Mode.generic``): a runtime's calls with new shapes (planned tensors, bare-ufunc
+    calls, a fusion group fused or run as its nodes) generate and compile nothing, and
+    give the interpreter's numbers."""
+    from vm.fusion.kernels import MIN_BLOCK
+    from vm.interpreter import Interpreter
+    from vm.static import codegen
+
+    options = StaticOptions(min_managed_bytes=0, measure_fused=False)
+    if source == "lstm":
+        program = compiler.compile_source(LSTM_CELL)
+        calls = [lstm_inputs(n, 16, seed=n) for n in (2, 5, 2, 9)]
+    else:
+        program = compiler.compile_source(RATIO_IOU, fusion=True)
+        rng = np.random.default_rng(11)
+        calls = [[rng.random(n, dtype=np.float32) + 0.1 for _ in range(8)] for n in (100, 2 * MIN_BLOCK, 300)]
+    sm = StaticModule(program, options=options)
+    assert sm.generic_mode is not None
+
+    def refuse(self: object) -> None:
+        raise AssertionError("code generated after construction")
+
+    monkeypatch.setattr(codegen._Generator, "compile", refuse)
+    rt, interp = StaticRuntime(sm), Interpreter(program)
+    for args in calls:
+        got, want = rt(*args), interp(*args)
+        for x, y in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_array_equal(x, y)
+    plans = list(rt._plans.values())
+    assert len(plans) == len({tuple(a.shape for a in args) for args in calls})
+    unfused = [p for p in plans if not p.mode.fused]
+    assert unfused and all(p.views and p.fast for p in unfused), "plans manage memory and call bare ufuncs"
+    if source == "ratio_iou":
+        assert sorted(len(p.mode.fused) for p in plans) == [0, 0, 1]

@@ -8,6 +8,7 @@ torch refuses, with a RunError naming the input, and give torch's answer on the 
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import Any
 
@@ -25,6 +26,7 @@ import export_torch
 import compiler
 from compiler.diagnostics import RunError
 from tests.support.torch_models import BACKENDS, SmallCNN, runtime_for
+from vm import preflight
 from vm.interpreter import Interpreter
 
 
@@ -148,3 +150,36 @@ def test_the_guard_costs_nothing_for_a_dtype_generic_graph() -> None:
     exp, _ = _case("generic", (np.float32, np.float32))
     program = compiler.compile_source(exp.ir)
     assert Interpreter(program).dtype_guard is None
+
+
+def _verdict(check: Any, args: list[Any]) -> str | None:
+    try:
+        check(args)
+    except RunError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_prepared_guard_answers_as_the_whole_walk(name: str) -> None:
+    """Property: for any input dtypes, the guard's check (what no input changes decided
+    at construction; only the steps an input reaches that feed a strict op replayed)
+    refuses exactly what the whole walk over the graph refuses, with the same message."""
+    n_inputs = len(CASES[name][1])
+    exp, _ = _case(name, (np.float32,) * n_inputs)
+    program = compiler.compile_source(exp.ir)
+    guard = Interpreter(program, exp.weights).dtype_guard
+    if guard is None:
+        return
+    guard = getattr(guard, "__wrapped__", guard)  # the interpreter runs it with the collector paused
+    assert guard._steps is not None
+
+    def whole(args: list[Any]) -> None:
+        known = {v: preflight.Known(a.dtype, a.ndim > 0, f"input %{v.name}", v.name)
+                 for v, a in zip(guard.inputs, args) if isinstance(a, np.ndarray)}
+        guard._walk(guard.graph.block, known, 0)
+
+    base = [exp.inputs[n] for n in exp.inputs]
+    for dtypes in itertools.product(DTYPES, repeat=n_inputs):
+        args = [a.astype(d) for a, d in zip(base, dtypes)]
+        assert _verdict(guard.check, args) == _verdict(whole, args), dtypes

@@ -38,8 +38,8 @@ import numpy as np
 
 from compiler.analysis.effects import is_mutable_type
 from compiler.analysis.last_uses import last_use_in_block
-from vm.errors import CompileError
 from compiler.ir import Block, Graph, Node, Value
+from vm.errors import CompileError
 from vm.ops.registry import OpRef
 
 SKIPPED = frozenset({"prim::Constant", "prim::Drop"})
@@ -105,6 +105,12 @@ class Mode:
     fused: frozenset[int] = (
         frozenset()
     )  # fusion groups run by their fused kernel, not expanded
+    # one function for every plan (``candidates``: the plannable slots; ``fast``: every
+    # fast candidate's call shape, fastpath.call_shape): a planned node is
+    # ``o3(b5, ...) if b5 is not None else k3(...)``, a fast candidate tries
+    # ``u3(...) if u3 is not None`` first, a fusion group runs ``g<gid>`` when it is bound;
+    # a plan binds its views, fast calls and fused kernels to it, and compiles nothing
+    generic: bool = False
 
 
 class GraphCode:
@@ -136,7 +142,7 @@ class GraphCode:
         self.pnodes: list[ProcessedNode] = []
         self.by_node: dict[Node, ProcessedNode] = {}
         self._lock = threading.Lock()
-        self._factories: dict[Mode, Callable[..., Any]] = {}
+        self._factories: dict[Mode, _Factory] = {}
         for v, value in bound_params.items():
             self.constants[self._slot(v)] = value
         self.params = [self._slot(v) for v in graph.inputs if v not in bound_params]
@@ -187,12 +193,13 @@ class GraphCode:
             slot = self.slots[v] = len(self.slots)
         return slot
 
-    def factory(self, mode: Mode) -> Callable[..., Any]:
+    def factory(self, mode: Mode) -> _Factory:
         """The compiled code for ``mode`` (compiled once, then shared)."""
         with self._lock:
             made = self._factories.get(mode)
             if made is None:
                 made = self._factories[mode] = _Generator(self, mode).compile()
+                made._table_globals(self.kernels, self.outs, self.constants)  # now, not at a call
             return made
 
 
@@ -209,23 +216,42 @@ class _Factory:
     def __init__(self, code: Any, source: str, names: list[str], groups: dict[int, FusionInfo], linemap: LineMap):
         self.code, self.source, self.linemap = code, source, linemap
         self.groups = groups
-        self.names = [(name, name[0], *_key(name)) for name in names]
+        keyed = [(name, name[0], *_key(name)) for name in names]
+        # kernels, out variants and constants are the module's: bound once, then copied
+        self.names = [n for n in keyed if n[1] not in "kov"]
+        self.table_names = [n for n in keyed if n[1] in "kov"]
+        self._tables: tuple[Any, Any, Any, dict[str, Any]] | None = None
 
-    def __call__(self, K, O, C, B, OB, F, R, T, U, _pc, _deep) -> Callable[..., Any]:
-        g: dict[str, Any] = {
+    def _table_globals(self, K: Any, O: Any, C: Any) -> dict[str, Any]:
+        cached = self._tables
+        if cached is not None and cached[0] is K and cached[1] is O and cached[2] is C:
+            return cached[3]
+        tables = {"k": K, "o": O, "v": C}
+        made = {name: tables[kind][key] for name, kind, key, _ in self.table_names}
+        self._tables = (K, O, C, made)
+        return made
+
+    def __call__(self, K, O, C, B, OB, F, R, T, U, _pc, _deep, fused=None) -> Callable[..., Any]:
+        """Bind the code; names a plan leaves out (a slot it does not plan, a node it does
+        not call fast, a group it does not fuse: ``fused``, None for all) are None."""
+        g = dict(self._table_globals(K, O, C))
+        g.update({
             "_nd": np.ndarray, "OB": OB, "F": F, "R": R, "T": T, "_pc": _pc, "_deep": _deep,
             "__linemap__": self.linemap,
-        }  # fmt: skip
-        tables = {"k": K, "o": O, "v": C, "b": B}
+        })  # fmt: skip
         for name, kind, key, part in self.names:
-            if kind in tables:
-                g[name] = tables[kind][key]
+            if kind == "b":
+                g[name] = B.get(key)
             elif kind == "g":
-                g[name] = self.groups[key].kernel
-            elif kind == "s":  # the part-th scalar operand of a bare ufunc call
-                g[name] = U[key][1][part]
-            else:  # u<index>: the ufunc; d<index>: the dtype its guard checks
-                g[name] = U[key][0 if kind == "u" else 2]
+                g[name] = self.groups[key].kernel if fused is None or key in fused else None
+            else:
+                call = U.get(key) if U else None
+                if call is None:
+                    g[name] = None
+                elif kind == "s":  # the part-th scalar operand of a bare ufunc call
+                    g[name] = call[1][part]
+                else:  # u<index>: the ufunc; d<index>: the dtype its guard checks
+                    g[name] = call[0 if kind == "u" else 2]
         exec(self.code, g)  # noqa: S102  (our generated code: def run)
         return g["run"]
 
@@ -248,7 +274,7 @@ class _Generator:
         self.used: set[str] = set()  # closure names the body refers to
         self.fast = {index: (args, guarded) for index, args, guarded in mode.fast}
 
-    def compile(self) -> Callable[..., Any]:
+    def compile(self) -> _Factory:
         code = self.code
         params = [f"v{s}" for s in code.params]
         signature = [*params, "_d=0"] if code.is_entry else ["_d", *params]
@@ -286,8 +312,15 @@ class _Generator:
         start = len(self.lines)
         items = self._items(block)
         dels = self._last_uses(block, items)
-        for i, node in enumerate(items):
+        i = 0
+        while i < len(items):
+            node = items[i]
+            group = self.code.group_of.get(node) if self.mode.generic else None  # type: ignore[arg-type]
+            if group is not None:
+                i = self._group_branch(group, items, i, depth, dels)
+                continue
             tail = f"; del {', '.join(dels[i])}" if dels.get(i) else ""
+            i += 1
             if isinstance(node, FusionInfo):
                 self._fused(node, depth, tail)
             elif node.kind == "prim::If":
@@ -364,6 +397,62 @@ class _Generator:
             next((n for n in group.nodes if n.kind not in SKIPPED), group.nodes[0]),
         )
 
+    def _group_branch(
+        self, group: FusionInfo, items: list, start: int, depth: int, dels: dict[int, list[str]]
+    ) -> int:
+        """Generic code for a fusion group: ``if g<gid> is not None:`` its fused call,
+        ``else:`` its nodes; returns the index of the item after the group."""
+        end = start
+        while end < len(items) and self.code.group_of.get(items[end]) is group:
+            end += 1
+        first = items[start]
+        fused_names = {self._v(v) for v in _defined_by(group)}
+        interior = {
+            f"v{self.code.slots[v]}" for n in items[start:end] for v in n.outputs
+        } - fused_names
+        gone = [n for i in range(start, end) for n in dels.get(i, ()) if n not in interior]
+        self.used.add(f"g{group.gid}")
+        self._emit(depth, f"if g{group.gid} is not None:", first)
+        self._fused(group, depth + 1, f"; del {', '.join(gone)}" if gone else "")
+        self._emit(depth, "else:", first)
+        for i in range(start, end):
+            tail = f"; del {', '.join(dels[i])}" if dels.get(i) else ""
+            self._op(items[i], depth + 1, tail)
+        return end
+
+    def _generic_call(self, pn: ProcessedNode, ins: list[str]) -> str:
+        """A node's call in generic code: the fast call, the out variant or the kernel,
+        whichever the bound plan provides."""
+        slot = pn.outputs[0] if len(pn.outputs) == 1 else None
+        call = f"k{pn.index}({', '.join(ins)})"
+        self.used.add(f"k{pn.index}")
+        planned = slot is not None and slot in self.mode.candidates and pn.out is not None
+        if planned:
+            self.used.update((f"o{pn.index}", f"b{slot}"))
+            call = f"o{pn.index}(b{slot}, {', '.join(ins)}) if b{slot} is not None else {call}"
+        if pn.index not in self.fast:
+            return call
+        fast_args, guarded = self.fast[pn.index]
+        parts = []
+        for kind, x in fast_args:
+            name = f"v{x}" if kind == "v" else f"s{pn.index}_{x}"
+            if kind == "s" or x in self.code.constants:
+                self.used.add(name)
+            parts.append(name)
+        if planned:
+            parts.append(f"out=b{slot}")
+        self.used.add(f"u{pn.index}")
+        test = f"u{pn.index} is not None"
+        if guarded:
+            operands = [p for p in parts if p.startswith("v")]
+            checks = " and ".join(
+                f"type({v}) is _nd and {v}.dtype is d{pn.index}" for v in operands
+            )
+            dims = " or ".join(f"{v}.ndim" for v in operands)
+            self.used.add(f"d{pn.index}")
+            test = f"{test} and {checks} and ({dims})"
+        return f"u{pn.index}({', '.join(parts)}) if {test} else {call}"
+
     def _op(self, node: Node, depth: int, tail: str) -> None:
         outs = [self._v(v) for v in node.outputs]
         ins = [self._v(v) for v in node.inputs]
@@ -381,7 +470,9 @@ class _Generator:
             raise CompileError(f"the static runtime cannot run {node.kind}", node.span)
         pn = self.code.by_node[node]
         slot = pn.outputs[0] if len(pn.outputs) == 1 else None
-        if pn.index in self.fast:
+        if self.mode.generic:
+            call = self._generic_call(pn, ins)
+        elif pn.index in self.fast:
             fast_args, guarded = self.fast[pn.index]
             parts = []
             for kind, x in fast_args:

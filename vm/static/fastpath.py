@@ -166,6 +166,58 @@ def choose(
     return _specialize(pn, ufunc, list(operands), recorded, constants, tainted)
 
 
+def call_shape(
+    pn: ProcessedNode, constants: Mapping[int, Any], tainted: frozenset[int]
+) -> tuple[tuple[tuple[str, int], ...], bool] | None:
+    """The form a fast call of ``pn`` would take under any plan, known before any run:
+    its arguments (``("v", slot)`` an operand, ``("s", j)`` the j-th pre-converted
+    constant) and whether it is guarded, or None when ``choose`` can never pick it.
+    The layout-independent planned code (``codegen.Mode.generic``) is written with it;
+    a plan's choice of another form is not taken."""
+    if pn.ref is None or len(pn.outputs) != 1:
+        return None
+    name = pn.ref.name
+    operands: list[Any]
+    if name in ("aten::relu", "aten::clamp"):
+        operands = [0, ("s", 0)]
+    elif name == "aten::linear":
+        operands = [0, 1, 2]
+    elif name in TABLE:
+        operands = list(TABLE[name][1])
+    else:
+        return None
+    args: list[tuple[str, int]] = []
+    j = 0
+    for operand in operands:
+        if isinstance(operand, tuple):  # the constant relu and clamp add
+            args.append(("s", j))
+            j += 1
+            continue
+        value = _constant(pn, operand, constants)
+        if value is _NO:
+            if operand >= len(pn.inputs):
+                return None
+            args.append(("v", pn.inputs[operand]))
+        elif _number(value):
+            args.append(("s", j))
+            j += 1
+        else:
+            return None
+    if not any(kind == "v" for kind, _ in args):
+        return None
+    return tuple(args), _guarded(pn, operands, tainted)
+
+
+def _guarded(pn: ProcessedNode, operands: list, tainted: frozenset[int]) -> bool:
+    """Whether a fast call of ``pn`` needs a dtype guard: its result or an operand is a
+    value whose dtype the plan key does not fix."""
+    return pn.outputs[0] in tainted or any(
+        pn.inputs[i] in tainted
+        for i in operands
+        if not isinstance(i, tuple) and i < len(pn.inputs)
+    )
+
+
 def _linear_choice(pn: ProcessedNode, recorded, constants, tainted) -> Choice | None:
     """``_linear`` when the plan fixes the shapes (an unguarded node) and the recording
     saw x (m, k), w (n, k) and b (n,) of one float dtype; else the kernel."""
@@ -199,11 +251,7 @@ def _specialize(
     out = recorded.get(pn.outputs[0])
     if type(out) is not np.ndarray or out.dtype not in FLOATS or out.ndim == 0:
         return None
-    guarded = pn.outputs[0] in tainted or any(
-        pn.inputs[i] in tainted
-        for i in operands
-        if not isinstance(i, tuple) and i < len(pn.inputs)
-    )
+    guarded = _guarded(pn, operands, tainted)
     args: list[Arg] = []
     for operand in operands:
         value = (

@@ -171,6 +171,16 @@ class StaticModule:
         # code when there is nothing to plan) and the callees
         self.record_mode = Mode(record=True, candidates=self.recorded_slots)
         self.entry.factory(self.record_mode if self.plannable else Mode())
+        # and the planned code, one function for every plan (codegen.Mode.generic): a new
+        # input shape costs a recording run and a layout, no code generation
+        self.generic_mode: Mode | None = None
+        if self.plannable and not self.out_candidates:
+            self.generic_mode = Mode(
+                candidates=frozenset(self.candidates),
+                fast=tuple((i, *shape) for i, shape in sorted(self.fast_shapes.items())),
+                generic=True,
+            )
+            self.entry.factory(self.generic_mode)
         self.callee_functions(False)
         if example_inputs is not None:
             self.plan_for(*example_inputs)
@@ -220,6 +230,11 @@ class StaticModule:
         self.tainted |= frozenset(
             slot for v, slot in s.items() if v not in block_values
         )
+        shapes = (
+            (pn.index, fastpath.call_shape(pn, code.constants, self.tainted))
+            for pn in self.fast_candidates
+        )
+        self.fast_shapes = {i: shape for i, shape in shapes if shape is not None}
 
     @property
     def plannable(self) -> bool:
@@ -289,6 +304,7 @@ class StaticModule:
         outputs: list | None = None,
         fast: Mapping[int, Any] | None = None,
         factory: Any = None,
+        fused: frozenset[int] | None = None,
     ) -> Any:
         """``code``'s function for ``mode``, closed over kernels, constants and buffers
         (``fast``: index -> (ufunc, scalars, guard dtype) for the nodes ``mode.fast`` names)."""
@@ -305,6 +321,7 @@ class StaticModule:
             fast,
             time.perf_counter,
             _deep,
+            fused,
         )
 
     def wrap_error(self, exc: BaseException) -> BaseException:

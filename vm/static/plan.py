@@ -32,7 +32,7 @@ class Layout:
     out_specs: list[mp.TensorSpec]
     fast: dict[int, Any]  # node index -> (ufunc, scalars, guard dtype)
     unfused: dict[int, str]  # group id -> why it runs as nodes
-    factory: Any  # the entry graph's code compiled for ``mode``
+    factory: Any  # the entry graph's code: the module's generic code, or compiled for ``mode``
 
 
 def make_layout(sm: StaticModule, recorded: Mapping[int, Any]) -> Layout:
@@ -65,7 +65,10 @@ def make_layout(sm: StaticModule, recorded: Mapping[int, Any]) -> Layout:
     structure = tuple((i, _arg_structure(args), guard is not None) for i, (_, args, guard) in sorted(fast.items()))
     tables = {i: (ufunc, [v for kind, v in args if kind == "s"], guard) for i, (ufunc, args, guard) in fast.items()}
     mode = Mode(managed=frozenset(memory.offsets), out_managed=out_slots, fast=structure, fused=fused)
-    return Layout(memory, mode, out_specs, tables, unfused_why, sm.entry.factory(mode))
+    # the module's generic code serves every plan without compiling (only plans that
+    # manage graph outputs get code of their own)
+    factory = sm.entry.factory(sm.generic_mode if sm.generic_mode is not None else mode)
+    return Layout(memory, mode, out_specs, tables, unfused_why, factory)
 
 
 def _fast_calls(
@@ -73,12 +76,17 @@ def _fast_calls(
 ) -> dict[int, Any]:
     """node index -> (ufunc, args, guard) for the nodes this plan calls as bare ufuncs
     (``vm/static/fastpath.py``), constants of maximum/minimum filled to arrays."""
-    fast, fills = {}, {}
+    fast: dict[int, Any] = {}
+    fills: dict[tuple[Any, ...], Any] = {}
     for pn in sm.fast_candidates:
         group = sm.entry.group_of.get(pn.node)
         if group is not None and group.gid in fused:
             continue  # inside a fused kernel: the node does not run
         choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
+        if choice is not None and sm.generic_mode is not None:
+            shape = sm.fast_shapes.get(pn.index)  # the form the generic code calls
+            if shape != (_arg_structure(choice[1]), choice[2] is not None):
+                choice = None
         if choice is not None:
             out = recorded.get(pn.outputs[0])
             fast[pn.index] = fastpath.filled(choice, out, fills)

@@ -1,5 +1,6 @@
 """What ``StaticModule`` does to the optimized IR before it binds a node (``prepare``):
-the module behind a Program, Module, Graph or text (``as_module``); the operators the
+the module behind a Program, Module or Graph (``as_module``; IR text is compiled
+first, ``compile_text``); the operators the
 compiler resolved (``resolved_refs``); the load-time folds once weights are bound
 (``fold_weights``); fusion groups expanded into their nodes, each top-level group
 keeping its fused kernel (``expand_fusion_groups``); and ``%self`` and tensor constants
@@ -20,18 +21,22 @@ from vm.errors import CompileError
 from vm.static.codegen import FusionInfo
 
 
-def as_module(source: Any, fusion: bool) -> Module:
-    """The optimized IR module of a Program, a Module, a Graph, or IR text."""
+def compile_text(text: str, fusion: bool) -> Any:
+    """IR text given in place of a program, compiled on the fly by the compiler's front
+    door (``compiler.compile_source``): the static runtime's one call into the
+    compiler beyond its IR data model.  The Program it returns carries its resolved
+    operators, so nothing is resolved again here."""
+    import compiler
+
+    return compiler.compile_source(text, fusion=fusion)
+
+
+def as_module(source: Any) -> Module:
+    """The optimized IR module of a Program, a Module or a Graph."""
     if isinstance(source, Module):
         return source
     if isinstance(source, Graph):
         return Module(source)
-    if isinstance(source, str):
-        import compiler
-        from compiler.pipeline import optimize
-
-        module, _ = optimize(compiler.parse(source), fusion=fusion)
-        return module
     from vm.static.ir_text import optimized_module
 
     module = optimized_module(source) if hasattr(source, "optimized_ir") else getattr(source, "module", None)
@@ -192,7 +197,9 @@ def prepare(source: Any, weights: Any, fusion: bool, fold_batch_norm: bool) -> P
     """The static runtime's IR of ``source`` (a Program, Module, Graph or IR text): its
     operators as the compiler resolved them when the program recorded them, else resolved
     here, every unsupported node reported at once."""
-    module = as_module(source, fusion)
+    if isinstance(source, str):
+        source = compile_text(source, fusion)
+    module = as_module(source)
     recorded = resolved_refs(source, module)
     added: dict[str, Any] = {}
     if weights is not None and fold_batch_norm:

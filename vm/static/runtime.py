@@ -151,7 +151,7 @@ class StaticRuntime:
         slab[::PAGE] = 0  # touch every page now: the first run should not take the faults
         outputs: list[np.ndarray] = []
         table = sm.callee_functions(False)
-        fn = sm.bind(sm.entry, layout.mode, views, table, None, None, outputs, layout.fast, layout.factory)
+        fn = sm.bind(sm.entry, layout.mode, views, table, None, None, outputs, layout.fast, layout.factory, layout.mode.fused)
         arena = mp.arena(layout.out_specs) if layout.out_specs else []
         return _Plan(layout, slab, views, fn, arena, outputs)
 
