@@ -109,10 +109,10 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
 
 
 def fold_weights(module: Module, weights: Any) -> tuple[Module, dict[str, Any]]:
-    """``module`` with the load-time folds applied (compiler/passes/fold_*.py), and the
+    """``module`` with the load-time folds applied (``vm.static.fold_batch_norm``), and the
     arrays of the constants they added; unchanged when the program assigns attributes
     (its weights are then not constants)."""
-    from compiler.passes.fold_batch_norm import fold_batch_norm, known_values
+    from vm.static.fold_batch_norm import fold_batch_norm, known_values
 
     graphs = (module.main, *module.functions.values())
     kinds = {n.kind for g in graphs for n in g.walk()}

@@ -1,5 +1,8 @@
 """Fold an inference BatchNorm into the convolution that feeds it, once weights are bound.
 
+A load-time fold of the static runtime (``vm.static.prepare.fold_weights`` runs it when a
+module is built with weights), on the compiler's IR data model; no pass manager.
+
 A convolution followed by an eval-mode ``aten::batch_norm`` computes, per output channel
 ``o``, ``(conv(x, W)[o] + b[o] - mean[o]) / sqrt(var[o] + eps) * gamma[o] + beta[o]``.
 That is one convolution with ``W'[o] = W[o] * s[o]`` and ``b'[o] = (b[o] - mean[o]) *
@@ -8,7 +11,7 @@ s[o] + beta[o]``, where ``s = gamma / sqrt(var + eps)`` (ONNX Runtime and
 and bias are computed in float64 and rounded once to the weight's dtype, so the folded
 convolution differs from the two nodes by float32 rounding only.
 
-The pass runs where weights are known, so it takes them: a ``known(value)`` function
+The fold runs where weights are known, so it takes them: a ``known(value)`` function
 gives the load-time value of a graph value, or ``UNKNOWN``.  ``known_values`` builds one
 from the bound ``%self`` object and tensor constants, following ``prim::GetAttr`` chains,
 constants, ``aten::__not__`` and a ``prim::If`` whose condition is known (torchvision's
@@ -40,7 +43,6 @@ import numpy as np
 
 from compiler import types as T
 from compiler.ir import Graph, Module, Node, TensorLiteral, Value
-from compiler.passes import note
 from compiler.resolve import constant_value
 
 UNKNOWN: Any = object()
@@ -128,7 +130,6 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
         arrays[name] = array
     bn.output.replace_all_uses_with(y)
     bn.destroy()
-    note("batch norms folded")
 
 
 def _falsy(value: Any) -> bool | None:

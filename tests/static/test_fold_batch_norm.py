@@ -1,5 +1,5 @@
-"""Load-time passes (run by the static runtime once weights are bound): golden rewrites
-in ``tests/passes/load/<pass>/*.ir`` and differential checks with each rewrite on and off.
+"""Load-time folds (run by the static runtime once weights are bound): golden rewrites
+in ``tests/static/load/<fold>/*.ir`` and differential checks with each rewrite on and off.
 
 A golden case is IR whose ``<Tensor>`` constants get seeded random weights of their
 declared shapes (variances positive); the pass runs with those weights and the FileCheck
@@ -17,7 +17,7 @@ import pytest
 from compiler import parse
 from compiler import types as T
 from compiler.ir import Module, TensorLiteral
-from compiler.passes.fold_batch_norm import fold_batch_norm, known_values
+from vm.static.fold_batch_norm import fold_batch_norm, known_values
 from compiler.printer import print_module
 from compiler.verify import verify
 from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
