@@ -9,6 +9,7 @@ The Python API is a contract (keep it stable)::
 """
 
 from compiler.diagnostics import IRError, IRSyntaxError, IRValidationError, CompileError, Span
+import compiler.printer  # noqa: F401  (gives compiler.ir.Module its __str__; ir does not import its printer)
 
 
 def parse(text: str, filename: str | None = None):

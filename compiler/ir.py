@@ -15,7 +15,7 @@ Attribute payloads (``Node.attrs`` values) are plain Python data: ``int``, ``flo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple, Union
 
 from attrs import define, field, frozen
@@ -328,6 +328,11 @@ class FreshNames:
         return name
 
 
+# ``str(module)`` prints through ``compiler.printer``, which puts its ``print_module`` here when
+# imported (the ``compiler`` package imports it): the data model does not import its printer.
+MODULE_PRINTER: list[Callable[["Module"], str]] = []
+
+
 @define(eq=False, repr=False)
 class Module:
     """A program: the entry graph, then named functions (``with NAME = graph(...)``)."""
@@ -343,9 +348,7 @@ class Module:
         return f"<Module {self.filename}: main + {len(self.functions)} functions>"
 
     def __str__(self) -> str:
-        from compiler.printer import print_module
-
-        return print_module(self)
+        return MODULE_PRINTER[0](self)
 
     def clone(self) -> "Module":
         return Module(

@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Value
+from compiler.ir import MODULE_PRINTER, Block, Graph, Module, Node, TensorLiteral, Value
 from compiler.literals import AnnotatedDict, AnnotatedList, Opaque, format_float, format_tensor_literal, quote
 from compiler.types import Type
 from vm.enum_values import EnumValue
@@ -41,6 +41,9 @@ def print_module(module: Module) -> str:
             out.append(f"with {name} = ")
             _print_graph_into(graph, out)
     return "".join(out)
+
+
+MODULE_PRINTER[:] = [print_module]
 
 
 def print_graph(graph: Graph) -> str:
