@@ -8,8 +8,8 @@ The Python API is a contract (keep it stable)::
     module, weights = compiler.load_torchscript("model.pt")   # a torch.jit.save archive
 """
 
-from compiler.diagnostics import IRError, IRSyntaxError, IRValidationError, CompileError, Span
 import compiler.printer  # noqa: F401  (gives compiler.ir.Module its __str__; ir does not import its printer)
+from compiler.diagnostics import CompileError, IRError, IRSyntaxError, IRValidationError, Span
 
 
 def parse(text: str, filename: str | None = None):

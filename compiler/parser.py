@@ -36,6 +36,7 @@ from importlib import resources
 import lark
 from lark import Lark, Token
 
+from compiler import line_parser
 from compiler import types as T
 from compiler.diagnostics import IRSyntaxError, IRValidationError, Span
 from compiler.ir import Graph, Module, Node, Value
@@ -67,11 +68,13 @@ def grammar() -> Lark:
     return _PARSER
 
 
-def parse(text: str, filename: str | None = None) -> Module:
+def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Module:
     """Parse graph IR text (as PyTorch prints it) into a ``Module``.
 
     The first graph is ``Module.main``; ``with`` sections become fusion sub-graphs or
     ``Module.functions``.  Raises ``IRSyntaxError`` / ``IRValidationError`` with a span.
+    ``fast`` reads the common line forms without lark (``compiler.line_parser``, which
+    hands anything else to lark); ``fast=False`` reads everything with lark (the reference).
     """
     file = filename or "<string>"
     if not isinstance(text, str):
@@ -80,7 +83,12 @@ def parse(text: str, filename: str | None = None) -> Module:
     if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in ctx.lines):
         raise IRSyntaxError("empty file: expected a graph, `graph(%x : Tensor): ...`", ctx.span(1, 1))
     with gc_paused():  # the IR is full of reference cycles: see vm.gc_pause
-        main_raw, sections = _run_lark(text, ctx)
+        try:
+            if not fast:
+                raise line_parser.NotFast
+            main_raw, sections = line_parser.read(ctx.lines, ctx.span, _fragment_reader(file))
+        except line_parser.NotFast:
+            main_raw, sections = _run_lark(text, ctx)
         main = _resolve_graph(main_raw, ctx)
         module = Module(main, {}, file)
         _attach_sections(module, main_raw, sections, ctx)
@@ -120,6 +128,23 @@ def _run_lark(text: str, ctx: _Context) -> tuple[RawGraph, list[tuple[Token, Raw
         raise
     except RecursionError:  # pragma: no cover - the LALR parser keeps its own stack
         raise IRSyntaxError("input nested too deeply", ctx.span(1, 1)) from None
+
+
+def _fragment_reader(file: str) -> line_parser.LarkGraph:
+    """Lark on a one-graph document the line parser builds around a line it leaves to lark."""
+
+    def read_fragment(text: str) -> RawGraph:
+        try:
+            with _LOCK:
+                Builder.context = _Context(file, text)
+                raw, sections = grammar().parse(text)  # type: ignore[misc]
+        except (lark.exceptions.LarkError, IRSyntaxError, IRValidationError, RecursionError):
+            raise line_parser.NotFast from None
+        if sections:
+            raise line_parser.NotFast
+        return raw
+
+    return read_fragment
 
 
 _FRIENDLY = {
@@ -362,7 +387,10 @@ def _group_refs(raw: RawGraph) -> Iterator[RawNode]:
 
 
 def _attach_sections(
-    module: Module, main_raw: RawGraph, sections: list[tuple[Token, RawGraph]], ctx: _Context
+    module: Module,
+    main_raw: RawGraph,
+    sections: list[tuple[Token, RawGraph]] | list[tuple[line_parser.Tok, RawGraph]],
+    ctx: _Context,
 ) -> None:
     """Pair ``with`` sections with the group nodes waiting for them, depth first.
 
