@@ -102,7 +102,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     source = read_source(args.file)
     module = parse(source, args.file)
     verify(module)
-    optimized, _ = pipeline.optimize(module, None, fusion=not args.no_fusion)
+    optimized, _ = pipeline.optimize(module, None, fusion=not args.no_fusion, verified=True)
     emit(optimized, source=source)
     n = sum(1 for _ in module.main.walk())
     print(f"{args.file}: ok ({n} nodes, {len(module.functions)} functions)")
@@ -177,7 +177,7 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
         weights = load_npz(args.weights)
     optimized, records = pipeline.optimize(
         module, passes, fusion=not args.no_fusion, print_after=print_after, printer=printer, weights=weights,
-        on_pass=progress.stage,
+        on_pass=progress.stage, verified=True,
     )
     if args.verbose:
         for name, seconds in timings:

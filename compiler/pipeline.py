@@ -115,12 +115,14 @@ def optimize(
     verify_each: bool = False,
     weights: Mapping[str, Any] | None = None,
     on_pass: Callable[[str, int], None] | None = None,
+    verified: bool = False,
 ) -> tuple[Module, list[PassRecord]]:
     """Run ``passes`` (default: ``DEFAULT_PIPELINE``) over a copy of ``module``.
 
     With ``fusion=False`` the fusion passes are skipped.  After each pass named in
     ``print_after`` (``"all"`` for every pass), ``printer(pass_name, module_text)`` is
-    called (default: print to stdout).  The input is verified first (IRValidationError);
+    called (default: print to stdout).  The input is verified first (IRValidationError),
+    unless ``verified`` says the caller has just verified it (and not changed it since);
     ``verify_each`` runs the verifier after every pass too, as the tests do.
     ``on_pass(name, nodes)`` is called as each pass starts (the progress display).
     Returns the optimized module and one record per pass run, with its wall time.
@@ -133,7 +135,8 @@ def optimize(
     """
     from compiler.verify import verify
 
-    verify(module)  # passes assume a well-formed graph: what the verifier refuses never reaches them
+    if not verified:
+        verify(module)  # passes assume a well-formed graph: what the verifier refuses never reaches them
     names = list(DEFAULT_PIPELINE if passes is None else passes)
     if not fusion:
         names = [n for n in names if n not in FUSION_PASSES]

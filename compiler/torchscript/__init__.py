@@ -47,7 +47,7 @@ def compile_archive(path: str | Path, method: str = "forward", **options: Any) -
     module, weights = load_torchscript(path, method)
     verify(module)
     fused = options.pop("fused_kernels", True)
-    optimized, _ = optimize(module, options.pop("passes", None), **options)
+    optimized, _ = optimize(module, options.pop("passes", None), verified=True, **options)
     return emit(optimized, fused_kernels=fused), weights
 
 

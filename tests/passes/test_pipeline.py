@@ -196,3 +196,27 @@ def test_last_use_in_block_counts_nested_reads_at_their_loop() -> None:
     assert block_last[add.output] is mul
     assert block_last[mul.output] is graph.block
     assert final_reads(add.inputs) == [False, True, True]
+
+
+def test_the_input_is_verified_once(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """optimize verifies its input unless told the caller just did (``verified=True``), and
+    ``irc compile`` (which verifies after parsing) has the verifier run once, not twice."""
+    import compiler.verify
+    from compiler import cli
+
+    calls: list[object] = []
+    real = compiler.verify.verify
+
+    def counted(target, *args, **kwargs):
+        calls.append(target)
+        return real(target, *args, **kwargs)
+
+    monkeypatch.setattr(compiler.verify, "verify", counted)
+    optimize(parse(PROGRAM))
+    assert len(calls) == 1
+    optimize(parse(PROGRAM), verified=True)
+    assert len(calls) == 1
+    path = tmp_path / "p.ir"
+    path.write_text(PROGRAM)
+    assert cli.main(["compile", str(path), "-o", str(tmp_path / "p.irbc")]) == 0
+    assert len(calls) == 2
