@@ -291,28 +291,10 @@ class AliasClasses:
     def _union(self, values: list[Value]) -> frozenset[int]:
         return frozenset().union(*(self.points.get(v, frozenset()) for v in values))
 
-    def _step(
-        self, node: Node, templates: dict[tuple[object, ...], "_Template"]
-    ) -> tuple[str, list[Value], bool, list[Value], list[Value]]:
-        """(how outputs get locations, the inputs they inherit from, whether they alias,
-        the inputs written, the values stored into the written ones)."""
-        kind = node.kind
-        if kind in ("prim::If", "prim::Loop"):
-            return (kind, [], False, [], [])
-        inputs = node.inputs
-        # the facts depend on the kind and the types only (as ``op_info``'s overload):
-        # worked out once per signature, then applied to each node's operands
-        key = (kind, tuple([v.type for v in inputs]), tuple([v.type for v in node.outputs]))
-        template = templates.get(key)
-        if template is None:
-            template = templates[key] = _template(node)
-        how, source_at, aliases, written_at = template
-        sources = [inputs[i] for i in source_at]
-        written = [inputs[i] for i in written_at]
-        stored = [v for v in sources if v not in written] if written or how == "schema" else []
-        return (how, sources, aliases, written, stored)
+    def _step(self, node: Node, templates: dict[tuple[object, ...], "_Template"]) -> _Step:
+        return _node_step(node, templates)
 
-    def _transfer(self, node: Node, step: tuple[str, list[Value], bool, list[Value], list[Value]]) -> bool:
+    def _transfer(self, node: Node, step: _Step) -> bool:
         changed = False
         how, sources, aliases, written, stored = step
         if how == "prim::If":
@@ -340,3 +322,80 @@ class AliasClasses:
                     self.contents[loc] = old | inner
                     changed = True
         return changed
+
+
+_Step = tuple[str, list[Value], bool, list[Value], list[Value]]
+
+
+def _node_step(node: Node, templates: dict[tuple[object, ...], _Template]) -> _Step:
+    """(how outputs get locations, the inputs they inherit from, whether they alias, the
+    inputs written, the values stored into the written ones)."""
+    kind = node.kind
+    if kind in ("prim::If", "prim::Loop"):
+        return (kind, [], False, [], [])
+    inputs = node.inputs
+    # the facts depend on the kind and the types only (as ``op_info``'s overload):
+    # worked out once per signature, then applied to each node's operands
+    key = (kind, tuple([v.type for v in inputs]), tuple([v.type for v in node.outputs]))
+    template = templates.get(key)
+    if template is None:
+        template = templates[key] = _template(node)
+    how, source_at, aliases, written_at = template
+    sources = [inputs[i] for i in source_at]
+    written = [inputs[i] for i in written_at]
+    stored = [v for v in sources if v not in written] if written or how == "schema" else []
+    return (how, sources, aliases, written, stored)
+
+
+def may_be_written(value: Value, templates: dict[tuple[object, ...], _Template] | None = None) -> bool:
+    """False when no node can write memory ``value`` refers to; True means *maybe* (ask
+    ``AliasClasses``).  Two searches along the edges ``AliasClasses`` carries its sets on
+    (aliasing results, If outputs from branch returns, loop-carried values): back from
+    ``value`` to every value its memory may come from, then forward from those to every
+    value that may refer to the same memory; True as soon as a node reached writes (or
+    stores into what it writes) a reached value.  A value read near its definition is
+    so answered without the analysis of the whole graph."""
+    templates = {} if templates is None else templates
+    reached = {value}
+    todo = [value]
+    while todo:  # back to the origins
+        current = todo.pop()
+        node = current.node
+        if node is None:
+            owner = current.block.owner if current.block is not None else None
+            node = owner if owner is not None and owner.kind == "prim::Loop" else None
+            if node is None:
+                continue  # a graph input (or an If's block parameter): an origin
+        if node.kind == "prim::If":
+            sources = [r for b in node.blocks for r in b.returns]
+        elif node.kind == "prim::Loop":
+            sources = [*node.inputs[2:], *node.blocks[0].returns[1:]]
+        else:
+            _, sources, aliases, _, _ = _node_step(node, templates)
+            sources = sources if aliases else []
+        for source in sources:
+            if source not in reached and is_mutable_type(source.type):
+                reached.add(source)
+                todo.append(source)
+    todo = list(reached)
+    while todo:  # forward to every value that may share memory with them
+        current = todo.pop()
+        for use in current.uses:
+            user = use.user
+            node = user if isinstance(user, Node) else user.owner
+            if node is None:
+                continue  # returned from the graph
+            if node.kind in ("prim::If", "prim::Loop"):
+                if node.kind == "prim::If" and node is user:
+                    continue  # the condition
+                targets = [*node.outputs, *(p for b in node.blocks for p in b.params)]
+            else:
+                _, sources, aliases, written, stored = _node_step(node, templates)
+                if current in written or (written and current in stored):
+                    return True
+                targets = node.outputs if aliases and current in sources else []
+            for out in targets:
+                if out not in reached and is_mutable_type(out.type):
+                    reached.add(out)
+                    todo.append(out)
+    return False

@@ -87,17 +87,21 @@ def node_count(target: Graph | Module) -> int:
 
 
 def lazy_is_written(graph: Graph) -> Callable[[Value], bool]:
-    """``AliasClasses(graph).is_written``, the classes computed when the first question is
-    asked: passes that ask only about rare nodes (a folded list, an identity on a tensor)
-    then skip the analysis of a big graph entirely.  Sound for passes whose edits never
+    """``AliasClasses(graph).is_written``, the classes computed when the first question
+    that a forward search from the value (``may_be_written``) cannot answer is asked:
+    passes that ask only about rare nodes (a folded list, an identity on a tensor) then
+    mostly skip the analysis of a big graph entirely.  Sound for passes whose edits never
     make a value written that was not (folding, rewriting to an alias)."""
+    from compiler.analysis.effects import AliasClasses, may_be_written
+
     classes = None
+    templates: dict[tuple[object, ...], object] = {}
 
     def is_written(value: Value) -> bool:
         nonlocal classes
+        if not may_be_written(value, templates):  # type: ignore[arg-type]
+            return False  # no write reachable from the value: the classes are not needed
         if classes is None:
-            from compiler.analysis.effects import AliasClasses
-
             classes = AliasClasses(graph)
         return classes.is_written(value)
 

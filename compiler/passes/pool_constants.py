@@ -17,6 +17,7 @@ hoisted, never merged.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from compiler.analysis.effects import AliasClasses, is_mutable_type
@@ -60,8 +61,13 @@ def _tagged(value: Any) -> Any:
 def _written(graph: Graph) -> set[Value]:
     """Constant outputs that may be written in place (directly or through an alias)."""
     mutable = [n.output for n in graph.walk() if n.kind == "prim::Constant" and is_mutable_type(n.output.type)]
+    # only a constant with an equal twin could be pooled, so only those need the answer
+    # (an int, a string... is never written; a list unlike every other is never merged)
+    keyed = [(v, constant_key(v.node)) for v in mutable]  # type: ignore[arg-type]
+    twins = Counter(key for _, key in keyed)
+    mutable = [v for v, key in keyed if twins[key] > 1]
     if not mutable:
-        return set()  # an int, a string... is never written: no need for the alias classes
+        return set()  # no need for the alias classes
     aliases = AliasClasses(graph)
     return {v for v in mutable if aliases.is_written(v)}
 
