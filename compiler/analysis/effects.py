@@ -291,7 +291,7 @@ class AliasClasses:
     def _union(self, values: list[Value]) -> frozenset[int]:
         return frozenset().union(*(self.points.get(v, frozenset()) for v in values))
 
-    def _step(self, node: Node, templates: dict[tuple[object, ...], "_Template"]) -> _Step:
+    def _step(self, node: Node, templates: dict[tuple[object, ...], _Template]) -> _Step:
         return _node_step(node, templates)
 
     def _transfer(self, node: Node, step: _Step) -> bool:
