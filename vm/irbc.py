@@ -70,6 +70,7 @@ PRODUCER = "irvm 0.1.0"
 # Writing
 
 
+@gc_paused()  # the tables are ~10^5 small lists while the program's IR is alive: see vm.gc_pause
 def save(program: Program, path: Path | str, options: dict[str, Any] | None = None) -> None:
     """Write ``program`` to ``path`` (see the module docstring for the layout)."""
     arrays: dict[str, np.ndarray] = {}
@@ -102,7 +103,9 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
     with zipfile.ZipFile(tmp, "w") as zf:
         zf.writestr(zipfile.ZipInfo(MAGIC_MEMBER), json.dumps(header), compress_type=zipfile.ZIP_STORED)
         for name, data in members:
-            zf.writestr(zipfile.ZipInfo(name), data, compress_type=zipfile.ZIP_DEFLATED)
+            # the fastest deflate level: a 40k-node program's members are ~60 MB of text and
+            # arrays, which level 6 took a second to squeeze by a few percent more
+            zf.writestr(zipfile.ZipInfo(name), data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
     tmp.replace(path)  # never leave a half-written file under the real name
 
 

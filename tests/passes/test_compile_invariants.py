@@ -110,9 +110,9 @@ def test_the_forward_search_never_misses_a_write_on_real_dumps() -> None:
     assert total > 500 and answered > total // 2
 
 
-def test_compile_pauses_the_collector_and_restores_it() -> None:
-    """Parse, verify, every pass and emit run with the cyclic GC off (big IRs are all
-    cycles), and each gives it back on when it returns, even after an error."""
+def test_compile_pauses_the_collector_and_restores_it(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parse, verify, every pass, emit and ``vm.save`` run with the cyclic GC off (big IRs
+    are all cycles), and each gives it back on when it returns, even after an error."""
     seen: list[bool] = []
     text = "graph(%x : Tensor):\n  %y : Tensor = aten::relu(%x)\n  return (%y)\n"
     assert gc.isenabled()
@@ -123,7 +123,18 @@ def test_compile_pauses_the_collector_and_restores_it() -> None:
     optimized, _ = optimize(module, on_pass=lambda name, nodes: seen.append(gc.isenabled()))
     assert seen and not any(seen)
     assert gc.isenabled()
-    emit(optimized)
+    program = emit(optimized)
+    assert gc.isenabled()
+    import json
+
+    from vm import irbc
+
+    dumped: list[bool] = []
+    real_dumps = json.dumps
+    monkeypatch.setattr(irbc.json, "dumps", lambda *a, **k: (dumped.append(gc.isenabled()), real_dumps(*a, **k))[1])
+    irbc.save(program, tmp_path / "p.irbc")
+    monkeypatch.undo()
+    assert dumped and not any(dumped)
     assert gc.isenabled()
     with pytest.raises(IRError):  # an undefined value: the error itself is tested elsewhere
         parse("graph(%x : Tensor):\n  %y : Tensor = aten::relu(%z)\n  return (%y)\n")
