@@ -153,15 +153,17 @@ def optimize(
     show = printer or _print_stage
     current = module.clone()
     records: list[PassRecord] = []
+    after = node_count(current)
     for name, run in chosen:
-        before = node_count(current)
+        before = after  # the module the last pass returned: counted once
         if on_pass is not None:
             on_pass(name, before)
         start = time.perf_counter()
         with collecting() as counts, in_place():
             current = run(current)
         seconds = time.perf_counter() - start
-        records.append(PassRecord(name, before, node_count(current), tuple(sorted(counts.items())), seconds))
+        after = node_count(current)
+        records.append(PassRecord(name, before, after, tuple(sorted(counts.items())), seconds))
         if verify_each:
             verify(current)
         if "all" in wanted or name in wanted:

@@ -5,7 +5,7 @@ its users.  While a parse, a pass or a load allocates hundreds of thousands of s
 objects, the collector's generation-2 runs rescan the whole growing heap again and
 again, which makes big graphs superlinear (about 40% of a 40k-node compile).  Nothing
 here frees memory through the collector that matters: the cycles a pass drops (dead
-nodes) are collected once the collector runs again, after the work.
+nodes) are collected by the collector's next full run after the work.
 """
 
 from __future__ import annotations
@@ -25,4 +25,10 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:  # (a caller's own gc.freeze() is left alone)
+                # everything allocated in the pause goes to the oldest generation at once
+                # (two list splices): re-enabled as it was, the collector would first
+                # traverse all of it as young objects, a second on a 40k-node IR
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()

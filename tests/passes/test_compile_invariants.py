@@ -145,3 +145,26 @@ def test_compile_pauses_the_collector_and_restores_it(tmp_path, monkeypatch: pyt
         assert not gc.isenabled(), "a caller's own pause was undone"
     finally:
         gc.enable()
+
+
+def test_what_a_pause_allocated_is_not_traversed_as_young() -> None:
+    """When a pause ends, what it allocated is handed to the oldest generation at once
+    (the nodes of a parsed graph are there, not in a young generation that the next
+    collection would traverse), and a caller's own ``gc.freeze()`` stays as it was."""
+    lines = [f"  %v{i} : Tensor = aten::relu(%v{i - 1})" for i in range(1, 1000)]
+    text = "graph(%v0 : Tensor):\n" + "\n".join(lines) + "\n  return (%v999)\n"
+    thresholds = gc.get_threshold()
+    gc.set_threshold(10**9)  # no collection of its own may move them meanwhile
+    try:
+        module = parse(text)
+        oldest = {id(o) for o in gc.get_objects(generation=2)}
+    finally:
+        gc.set_threshold(*thresholds)
+    assert all(id(n) in oldest for n in module.main.block.nodes[::100])
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        parse(text)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
