@@ -268,7 +268,7 @@ class _Reader:
     def _lark_node(self, line: str, lineno: int) -> RawNode:
         """The node on ``line`` as lark reads it alone, moved to line ``lineno``."""
         raw = self.lark_graph(f"graph():\n{line}\n  return ()\n").block.nodes
-        if len(raw) != 1:
+        if len(raw) != 1 or raw[0].blocks:  # blocks on the node's own line: lark reads the text
             raise NotFast
         node = raw[0]
         for token in (*node.inputs, *node.output_tokens):

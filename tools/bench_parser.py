@@ -1,4 +1,5 @@
-"""Time parsing (and printing) of generated graphs of 1k, 10k and 100k nodes.
+"""Time parsing (line parser, and lark alone) and printing of generated graphs of 1k, 10k
+and 100k nodes.
 
 The graphs look like real dumps: constants with source comments, ops with refined tensor
 types, list constructions, and a ``prim::If`` with two blocks every 50 nodes.  For each
@@ -69,16 +70,21 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     grammar()
     print(f"grammar load (once per process): {(time.perf_counter() - start) * 1e3:.0f} ms")
-    print(f"{'nodes':>8} {'lines':>8} {'parse ms':>10} {'ms/node':>9} {'print ms':>10} {'ms/node':>9}")
+    print(
+        f"{'nodes':>8} {'lines':>8} {'parse ms':>10} {'ms/node':>9} {'lark ms':>10} {'ms/node':>9}"
+        f" {'print ms':>10} {'ms/node':>9}"
+    )
     for n in args.sizes:
         text = make_graph(n)
         repeat = args.repeat if n <= 10_000 else 1
         module = parse(text)
         nodes = sum(1 for _ in module.main.walk())
         t_parse = best_of(repeat, lambda: parse(text))
+        t_lark = best_of(repeat, lambda: parse(text, fast=False))
         t_print = best_of(repeat, lambda: print_module(module))
         print(
             f"{nodes:>8} {text.count(chr(10)):>8} {t_parse * 1e3:>10.1f} {t_parse * 1e3 / nodes:>9.4f}"
+            f" {t_lark * 1e3:>10.1f} {t_lark * 1e3 / nodes:>9.4f}"
             f" {t_print * 1e3:>10.1f} {t_print * 1e3 / nodes:>9.4f}"
         )
     return 0
