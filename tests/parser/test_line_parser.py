@@ -17,7 +17,7 @@ from compiler.diagnostics import IRError
 from compiler.ir import Graph, Module
 from compiler.parser import parse
 from compiler.printer import print_module
-from tests.support.ir_strategies import modules
+from tests.support.strategies import ir_modules
 from tests.support.mutations import IR_EDITS, apply_ir_edits, ir_seeds
 from tests.support.paths import DATA, EXAMPLES
 
@@ -89,7 +89,7 @@ def test_well_formed_files_never_go_whole_to_lark(monkeypatch: pytest.MonkeyPatc
 
 
 @settings(max_examples=60, deadline=None)
-@given(modules())
+@given(ir_modules())
 def test_random_modules_read_the_same(module: Module) -> None:
     """A printed random module (every attribute payload, type and block form) reads the same."""
     _same(print_module(module))
