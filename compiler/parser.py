@@ -1,6 +1,9 @@
 """Text -> IR: the lark front end for the graph IR that PyTorch prints.
 
-Parsing is two steps, as in TorchScript's own ``irparser.cpp``:
+Parsing is two steps, as in TorchScript's own ``irparser.cpp``.  Step 1 is first tried by
+``compiler/line_parser.py``, which reads the lines PyTorch prints without lark and builds
+the same objects (lark still reads any line it does not know, and the whole text on any
+doubt, so errors and their spans are lark's):
 
 1. ``grammar/ir.lark`` (LALR(1), contextual lexer, loaded once per process) turns the text
    into objects.  The grammar's callbacks (:class:`_Builder`, run inline by the LALR parser,
