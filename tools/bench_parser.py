@@ -79,9 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         repeat = args.repeat if n <= 10_000 else 1
         module = parse(text)
         nodes = sum(1 for _ in module.main.walk())
-        t_parse = best_of(repeat, lambda: parse(text))
-        t_lark = best_of(repeat, lambda: parse(text, fast=False))
-        t_print = best_of(repeat, lambda: print_module(module))
+        t_parse = best_of(repeat, lambda text=text: parse(text))
+        t_lark = best_of(repeat, lambda text=text: parse(text, fast=False))
+        t_print = best_of(repeat, lambda module=module: print_module(module))
         print(
             f"{nodes:>8} {text.count(chr(10)):>8} {t_parse * 1e3:>10.1f} {t_parse * 1e3 / nodes:>9.4f}"
             f" {t_lark * 1e3:>10.1f} {t_lark * 1e3 / nodes:>9.4f}"

@@ -17,9 +17,9 @@ from compiler.diagnostics import IRError
 from compiler.ir import Graph, Module
 from compiler.parser import parse
 from compiler.printer import print_module
-from tests.support.strategies import ir_modules
 from tests.support.mutations import IR_EDITS, apply_ir_edits, ir_seeds
 from tests.support.paths import DATA, EXAMPLES
+from tests.support.strategies import ir_modules
 
 FILES = sorted({*DATA.rglob("*.ir"), *EXAMPLES.rglob("*.ir")})
 
