@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from compiler import types as T
 from compiler.ir import Block, Node, Value
 from compiler.literals import unquote
-from compiler.parse_tree import RawBlock, RawGraph, RawNode
+from compiler.parse_tree import RawBlock, RawGraph, RawNode, Spelled
 
 __all__ = ["NotFast", "Tok", "read"]
 
@@ -66,7 +66,9 @@ class Tok(NamedTuple):
 LarkGraph = Callable[[str], RawGraph]
 
 
-def read(lines: list[str], span: Callable[[int, int], Any], lark_graph: LarkGraph) -> tuple[RawGraph, list[tuple[Tok, RawGraph]]]:
+def read(
+    lines: list[str], span: Callable[[int, int], Any], lark_graph: LarkGraph
+) -> tuple[RawGraph, list[tuple[Spelled, RawGraph]]]:
     """The main graph and the ``with`` sections of the text split into ``lines``."""
     return _Reader(lines, span, lark_graph).document()
 
@@ -88,7 +90,7 @@ class _Reader:
             self.i += 1
         return None
 
-    def document(self) -> tuple[RawGraph, list[tuple[Tok, RawGraph]]]:
+    def document(self) -> tuple[RawGraph, list[tuple[Spelled, RawGraph]]]:
         line = self._next_line()
         if line is None:
             raise NotFast
@@ -96,7 +98,7 @@ class _Reader:
         if not line.startswith("graph(", pos):
             raise NotFast
         main = self._graph(pos)
-        sections: list[tuple[Tok, RawGraph]] = []
+        sections: list[tuple[Spelled, RawGraph]] = []
         while (line := self._next_line()) is not None:
             pos = len(line) - len(line.lstrip(" \t\f\r"))
             m = _WITH.match(line, pos)
@@ -149,7 +151,7 @@ class _Reader:
             frames[-1][0].nodes.append(last)
             self.i += 1
 
-    def _returns(self, line: str, pos: int) -> list[Tok]:
+    def _returns(self, line: str, pos: int) -> list[Spelled]:
         """``(%a, %b)`` (after a space) and an optional comment, to the end of the line."""
         while pos < len(line) and line[pos] in " \t\f\r":
             pos += 1
@@ -160,10 +162,10 @@ class _Reader:
         self.i += 1
         return [Tok(v.group(), lineno, v.start() + 1) for v in _VALUE_RE.finditer(line, m.start(), m.end())]
 
-    def _params(self, pos: int) -> list[tuple[Value, Tok]]:
+    def _params(self, pos: int) -> list[tuple[Value, Spelled]]:
         """``%x : T, %y : T):`` from ``pos`` of the current line, over as many lines as it
         takes; leaves the current line just after the ``):`` line."""
-        params: list[tuple[Value, Tok]] = []
+        params: list[tuple[Value, Spelled]] = []
         line = self.lines[self.i]
         while True:
             while pos < len(line) and line[pos] in " \t\f\r":
@@ -217,7 +219,7 @@ class _Reader:
             return self._lark_node(line, lineno)
 
     def _fast_node(self, line: str, pos: int, lineno: int) -> RawNode:
-        outputs: list[tuple[Value, Tok]] = []
+        outputs: list[tuple[Value, Spelled]] = []
         if line[pos] == "%":
             eq = line.find(" = ", pos)
             if eq < 0:
@@ -262,8 +264,8 @@ class _Reader:
             node.source = tail.group(2)[1:].strip()
         if tail.group(1) is not None:
             node.scope = tail.group(1).split("scope:", 1)[1].strip()
-        uses = [Tok(v.group(), lineno, v.start() + 1) for v in _VALUE_RE.finditer(line, refs.start(), refs.end())]
-        return RawNode(node, uses, [tok for _, tok in outputs])  # type: ignore[arg-type]
+        uses: list[Spelled] = [Tok(v.group(), lineno, v.start() + 1) for v in _VALUE_RE.finditer(line, refs.start(), refs.end())]
+        return RawNode(node, uses, [tok for _, tok in outputs])
 
     def _lark_node(self, line: str, lineno: int) -> RawNode:
         """The node on ``line`` as lark reads it alone, moved to line ``lineno``."""
@@ -271,8 +273,8 @@ class _Reader:
         if len(raw) != 1 or raw[0].blocks:  # blocks on the node's own line: lark reads the text
             raise NotFast
         node = raw[0]
-        for token in (*node.inputs, *node.output_tokens):
-            token.line = lineno
+        node.inputs = [Tok(t.value, lineno, t.column or 0) for t in node.inputs]
+        node.output_tokens = [Tok(t.value, lineno, t.column or 0) for t in node.output_tokens]
         span = node.node.span
         node.node.span = self.span(lineno, span.col if span is not None else 0)
         return node

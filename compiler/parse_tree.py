@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from attrs import define, field
 from lark import Token, Transformer
@@ -25,23 +25,37 @@ from compiler.diagnostics import IRSyntaxError
 from compiler.ir import Block, Node, TensorLiteral, Value
 from compiler.literals import AnnotatedDict, AnnotatedList, Opaque, tensor_tag, unquote
 
-__all__ = ["Builder", "RawBlock", "RawGraph", "RawNode"]
+__all__ = ["Builder", "RawBlock", "RawGraph", "RawNode", "Spelled"]
+
+
+class Spelled(Protocol):
+    """A ``%name`` (or a section name) where the text spells it: lark's ``Token`` or the
+    line parser's ``Tok``; resolving names reads these three fields only."""
+
+    @property
+    def value(self) -> Any: ...
+
+    @property
+    def line(self) -> int | None: ...
+
+    @property
+    def column(self) -> int | None: ...
 
 
 @define(slots=True)
 class RawNode:
     node: Node
-    inputs: list[Token]
-    output_tokens: list[Token]
+    inputs: list[Spelled]
+    output_tokens: list[Spelled]
     blocks: list[RawBlock] = field(factory=list)
 
 
 @define(slots=True)
 class RawBlock:
     block: Block
-    params: list[tuple[Value, Token]]
+    params: list[tuple[Value, Spelled]]
     nodes: list[RawNode]
-    returns: list[Token]
+    returns: list[Spelled]
 
 
 @define(slots=True)
@@ -98,7 +112,7 @@ class Builder(Transformer):  # type: ignore[type-arg]
         raw.block.span = self.context.at(children[0])
         return raw
 
-    def _raw_block(self, params: list[tuple[Value, Token]], rest: list[Any]) -> RawBlock:
+    def _raw_block(self, params: list[tuple[Value, Spelled]], rest: list[Any]) -> RawBlock:
         block = Block()
         for value, _ in params:
             value.block = block

@@ -43,7 +43,7 @@ from compiler import line_parser
 from compiler import types as T
 from compiler.diagnostics import IRSyntaxError, IRValidationError, Span
 from compiler.ir import Graph, Module, Node, Value
-from compiler.parse_tree import Builder, RawBlock, RawGraph, RawNode
+from compiler.parse_tree import Builder, RawBlock, RawGraph, RawNode, Spelled
 from vm.enum_values import member_of
 from vm.gc_pause import gc_paused
 
@@ -113,11 +113,11 @@ class _Context:
             source = "".join(c if c.isprintable() else " " if c == "\t" else "?" for c in source)
         return Span(self.file, line, col, source)
 
-    def at(self, token: Token) -> Span:
+    def at(self, token: Spelled) -> Span:
         return self.span(token.line or 0, token.column or 0)
 
 
-def _run_lark(text: str, ctx: _Context) -> tuple[RawGraph, list[tuple[Token, RawGraph]]]:
+def _run_lark(text: str, ctx: _Context) -> tuple[RawGraph, list[tuple[Spelled, RawGraph]]]:
     parser = grammar()
     try:
         with _LOCK:  # the callbacks read the file context from the shared Builder
@@ -239,12 +239,12 @@ class _Scope:
     def __init__(self, ctx: _Context) -> None:
         self.ctx = ctx
         self.env: dict[str, Value] = {}  # the text's name -> its newest definition
-        self.where: dict[str, Token] = {}  # the text's name -> the token of that definition
+        self.where: dict[str, Spelled] = {}  # the text's name -> the token of that definition
         self.live: set[int] = set()  # ids of the values in scope here
         self.owners: dict[str, Value] = {}  # Value.name -> the value carrying it
         self.suffixes: dict[str, int] = {}  # base name -> next suffix to try
 
-    def define(self, value: Value, token: Token, local: list[Value]) -> None:
+    def define(self, value: Value, token: Spelled, local: list[Value]) -> None:
         name = value.name
         self.env[name] = value
         self.where[name] = token
@@ -267,7 +267,7 @@ class _Scope:
         value.name = f"{base}.{suffix}"
         self.owners[value.name] = value
 
-    def lookup(self, token: Token) -> Value:
+    def lookup(self, token: Spelled) -> Value:
         name = token.value[1:]
         value = self.env.get(name)
         if value is not None and id(value) in self.live:
@@ -392,7 +392,7 @@ def _group_refs(raw: RawGraph) -> Iterator[RawNode]:
 def _attach_sections(
     module: Module,
     main_raw: RawGraph,
-    sections: list[tuple[Token, RawGraph]] | list[tuple[line_parser.Tok, RawGraph]],
+    sections: list[tuple[Spelled, RawGraph]],
     ctx: _Context,
 ) -> None:
     """Pair ``with`` sections with the group nodes waiting for them, depth first.
