@@ -8,16 +8,14 @@ every ``import`` in ``compiler/`` and ``vm/``, inside functions too, drawn with 
   analyses (the model, its parser and printer, the tables a program carries, overload
   resolution, fusion specs), never a pass or the pipeline.
 
-Each rule has a test that holds now, naming the exceptions left (so a new cycle or a new
-import fails at once), and a strict ``xfail`` test of the rule without exceptions, which
-starts to pass, and so fails, on the day the last exception goes: then delete the list.
+Each rule is a plain test of the rule itself, with the few entry points it allows named
+(the exceptions once listed here are gone), so a new cycle or a new import fails at once.
 """
 
 from __future__ import annotations
 
 import sys
 
-import pytest
 
 from tests.support.paths import ROOT, TOOLS
 
