@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import sys
 
-
 from tests.support.paths import ROOT, TOOLS
 
 sys.path.insert(0, str(TOOLS))
