@@ -112,6 +112,29 @@ class DtypeGuard:
         self._last_dtype: Any = None
         self._last_dimensioned: Any = None
         self._prepare()
+        self._expect()
+
+    def _expect(self) -> None:
+        """Check now the input dtypes a first call most likely brings: each tensor input at
+        its declared dtype, float32 where none is declared, with its declared rank (one
+        dimension when unknown).  A first call with those dtypes then checks nothing, as a
+        steady call; any other combination is checked when it comes, and inputs torch
+        would refuse are reported at that call, as before."""
+        args: list[Any] = []
+        for value in self.inputs:
+            t = value.type
+            if not isinstance(t, T.TensorType):
+                args.append(None)
+                continue
+            name = T.NUMPY_DTYPES.get(t.dtype) if t.dtype is not None else "float32"
+            if name is None:
+                return
+            args.append(np.empty((1,) * (1 if t.sizes is None else len(t.sizes)), dtype=name))
+        try:
+            self.check(args)
+        except RunError:
+            return  # such inputs would be refused: let the call that brings them say so
+        self._ok.add(tuple((a.dtype, a.ndim > 0) if isinstance(a, np.ndarray) else None for a in args))
 
     def _prepare(self) -> None:
         """Decide at construction what no input changes: the walk in program order as a

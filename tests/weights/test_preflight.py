@@ -183,3 +183,24 @@ def test_the_prepared_guard_answers_as_the_whole_walk(name: str) -> None:
     for dtypes in itertools.product(DTYPES, repeat=n_inputs):
         args = [a.astype(d) for a, d in zip(base, dtypes)]
         assert _verdict(guard.check, args) == _verdict(whole, args), dtypes
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_float32_inputs_are_checked_at_construction(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard checks the likely first inputs (float32 where no dtype is declared) when
+    it is built: a first call with them checks nothing more, as a steady call; any other
+    dtypes are still checked at the call that brings them."""
+    n_inputs = len(CASES[name][1])
+    exp, _ = _case(name, (np.float32,) * n_inputs)
+    program = compiler.compile_source(exp.ir)
+    guard = Interpreter(program, exp.weights).dtype_guard
+    if guard is None:
+        return
+    guard = getattr(guard, "__wrapped__", guard)
+    checked: list[Any] = []
+    monkeypatch.setattr(guard, "check", checked.append)
+    args = [exp.inputs[n].astype(np.float32) for n in exp.inputs]
+    guard(args)
+    assert checked == []
+    guard([a.astype(np.float64) for a in args])
+    assert len(checked) == 1
