@@ -385,10 +385,7 @@ def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     for graph in functions:
         bind_constants(graph, flat or {})
     check_weights(main, self_object, flat, program.takes_self, nodes)
-    # the guard's first check walks the whole graph: with the collector paused, as
-    # construction is (a big program's first call was ~6x its steady call from GC alone)
-    guard = make_guard(main, self_object, flat, program.takes_self, reaches)
-    return None if guard is None else gc_paused()(guard)
+    return make_guard(main, self_object, flat, program.takes_self, reaches)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:

@@ -30,6 +30,7 @@ import numpy as np
 from vm import types as T
 from vm.check_graph import is_tensor_literal
 from vm.errors import RunError
+from vm.gc_pause import gc_paused
 
 if TYPE_CHECKING:  # the compiler's IR, or the check graph a loaded program carries (vm.check_graph)
     from compiler.ir import Block, Graph, Node, Value
@@ -171,6 +172,7 @@ class DtypeGuard:
         if len(args) == 1 and key[0] is not None:
             self._last_dtype, self._last_dimensioned = key[0]
 
+    @gc_paused()  # a check walks the graph; only new input dtypes reach it, never a steady call
     def check(self, args: Sequence[Any]) -> None:
         known: dict[Value, Known] = {} if self._steps is None else dict(self._fixed)
         for value, arg in zip(self.inputs, args):

@@ -171,7 +171,7 @@ def test_the_prepared_guard_answers_as_the_whole_walk(name: str) -> None:
     guard = Interpreter(program, exp.weights).dtype_guard
     if guard is None:
         return
-    guard = getattr(guard, "__wrapped__", guard)  # the interpreter runs it with the collector paused
+    guard = getattr(guard, "__wrapped__", guard)
     assert guard._steps is not None
 
     def whole(args: list[Any]) -> None:
@@ -204,3 +204,24 @@ def test_float32_inputs_are_checked_at_construction(name: str, monkeypatch: pyte
     assert checked == []
     guard([a.astype(np.float64) for a in args])
     assert len(checked) == 1
+
+
+def test_a_steady_call_leaves_the_garbage_collector_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a check of new input dtypes pauses the collector; a steady call does not touch
+    it (pausing per call asked ``gc.get_freeze_count()``, a walk over every frozen object:
+    43 ms a call in a process that had frozen a big heap, as a benchmark does)."""
+    import gc
+
+    for name in sorted(CASES):
+        exp, _ = _case(name, (np.float32,) * len(CASES[name][1]))
+        interp = Interpreter(compiler.compile_source(exp.ir), exp.weights)
+        if interp.dtype_guard is not None:
+            break
+    assert interp.dtype_guard is not None, "a case whose calls go through the dtype guard"
+    args = [exp.inputs[n] for n in exp.inputs]
+    interp(*args)
+    touched: list[str] = []
+    monkeypatch.setattr(gc, "disable", lambda: touched.append("disable"))
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: touched.append("freeze count") or 0)
+    interp(*args)
+    assert touched == []
