@@ -160,7 +160,7 @@ def kernel_time(interp: Interpreter, args: tuple[Any, ...], repeat: int) -> floa
             fn(*a)
 
     def bare() -> None:
-        for fn, a in calls:
+        for _fn, _a in calls:
             pass
 
     return best_of(replay, repeat) - best_of(bare, repeat)

@@ -208,7 +208,10 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
 def cases() -> list[tuple[str, str, list[np.ndarray]]]:
     """(row label, program, inputs)."""
     rng = np.random.default_rng(0)
-    f32 = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * 0.1
+
+    def f32(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape, dtype=np.float32) * 0.1
+
     rows = []
     for n in (10, 1_000, 100_000, 800_000):
         rows.append(

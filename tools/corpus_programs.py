@@ -72,7 +72,7 @@ def x2(x):
 
 
 def dim_loop(x):
-    for i in range(x.dim()):
+    for i in range(x.dim()):  # noqa: B007 (TorchScript source: the name shows in the IR)
         x = x * x
     return x
 
@@ -184,7 +184,7 @@ def nested_loops_tuple(x, n: int, m: int):
 def early_return(x, n: int):
     if n == 0:
         return x
-    for i in range(n):
+    for i in range(n):  # noqa: B007 (TorchScript source: the name shows in the IR)
         if bool(x.max() > 10.0):
             return x * -1.0
         x = x * 3.0

@@ -13,6 +13,9 @@ Source comments carry this machine's paths for torch's own files; they are rewri
 be relative to the torch package (``torch/nn/functional.py:12:4``) so dumps are stable.
 """
 
+# The functions below are TorchScript sources: typing.List/Dict/Tuple/Optional/Union and str.format
+# are kept on purpose (the dumps are what torch prints for them).
+# ruff: noqa: UP006, UP007, UP032, UP035, UP045
 
 import argparse
 import re

@@ -56,7 +56,7 @@ def _families(infos: list[object]) -> dict[str, list[object]]:
     families: dict[str, list[object]] = defaultdict(list)
     current = ""
     for info in infos:
-        module = getattr(getattr(info, "kernel"), "__module__", None) or ""
+        module = getattr(info.kernel, "__module__", None) or ""
         if module.startswith("vm.ops.") and module != "vm.ops.registry":
             current = module.removeprefix("vm.ops.")
         if current:

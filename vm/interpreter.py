@@ -33,11 +33,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from vm import decode as D
+from vm.bytecode import Program
+
+# The opcode names stay a grid (isort would put one name per line).
+# isort: off
 from vm.decode import (  # the decoded opcodes (vm.decode.DecodedOp) as plain ints
     CALL, CALLR, COPY, DROP, DROPR, JF, JFR, JMP, LOOP, LOOPB, LOOPE, OP1, OP1M, OP2, OP2M, OPGM, PUSH, PUSHM,
     RET, RET1, STORE, STOREN,
 )  # fmt: skip
-from vm.bytecode import Program
+# isort: on
+
 from vm.errors import BytecodeError, IRError, RunError
 from vm.fusion.kernels import enable_fuser
 from vm.gc_pause import gc_paused

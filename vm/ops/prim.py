@@ -399,21 +399,21 @@ def float_tensor(a: np.ndarray) -> float:
 @kernel("aten::Bool.Tensor(Tensor a) -> bool")
 def bool_tensor(a: np.ndarray) -> bool:
     if a.size != 1:
-        raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
     return bool(item(a))
 
 
 @kernel("aten::ScalarImplicit(Tensor a) -> Scalar")
 def scalar_implicit(a: np.ndarray) -> int | float | bool:
     if a.ndim != 0:
-        raise RuntimeError(f"Cannot input a tensor of dimension other than 0 as a scalar argument")
+        raise RuntimeError("Cannot input a tensor of dimension other than 0 as a scalar argument")
     return item(a)
 
 
 @kernel("aten::IntImplicit(Tensor a) -> int")
 def int_implicit(a: np.ndarray) -> int:
     if a.ndim != 0:
-        raise RuntimeError(f"Cannot input a tensor of dimension other than 0 as a scalar argument")
+        raise RuntimeError("Cannot input a tensor of dimension other than 0 as a scalar argument")
     if not _dtypes.is_integral(a.dtype, include_bool=True):
         raise RuntimeError(f"Cannot input a tensor of type {a.dtype} as an integral argument")
     return int(item(a))
@@ -422,7 +422,7 @@ def int_implicit(a: np.ndarray) -> int:
 @kernel("aten::FloatImplicit(Tensor a) -> float")
 def float_implicit(a: np.ndarray) -> float:
     if a.ndim != 0:
-        raise RuntimeError(f"Cannot input a tensor of dimension other than 0 as a scalar argument")
+        raise RuntimeError("Cannot input a tensor of dimension other than 0 as a scalar argument")
     return float(item(a))
 
 

@@ -32,7 +32,7 @@ def diagonal(self: Array, offset: int, dim1: int, dim2: int) -> Array:
 @kernel("aten::diag(Tensor self, int diagonal=0) -> Tensor")
 def diag(self: Array, diagonal: int) -> Array:
     if self.ndim not in (1, 2):
-        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got %dD" % self.ndim)
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
     return np.diag(self, diagonal).copy()
 
 

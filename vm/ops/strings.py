@@ -33,7 +33,7 @@ def format_float(d: float) -> str:
         return f"{int(d)}."  # -0.0 prints as 0. too
     if math.isnan(d) and math.copysign(1.0, d) < 0:
         return "-nan"  # glibc's printf
-    return "%.17g" % d
+    return f"{d:.17g}"
 
 
 def to_str(value: Any) -> str:
