@@ -17,7 +17,10 @@ import sys
 import threading
 import time
 from types import TracebackType
-from typing import Self, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 
 class Progress:

@@ -165,7 +165,8 @@ class Program:
     n_outputs: int = 1
     source: str = ""
     output_types: tuple[str, ...] = ()  # the entry's output types, as input_types
-    _module: Any = attrs.field(default=None, eq=False, repr=False)
+    # ``module=`` in the constructor (attrs drops the underscore; the alias says so to type checkers)
+    _module: Any = attrs.field(default=None, eq=False, repr=False, alias="module")
     optimized_ir: str = attrs.field(default="", eq=False, repr=False)
     node_spans: tuple[Any, ...] = attrs.field(default=(), eq=False, repr=False)
     # the operator each node of ``module`` resolved to (None for constants and control

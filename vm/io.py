@@ -126,12 +126,12 @@ def save_outputs(path: str | Path, values: Sequence[Any]) -> None:
 def save_marked(path: str | Path, flat: Mapping[str, np.ndarray], role: str) -> None:
     """Write ``flat`` plus ``__irvm__ = role`` to exactly ``path``."""
     with open(path, "wb") as f:
-        np.savez(f, **{**flat, MARK_KEY: np.array(role)})
+        np.savez(f, allow_pickle=False, **{**flat, MARK_KEY: np.array(role)})
 
 
 def save_values(path: str | Path, named: Mapping[str, Any]) -> None:
     """Write named values (inputs, say) with their spec."""
-    np.savez(path, **flatten_values(named))
+    np.savez(path, allow_pickle=False, **flatten_values(named))
 
 
 def outputs_as_list(result: Any, n_outputs: int) -> list[Any]:

@@ -387,19 +387,22 @@ def _append(node: Node, known: dict[Value, Known]) -> None:
 
 def _promote(op: str, first: Known, other_value: Value, known: dict[Value, Known]) -> Known | None:
     """The result of ``first <op> other`` when PyTorch's promotion gives it for sure."""
-    other = known.get(other_value)
-    if other is not None and (other.dtype is None or other.items is not None):
+    first_dtype = first.dtype
+    if first_dtype is None:
         return None
+    other = known.get(other_value)
     if other is None:
         t = other_value.type
-        if t in (T.INT, T.BOOL) or (t == T.FLOAT and first.dtype.kind == "f"):  # a Python scalar
-            dtype = first.dtype
+        if t in (T.INT, T.BOOL) or (t == T.FLOAT and first_dtype.kind == "f"):  # a Python scalar
+            dtype = first_dtype
         else:
             return None
-    elif other.dtype == first.dtype:
-        dtype = first.dtype
+    elif other.dtype is None or other.items is not None:
+        return None
+    elif other.dtype == first_dtype:
+        dtype = first_dtype
     elif first.dimensioned and other.dimensioned:
-        dtype = _promote_types(first.dtype, other.dtype)
+        dtype = _promote_types(first_dtype, other.dtype)
     else:
         return None
     if op.startswith("div") and dtype.kind in "iub":
@@ -425,7 +428,7 @@ def _promote_types(a: np.dtype, b: np.dtype) -> np.dtype:
 def _check_strict(node: Node, known: dict[Value, Known]) -> Known | None:
     if node.kind == "aten::embedding":
         weight, indices = (known.get(v) for v in node.inputs[:2])
-        if indices is not None and indices.dtype.kind not in "iu":
+        if indices is not None and indices.dtype is not None and indices.dtype.kind not in "iu":
             raise _error(node, f"its indices, {indices.origin}, are {indices.dtype}; PyTorch takes int64 or int32 "
                                f"indices (\"Expected tensor for argument #1 'indices' to have one of the following "
                                f"scalar types: Long, Int\")", indices)
@@ -441,7 +444,9 @@ def _check_strict(node: Node, known: dict[Value, Known]) -> Known | None:
         return data  # PyTorch's CPU norms take a half input with float parameters
     culprit = next((a for a in (data, *params) if a.input_name is not None), data)
     other = params[0] if culprit is data else data
-    words = _torch_words(node.kind, data.dtype, other.dtype if culprit is data else culprit.dtype)
+    data_dtype, culprit_dtype = data.dtype, (other.dtype if culprit is data else culprit.dtype)
+    assert data_dtype is not None and culprit_dtype is not None  # both come from `present`: dtypes known
+    words = _torch_words(node.kind, data_dtype, culprit_dtype)
     raise _error(
         node,
         f"{data.origin} is {data.dtype} but {params[0].origin} is {params[0].dtype}; PyTorch refuses mixed "

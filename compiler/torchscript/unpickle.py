@@ -26,11 +26,14 @@ from __future__ import annotations
 import io
 import pickle
 from collections.abc import Callable
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from compiler.diagnostics import IRError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 
 class ArchiveError(IRError):

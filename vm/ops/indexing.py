@@ -99,7 +99,7 @@ index_select.out(copy_out(index_select))
 
 
 def _coords(index: Array, d: int) -> list[Array]:
-    grid = list(np.indices(index.shape, sparse=True))
+    grid: list[Array] = list(np.indices(index.shape, sparse=True))
     grid[d] = index
     return grid
 

@@ -129,8 +129,9 @@ def _nan_to_num(self: Array, nan: float | None, posinf: float | None, neginf: fl
     if category(self.dtype) < FLOAT_CAT:
         return self.copy()
     info = np.finfo(self.dtype)
-    return wrap(np.nan_to_num(self, nan=0.0 if nan is None else nan, posinf=info.max if posinf is None else posinf,
-                              neginf=info.min if neginf is None else neginf))
+    return wrap(np.nan_to_num(self, nan=0.0 if nan is None else nan,
+                              posinf=float(info.max) if posinf is None else posinf,
+                              neginf=float(info.min) if neginf is None else neginf))
 
 
 _register("aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",

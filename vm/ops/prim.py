@@ -374,7 +374,7 @@ def num_to_tensor_bool(a: bool) -> np.ndarray:
     return np.array(a, dtype=np.bool_)
 
 
-def item(a: np.ndarray) -> int | float | bool:
+def item(a: np.ndarray) -> int | float | bool | complex:
     """The Python scalar of a one-element tensor, as ``Tensor.item()`` gives it."""
     if a.size != 1:
         raise RuntimeError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
@@ -386,14 +386,25 @@ def item(a: np.ndarray) -> int | float | bool:
     return int(value) if _dtypes.is_integral(a.dtype) else float(value)
 
 
+def real_item(a: np.ndarray, c_type: str) -> int | float | bool:
+    """``item(a)``, a complex value as its real part when its imaginary part is 0; otherwise
+    PyTorch's checked conversion error (``c_type`` is ``int64_t`` or ``double``)."""
+    value = item(a)
+    if isinstance(value, complex):
+        if value.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+        return value.real
+    return value
+
+
 @kernel("aten::Int.Tensor(Tensor a) -> int")
 def int_tensor(a: np.ndarray) -> int:
-    return int(item(a))
+    return int(real_item(a, "int64_t"))
 
 
 @kernel("aten::Float.Tensor(Tensor a) -> float")
 def float_tensor(a: np.ndarray) -> float:
-    return float(item(a))
+    return float(real_item(a, "double"))
 
 
 @kernel("aten::Bool.Tensor(Tensor a) -> bool")
@@ -404,7 +415,7 @@ def bool_tensor(a: np.ndarray) -> bool:
 
 
 @kernel("aten::ScalarImplicit(Tensor a) -> Scalar")
-def scalar_implicit(a: np.ndarray) -> int | float | bool:
+def scalar_implicit(a: np.ndarray) -> int | float | bool | complex:
     if a.ndim != 0:
         raise RuntimeError("Cannot input a tensor of dimension other than 0 as a scalar argument")
     return item(a)
@@ -416,14 +427,14 @@ def int_implicit(a: np.ndarray) -> int:
         raise RuntimeError("Cannot input a tensor of dimension other than 0 as a scalar argument")
     if not _dtypes.is_integral(a.dtype, include_bool=True):
         raise RuntimeError(f"Cannot input a tensor of type {a.dtype} as an integral argument")
-    return int(item(a))
+    return int(real_item(a, "int64_t"))
 
 
 @kernel("aten::FloatImplicit(Tensor a) -> float")
 def float_implicit(a: np.ndarray) -> float:
     if a.ndim != 0:
         raise RuntimeError("Cannot input a tensor of dimension other than 0 as a scalar argument")
-    return float(item(a))
+    return float(real_item(a, "double"))
 
 
 @kernel("aten::Int.bool(bool a) -> int")

@@ -143,7 +143,8 @@ def t(self: Array) -> Array:
 @kernel("aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)")
 def transpose(self: Array, dim0: int, dim1: int) -> Array:
     if self.ndim == 0:
-        norm_dim(dim0, 0), norm_dim(dim1, 0)
+        norm_dim(dim0, 0)  # raises for a dim other than -1 or 0, as torch does
+        norm_dim(dim1, 0)
         return self.view()
     return self.swapaxes(norm_dim(dim0, self.ndim), norm_dim(dim1, self.ndim))
 

@@ -137,7 +137,8 @@ def _print_matrix(m: np.ndarray, indent: int, linesize: int = 80) -> str:
 
 def format_tensor(t: np.ndarray) -> str:
     """A tensor as TorchScript's print writes it, ending in ``[ CPUFloatType{2,3} ]``."""
-    name = "CPU" + _TYPE_NAMES.get(t.dtype.name, t.dtype.name) + "Type"
+    dtype_name: str = t.dtype.name
+    name = "CPU" + _TYPE_NAMES.get(dtype_name, dtype_name) + "Type"
     values = t.astype(np.float64) if t.dtype.kind != "c" else t
     dims = ",".join(str(s) for s in t.shape)
     if t.ndim == 0:
