@@ -27,7 +27,7 @@ def x2_inputs():
 
 
 def dim_loop(x):
-    for i in range(x.dim()):
+    for i in range(x.dim()):  # noqa: B007 (the name shows in the IR: %i)
         x = x * x
     return x
 
