@@ -44,20 +44,20 @@ INT_LIST_BODIES = [
 ]  # fmt: skip
 
 
-@given(l=st.lists(small, max_size=5), x=small, i=small)
-def test_int_list_methods_match_torchscript(l: list[int], x: int, i: int) -> None:
+@given(xs=st.lists(small, max_size=5), x=small, i=small)
+def test_int_list_methods_match_torchscript(xs: list[int], x: int, i: int) -> None:
     for body in INT_LIST_BODIES:
-        check(f"def f(l: List[int], x: int, i: int):\n    {body}", l, x, i)
+        check(f"def f(l: List[int], x: int, i: int):\n    {body}", xs, x, i)
 
 
 FLOAT_LIST_BODIES = ["l.remove(x)\n    return l", "return x in l", "return l.index(x)", "l.sort()\n    return l",
                      "return min(l)", "return sum(l)", "return l == [x]", "return str(l)"]  # fmt: skip
 
 
-@given(l=st.lists(st.sampled_from([0.0, -1.5, 2.0, 1e-3, 3.0]), max_size=4), x=st.sampled_from([0.0, 2.0, 7.5]))
-def test_float_list_methods_match_torchscript(l: list[float], x: float) -> None:
+@given(xs=st.lists(st.sampled_from([0.0, -1.5, 2.0, 1e-3, 3.0]), max_size=4), x=st.sampled_from([0.0, 2.0, 7.5]))
+def test_float_list_methods_match_torchscript(xs: list[float], x: float) -> None:
     for body in FLOAT_LIST_BODIES:
-        check(f"def f(l: List[float], x: float):\n    {body}", l, x)
+        check(f"def f(l: List[float], x: float):\n    {body}", xs, x)
 
 
 def chars(alphabet: str, min_size: int = 0, max_size: int = 5) -> st.SearchStrategy[str]:
@@ -70,10 +70,10 @@ STR_LIST_BODIES = ["return s in l", "l.remove(s)\n    return l", "l.sort()\n    
                    "return l.index(s)", "return l.count(s)", "return l == [s]", "return sorted(l)"]  # fmt: skip
 
 
-@given(l=st.lists(words, max_size=4), s=words)
-def test_str_list_methods_match_torchscript(l: list[str], s: str) -> None:
+@given(xs=st.lists(words, max_size=4), s=words)
+def test_str_list_methods_match_torchscript(xs: list[str], s: str) -> None:
     for body in STR_LIST_BODIES:
-        check(f"def f(l: List[str], s: str):\n    {body}", l, s)
+        check(f"def f(l: List[str], s: str):\n    {body}", xs, s)
 
 
 def test_tensor_lists_compare_elements_like_torchscript() -> None:
@@ -137,14 +137,14 @@ def test_str_methods_match_torchscript(s: str, t: str, i: int, j: int) -> None:
 @given(
     x=st.floats(allow_nan=True, allow_infinity=True),
     n=st.integers(-(2**63), 2**63 - 1),
-    l=st.lists(st.floats(-1e6, 1e6), max_size=3),
+    xs=st.lists(st.floats(-1e6, 1e6), max_size=3),
     b=st.booleans(),
 )
-def test_str_and_format_render_values_like_torchscript(x: float, n: int, l: list[float], b: bool) -> None:
+def test_str_and_format_render_values_like_torchscript(x: float, n: int, xs: list[float], b: bool) -> None:
     check(
         "def f(x: float, n: int, l: List[float], b: bool):\n"
         "    return '{} {} {} {} {}'.format(x, n, l, b, (n, 'a')), str(x), str(l), str((x,)), str(None)",
-        x, n, l, b,
+        x, n, xs, b,
     )  # fmt: skip
 
 

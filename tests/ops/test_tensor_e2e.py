@@ -4,6 +4,10 @@ interpreter and on the static runtime; every output must equal torch's (type, dt
 shape, values).  This is where a kernel schema that resolve() cannot fit, or an overload
 TorchScript prints that irvm lacks, shows up."""
 
+# The functions below are TorchScript programs written as test data: several operators per line
+# (each statement becomes nodes of the dump) and typing.List as TorchScript spells it.
+# ruff: noqa: E702, UP006, UP035
+
 from __future__ import annotations
 
 from typing import List

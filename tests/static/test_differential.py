@@ -99,7 +99,10 @@ def test_random_programs_match_the_reference_under_every_option_set(
     runs the program as drawn, calls not inlined, to exercise prim::CallFunction."""
     module, inputs_a = drawn
     inputs_b = data.draw(input_strategy(module.main))
-    reference = lambda args: outcome(lambda *a: run_reference(module, a), args)
+
+    def reference(args: Any) -> Any:
+        return outcome(lambda *a: run_reference(module, a), args)
+
     check_protocol(
         StaticRuntime(StaticModule(module, options=SMALL)),
         reference,
@@ -174,7 +177,10 @@ def test_dumps_match_the_interpreter_under_every_option_set(path: Path) -> None:
                 StaticModule(text, weights, StaticOptions(fusion=fusion))
             return
         interp = Interpreter(program, weights)
-        reference = lambda args: outcome(interp, args)
+
+        def reference(args: Any, interp: Interpreter = interp) -> Any:
+            return outcome(interp, args)
+
         run_b = _other_shape(inputs)
         if reference(run_b)[0] == "error":
             run_b = copy.deepcopy(inputs)  # the program fixes its shapes: B repeats A's

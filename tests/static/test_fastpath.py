@@ -108,7 +108,7 @@ def test_filled_constants_give_the_interpreters_bits(dtype) -> None:
 def test_small_tensors_and_loop_bodies_keep_the_scalar() -> None:
     small = np.linspace(-1, 1, fastpath.FILL_MIN_ELEMENTS - 1, dtype=np.float32)
     big = np.linspace(-1, 1, 4096, dtype=np.float32)
-    for text, x, args in ((CLAMPS, small, (small, small)), (LOOP_RELU, big, (big,))):
+    for text, args in ((CLAMPS, (small, small)), (LOOP_RELU, (big,))):
         rt = StaticRuntime(compiler.compile_source(text, fusion=False))
         expected = _interpreted(text, *args)
         for _ in range(2):
@@ -120,7 +120,10 @@ def test_small_tensors_and_loop_bodies_keep_the_scalar() -> None:
 
 def _mlp_inputs(batch: int) -> list[np.ndarray]:
     rng = np.random.default_rng(0)
-    f32 = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * 0.1
+
+    def f32(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape, dtype=np.float32) * 0.1
+
     return [f32(batch, 256), f32(512, 256), f32(512), f32(512, 512), f32(512), f32(10, 512), f32(10)]
 
 
@@ -175,7 +178,10 @@ def test_chunk_pieces_have_planned_shapes_so_the_lstm_gates_run_in_the_slab() ->
     managed (slab views) and called unguarded, and the results keep the interpreter's bits."""
     rng = np.random.default_rng(4)
     b, h = 64, 256
-    f32 = lambda *shape: rng.standard_normal(shape, dtype=np.float32)
+
+    def f32(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape, dtype=np.float32)
+
     args = [f32(b, h), f32(b, h), f32(b, h), f32(4 * h, h), f32(4 * h, h), f32(4 * h), f32(4 * h)]
     program = compiler.compile_source(LSTM_CELL)
     expected = vm.Interpreter(program)(*args)

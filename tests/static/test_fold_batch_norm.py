@@ -73,7 +73,10 @@ def test_fold_on_and_off_agree(case: Case) -> None:
     name, text = case.group, case.text
     module = parse(strip_checks(text), f"{name}.ir")
     weights, args = _weights(module), _inputs(module)
-    fresh = lambda: {k: v.copy() for k, v in weights.items()}  # training BN writes its stats
+
+    def fresh() -> dict[str, np.ndarray]:
+        return {k: v.copy() for k, v in weights.items()}  # training BN writes its stats
+
     on = StaticRuntime(module, fresh())(*args)
     off = StaticRuntime(module, fresh(), options=StaticOptions(**{name: False}))(*args)
     for got, want in zip(np.atleast_1d(np.asarray(on, dtype=object)), np.atleast_1d(np.asarray(off, dtype=object))):

@@ -104,14 +104,20 @@ graph(%a : Tensor, %b : Tensor):
 def lstm_reference(x, hx, cx, w_ih, w_hh, b_ih, b_hh):
     gates = x @ w_ih.T + hx @ w_hh.T + b_ih + b_hh
     i, f, c, o = np.split(gates, 4, axis=1)
-    sig = lambda v: 1 / (1 + np.exp(-v))
+
+    def sig(v: np.ndarray) -> np.ndarray:
+        return 1 / (1 + np.exp(-v))
+
     cy = sig(f) * cx + sig(i) * np.tanh(c)
     return sig(o) * np.tanh(cy), cy
 
 
 def lstm_inputs(batch: int, hidden: int, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    f = lambda *s: rng.standard_normal(s, dtype=np.float32) * 0.1
+
+    def f(*s: int) -> np.ndarray:
+        return rng.standard_normal(s, dtype=np.float32) * 0.1
+
     return [f(batch, hidden), f(batch, hidden), f(batch, hidden), f(4 * hidden, hidden), f(4 * hidden, hidden),
             f(4 * hidden), f(4 * hidden)]  # fmt: skip
 

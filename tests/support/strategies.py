@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import attrs
@@ -487,7 +487,7 @@ value_names = st.one_of(
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tensor_types() -> st.SearchStrategy[T.Type]:
     sizes = st.lists(st.one_of(st.none(), st.integers(0, 64)), max_size=4)
 
@@ -506,7 +506,7 @@ def _tensor_types() -> st.SearchStrategy[T.Type]:
     return st.one_of(st.just(T.TENSOR), refined())
 
 
-@lru_cache(maxsize=None)
+@cache
 def ir_types(max_leaves: int = 6) -> st.SearchStrategy[T.Type]:
     """Any IR type, nested (lists, optionals, tuples, dicts, unions, futures, classes)."""
     leaves = st.one_of(
@@ -531,7 +531,7 @@ def ir_types(max_leaves: int = 6) -> st.SearchStrategy[T.Type]:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _floats(typed: bool = True) -> st.SearchStrategy[float]:
     """Floats; PyTorch prints an integral double >= 1e10 like an int (``10000000000000000``),
     which only a float-typed constant can read back as a float, so ``typed=False`` avoids them."""
@@ -560,13 +560,13 @@ def _tensor_literals(draw: st.DrawFn) -> TensorLiteral:
     return TensorLiteral(values, shape, dtype, approximate=dtype == "Float")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _attr_types() -> st.SearchStrategy[T.Type]:
     # a bare tuple type is not an attribute value (it would read as a tuple of values)
     return ir_types(3).filter(lambda t: not str(t).startswith("("))
 
 
-@lru_cache(maxsize=None)
+@cache
 def attr_payloads(max_leaves: int = 8) -> st.SearchStrategy[Any]:
     """Any attribute payload: numbers, strings, None, lists, tuples, dicts, types, tensors."""
     scalars = st.one_of(
@@ -689,7 +689,7 @@ class _SyntaxBuilder:
             inner = scope + [o for n in block.nodes for o in n.outputs]
             for value in self.pick(inner, n_out):
                 block.add_return(value)
-        for i in range(len(node.blocks[0].returns)):
+        for _ in range(len(node.blocks[0].returns)):
             node.add_output(self.name(), None)
         return node
 
