@@ -16,7 +16,7 @@ Attribute payloads (``Node.attrs`` values) are plain Python data: ``int``, ``flo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 from attrs import define, field, frozen
 
@@ -46,7 +46,7 @@ class Use(NamedTuple):
     A tuple, so that finding one in a use list (``list.remove``) compares in C: a pooled
     constant can have thousands of uses."""
 
-    user: Union["Node", "Block"]
+    user: Node | Block
     index: int
 
 
@@ -54,19 +54,19 @@ class Use(NamedTuple):
 class Value:
     name: str  # without the leading '%'
     type: Type | None = None  # None when the dump printed no type (PyTorch then means Tensor)
-    node: "Node | None" = None  # the producer; None for a block parameter
-    block: "Block | None" = None  # for a block parameter, its block
+    node: Node | None = None  # the producer; None for a block parameter
+    block: Block | None = None  # for a block parameter, its block
     uses: list[Use] = field(factory=list)
 
     def __repr__(self) -> str:
         return f"%{self.name}"
 
-    def replace_all_uses_with(self, other: "Value") -> None:
+    def replace_all_uses_with(self, other: Value) -> None:
         for use in list(self.uses):
             _set_operand(use.user, use.index, other)
 
     @property
-    def defining_block(self) -> "Block | None":
+    def defining_block(self) -> Block | None:
         return self.block if self.node is None else self.node.owner
 
 
@@ -76,11 +76,11 @@ class Node:
     inputs: list[Value] = field(factory=list)
     outputs: list[Value] = field(factory=list)
     attrs: dict[str, object] = field(factory=dict)
-    blocks: list["Block"] = field(factory=list)
+    blocks: list[Block] = field(factory=list)
     span: Span | None = None  # where in the IR file this node was parsed
     source: str | None = None  # the trailing "# file.py:12:4" comment (without "# ")
     scope: str | None = None  # the ", scope: ..." annotation
-    owner: "Block | None" = None
+    owner: Block | None = None
 
     def __repr__(self) -> str:
         outs = ", ".join(repr(v) for v in self.outputs)
@@ -115,12 +115,12 @@ class Node:
         assert not self.outputs[index].uses, f"output %{self.outputs[index].name} still used"
         del self.outputs[index]
 
-    def add_block(self) -> "Block":
+    def add_block(self) -> Block:
         block = Block(owner=self)
         self.blocks.append(block)
         return block
 
-    def walk(self) -> Iterator["Node"]:
+    def walk(self) -> Iterator[Node]:
         """This node's nested nodes, depth first (not the node itself)."""
         return _walk_blocks(iter(self.blocks))
 
@@ -283,11 +283,11 @@ class Graph:
             i += 1
         return f"{base}.{i}"
 
-    def name_source(self) -> "FreshNames":
+    def name_source(self) -> FreshNames:
         """A source of fresh value names for a pass that creates many values (see ``FreshNames``)."""
         return FreshNames(self)
 
-    def clone(self) -> "Graph":
+    def clone(self) -> Graph:
         """A deep copy: new nodes and values, same names, types, attributes and spans."""
         mapping: dict[int, Value] = {}
         new = Graph(name=self.name, span=self.span)
@@ -304,7 +304,7 @@ class FreshNames:
     other means must be added with ``taken.add``.
     """
 
-    def __init__(self, graph: "Graph") -> None:
+    def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self._taken: set[str] | None = None
         self._next: dict[str, int] = {}
@@ -330,7 +330,7 @@ class FreshNames:
 
 # ``str(module)`` prints through ``compiler.printer``, which puts its ``print_module`` here when
 # imported (the ``compiler`` package imports it): the data model does not import its printer.
-MODULE_PRINTER: list[Callable[["Module"], str]] = []
+MODULE_PRINTER: list[Callable[[Module], str]] = []
 
 
 @define(eq=False, repr=False)
@@ -350,7 +350,7 @@ class Module:
     def __str__(self) -> str:
         return MODULE_PRINTER[0](self)
 
-    def clone(self) -> "Module":
+    def clone(self) -> Module:
         return Module(
             self.main.clone(),
             {name: g.clone() for name, g in self.functions.items()},
@@ -397,7 +397,7 @@ def count_nodes(blocks: Iterable[Block]) -> int:
     return total
 
 
-def clone_node(node: Node, mapping: dict[int, Value], value_of: "callable | None" = None) -> Node:
+def clone_node(node: Node, mapping: dict[int, Value]) -> Node:
     """Copy ``node`` (and its blocks); inputs are looked up in ``mapping`` by id, falling back
     to the original value (a use of something defined outside the copied region)."""
     new = _clone_shallow(node, mapping)

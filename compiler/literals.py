@@ -170,4 +170,4 @@ def _short_number(v: float) -> str:
         return "nan"
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
-    return "%g" % v
+    return f"{v:g}"

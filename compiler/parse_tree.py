@@ -280,6 +280,7 @@ class Builder(Transformer):  # type: ignore[type-arg]
             )
         source = self.context.text
         start = children[0].start_pos
+        assert start is not None  # lark's lexer gives every token its position
         padded = start
         while padded > 0 and source[padded - 1] == " ":
             padded -= 1

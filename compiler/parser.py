@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from importlib import resources
 
 import lark
-from lark import Lark, Token
+from lark import Lark
 
 from compiler import line_parser
 from compiler import types as T

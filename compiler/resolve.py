@@ -40,7 +40,7 @@ from compiler.diagnostics import CompileError
 from compiler.ir import Graph, Module, Node, TensorLiteral, Value
 from vm.ops import registry
 from vm.ops.facts import CONTROL_KINDS  # the emitter and the runtimes handle these
-from vm.ops.registry import MISSING, OpInfo, OpRef, Schema
+from vm.ops.registry import MISSING, OpInfo, OpRef
 from vm.schema_types import FixedList, TypeVar, parse_schema_type
 from vm.types import NUMPY_DTYPES
 from vm.unbound import UnboundTensor

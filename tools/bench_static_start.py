@@ -38,8 +38,9 @@ def _arrays(path: Path) -> dict[str, np.ndarray]:
 
 
 def bench(name: str, runs: int) -> None:
-    import compiler
     from bench_startup import export_model
+
+    import compiler
     from vm.io import load_inputs
     from vm.static import StaticModule, StaticRuntime
 

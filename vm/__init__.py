@@ -5,6 +5,14 @@
     vm.load("model.irbc")
 """
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what __getattr__ gives, spelled for type checkers (at run time they load when used)
+    from vm.bytecode import Program
+    from vm.interpreter import Interpreter
+    from vm.irbc import load, save
+    from vm.static import RuntimePool, StaticModule, StaticRuntime
+
 
 def __getattr__(name: str):
     # Lazy, so that `import vm` stays cheap and the pieces load only when used.

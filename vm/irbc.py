@@ -333,7 +333,10 @@ def _function_from_json(f: dict[str, Any], files: dict[str, bytes], where: str) 
         if type(x) is not int or type(n) is not int:
             raise BytecodeError(f"{where}: function {f.get('name')!r}, instruction {k}: operands {x!r}, {n!r} are not integers")
         code.append(Instruction(opcode, x, n))
-    decode = lambda v: _decode(v, files, where)
+
+    def decode(v: Any) -> Any:
+        return _decode(v, files, where)
+
     return Function(
         name=str(f["name"]),
         instructions=tuple(code),

@@ -96,10 +96,12 @@ def callee_name(node: Node, functions: dict[str, Graph]) -> str | None:
             return name if isinstance(name, str) and name in functions else None
     if node.kind == "prim::CallMethod" and node.inputs:
         method = node.attrs.get("name")
+        if not isinstance(method, str):
+            return None
         self_type = node.inputs[0].type
         if isinstance(self_type, T.ClassType) and f"{self_type.qualname}.{method}" in functions:
             return f"{self_type.qualname}.{method}"
-        graph = functions.get(method) if isinstance(method, str) else None
+        graph = functions.get(method)
         if graph is not None and graph.inputs and graph.inputs[0].type == self_type:
             return method
     return None

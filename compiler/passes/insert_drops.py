@@ -24,8 +24,8 @@ its defining block, and the emitter turns each ``prim::Drop`` input into DROPR.
 
 from __future__ import annotations
 
-from compiler.diagnostics import Span
 from compiler.analysis.last_uses import last_uses
+from compiler.diagnostics import Span
 from compiler.ir import Block, Graph, Node, Value
 from compiler.passes import Target, ancestor_in, graphs_of, note
 

@@ -42,8 +42,8 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from vm.fusion import numba_backend as fusion_numba
 from vm.errors import RunError, Span
+from vm.fusion import numba_backend as fusion_numba
 from vm.fusion.plan import BlockPlan, make_plan, make_whole, probe_dtypes
 from vm.ops.registry import OpRef, bind, bind_out, prim_factory
 

@@ -65,7 +65,8 @@ _FEW_ROWS_FROM = 32768  # elements of b; below, the plain product is as fast
 
 @kernel("aten::mm(Tensor self, Tensor mat2) -> Tensor")
 def mm(self: Array, mat2: Array) -> Array:
-    _need_dims(self, 2, "mm", "self"), _need_dims(mat2, 2, "mm", "mat2")
+    _need_dims(self, 2, "mm", "self")
+    _need_dims(mat2, 2, "mm", "mat2")
     _same_dtype(self, mat2)
     return gemm(self, mat2)
 
@@ -80,7 +81,8 @@ def mm_out(buf: Array, self: Array, mat2: Array) -> Array:
 
 @kernel("aten::bmm(Tensor self, Tensor mat2) -> Tensor")
 def bmm(self: Array, mat2: Array) -> Array:
-    _need_dims(self, 3, "bmm", "batch1"), _need_dims(mat2, 3, "bmm", "batch2")
+    _need_dims(self, 3, "bmm", "batch1")
+    _need_dims(mat2, 3, "bmm", "batch2")
     _same_dtype(self, mat2)
     return np.matmul(self, mat2)
 
@@ -207,8 +209,8 @@ def dot(self: Array, tensor: Array) -> Array:
     _same_dtype(self, tensor, "both vectors")
     if self.shape != tensor.shape:
         raise RuntimeError(
-            "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, "
-            "but got {} and {} elements respectively".format(self.size, tensor.size, self.size, tensor.size)
+            f"inconsistent tensor size, expected tensor [{self.size}] and src [{tensor.size}] to have the same "
+            f"number of elements, but got {self.size} and {tensor.size} elements respectively"
         )
     return wrap(np.dot(self, tensor))
 
@@ -219,7 +221,8 @@ kernel("aten::vdot(Tensor self, Tensor other) -> Tensor")(dot.__wrapped__).out(c
 
 @kernel("aten::mv(Tensor self, Tensor vec) -> Tensor")
 def mv(self: Array, vec: Array) -> Array:
-    _need_dims(self, 2, "mv", "self"), _need_dims(vec, 1, "mv", "vec")
+    _need_dims(self, 2, "mv", "self")
+    _need_dims(vec, 1, "mv", "vec")
     _same_dtype(self, vec, "self and vec")
     return np.matmul(self, vec)
 

@@ -33,10 +33,10 @@ from collections.abc import Callable
 
 import attrs
 
-from vm import types as T
 from compiler.analysis import effects
 from compiler.analysis.last_uses import reads
 from compiler.ir import Graph, Node, Value
+from vm import types as T
 from vm.ops import registry
 from vm.ops.facts import (
     CONTAINER_KINDS,
@@ -47,6 +47,7 @@ from vm.ops.facts import (
     SUBGRAPH_KINDS,
 )
 from vm.ops.registry import OpRef
+
 
 @attrs.frozen
 class BlockFacts:

@@ -116,7 +116,10 @@ class ProfileReport:
         return self.managed_bytes - self.slab_bytes
 
     def __str__(self) -> str:
-        us = lambda s: f"{s * 1e6:10.2f} us"
+
+        def us(s: float) -> str:
+            return f"{s * 1e6:10.2f} us"
+
         lines = [
             f"static runtime profile: {self.runs} runs after one warm-up",
             f"  setup {us(self.setup_seconds)}   first run {us(self.first_run_seconds)}",
