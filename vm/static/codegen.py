@@ -222,19 +222,19 @@ class _Factory:
         self.table_names = [n for n in keyed if n[1] in "kov"]
         self._tables: tuple[Any, Any, Any, dict[str, Any]] | None = None
 
-    def _table_globals(self, K: Any, O: Any, C: Any) -> dict[str, Any]:
+    def _table_globals(self, K: Any, OUT: Any, C: Any) -> dict[str, Any]:
         cached = self._tables
-        if cached is not None and cached[0] is K and cached[1] is O and cached[2] is C:
+        if cached is not None and cached[0] is K and cached[1] is OUT and cached[2] is C:
             return cached[3]
-        tables = {"k": K, "o": O, "v": C}
+        tables = {"k": K, "o": OUT, "v": C}
         made = {name: tables[kind][key] for name, kind, key, _ in self.table_names}
-        self._tables = (K, O, C, made)
+        self._tables = (K, OUT, C, made)
         return made
 
-    def __call__(self, K, O, C, B, OB, F, R, T, U, _pc, _deep, fused=None) -> Callable[..., Any]:
+    def __call__(self, K, OUT, C, B, OB, F, R, T, U, _pc, _deep, fused=None) -> Callable[..., Any]:
         """Bind the code; names a plan leaves out (a slot it does not plan, a node it does
         not call fast, a group it does not fuse: ``fused``, None for all) are None."""
-        g = dict(self._table_globals(K, O, C))
+        g = dict(self._table_globals(K, OUT, C))
         g.update({
             "_nd": np.ndarray, "OB": OB, "F": F, "R": R, "T": T, "_pc": _pc, "_deep": _deep,
             "__linemap__": self.linemap,
@@ -555,11 +555,16 @@ class _Generator:
         self, targets, sources, depth: int, node: Node, cond: str | None = None
     ) -> None:
         """Simultaneous ``t1, t2 = s1, s2`` (a None target is the loop condition)."""
-        pairs = [
-            (cond if t is None else self._v(t), self._v(s))
-            for t, s in zip(targets, sources)
-        ]
-        pairs = [(t, s) for t, s in pairs if t != s]
+        pairs: list[tuple[str, str]] = []
+        for t, s in zip(targets, sources):
+            if t is None:
+                assert cond is not None  # a None target comes with the condition's name
+                target = cond
+            else:
+                target = self._v(t)
+            source = self._v(s)
+            if target != source:
+                pairs.append((target, source))
         if pairs:
             lhs, rhs = ", ".join(t for t, _ in pairs), ", ".join(s for _, s in pairs)
             self._emit(depth, f"{lhs} = {rhs}", node)

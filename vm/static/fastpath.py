@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -66,8 +66,11 @@ from vm.static.codegen import ProcessedNode
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
+# a ufunc, or a function called as one: f(operands..., out=None) (_sigmoid, _linear)
+UfuncLike = Callable[..., np.ndarray]
+
 # overload -> (ufunc, which inputs are operands, constant inputs that must hold a value)
-TABLE: dict[str, tuple[np.ufunc, tuple[int, ...], dict[int, Any]]] = {}
+TABLE: dict[str, tuple[UfuncLike, tuple[int, ...], dict[int, Any]]] = {}
 for _name, _ufunc in (("add", np.add), ("sub", np.subtract)):
     for _overload in ("Tensor", "Scalar"):
         TABLE[f"aten::{_name}.{_overload}"] = (_ufunc, (0, 1), {2: 1})
@@ -91,7 +94,7 @@ def _sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return np.reciprocal(e, out=e)
 
 
-TABLE["aten::sigmoid"] = (_sigmoid, (0,), {})  # type: ignore[assignment]
+TABLE["aten::sigmoid"] = (_sigmoid, (0,), {})
 TABLE["aten::clamp_max"] = (np.minimum, (0, 1), {})
 
 
@@ -116,7 +119,7 @@ Arg = tuple[
 _NO = object()  # "not a constant"
 
 
-Choice = tuple[np.ufunc, tuple[Arg, ...], "np.dtype | None"]
+Choice = tuple[UfuncLike, tuple[Arg, ...], "np.dtype | None"]
 
 # maximum/minimum take their SIMD loop only with array operands (see the module docstring)
 FILLABLE = (np.maximum, np.minimum)
@@ -246,7 +249,7 @@ def _number(value: Any) -> bool:
 
 
 def _specialize(
-    pn: ProcessedNode, ufunc: np.ufunc, operands: list, recorded, constants, tainted
+    pn: ProcessedNode, ufunc: UfuncLike, operands: list, recorded, constants, tainted
 ):
     out = recorded.get(pn.outputs[0])
     if type(out) is not np.ndarray or out.dtype not in FLOATS or out.ndim == 0:
@@ -264,6 +267,8 @@ def _specialize(
                 return None
             args.append(("s", out.dtype.type(value)))
             continue
+        if isinstance(operand, tuple):  # (index, value): a value given here, never _NO
+            return None
         slot = pn.inputs[operand]
         seen = recorded.get(slot)
         if (seen is not None or not guarded) and (

@@ -57,12 +57,12 @@ def _register(name: str, params: str, compute: Fn, *, inplace: bool = True, into
     registered = kernel(f"aten::{name}(Tensor self{sep}{params}) -> Tensor", elementwise=True)(functional)
 
     def direct(out: np.ndarray, x: np.ndarray) -> bool:
-        return (into is not None and type(out) is np.ndarray and out.shape == x.shape
+        return (type(out) is np.ndarray and out.shape == x.shape
                 and out.dtype == x.dtype and x.dtype.kind == "f")  # fmt: skip
 
     @registered.out
     def out_variant(out: np.ndarray, x: np.ndarray, *args: Any) -> np.ndarray:
-        if direct(out, x):
+        if into is not None and direct(out, x):
             into(x, *args, out=out)
             return out
         return write_out(out, functional(x, *args))
@@ -70,7 +70,7 @@ def _register(name: str, params: str, compute: Fn, *, inplace: bool = True, into
     if inplace:
 
         def in_place(x: np.ndarray, *args: Any) -> np.ndarray:
-            if direct(x, x):
+            if into is not None and direct(x, x):
                 into(x, *args, out=x)
             else:
                 x[...] = fn(x, *args)
@@ -80,7 +80,7 @@ def _register(name: str, params: str, compute: Fn, *, inplace: bool = True, into
         kernel(f"aten::{name}_(Tensor(a!) self{sep}{params}) -> Tensor(a!)")(in_place)
 
 
-def _elu(x: np.ndarray, alpha: float, scale: float | None, input_scale: float) -> np.ndarray:
+def _elu(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> np.ndarray:
     return np.where(x > 0, x * scale, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale))
 
 

@@ -305,13 +305,13 @@ def conv_padding_str(
     padding: str,
     dilation: Ints,
     groups: int,
-    out: np.ndarray = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     if padding == "valid":
-        return conv_nd(x, weight, bias, stride, 0, dilation, groups, out)
+        return conv_nd(x, weight, bias, stride, (0,), dilation, groups, out)
     if padding == "same":
         xp, _ = _same_padding(x, weight, stride, dilation)
-        return conv_nd(xp, weight, bias, stride, 0, dilation, groups, out)
+        return conv_nd(xp, weight, bias, stride, (0,), dilation, groups, out)
     raise ValueError(f"invalid padding string {padding!r}: expected 'same' or 'valid'")
 
 
@@ -398,7 +398,7 @@ def _register_conv(dims: int) -> None:
         weight: np.ndarray,
         bias: np.ndarray | None,
         stride: Ints,
-        padding: Ints,
+        padding: str,
         dilation: Ints,
         groups: int,
     ) -> np.ndarray:
@@ -411,7 +411,7 @@ def _register_conv(dims: int) -> None:
         weight: np.ndarray,
         bias: np.ndarray | None,
         stride: Ints,
-        padding: Ints,
+        padding: str,
         dilation: Ints,
         groups: int,
     ) -> np.ndarray:

@@ -81,7 +81,8 @@ def col2im(cols: np.ndarray, output_size: Ints, kernel_size: Ints, dilation: Int
     flat = (rows * wp + cols_).reshape(-1)  # (kh * kw * oh * ow,) positions in a padded plane
     acc = np.zeros((n, c, hp * wp), np.result_type(c3.dtype, np.float32) if c3.dtype.kind != "f" else c3.dtype)
     values = c3.reshape(n, c, k[0] * k[1] * length)
-    np.add.at(acc, (slice(None), slice(None), flat), values)
+    # numpy's stubs allow only an int array as ufunc.at's index; a tuple index is valid numpy
+    np.add.at(acc, (slice(None), slice(None), flat), values)  # pyright: ignore[reportArgumentType]
     out = acc.reshape(n, c, hp, wp)[:, :, p[0]:p[0] + size[0], p[1]:p[1] + size[1]].astype(c3.dtype, copy=False)
     out = np.ascontiguousarray(out)
     return out if batched else out[0]

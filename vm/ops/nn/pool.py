@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from types import EllipsisType
 
 import numpy as np
 
@@ -72,7 +73,7 @@ def _padded(x: np.ndarray, p: Ints, outs: Ints, k: Ints, s: Ints, d: Ints, fill:
     return np.pad(x, widths, constant_values=fill)
 
 
-def _tap_slices(tap: Ints, d: Ints, s: Ints, outs: Ints) -> tuple[slice, ...]:
+def _tap_slices(tap: Ints, d: Ints, s: Ints, outs: Ints) -> tuple[EllipsisType | slice, ...]:
     return (Ellipsis,) + tuple(slice(t * di, t * di + (o - 1) * si + 1, si) for t, di, si, o in zip(tap, d, s, outs))
 
 
@@ -104,10 +105,12 @@ def max_pool2d_with_indices(
                 take |= np.isnan(val)
             np.copyto(best, val, where=take)
         if want_indices:
+            assert take is not None  # set on every tap when indices are wanted
             rows = np.arange(outs[0]) * s[0] - p[0] + tap[0] * d[0]
             cols = np.arange(outs[1]) * s[1] - p[1] + tap[1] * d[1]
             flat = rows[:, None] * width + cols[None, :]
             best_idx = np.broadcast_to(flat, val.shape).copy() if best_idx is None else np.where(take, flat, best_idx)
+    assert best is not None  # _geometry's sizes are positive: there is at least one tap
     return best, best_idx
 
 
@@ -140,6 +143,7 @@ def max_pool2d_with_indices_kernel(
     ceil_mode: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     out, idx = max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)
+    assert idx is not None  # want_indices=True
     return out, idx.astype(np.int64)
 
 
@@ -173,7 +177,7 @@ def avg_pool2d_impl(
     count_include_pad: bool,
     divisor_override: int | None,
 ) -> np.ndarray:
-    k, s, p, d, outs = _geometry(x, kernel_size, stride, padding, 1, ceil_mode)
+    k, s, p, d, outs = _geometry(x, kernel_size, stride, padding, (1,), ceil_mode)
     acc_dtype = x.dtype if x.dtype.kind == "f" else np.int64
     xp = _padded(x, p, outs, k, s, d, 0)
     total = np.zeros(x.shape[:-2] + outs, acc_dtype)
@@ -314,13 +318,14 @@ def adaptive_max_pool2d(x: np.ndarray, output_size: Sequence[int | None]) -> tup
     oh, ow = _output_size(x, output_size, 2)
     h, w = x.shape[-2:]
     (hs, he), (ws, we) = _bins(h, oh), _bins(w, ow)
-    best = best_idx = None
+    best: np.ndarray | None = None
+    best_idx: np.ndarray | None = None
     for dh, dw in itertools.product(range(int((he - hs).max())), range(int((we - ws).max()))):
         rows = np.minimum(hs + dh, he - 1)
         cols = np.minimum(ws + dw, we - 1)
         val = x[..., rows[:, None], cols[None, :]]
         flat = rows[:, None] * w + cols[None, :]
-        if best is None:
+        if best is None or best_idx is None:
             best, best_idx = val.copy(), np.broadcast_to(flat, val.shape).copy()
             continue
         take = val > best
@@ -328,6 +333,11 @@ def adaptive_max_pool2d(x: np.ndarray, output_size: Sequence[int | None]) -> tup
             take |= np.isnan(val)
         np.copyto(best, val, where=take)
         best_idx = np.where(take, flat, best_idx)
+    if best is None or best_idx is None:  # an empty bin: no element to take
+        raise RuntimeError(
+            f"adaptive_max_pool2d(): Expected input to have non-zero size for non-batch dimensions, but input has "
+            f"sizes {list(x.shape)}"
+        )
     return best, best_idx.astype(np.int64)
 
 

@@ -12,6 +12,7 @@ never aliases the input).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -41,7 +42,7 @@ def constant_pad(x: np.ndarray, pad: Sequence[int], value: float) -> np.ndarray:
     return np.pad(x, grow, constant_values=value)
 
 
-_NP_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+_NP_MODES: dict[str, Literal["reflect", "edge", "wrap"]] = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
 
 def mode_pad(x: np.ndarray, pad: Sequence[int], mode: str) -> np.ndarray:

@@ -77,7 +77,7 @@ def lstm_cell(
 )
 def gru_cell(
     x: np.ndarray,
-    hx: Sequence[np.ndarray],
+    hx: np.ndarray,
     w_ih: np.ndarray,
     w_hh: np.ndarray,
     b_ih: np.ndarray | None,
@@ -97,7 +97,7 @@ def _relu(x: Array) -> Array:
 )
 def rnn_tanh_cell(
     x: np.ndarray,
-    hx: Sequence[np.ndarray],
+    hx: np.ndarray,
     w_ih: np.ndarray,
     w_hh: np.ndarray,
     b_ih: np.ndarray | None,
@@ -113,7 +113,7 @@ def rnn_tanh_cell(
 )
 def rnn_relu_cell(
     x: np.ndarray,
-    hx: Sequence[np.ndarray],
+    hx: np.ndarray,
     w_ih: np.ndarray,
     w_hh: np.ndarray,
     b_ih: np.ndarray | None,
@@ -126,7 +126,11 @@ def rnn_relu_cell(
 # Fused multi-layer operators
 
 
-def _split_params(params: Sequence[Array], has_biases: bool, num_layers: int, dirs: int) -> list[list[Array | None]]:
+# one layer and direction's (w_ih, w_hh, b_ih, b_hh, w_hr); the biases and projection may be absent
+LayerWeights = tuple[Array, Array, Array | None, Array | None, Array | None]
+
+
+def _split_params(params: Sequence[Array], has_biases: bool, num_layers: int, dirs: int) -> list[LayerWeights]:
     """Per (layer, direction): [w_ih, w_hh, b_ih, b_hh, w_hr], absent ones None."""
     groups = num_layers * dirs
     if len(params) % groups:
@@ -135,20 +139,20 @@ def _split_params(params: Sequence[Array], has_biases: bool, num_layers: int, di
     base = 4 if has_biases else 2
     if per not in (base, base + 1):
         raise ValueError(f"expected {base} (or {base + 1} with projections) parameters per layer and direction, got {per}")
-    out = []
+    out: list[LayerWeights] = []
     for g in range(groups):
         chunk = list(params[g * per : (g + 1) * per])
         w_ih, w_hh = chunk[0], chunk[1]
         b_ih, b_hh = (chunk[2], chunk[3]) if has_biases else (None, None)
         w_hr = chunk[-1] if per == base + 1 else None
-        out.append([w_ih, w_hh, b_ih, b_hh, w_hr])
+        out.append((w_ih, w_hh, b_ih, b_hh, w_hr))
     return out
 
 
 def _run_direction(
     xs: Array,
     state: tuple[Array, ...],
-    weights: list[Array | None],
+    weights: LayerWeights,
     reverse: bool,
     kind: str,
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
@@ -158,10 +162,11 @@ def _run_direction(
     steps = range(xs.shape[0] - 1, -1, -1) if reverse else range(xs.shape[0])
     h = state[0]
     c = state[1] if kind == "lstm" else None
-    outs: list[Array] = [None] * xs.shape[0]  # type: ignore[list-item]
+    outs: list[Array] = []  # in the order of ``steps``
     for t in steps:
         gh = _proj(h, w_hh, b_hh)
         if kind == "lstm":
+            assert c is not None  # an LSTM's state is (h, c)
             h, c = lstm_step(gi_all[t] + gh, c)
             if w_hr is not None:
                 h = h @ w_hr.T
@@ -171,8 +176,10 @@ def _run_direction(
             h = np.tanh(gi_all[t] + gh)
         else:
             h = _relu(gi_all[t] + gh)
-        outs[t] = h
-    final = (h, c) if kind == "lstm" else (h,)
+        outs.append(h)
+    if reverse:
+        outs.reverse()
+    final = (h, c) if c is not None else (h,)
     return np.stack(outs), final
 
 
@@ -242,7 +249,7 @@ def _register_single_state(kind: str) -> None:
     @kernel(f"aten::{kind}.input(Tensor input, Tensor hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor)")
     def fused(
         x: np.ndarray,
-        hx: Sequence[np.ndarray],
+        hx: np.ndarray,
         params: Sequence[np.ndarray],
         has_biases: bool,
         num_layers: int,
