@@ -125,7 +125,7 @@ def _combined(errors: list[CompileError]) -> CompileError:
         return errors[0]
     text = f"{len(errors)} nodes cannot be compiled:\n" + "\n".join(str(e) for e in errors)
     err = CompileError(text, None)
-    err.errors = errors  # type: ignore[attr-defined]
+    err.errors = errors
     return err
 
 

@@ -92,6 +92,13 @@ class Node:
         assert len(self.outputs) == 1, f"{self.kind} has {len(self.outputs)} outputs"
         return self.outputs[0]
 
+    @property
+    def subgraph(self) -> Graph:
+        """A fusion group's body, ``attrs["Subgraph"]``."""
+        graph = self.attrs["Subgraph"]
+        assert isinstance(graph, Graph), f"{self.kind} has no Subgraph graph"
+        return graph
+
     def add_input(self, value: Value) -> None:
         self.inputs.append(value)
         value.uses.append(Use(self, len(self.inputs) - 1))

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from compiler.ir import TensorLiteral
 from compiler.types import SCALAR_TYPE_CODES
@@ -38,23 +40,25 @@ __all__ = [
 ]
 
 
-class AnnotatedList(list):  # type: ignore[type-arg]
+class AnnotatedList(list[Any]):
     """A list constant printed as ``annotate(List[int], [])``; ``annotation`` is ``List[int]``."""
 
     annotation: str
 
-    def __init__(self, items: object = (), annotation: str = "List[Any]") -> None:
-        super().__init__(items)  # type: ignore[arg-type]
+    def __init__(self, items: Iterable[Any] = (), annotation: str = "List[Any]") -> None:
+        super().__init__(items)
         self.annotation = annotation
 
 
-class AnnotatedDict(dict):  # type: ignore[type-arg]
+class AnnotatedDict(dict[Any, Any]):
     """A dict constant printed as ``annotate(Dict[str, int], {})``."""
 
     annotation: str
 
-    def __init__(self, items: object = (), annotation: str = "Dict[Any, Any]") -> None:
-        super().__init__(items)  # type: ignore[arg-type]
+    def __init__(
+        self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = (), annotation: str = "Dict[Any, Any]"
+    ) -> None:
+        super().__init__(items)
         self.annotation = annotation
 
 

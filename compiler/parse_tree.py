@@ -81,11 +81,11 @@ _DEVICE = re.compile(r"[A-Za-z_]+(:[0-9]+)?")
 _SIZE_ITEM = re.compile(r"(\*|-?[0-9]+)(?::(-?[0-9]+))?|(requires_grad|device|strides)(?:=([A-Za-z0-9_:]+))?")
 
 
-class _Size(tuple):  # type: ignore[type-arg]
+class _Size(tuple):
     """A non-type argument of a refined tensor type: ("size", n) / ("kw", key, value)."""
 
 
-class Builder(Transformer):  # type: ignore[type-arg]
+class Builder(Transformer):
     """Inline callbacks for grammar/ir.lark (one method per rule or alias)."""
 
     context: ClassVar[Any] = None  # the parser's _Context (file name, lines) for spans

@@ -35,6 +35,7 @@ import re
 import threading
 from collections.abc import Iterator
 from importlib import resources
+from typing import cast
 
 import lark
 from lark import Lark
@@ -122,7 +123,8 @@ def _run_lark(text: str, ctx: _Context) -> tuple[RawGraph, list[tuple[Spelled, R
     try:
         with _LOCK:  # the callbacks read the file context from the shared Builder
             Builder.context = ctx
-            return parser.parse(text)  # type: ignore[return-value]
+            # the grammar's Transformer builds the result; lark types parse() as giving a tree
+            return cast("tuple[RawGraph, list[tuple[Token, RawGraph]]]", parser.parse(text))
     except lark.exceptions.UnexpectedInput as err:
         raise _syntax_error(err, text, ctx) from None
     except lark.exceptions.VisitError as err:  # an error raised inside a callback
@@ -414,7 +416,9 @@ def _attach_sections(
             waiting.pop()
         if waiting:
             node = waiting[-1].pop(0).node
-            node.kind = _GROUP.match(name).group(1)  # type: ignore[union-attr]
+            group = _GROUP.match(name)
+            assert group is not None  # waiting holds only the nodes whose kind matches _GROUP
+            node.kind = group.group(1)
             node.attrs["Subgraph"] = _section_graph(raw, name, ctx)
         elif "::" in name:
             raise IRValidationError(f"no node refers to sub-graph {name}", ctx.at(name_token))

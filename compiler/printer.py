@@ -61,7 +61,7 @@ def _print_graph_into(graph: Graph, out: list[str]) -> None:
     out.append("  return (" + ", ".join("%" + v.name for v in graph.outputs) + ")\n")
     for i, node in enumerate(groups):
         out.append(f"with {node.kind}_{i} = ")
-        _print_graph_into(node.attrs["Subgraph"], out)  # type: ignore[arg-type]
+        _print_graph_into(node.subgraph, out)
 
 
 def _decl(value: Value) -> str:

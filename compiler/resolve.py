@@ -236,7 +236,7 @@ def resolve_all(graph: Graph | Module) -> tuple[dict[Node, OpRef], list[CompileE
                 elif node.kind not in CONTROL_KINDS:
                     resolved[node] = resolve(node)
                 elif node.kind == "prim::FusionGroup" and isinstance(node.attrs.get("Subgraph"), Graph):
-                    sub, sub_errors = resolve_all(node.attrs["Subgraph"])  # type: ignore[arg-type]
+                    sub, sub_errors = resolve_all(node.subgraph)
                     resolved.update(sub)
                     errors.extend(sub_errors)
             except CompileError as err:
@@ -252,7 +252,7 @@ def check_all(graph: Graph | Module) -> None:
     if errors:
         text = f"{len(errors)} nodes cannot be compiled:\n" + "\n".join(str(e) for e in errors)
         err = CompileError(text, None)
-        err.errors = errors  # type: ignore[attr-defined]
+        err.errors = errors
         raise err
 
 
@@ -396,7 +396,7 @@ def _tensor_literal(lit: TensorLiteral, type_: T.Type | None, name: str) -> Any:
     values = list(lit.values)
     shape = lit.shape
     if shape is None and isinstance(type_, T.TensorType) and type_.sizes is not None and None not in type_.sizes:
-        shape = tuple(type_.sizes)  # type: ignore[arg-type]
+        shape = tuple(type_.sizes)
     if shape is None:
         shape = () if len(values) == 1 else (len(values),)
     array = np.array(values, dtype=_literal_dtype(lit, type_, values))

@@ -392,17 +392,17 @@ def _payload_mismatch(value: Any, type_: T.Type) -> str | None:
             ok = t in (T.STR, T.DEVICE)
         elif isinstance(v, list):
             ok = isinstance(t, T.ListType)
-            if ok:
-                todo.extend((x, t.elem) for x in v)  # type: ignore[union-attr]
+            if isinstance(t, T.ListType):
+                todo.extend((x, t.elem) for x in v)
         elif isinstance(v, tuple):
             ok = isinstance(t, T.TupleType) and len(t.elems) == len(v)
-            if ok:
-                todo.extend(zip(v, t.elems))  # type: ignore[union-attr]
+            if ok and isinstance(t, T.TupleType):
+                todo.extend(zip(v, t.elems))
         elif isinstance(v, dict):
             ok = isinstance(t, T.DictType)
-            if ok:
-                todo.extend((k, t.key) for k in v)  # type: ignore[union-attr]
-                todo.extend((x, t.value) for x in v.values())  # type: ignore[union-attr]
+            if isinstance(t, T.DictType):
+                todo.extend((k, t.key) for k in v)
+                todo.extend((x, t.value) for x in v.values())
         else:
             ok = True
         if not ok:

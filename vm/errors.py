@@ -13,6 +13,8 @@ renders as ``FILE:LINE:COL: message`` followed by the line and a caret, so every
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 
@@ -75,6 +77,8 @@ class IRValidationError(IRError):
 class CompileError(IRError):
     """The graph is well formed but cannot be compiled (unknown operator, no overload)."""
 
+    errors: list[CompileError]  # set when this one error reports several nodes (resolve, emit)
+
 
 class BytecodeError(IRError):
     """An .irbc file is malformed, corrupt, or from an unsupported format version."""
@@ -82,3 +86,6 @@ class BytecodeError(IRError):
 
 class RunError(IRError):
     """Running a program failed: a bad input, a raised exception or a failing kernel."""
+
+    cause: BaseException  # the interpreter's: the exception the failing instruction raised
+    static_node: Any  # the static runtime's: the node that failed (its wrap_error reads it)

@@ -58,7 +58,7 @@ def failure_error(
         f"IR call stack (most recent call last):\n{stack}"
     )
     run_error = RunError(message, function.spans[at] if at < len(function.spans) else None)
-    run_error.cause = err  # type: ignore[attr-defined]
+    run_error.cause = err
     return run_error
 
 

@@ -56,7 +56,8 @@ def _top_level_items(text: str) -> list[str]:
 
 def is_tensor_type(type_text: str) -> bool:
     t = type_text.strip().rstrip("?")
-    return t == "Tensor" or t in DTYPES or bool(_REFINED.match(t) and _REFINED.match(t).group(1) in DTYPES)  # type: ignore[union-attr]
+    refined = _REFINED.match(t)
+    return t == "Tensor" or t in DTYPES or bool(refined and refined.group(1) in DTYPES)
 
 
 def rows(program: Any) -> list[tuple[str, str, str, str, str]]:

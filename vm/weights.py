@@ -436,8 +436,8 @@ def _check_shape(out: Value, array: np.ndarray, node: Node) -> None:
     from vm.inputs import DTYPES
 
     t = out.type
-    known = isinstance(t, T.TensorType) and t.sizes is not None and None not in t.sizes
-    if known and tuple(array.shape) != tuple(t.sizes):  # type: ignore[union-attr, arg-type]
+    sizes = t.sizes if isinstance(t, T.TensorType) else None
+    if sizes is not None and None not in sizes and tuple(array.shape) != tuple(sizes):
         raise RunError(f"weight for %{out.name} has shape {list(array.shape)}, the graph declares {t}", node.span)
     dtype = DTYPES.get(t.dtype) if isinstance(t, T.TensorType) and t.dtype else None
     if dtype is not None and array.dtype != np.dtype(dtype):

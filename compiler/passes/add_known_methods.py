@@ -45,7 +45,7 @@ def add_known_methods(target: Target) -> Target:
                 continue
             body = method_body(node)
             if body is not None:
-                added[f"{node.inputs[0].type.qualname}.{node.attrs['name']}"] = body  # type: ignore[union-attr]
+                added[f"{node.inputs[0].type.qualname}.{node.attrs['name']}"] = body
                 pending.append(body)
     note("bodies added", len(added))
     copy.functions.update(added)

@@ -75,7 +75,8 @@ def _fold_reads(names: FreshNames, value: Value, obj: Any, folded: dict[str, Any
         folded[path] = stored(constant) if isinstance(constant, EnumValue) else constant  # as the weights store it
         const = Node("prim::Constant", attrs={} if constant is None else {"value": _payload(constant)}, span=node.span)
         const.add_output(names(out.name), out.type)  # names gathered once, not per attribute
-        node.owner.insert_before(node, const)  # type: ignore[union-attr]
+        assert node.owner is not None  # a node being folded sits in a block
+        node.owner.insert_before(node, const)
         out.replace_all_uses_with(const.outputs[0])
         node.destroy()
         note("attributes folded")

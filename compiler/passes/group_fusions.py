@@ -60,7 +60,7 @@ def _fuse_graph(graph: Graph) -> None:
     note("groups formed", len(groups) - before)
     for node in groups:  # merged subgraphs bring copies of the same constants
         with collecting():  # not this pass's news: the group's internals
-            pool_graph(node.attrs["Subgraph"])  # type: ignore[arg-type]
+            pool_graph(node.subgraph)
 
 
 def is_fusible(node: Node) -> bool:
@@ -181,12 +181,13 @@ def _singleton(node: Node, pos: dict[Node, int]) -> Node:
 
 def _bring_in(group: Node, v: Value) -> Value:
     """The value standing for outer ``v`` inside ``group``'s subgraph (added on demand)."""
-    sub: Graph = group.attrs["Subgraph"]  # type: ignore[assignment]
-    if _cloned_constant(v):
+    sub = group.subgraph
+    producer = v.node
+    if producer is not None and _cloned_constant(v):
         for node in sub.nodes:
-            if node.kind == "prim::Constant" and node.attrs == v.node.attrs and node.output.type == v.type:  # type: ignore[union-attr]
+            if node.kind == "prim::Constant" and node.attrs == producer.attrs and node.output.type == v.type:
                 return node.output
-        const = clone_node(v.node, {})  # type: ignore[arg-type]
+        const = clone_node(producer, {})
         const.outputs[0].name = sub.fresh_name(v.name)
         sub.block.insert(_constant_prefix(sub), const)
         return const.output
@@ -199,8 +200,8 @@ def _bring_in(group: Node, v: Value) -> Value:
 
 def _merge(group: Node, producer: Node) -> None:
     """Move the subgraph of group ``producer`` (which precedes ``group``) into ``group``."""
-    sub: Graph = group.attrs["Subgraph"]  # type: ignore[assignment]
-    psub: Graph = producer.attrs["Subgraph"]  # type: ignore[assignment]
+    sub = group.subgraph
+    psub = producer.subgraph
     mapping = {id(p): _bring_in(group, outer) for p, outer in zip(psub.inputs, producer.inputs)}
     at = sum(1 for n in sub.nodes if n.kind == "prim::Constant")
     renamed: list[tuple[Value, str]] = []
@@ -237,7 +238,7 @@ def _constant_prefix(sub: Graph) -> int:
 
 def _connect(group: Node, outer: Value, inner: Value) -> None:
     """``outer`` (a producer output) is now computed inside ``group`` as ``inner``."""
-    sub: Graph = group.attrs["Subgraph"]  # type: ignore[assignment]
+    sub = group.subgraph
     for i in reversed(range(len(group.inputs))):
         if group.inputs[i] is outer:
             sub.inputs[i].replace_all_uses_with(inner)

@@ -24,6 +24,8 @@ for pooling.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from compiler import types as T
 from compiler.ir import FreshNames, Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, lazy_is_written, note
@@ -60,7 +62,7 @@ def _rewrite_all(graph: Graph) -> bool:
     return changed
 
 
-def _rewrite(node: Node, is_written: object, names: FreshNames) -> Value | None:
+def _rewrite(node: Node, is_written: Callable[[Value], bool], names: FreshNames) -> Value | None:
     kind = node.kind
     if len(node.outputs) != 1:
         return None
@@ -102,7 +104,7 @@ def _eval_dropout(node: Node) -> Value | None:
     return x
 
 
-def _arith_identity(node: Node, is_written: object) -> Value | None:
+def _arith_identity(node: Node, is_written: Callable[[Value], bool]) -> Value | None:
     x, other = node.inputs[0], node.inputs[1]
     if _dtype(x) not in _FLOAT_DTYPES or not isinstance(node.output.type, T.TensorType):
         return None
@@ -110,7 +112,7 @@ def _arith_identity(node: Node, is_written: object) -> Value | None:
         return None
     if len(node.inputs) == 3 and _scalar_constant(node.inputs[2]) != 1:
         return None
-    if is_written(node.output) or is_written(x):  # type: ignore[operator]
+    if is_written(node.output) or is_written(x):
         return None
     return x
 

@@ -83,8 +83,14 @@ def _propagate(graph: Graph) -> None:
         sweep_dead_code(graph)
 
 
+def _constant_node(value: Value) -> Node | None:
+    """The prim::Constant that defines ``value``, or None."""
+    node = value.node
+    return node if node is not None and node.kind == "prim::Constant" else None
+
+
 def _is_constant(value: Value) -> bool:
-    return value.node is not None and value.node.kind == "prim::Constant"
+    return _constant_node(value) is not None
 
 
 def _foldable(node: Node) -> bool:
@@ -101,9 +107,12 @@ def _foldable(node: Node) -> bool:
 
 def _fold_node(node: Node, names: FreshNames, is_written: Any) -> list[Value] | None:
     """Replace ``node`` by constants; the new constants' values, or None if it stays."""
+    producers = [_constant_node(v) for v in node.inputs]
     try:
         fn = bind(resolve(node))
-        args = [constant_value(v.node) for v in node.inputs]  # type: ignore[arg-type]
+        args = [constant_value(p) for p in producers if p is not None]
+        if len(args) != len(producers):
+            return None  # an input is not a constant
         result = fn(*args)
     except Exception:  # noqa: BLE001
         return None  # unknown operator, or it raises: leave it to run time
@@ -118,7 +127,8 @@ def _fold_node(node: Node, names: FreshNames, is_written: Any) -> list[Value] | 
     made = []
     for out, payload in zip(node.outputs, payloads):
         const = make_constant(payload, out.type, names(out.name), node)
-        node.owner.insert_before(node, const)  # type: ignore[union-attr]
+        assert node.owner is not None  # a node being folded sits in a block
+        node.owner.insert_before(node, const)
         out.replace_all_uses_with(const.output)
         made.append(const.output)
     node.destroy()
@@ -155,9 +165,10 @@ def make_constant(payload: Any, type_: T.Type | None, name: str, like: Node) -> 
 
 
 def _bool_constant(value: Value) -> bool | None:
-    if not _is_constant(value):
+    producer = _constant_node(value)
+    if producer is None:
         return None
-    payload = constant_value(value.node)  # type: ignore[arg-type]
+    payload = constant_value(producer)
     return bool(payload) if isinstance(payload, (bool, int)) else None
 
 
@@ -225,8 +236,10 @@ def _drop_invariant_carried(node: Node) -> list[Value] | None:
 def _fold_loop(node: Node) -> list[Value] | None:
     trip, cond = node.inputs[0], node.inputs[1]
     never = _bool_constant(cond) is False
-    if _is_constant(trip) and isinstance(constant_value(trip.node), int):  # type: ignore[arg-type]
-        never |= constant_value(trip.node) <= 0  # type: ignore[arg-type]
+    trip_node = _constant_node(trip)
+    trip_count = constant_value(trip_node) if trip_node is not None else None
+    if isinstance(trip_count, int):
+        never |= trip_count <= 0
     if not never:
         return _drop_invariant_carried(node)
     inits = list(node.inputs[2:])

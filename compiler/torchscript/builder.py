@@ -171,7 +171,11 @@ def _default_type(type_text: str, value: Any) -> T.Type:
     if isinstance(formal, T.OptionalType):
         formal = formal.elem
     if isinstance(formal, T.ListType):
-        return T.ListType(formal.elem if not isinstance(formal.elem, TypeVar) else constant_type(value).elem)  # type: ignore[attr-defined]
+        if not isinstance(formal.elem, TypeVar):
+            return T.ListType(formal.elem)
+        actual = constant_type(value)
+        assert isinstance(actual, T.ListType)  # the default of a list argument is a list
+        return T.ListType(actual.elem)
     if formal in (T.SCALAR, T.ANY) or isinstance(formal, TypeVar):
         return constant_type(value)
     if formal in (T.SCALAR_TYPE, T.LAYOUT, T.MEMORY_FORMAT):
@@ -238,7 +242,8 @@ def unify(a: T.Type | None, b: T.Type | None) -> T.Type | None:
         return None if elem is None else T.ListType(elem)
     if isinstance(a, T.TupleType) and isinstance(b, T.TupleType) and len(a.elems) == len(b.elems):
         elems = [unify(x, y) for x, y in zip(a.elems, b.elems)]
-        return None if None in elems else T.TupleType(tuple(elems), a.names)  # type: ignore[arg-type]
+        known = [e for e in elems if e is not None]
+        return T.TupleType(tuple(known), a.names) if len(known) == len(elems) else None
     return None
 
 

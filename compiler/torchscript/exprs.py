@@ -54,7 +54,7 @@ class ClassRef:
 
 @attrs.define(eq=False)
 class BoundMethod:
-    obj: Value
+    obj: Value | ClassRef  # a ClassRef for ``Class.__new__``
     name: str
 
 
@@ -149,8 +149,9 @@ class ExprCompiler(abc.ABC):
         node = operand.node
         if isinstance(e.op, ast.USub) and node is not None and node.kind == "prim::Constant" and not operand.uses:
             value = node.attrs.get("value")
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and operand.type in (T.INT, T.FLOAT):
-                node.owner.nodes.remove(node)  # type: ignore[union-attr]
+            if (isinstance(value, (int, float)) and not isinstance(value, bool) and operand.type in (T.INT, T.FLOAT)
+                    and node.owner is not None):
+                node.owner.nodes.remove(node)
                 return self.b.constant(-value, self.span(ctx, e), operand.type)
         kind = "aten::neg" if isinstance(e.op, ast.USub) else "aten::__not__"
         return self.b.op(kind, [operand], {}, self.span(ctx, e))[0]
@@ -162,7 +163,7 @@ class ExprCompiler(abc.ABC):
             return self.qualified(ctx, e, name)
         base = self.expr(ctx, e.value)
         if isinstance(base, ClassRef):
-            return BoundMethod(base, e.attr)  # type: ignore[arg-type]  (Class.__new__)
+            return BoundMethod(base, e.attr)  # Class.__new__
         if not isinstance(base, Value):
             raise self.error(ctx, e, f"cannot read attribute `{e.attr}` of {ast.unparse(e.value)}")
         return self.get_attr(ctx, e, base, e.attr)
@@ -183,7 +184,7 @@ class ExprCompiler(abc.ABC):
             owner, _, attr = name.rpartition(".")
             info = self.index.classes.get(owner)
             if info is not None and attr == "__new__":
-                return BoundMethod(ClassRef(owner), attr)  # type: ignore[arg-type]
+                return BoundMethod(ClassRef(owner), attr)
             if info is not None and info.kind == "enum" and attr in info.constants:
                 return self.b.constant(info.constants[attr], self.span(ctx, e))
         raise self.error(ctx, e, f"unknown name `{name}` (not an operator, nor a class or function of the archive)")
@@ -281,14 +282,16 @@ class ExprCompiler(abc.ABC):
     def subscript(self, ctx: Context, e: ast.Subscript) -> Any:
         base = self.expr(ctx, e.value)
         span = self.span(ctx, e)
-        if isinstance(base, TupleLit) or (isinstance(base, Value) and isinstance(base.type, T.TupleType)):
-            n = len(base.items) if isinstance(base, TupleLit) else len(base.type.elems)  # type: ignore[union-attr]
+        tuple_type = base.type if isinstance(base, Value) and isinstance(base.type, T.TupleType) else None
+        if isinstance(base, TupleLit) or tuple_type is not None:
+            elem_types = tuple_type.elems if tuple_type is not None else ()
+            n = len(base.items) if isinstance(base, TupleLit) else len(elem_types)
             if isinstance(e.slice, ast.Slice):
                 lo, hi = (self.const_int(ctx, x, d) for x, d in ((e.slice.lower, 0), (e.slice.upper, n)))
                 lo, hi = (x + n if x < 0 else x for x in (lo, hi))
                 if isinstance(base, TupleLit):
                     return TupleLit(base.items[lo:hi])
-                out = T.TupleType(base.type.elems[lo:hi])  # type: ignore[union-attr]
+                out = T.TupleType(elem_types[lo:hi])
                 return self.b.node("prim::TupleSlice", [base], [out], span, {"beg": lo, "end": hi}).output
             i = self.const_int(ctx, e.slice, None)
             if not -n <= i < n:
@@ -296,7 +299,7 @@ class ExprCompiler(abc.ABC):
             i = i + n if i < 0 else i
             if isinstance(base, TupleLit):
                 return base.items[i]
-            return self.b.node("prim::TupleIndex", [base, self.b.constant(i, span)], [base.type.elems[i]], span).output  # type: ignore[union-attr]
+            return self.b.node("prim::TupleIndex", [base, self.b.constant(i, span)], [elem_types[i]], span).output
         if not isinstance(base, Value):
             raise self.error(ctx, e, f"cannot index {ast.unparse(e.value)}")
         if isinstance(e.slice, ast.Slice):
@@ -332,7 +335,7 @@ class ExprCompiler(abc.ABC):
             return self.op_call(ctx, e, func.kind, args, kwargs)
         if isinstance(func, FuncRef):
             return self.call_function(self.index.functions[func.qualname], args, kwargs, span)
-        if isinstance(func, BoundMethod):
+        if isinstance(func, BoundMethod) and isinstance(func.obj, Value):  # (a ClassRef's is called above)
             if isinstance(func.obj.type, T.ClassType):
                 return self.call_method(func.obj, func.name, args, kwargs, span)
             kind = "prim::tolist" if func.name == "tolist" else f"aten::{func.name}"

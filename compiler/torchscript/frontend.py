@@ -135,7 +135,12 @@ class Frontend(ExprCompiler):
 
     def call_method(self, obj: Value, name: str, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
         record = self.records.get(id(obj))
-        qualname = record.qualname if record is not None else obj.type.qualname  # type: ignore[union-attr]
+        if record is not None:
+            qualname = record.qualname
+        elif isinstance(obj.type, T.ClassType):
+            qualname = obj.type.qualname
+        else:
+            raise CompileError(f"method {name} called on a value of type {obj.type}, not an object", span)
         info = self.index.classes.get(qualname)
         if info is None:
             raise CompileError(f"class {qualname} is not defined in the archive", span)

@@ -190,7 +190,7 @@ _GLOBALS: dict[tuple[str, str], Any] = {
 }
 
 
-class SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined]  # the Python one: REDUCE is ours
+class SafeUnpickler(pickle._Unpickler):  # the Python one: REDUCE is ours
     """``pickle.Unpickler`` whose globals come only from the table above (see the module
     docstring); ``storage(dtype, key, numel)`` supplies the arrays of persistent ids.
 
@@ -198,10 +198,11 @@ class SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined]  # the Pyt
     where Python's pickle wants an argument tuple, so REDUCE calls with a non-tuple
     argument as one argument (the C unpickler refuses it)."""
 
-    dispatch: ClassVar[dict[int, Callable[..., None]]] = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+    dispatch: ClassVar[dict[int, Callable[..., None]]] = dict(pickle._Unpickler.dispatch)
+    stack: list[Any]  # the working stack, which load() sets up
 
     def load_reduce(self) -> None:
-        stack: list[Any] = self.stack  # type: ignore[attr-defined]
+        stack = self.stack
         args = stack.pop()
         func = stack[-1]
         stack[-1] = func(*args) if isinstance(args, tuple) else func(args)

@@ -19,7 +19,7 @@ division by zero gives inf/nan without numpy warnings.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -188,7 +188,7 @@ def _compare(ufunc: Ufunc) -> tuple[Callable[..., np.ndarray], Callable[..., np.
 
 def _register_binary(
     name: str, schemas: list[str], fn: Callable[..., np.ndarray], out: Callable[..., np.ndarray] | None,
-    inplace: list[str] = (),  # type: ignore[assignment]
+    inplace: Sequence[str] = (),
 ) -> None:
     for sig in schemas:
         reg = kernel(f"aten::{name}{sig} -> Tensor", elementwise=True)(fn)

@@ -46,7 +46,7 @@ SKIPPED = frozenset({"prim::Constant", "prim::Drop"})
 _MAX_NESTING = 18  # CPython refuses more than 20 statically nested loops
 
 
-class LineMap(dict):  # type: ignore[type-arg]
+class LineMap(dict):
     """{line: node} of one generated source (a dict that can be weakly referenced)."""
 
 

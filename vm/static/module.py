@@ -352,7 +352,7 @@ class StaticModule:
             f"\n  {what}\nIR call stack (most recent call last):{stack}",
             node.span,
         )
-        err.static_node = node  # type: ignore[attr-defined]
+        err.static_node = node
         err.__cause__ = exc
         return err
 

@@ -221,7 +221,7 @@ def profile(
 OUTSIDE = "(outside nodes)"
 
 
-class _Clock(list):  # type: ignore[type-arg]
+class _Clock(list):
     """The timed code's ``T``: it runs ``T[i] += elapsed`` after node i, so each store is
     one execution; the stores are counted and kept as trace events."""
 

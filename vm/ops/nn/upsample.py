@@ -30,6 +30,7 @@ way); other integer and bool tensors are refused, as in PyTorch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -209,13 +210,15 @@ def _register(name: str, n: int, mode: str, corners: bool, scale_names: list[str
     ac = "bool align_corners, " if corners else ""
     scales = ", ".join(f"float? {s}=None" for s in scale_names)
 
-    def sized(x: np.ndarray, output_size: Sequence[int], *rest: object) -> np.ndarray:
+    # rest: (align_corners,) when the mode has it, then the float? scales (sized) or the
+    # float[]? scale_factors (vec), as the schema gives them
+    def sized(x: np.ndarray, output_size: Sequence[int], *rest: Any) -> np.ndarray:
         align = bool(rest[0]) if corners else False
-        return resample(x, mode, output_size, list(rest[1:] if corners else rest), align)  # type: ignore[arg-type]
+        return resample(x, mode, output_size, list(rest[1:] if corners else rest), align)
 
-    def vec(x: np.ndarray, output_size: Sequence[int] | None, *rest: object) -> np.ndarray:
+    def vec(x: np.ndarray, output_size: Sequence[int] | None, *rest: Any) -> np.ndarray:
         align = bool(rest[0]) if corners else False
-        sizes, scale_values = _sizes(x, n, output_size, rest[-1])  # type: ignore[arg-type]
+        sizes, scale_values = _sizes(x, n, output_size, rest[-1])
         return resample(x, mode, sizes, scale_values, align)
 
     sized.__name__, vec.__name__ = name, f"{name}_vec"
