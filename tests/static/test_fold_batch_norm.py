@@ -17,12 +17,12 @@ import pytest
 from compiler import parse
 from compiler import types as T
 from compiler.ir import Module, TensorLiteral
-from vm.static.fold_batch_norm import fold_batch_norm, known_values
 from compiler.printer import print_module
 from compiler.verify import verify
 from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
 from tests.support.paths import TOOLS
 from vm.static import StaticOptions, StaticRuntime
+from vm.static.fold_batch_norm import fold_batch_norm, known_values
 
 PASSES = {"fold_batch_norm": fold_batch_norm}
 CASES = golden_cases(Path(__file__).parent / "load")

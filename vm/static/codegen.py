@@ -315,7 +315,7 @@ class _Generator:
         i = 0
         while i < len(items):
             node = items[i]
-            group = self.code.group_of.get(node) if self.mode.generic else None  # type: ignore[arg-type]
+            group = self.code.group_of.get(node) if self.mode.generic and isinstance(node, Node) else None
             if group is not None:
                 i = self._group_branch(group, items, i, depth, dels)
                 continue
