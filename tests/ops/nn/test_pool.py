@@ -128,3 +128,16 @@ def test_global_average_pool_matches_torch(data):
     assert got.dtype == want.dtype and got.shape == want.shape
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 0, 4), (2, 5, 0)])
+def test_adaptive_max_pool2d_of_an_empty_plane_raises_like_torch(shape):
+    """An input with an empty spatial dimension is refused with PyTorch's RuntimeError
+    ("Expected input to have non-zero size for non-batch dimensions"), not a Python error."""
+    x = np.zeros(shape, np.float32)
+    with pytest.raises(RuntimeError) as theirs:
+        F.adaptive_max_pool2d(torch.from_numpy(x), (2, 2), return_indices=True)
+    with pytest.raises(RuntimeError) as ours:
+        op("aten::adaptive_max_pool2d")(x, [2, 2])
+    expected = "Expected input to have non-zero size for non-batch dimensions"
+    assert expected in str(theirs.value) and expected in str(ours.value)
