@@ -124,7 +124,7 @@ def _run_lark(text: str, ctx: _Context) -> tuple[RawGraph, list[tuple[Spelled, R
         with _LOCK:  # the callbacks read the file context from the shared Builder
             Builder.context = ctx
             # the grammar's Transformer builds the result; lark types parse() as giving a tree
-            return cast("tuple[RawGraph, list[tuple[Token, RawGraph]]]", parser.parse(text))
+            return cast("tuple[RawGraph, list[tuple[Spelled, RawGraph]]]", parser.parse(text))
     except lark.exceptions.UnexpectedInput as err:
         raise _syntax_error(err, text, ctx) from None
     except lark.exceptions.VisitError as err:  # an error raised inside a callback
@@ -142,7 +142,8 @@ def _fragment_reader(file: str) -> line_parser.LarkGraph:
         try:
             with _LOCK:
                 Builder.context = _Context(file, text)
-                raw, sections = grammar().parse(text)  # type: ignore[misc]
+                parsed = grammar().parse(text)  # built by the grammar's Transformer (see _run_lark)
+                raw, sections = cast("tuple[RawGraph, list[tuple[Spelled, RawGraph]]]", parsed)
         except (lark.exceptions.LarkError, IRSyntaxError, IRValidationError, RecursionError):
             raise line_parser.NotFast from None
         if sections:

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from compiler.ir import Block, Graph, Module, Node, Value, count_nodes
 
@@ -95,11 +95,11 @@ def lazy_is_written(graph: Graph) -> Callable[[Value], bool]:
     from compiler.analysis.effects import AliasClasses, may_be_written
 
     classes = None
-    templates: dict[tuple[object, ...], object] = {}
+    templates: dict[tuple[object, ...], Any] = {}  # may_be_written's cache, opaque here
 
     def is_written(value: Value) -> bool:
         nonlocal classes
-        if not may_be_written(value, templates):  # type: ignore[arg-type]
+        if not may_be_written(value, templates):
             return False  # no write reachable from the value: the classes are not needed
         if classes is None:
             classes = AliasClasses(graph)

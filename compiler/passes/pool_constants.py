@@ -60,10 +60,10 @@ def _tagged(value: Any) -> Any:
 
 def _written(graph: Graph) -> set[Value]:
     """Constant outputs that may be written in place (directly or through an alias)."""
-    mutable = [n.output for n in graph.walk() if n.kind == "prim::Constant" and is_mutable_type(n.output.type)]
+    constants = [n for n in graph.walk() if n.kind == "prim::Constant" and is_mutable_type(n.output.type)]
     # only a constant with an equal twin could be pooled, so only those need the answer
     # (an int, a string... is never written; a list unlike every other is never merged)
-    keyed = [(v, constant_key(v.node)) for v in mutable]  # type: ignore[arg-type]
+    keyed = [(n.output, constant_key(n)) for n in constants]
     twins = Counter(key for _, key in keyed)
     mutable = [v for v, key in keyed if twins[key] > 1]
     if not mutable:
