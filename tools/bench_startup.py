@@ -125,6 +125,22 @@ def export_model(name: str) -> dict[str, Any]:
     return {**paths, "script": script_s, "torch_load": load_s}
 
 
+def first_and_steady(make: Any, inputs: list[Any], runs: int) -> tuple[float, float, float]:
+    """Seconds to build a runner with ``make()``, its first call, and its best steady call."""
+    t0 = time.perf_counter()
+    runner = make()
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    runner(*inputs)
+    first = time.perf_counter() - t0
+    steady = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        runner(*inputs)
+        steady = min(steady, time.perf_counter() - t0)
+    return build, first, steady
+
+
 def bench_model(name: str, runs: int) -> dict[str, str]:
     """Compile, save, load and run ``name``; prints its lines and returns its column of
     the summary table."""
@@ -163,17 +179,7 @@ def bench_model(name: str, runs: int) -> dict[str, str]:
         f" torch.jit.script {info['script']:.2f}s; torch.jit.load {info['torch_load']:.3f}s"
     )
     for label, make in (("interpreter", lambda: Interpreter(loaded, weights)), ("static", lambda: StaticRuntime(loaded, weights))):
-        t0 = time.perf_counter()
-        runner = make()
-        build_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        runner(*inputs)
-        first = time.perf_counter() - t0
-        steady = float("inf")
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            runner(*inputs)
-            steady = min(steady, time.perf_counter() - t0)
+        build_s, first, steady = first_and_steady(make, inputs, runs)
         print(
             f"  {label:<11} construct {build_s:.3f}s  first call {first:.3f}s  steady {steady:.3f}s"
             f"  first/steady {first / steady:.2f}x",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -38,7 +37,7 @@ def _arrays(path: Path) -> dict[str, np.ndarray]:
 
 
 def bench(name: str, runs: int) -> None:
-    from bench_startup import export_model
+    from bench_startup import export_model, first_and_steady
 
     import compiler
     from vm.io import load_inputs
@@ -53,17 +52,7 @@ def bench(name: str, runs: int) -> None:
         "planned": lambda: StaticRuntime(StaticModule(program, weights, example_inputs=inputs)),
     }
     for label, make in makers.items():
-        t0 = time.perf_counter()
-        runtime = make()
-        build = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        runtime(*inputs)
-        first = time.perf_counter() - t0
-        steady = float("inf")
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            runtime(*inputs)
-            steady = min(steady, time.perf_counter() - t0)
+        build, first, steady = first_and_steady(make, inputs, runs)
         print(
             f"{name:<14} {label:<8} construct {build:7.2f}s  first {first:8.4f}s  steady {steady:8.4f}s"
             f"  first/steady {first / steady:6.2f}x",
