@@ -35,3 +35,15 @@ def test_the_package_finder_covers_every_package() -> None:
     not_selected = sorted(p for p in expected if not any(fnmatch(p, pattern) for pattern in include))
     assert not not_selected, f"not installed: {not_selected}"
     assert not any(fnmatch("tests", pattern) for pattern in include), "tests must not be installed"
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """Modules in compiler/ and vm/ stay under 600 lines (split by responsibility, as
+    STYLE.md asks and issue #18 set as its bar)."""
+    long = {
+        str(p.relative_to(ROOT)): n
+        for top in ("compiler", "vm")
+        for p in (ROOT / top).rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 600
+    }
+    assert long == {}

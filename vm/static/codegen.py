@@ -33,7 +33,6 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import numpy as np
 
 from compiler.analysis.effects import is_mutable_type
@@ -41,6 +40,7 @@ from compiler.analysis.last_uses import last_use_in_block
 from compiler.ir import Block, Graph, Node, Value
 from vm.errors import CompileError
 from vm.ops.registry import OpRef
+from vm.static.model import FusionInfo, Mode, ProcessedNode
 
 SKIPPED = frozenset({"prim::Constant", "prim::Drop"})
 _MAX_NESTING = 18  # CPython refuses more than 20 statically nested loops
@@ -54,63 +54,6 @@ class LineMap(dict):
 # lives as long as the generated code (whose globals hold the map)
 LINEMAPS: weakref.WeakValueDictionary[str, LineMap] = weakref.WeakValueDictionary()
 _counter = itertools.count()
-
-
-@attrs.frozen
-class ProcessedNode:
-    """One operator node, resolved once: what runs, and where its operands live."""
-
-    index: int
-    node: Node
-    ref: OpRef | None
-    kernel: Callable[..., Any] | None
-    out: Callable[..., Any] | None  # the out variant, f(buffer, *inputs), or None
-    inputs: tuple[int, ...]
-    outputs: tuple[int, ...]
-
-    @property
-    def kind(self) -> str:
-        return self.node.kind
-
-
-@attrs.define(eq=False)
-class FusionInfo:
-    """A fusion group of the entry block, expanded into its nodes, and its fused kernel.
-
-    ``nodes`` are the expanded nodes (contiguous in the block), ``inputs`` the outer values
-    the group reads, ``outputs`` the values the rest of the graph now uses in place of the
-    group's outputs (inner results, or an input passed through).
-    """
-
-    gid: int
-    nodes: list[Node]
-    inputs: list[Value]
-    outputs: list[Value]
-    kernel: Any  # vm.fusion.kernels.FusedKernel, or None when the group cannot have one
-    span: Any = None
-
-
-@attrs.frozen
-class Mode:
-    """How to generate a graph's function."""
-
-    managed: frozenset[int] = frozenset()  # slots computed into slab views b<slot>
-    out_managed: tuple[int, ...] = ()  # graph outputs computed into OB[i]
-    record: bool = False  # store managed candidates' values in R[slot]
-    candidates: frozenset[int] = frozenset()  # what record mode records
-    timed: bool = False  # accumulate each node's time in T[index]
-    # nodes called as a bare ufunc (vm/static/fastpath.py):
-    # (index, (("v", slot) | ("s", j), ...), guarded by a dtype check)
-    fast: tuple[tuple[int, tuple[tuple[str, int], ...], bool], ...] = ()
-    fused: frozenset[int] = (
-        frozenset()
-    )  # fusion groups run by their fused kernel, not expanded
-    # one function for every plan (``candidates``: the plannable slots; ``fast``: every
-    # fast candidate's call shape, fastpath.call_shape): a planned node is
-    # ``o3(b5, ...) if b5 is not None else k3(...)``, a fast candidate tries
-    # ``u3(...) if u3 is not None`` first, a fusion group runs ``g<gid>`` when it is bound;
-    # a plan binds its views, fast calls and fused kernels to it, and compiles nothing
-    generic: bool = False
 
 
 class GraphCode:

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from vm.ops.facts import Fact, op_facts
-from vm.static.codegen import ProcessedNode
+from vm.static.model import ProcessedNode
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -175,7 +175,7 @@ def call_shape(
     """The form a fast call of ``pn`` would take under any plan, known before any run:
     its arguments (``("v", slot)`` an operand, ``("s", j)`` the j-th pre-converted
     constant) and whether it is guarded, or None when ``choose`` can never pick it.
-    The layout-independent planned code (``codegen.Mode.generic``) is written with it;
+    The layout-independent planned code (``model.Mode.generic``) is written with it;
     a plan's choice of another form is not taken."""
     if pn.ref is None or len(pn.outputs) != 1:
         return None

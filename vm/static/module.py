@@ -34,8 +34,9 @@ from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
 from vm.static import fastpath
 from vm.static.analysis import analyze
-from vm.static.codegen import LINEMAPS, GraphCode, Mode
+from vm.static.codegen import LINEMAPS, GraphCode
 from vm.static.inputs import input_checker
+from vm.static.model import Mode
 from vm.static.plan import Layout, make_layout
 from vm.static.prepare import (
     bind_self,
@@ -171,7 +172,7 @@ class StaticModule:
         # code when there is nothing to plan) and the callees
         self.record_mode = Mode(record=True, candidates=self.recorded_slots)
         self.entry.factory(self.record_mode if self.plannable else Mode())
-        # and the planned code, one function for every plan (codegen.Mode.generic): a new
+        # and the planned code, one function for every plan (model.Mode.generic): a new
         # input shape costs a recording run and a layout, no code generation
         self.generic_mode: Mode | None = None
         if self.plannable and not self.out_candidates:

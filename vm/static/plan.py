@@ -17,7 +17,7 @@ import attrs
 
 from vm.static import fastpath
 from vm.static import memory_planner as mp
-from vm.static.codegen import Mode
+from vm.static.model import Mode
 
 if TYPE_CHECKING:
     from vm.static.module import StaticModule

@@ -18,7 +18,7 @@ from compiler.ir import Graph, Module, Node, Value, clone_node
 from compiler.program_tables import all_nodes
 from vm import types as T
 from vm.errors import CompileError
-from vm.static.codegen import FusionInfo
+from vm.static.model import FusionInfo
 
 
 def compile_text(text: str, fusion: bool) -> Any:

@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from vm.static.codegen import Mode
+from vm.static.model import Mode
 from vm.static.module import StaticModule, StaticOptions
 from vm.static.runtime import StaticRuntime
 

@@ -24,7 +24,7 @@ import numpy as np
 from vm.errors import RunError
 from vm.ops.random import generator, make_generator, using_generator
 from vm.static import memory_planner as mp
-from vm.static.codegen import Mode
+from vm.static.model import Mode
 from vm.static.module import StaticModule, StaticOptions
 from vm.static.plan import Layout
 
