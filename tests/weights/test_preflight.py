@@ -195,8 +195,7 @@ def test_float32_inputs_are_checked_at_construction(name: str, monkeypatch: pyte
     program = compiler.compile_source(exp.ir)
     guard = Interpreter(program, exp.weights).dtype_guard
     if guard is None:
-        return
-    guard = getattr(guard, "__wrapped__", guard)
+        pytest.skip("no strict operator is reachable from an input: the program has no dtype guard")
     checked: list[Any] = []
     monkeypatch.setattr(guard, "check", checked.append)
     args = [exp.inputs[n].astype(np.float32) for n in exp.inputs]
