@@ -64,3 +64,13 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 def as_float_result(x: np.ndarray) -> np.ndarray:
     """``x`` itself when it is a floating tensor, else ``x`` as float32 (PyTorch's default)."""
     return x if x.dtype.kind == "f" else x.astype(np.float32)
+
+
+def pad_spatial(x: np.ndarray, before: Sequence[int], after: Sequence[int]) -> np.ndarray:
+    """``x`` zero-padded on its spatial axes (a fresh array; ``np.pad`` costs ~30 µs more)."""
+    if not any(before) and not any(after):
+        return x
+    n, c, *spatial = x.shape
+    xp = np.zeros((n, c, *(b + size + a for b, size, a in zip(before, spatial, after))), x.dtype)
+    xp[(slice(None), slice(None)) + tuple(slice(b, b + size) for b, size in zip(before, spatial))] = x
+    return xp
