@@ -34,6 +34,7 @@ Optional input is None, a list of ints may be a 1-d array).
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -125,13 +126,22 @@ def save_outputs(path: str | Path, values: Sequence[Any]) -> None:
 
 def save_marked(path: str | Path, flat: Mapping[str, np.ndarray], role: str) -> None:
     """Write ``flat`` plus ``__irvm__ = role`` to exactly ``path``."""
-    with open(path, "wb") as f:
-        np.savez(f, allow_pickle=False, **{**flat, MARK_KEY: np.array(role)})
+    write_npz(path, {**flat, MARK_KEY: np.array(role)})
 
 
 def save_values(path: str | Path, named: Mapping[str, Any]) -> None:
     """Write named values (inputs, say) with their spec."""
-    np.savez(path, allow_pickle=False, **flatten_values(named))
+    write_npz(path, flatten_values(named))
+
+
+def write_npz(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write ``arrays`` to exactly ``path`` as ``numpy.savez`` would (a zip of ``NAME.npy``
+    members, no pickle), for any names: ``numpy.savez(**arrays)`` takes its own
+    keywords ``file`` and ``allow_pickle`` out of them, so an input named ``file`` broke it."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
 
 
 def outputs_as_list(result: Any, n_outputs: int) -> list[Any]:

@@ -139,3 +139,14 @@ def test_inputs_of_a_program_read_without_its_ir_module() -> None:
     bare = attrs.evolve(program, module=None)
     x, (h, c) = load_inputs(corpus / "lstm_cell_module.inputs.npz", bare)
     assert x.shape == (3, 4) and h.shape == c.shape == (3, 5)
+
+
+def test_values_and_outputs_with_numpys_keyword_names_round_trip(tmp_path: Path) -> None:
+    """Inputs named ``file`` or ``allow_pickle`` (``numpy.savez``'s own keywords) are saved
+    and read back like any other name, to exactly the path given."""
+    g = graph_with(("file", T.TENSOR), ("allow_pickle", T.INT))
+    path = tmp_path / "inputs"  # no suffix: none is added
+    save_values(path, {"file": np.arange(3, dtype=np.float32), "allow_pickle": 7})
+    assert path.exists() and not (tmp_path / "inputs.npz").exists()
+    file, flag = load_inputs(path, g)
+    assert file.tolist() == [0.0, 1.0, 2.0] and file.dtype == np.float32 and flag == 7
