@@ -200,7 +200,9 @@ def _encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
     if isinstance(value, Type):
         return {"irtype": str(value)}
     if isinstance(value, EnumValue):
-        return {"enum": [value.qualname, value.name]}
+        # its value too, when known and storable (int, float or str: prim::EnumValue's results)
+        known = isinstance(value.value, (int, float, str)) and not isinstance(value.value, bool)
+        return {"enum": [value.qualname, value.name, *([value.value] if known else [])]}
     raise BytecodeError(f"cannot store a constant of type {type(value).__name__} in an .irbc file: {value!r}")
 
 
@@ -396,10 +398,13 @@ def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
         return UnboundTensor(str(payload))
     if tag == "irtype":
         return _parse_type(str(payload), where)
-    if tag == "enum" and isinstance(payload, list) and len(payload) == 2 and all(isinstance(p, str) for p in payload):
+    if tag == "enum" and isinstance(payload, list) and len(payload) in (2, 3) and all(isinstance(p, str) for p in payload[:2]):
         from vm.enum_values import EnumValue
 
-        return EnumValue(payload[0], payload[1])
+        value = payload[2] if len(payload) == 3 else None
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, str))):
+            raise BytecodeError(f"{where}: malformed enum constant {payload!r}")
+        return EnumValue(payload[0], payload[1], value)
     raise BytecodeError(f"{where}: unknown constant tag {tag!r}")
 
 

@@ -299,3 +299,18 @@ def test_enum_value_reads_the_stored_value_and_says_when_there_is_none(make: Any
     np.testing.assert_array_equal(make(program, {"color": np.array("RED=3")})(x), [3.0, 3.0])
     with pytest.raises(RunError, match="value of __torch__.Color.RED is not known"):
         make(program, {"color": np.array("RED")})(x)
+
+
+@pytest.mark.parametrize("make", [vm.Interpreter, vm.StaticRuntime], ids=["interp", "static"])
+def test_an_irbc_file_keeps_the_values_of_enum_constants(make: Any, tmp_path: Path) -> None:
+    """An enum-member constant that still feeds ``prim::EnumValue`` after compiling (here:
+    no constant propagation) keeps its value through the .irbc round trip, on both
+    backends (the static runtime reads the printed IR, which names the member only)."""
+    from vm import irbc
+
+    weights = {"color": np.array("RED=3")}
+    program = compiler.compile_source(VALUE_GRAPH, "v.ir", weights=weights, passes=["inline_calls"])
+    assert "prim::EnumValue" in program.optimized_text()
+    irbc.save(program, tmp_path / "v.irbc")
+    loaded = irbc.load(tmp_path / "v.irbc")
+    np.testing.assert_array_equal(make(loaded, weights)(np.ones(2, np.float32)), [3.0, 3.0])

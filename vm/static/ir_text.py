@@ -36,7 +36,32 @@ def _parse(program: Any) -> Any:
     if len(nodes) == len(program.node_spans):  # else the printed spans stay (never wrong nodes)
         for node, stored in zip(nodes, program.node_spans):
             node.span = span_of(stored)
+    _restore_enum_values(program, nodes)
     return module
+
+
+def _restore_enum_values(program: Any, nodes: list[Any]) -> None:
+    """Give enum-member constants back their values: the printed IR names a member only
+    (``__torch__.Color.RED``), the bytecode's constants keep its value (``.irbc`` stores it)."""
+    from vm.enum_values import EnumValue
+
+    values: dict[tuple[str, str], Any] = {}
+
+    def collect(value: Any) -> None:
+        if isinstance(value, EnumValue) and value.value is not None:
+            values[(value.qualname, value.name)] = value.value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                collect(item)
+
+    for function in program.functions:
+        collect(function.constants)
+    if not values:
+        return
+    for node in nodes:
+        member = node.attrs.get("value") if node.kind == "prim::Constant" else None
+        if isinstance(member, EnumValue) and member.value is None and (member.qualname, member.name) in values:
+            node.attrs["value"] = EnumValue(member.qualname, member.name, values[(member.qualname, member.name)])
 
 
 __all__ = ["optimized_module"]
