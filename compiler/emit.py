@@ -69,6 +69,7 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         input_types=tuple(_type_text(v) for v in main.inputs),
         n_outputs=len(main.outputs),
         output_types=tuple(_type_text(v) for v in main.outputs),
+        input_defaults=tuple(module.input_defaults),
         source=source if source is not None else _print(module),
         module=module,
         self_reads=self_reads_of(module.main),

@@ -350,6 +350,10 @@ class Module:
     # module attributes folded into constants (dotted path -> value): the IR holds only
     # for weights with these values (compiler.passes.fold_module_attributes)
     attributes: dict[str, object] = field(factory=dict)
+    # the values a caller may leave out of the entry's trailing inputs, as the model's source
+    # writes them (a torch.jit.save archive's ``def forward(self, x, scale: float=2.)``);
+    # printed IR has none
+    input_defaults: tuple[object, ...] = ()
 
     def __repr__(self) -> str:
         return f"<Module {self.filename}: main + {len(self.functions)} functions>"
@@ -363,6 +367,7 @@ class Module:
             {name: g.clone() for name, g in self.functions.items()},
             self.filename,
             dict(self.attributes),
+            self.input_defaults,
         )
 
 

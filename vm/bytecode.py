@@ -165,6 +165,9 @@ class Program:
     n_outputs: int = 1
     source: str = ""
     output_types: tuple[str, ...] = ()  # the entry's output types, as input_types
+    # values for the entry's last ``len(input_defaults)`` inputs when a caller leaves them
+    # out (from a torch.jit.save archive's source; see ``vm.inputs.with_defaults``)
+    input_defaults: tuple[Any, ...] = ()
     # ``module=`` in the constructor (attrs drops the underscore; the alias says so to type checkers)
     _module: Any = attrs.field(default=None, eq=False, repr=False, alias="module")
     optimized_ir: str = attrs.field(default="", eq=False, repr=False)

@@ -99,14 +99,21 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
     """A Program from ``.irbc`` (verified before use), or from ``.ir`` text or a
     ``torch.jit.save`` archive (compiled now); any other kind of file is refused by ``vm.files.expect``, saying what it is.
     ``.ir`` text given ``weights`` is specialized for their settings, as ``torch.jit.freeze`` would."""
+    return load_program_and_weights(path, fusion, weights)[0]
+
+
+def load_program_and_weights(path: str, fusion: bool = True, weights: Any = None) -> tuple[Any, dict[str, Any]]:
+    """``load_program``, and the weights a ``torch.jit.save`` archive holds ({} for any
+    other file), read in the same pass over the archive."""
     from vm.files import FileKind, expect
     from vm.irbc import OlderFormatError, load
 
     kind = expect(path, "program")
     older = None
+    own: dict[str, Any] = {}
     if kind is FileKind.IRBC:
         try:
-            return load(path)
+            return load(path), own
         except OlderFormatError as err:  # the VM compiles nothing; the command line may
             print(f"irvm: {err}; compiling it now", file=sys.stderr)
             older = err
@@ -119,8 +126,8 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
         if older is not None:
             options = {"fusion": fusion, **older.options}
             program = compiler.compile_source(older.text, path, weights=older.weights, **options)
-        elif kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file; its weights: archive_weights
-            program = compile_archive(path, fusion=fusion)[0]
+        elif kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file, with its weights
+            program, own = compile_archive(path, fusion=fusion)
         else:
             from compiler.cli import read_source
 
@@ -131,22 +138,10 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
             f" that starts without compiling",
             file=sys.stderr,
         )
-    return program
+    return program, own
 
 
 SLOW_COMPILE = 1.0  # seconds: `irvm run x.ir` says so when compiling takes longer
-
-
-def archive_weights(path: str) -> dict[str, Any]:
-    """The weights a ``torch.jit.save`` archive holds ({} for any other file, and then the
-    compiler is not imported: ``irvm run x.irbc`` runs without it)."""
-    from vm.files import FileKind, sniff
-
-    if sniff(path) is not FileKind.TORCHSCRIPT:
-        return {}
-    from compiler.torchscript import archive_weights as read
-
-    return read(path)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -165,8 +160,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_writable(Path(args.output), inputs=given, force=args.force, kind="outputs")
     if args.trace:
         check_writable(Path(args.trace), inputs=given, force=args.force, kind="trace")
-    weights = override(archive_weights(args.program), load_npz(args.weights), args.program)
-    program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
+    given = load_npz(args.weights)
+    program, own = load_program_and_weights(args.program, fusion=not args.no_fusion, weights=given if args.weights else None)
+    weights = override(own, given, args.program)
     inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
         from vm.static import StaticOptions, StaticRuntime
@@ -240,8 +236,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if out is not None:  # checked before the (long) profile, as every output is
         given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
         check_writable(out, inputs=given, force=args.force, kind="chrome-trace")
-    weights = override(archive_weights(args.program), load_npz(args.weights), args.program)
-    program = load_program(args.program, fusion=not args.no_fusion, weights=weights if args.weights else None)
+    given = load_npz(args.weights)
+    program, own = load_program_and_weights(args.program, fusion=not args.no_fusion, weights=given if args.weights else None)
+    weights = override(own, given, args.program)
     inputs = read_inputs(args.inputs, program)
     from vm.static import StaticOptions
 
@@ -266,8 +263,8 @@ def _cmd_disasm(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     from vm.signature import describe_program
 
-    text = describe_program(load_program(args.program))
-    weights = archive_weights(args.program)
+    program, weights = load_program_and_weights(args.program)
+    text = describe_program(program)
     if weights:  # a .pt: %self comes from the archive itself
         text = text.replace("bound from --weights", f"bound from the archive ({len(weights)} entries)")
     print(text, end="")

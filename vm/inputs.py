@@ -28,11 +28,23 @@ _DTYPES = DTYPES
 _REFINED = re.compile(r"^(" + "|".join(_DTYPES) + r")\(")
 
 
+def with_defaults(defaults: Sequence[Any], args: Sequence[Any], n_inputs: int) -> Sequence[Any]:
+    """``args`` completed with ``defaults`` (a program's ``input_defaults``) for the
+    trailing inputs a caller left out, as torch calls ``forward(x)`` for ``def
+    forward(self, x, scale: float=2.)``; ``args`` itself when nothing is missing or the
+    defaults do not reach."""
+    missing = n_inputs - len(args)
+    if 0 < missing <= len(defaults):
+        return (*args, *defaults[len(defaults) - missing :])
+    return args
+
+
 def check_inputs(program: Program, args: Sequence[Any]) -> list[Any]:
     """The inputs as the runtime takes them, or a RunError naming the first bad one."""
     names, types = list(program.input_names), list(program.input_types)
     if program.takes_self:
         names, types = names[1:], types[1:]
+    args = with_defaults(program.input_defaults, args, len(types))
     if len(args) != len(types):
         listing = ", ".join(f"{n}: {t}" for n, t in zip(names, types)) or "none"
         raise RunError(f"the program takes {len(types)} input(s) ({listing}), got {len(args)}")
@@ -130,4 +142,4 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__} ({value!r:.40})"
 
 
-__all__ = ["InputChecker", "check_inputs", "check_value"]
+__all__ = ["InputChecker", "check_inputs", "check_value", "with_defaults"]

@@ -237,9 +237,12 @@ def load_inputs(source: str | Path | Mapping[str, np.ndarray], program: Any) -> 
         raise RunError(f"inputs file has entries for no graph input: {', '.join(stray)} ({_expected(params)})")
     bases = [_python_name(p.name) for p in params]
     unique = {b for b in bases if bases.count(b) == 1}
+    given_defaults = tuple(getattr(program, "input_defaults", ()))
+    defaults = [_NO_DEFAULT] * (len(params) - len(given_defaults)) + list(given_defaults)
     try:
         return [
-            _enum_input(_load_one(flat, spec, p.name, f"arg{i}", p.type, bases[i] if bases[i] in unique else None),
+            _enum_input(_load_one(flat, spec, p.name, f"arg{i}", p.type, bases[i] if bases[i] in unique else None,
+                                  defaults[i]),
                         p.type, p.name)
             for i, p in enumerate(params)
         ]
@@ -304,8 +307,11 @@ def _signature(names: Sequence[str], type_texts: Sequence[str]) -> list[Any]:
     return [_Param(n, parse_type_text(t)) for n, t in zip(names, type_texts)]
 
 
+_NO_DEFAULT = object()  # an input the model's source gives no default
+
+
 def _load_one(flat: Mapping[str, np.ndarray], spec: dict[str, Kind], name: str, alias: str, type_: Any,
-              python_name: str | None = None) -> Any:
+              python_name: str | None = None, default: Any = _NO_DEFAULT) -> Any:
     for key in (name, alias):
         if key in spec:
             return _rebuild(flat, key, spec[key])
@@ -327,9 +333,12 @@ def _load_one(flat: Mapping[str, np.ndarray], spec: dict[str, Kind], name: str, 
             return _rebuild(flat, python_name, spec[python_name])
         if python_name in flat:
             return _by_type(flat, python_name, type_ if type_ is not None else T.TENSOR)
+    if default is not _NO_DEFAULT:  # what the model's source gives a caller who leaves it out
+        return default
     if isinstance(type_, T.OptionalType) or type_ == T.NONE:
         return None
     raise _MissingInput(name)
+
 
 
 def _by_type(flat: Mapping[str, np.ndarray], key: str, type_: Any) -> Any:

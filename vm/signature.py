@@ -99,6 +99,11 @@ def describe_program(program: Any) -> str:
     lines = []
     for role, name, t, dtype, shape in table:
         lines.append(f"{role:<{widths[0]}}  {name:<{widths[1]}}  {t:<{widths[2]}}  {dtype:<{widths[3]}}  {shape}".rstrip())
+    names = program.input_names[1:] if program.takes_self else program.input_names
+    defaults = tuple(getattr(program, "input_defaults", ()))
+    if defaults:  # what a caller (or an inputs file) may leave out
+        given = ", ".join(f"{n} = {v!r}" for n, v in zip(names[len(names) - len(defaults) :], defaults))
+        lines.append(f"defaults: {given}")
     return "\n".join(lines) + "\n"
 
 

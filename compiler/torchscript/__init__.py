@@ -54,9 +54,8 @@ def compile_archive(path: str | Path, method: str = "forward", **options: Any) -
 def method_defaults(path: str | Path, method: str = "forward") -> list[Any]:
     """The default values of ``method``'s trailing parameters, as the archive's source
     writes them (``attn_mask: Optional[Tensor]=None`` gives None): what torch passes
-    when a caller leaves them out.  Literals only; [] when there are none."""
-    import ast
-
+    when a caller leaves them out (``frontend.literal_defaults``); [] when there are none."""
+    from compiler.torchscript.frontend import literal_defaults
     from compiler.torchscript.source import SourceIndex
 
     archive = Archive(path)
@@ -69,13 +68,7 @@ def method_defaults(path: str | Path, method: str = "forward") -> list[Any]:
     fn = info.methods.get(method) if info is not None else None
     if fn is None:
         return []
-    values: list[Any] = []
-    for default in fn.node.args.defaults:
-        try:
-            values.append(ast.literal_eval(default))
-        except ValueError:
-            return []
-    return values
+    return list(literal_defaults(fn.node))
 
 
 def archive_weights(path: str | Path) -> dict[str, Any]:

@@ -95,7 +95,7 @@ class Frontend(ExprCompiler):
         ctx = Context(fn.file, {})
         out = self.materialize(ctx, result, fn.node)
         graph.block.add_return(out)
-        return Module(graph, {}, self.filename)
+        return Module(graph, {}, self.filename, input_defaults=literal_defaults(fn.node))
 
     # ------------------------------------------------------------------ calls (inlined)
 
@@ -360,6 +360,20 @@ def _assigned_in(stmt: ast.stmt, cache: dict[int, list[str]]) -> list[str]:
             names.update(dict.fromkeys(_assigned_in(inner, cache)))
     result = cache[id(stmt)] = list(names)
     return result
+
+
+def literal_defaults(fdef: ast.FunctionDef) -> tuple[Any, ...]:
+    """The default values of ``fdef``'s trailing parameters, as its source writes them
+    (``attn_mask: Optional[Tensor]=None`` gives None): what torch passes when a caller
+    leaves them out.  Only the trailing run of literal defaults: one after a default that is
+    no literal can be used only with it."""
+    values: list[Any] = []
+    for default in fdef.args.defaults:
+        try:
+            values.append(ast.literal_eval(default))
+        except ValueError:
+            values = []
+    return tuple(values)
 
 
 def compile_method(index: SourceIndex, root: Record, constants: tuple[Any, ...], method: str, filename: str) -> Module:

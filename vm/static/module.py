@@ -163,6 +163,8 @@ class StaticModule:
         self.inputs = [v for v in main.inputs if v not in bound]
         self.n_outputs = len(main.outputs)
         self.n_inputs = len(self.inputs)
+        # what callers may leave out (a Program read from a file carries them; its IR does not)
+        self.input_defaults = tuple(getattr(source, "input_defaults", None) or module.input_defaults)
         self._enter = input_checker(self.inputs)
         self._prepare_planning(refs)
         self._shared_callees: dict[bool, list[Any]] = {}

@@ -22,6 +22,7 @@ import attrs
 import numpy as np
 
 from vm.errors import RunError
+from vm.inputs import with_defaults
 from vm.ops.random import generator, make_generator, using_generator
 from vm.static import memory_planner as mp
 from vm.static.model import Mode
@@ -71,6 +72,8 @@ class StaticRuntime:
             with using_generator(self.generator):
                 return self(*args)
         sm = self.module
+        if len(args) != sm.n_inputs:
+            args = tuple(with_defaults(sm.input_defaults, args, sm.n_inputs))
         if len(args) != sm.n_inputs:
             names = ", ".join(f"%{v.name}" for v in sm.inputs)
             raise RunError(
