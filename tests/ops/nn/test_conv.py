@@ -226,3 +226,66 @@ def test_depthwise_with_many_channels_matches_torch(data):
 
     assert lookup(f"aten::conv{dims}d").out(buf, x, w, b, stride, padding, dilation, c) is buf
     assert_matches(buf, want, rtol=None, atol=None)
+
+
+@FEW
+@given(st.data())
+def test_im2col_scratch_reuse_matches_torch(data):
+    """Property: the regular (im2col) convolution reuses per-thread scratch buffers across
+    calls, so calls of one shape with different data, a strided or non-contiguous input
+    (a channels-last permutation, a slice), float32 or float64, with or without bias, and
+    through the out variant (C-contiguous or not) each equal torch's; the padded buffer's
+    zero border is never written by a call."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    n, groups = data.draw(st.integers(1, 2), "n"), data.draw(st.integers(1, 2), "groups")
+    cin, cout = groups * data.draw(st.integers(1, 4)), groups * data.draw(st.integers(1, 4))
+    k = data.draw(st.integers(1, 3), "k")
+    size = data.draw(st.integers(k, 9), "size")
+    stride, padding = [data.draw(st.integers(1, 2))] * 2, [data.draw(st.integers(0, 2))] * 2
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]), "dtype")
+    layout = data.draw(st.sampled_from(["contiguous", "channels_last", "slice"]), "layout")
+    w = randn(rng, cout, cin // groups, k, k).astype(dtype)
+    b = randn(rng, cout).astype(dtype) if data.draw(st.booleans(), "bias") else None
+    from vm.ops.registry import lookup
+
+    for _ in range(2):  # the second call finds the first one's scratch buffers
+        if layout == "channels_last":
+            x = np.ascontiguousarray(randn(rng, n, size, size, cin).astype(dtype)).transpose(0, 3, 1, 2)
+        elif layout == "slice":
+            x = randn(rng, n, cin, size, 2 * size).astype(dtype)[..., ::2]
+        else:
+            x = randn(rng, n, cin, size, size).astype(dtype)
+        want = F.conv2d(torch.from_numpy(np.ascontiguousarray(x)), to_torch(w), to_torch(b), stride, padding, 1, groups)
+        got = op("aten::conv2d")(x, w, b, stride, padding, [1, 1], groups)
+        assert_matches(got, want, rtol=None, atol=None)
+        buf = np.empty(tuple(want.shape), dtype)
+        view = np.empty(tuple(want.shape)[::-1], dtype).T if data.draw(st.booleans(), "strided out") else buf
+        assert lookup("aten::conv2d").out(view, x, w, b, stride, padding, [1, 1], groups) is view
+        assert_matches(np.ascontiguousarray(view), want, rtol=None, atol=None)
+
+
+def test_im2col_scratch_is_per_thread():
+    """Two threads convolving different data of one shape at once each get their own
+    result: the scratch buffers (padded input, columns) belong to the calling thread."""
+    import threading
+
+    rng = np.random.default_rng(7)
+    w, b = randn(rng, 8, 4, 3, 3), randn(rng, 8)
+    xs = [randn(rng, 1, 4, 12, 12) for _ in range(2)]
+    wants = [F.conv2d(to_torch(x), to_torch(w), to_torch(b), 1, 1).numpy() for x in xs]
+    conv = op("aten::conv2d")
+    errors: list[str] = []
+
+    def work(i: int) -> None:
+        for _ in range(200):
+            got = conv(xs[i], w, b, [1, 1], [1, 1], [1, 1], 1)
+            if not np.allclose(got, wants[i], rtol=1e-4, atol=1e-5):
+                errors.append(f"thread {i}")
+                return
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

@@ -1,15 +1,11 @@
 """Convolutions: ``conv1d/2d/3d``, ``_convolution``, ``convolution``, ``conv_transpose1d/2d``.
 
-The forward convolution is im2col plus one BLAS call.  The zero-padded input is viewed,
-without copying, as a window per output position (``sliding_window_view`` over the
-spatial axes, then strided slices for stride and dilation); that view is rearranged and
-copied once into a column matrix ``(N, groups, C/groups * prod(kernel), prod(out))`` and
-multiplied by the weight reshaped to ``(groups, O/groups, C/groups * prod(kernel))``; a
-1x1 convolution with stride 1 skips the window view and multiplies the input itself.
-The product already has the NCHW layout, so no transpose follows: ``np.matmul`` batches
-over the batch and group axes and each slice is one sgemm.  Depthwise convolution (one
-input channel per group) would be many tiny matmuls, so it takes other routes, chosen by
-shape, in ``vm.ops.nn.depthwise``.
+The forward convolution is im2col plus one BLAS call (``vm.ops.nn.im2col``: the padded
+input copied into a scratch buffer, its windows copied once into a column matrix
+``(N, groups, C/groups * prod(kernel), prod(out))``, multiplied by the weight reshaped to
+``(groups, O/groups, C/groups * prod(kernel))`` straight into the NCHW output).  Depthwise
+convolution (one input channel per group) would be many tiny matmuls, so it takes other
+routes, chosen by shape, in ``vm.ops.nn.depthwise``.
 
 The transposed convolution is the adjoint: one matmul computes, for every input
 position, its contribution to each kernel tap (``W^T @ x``), and a loop over the taps (9
@@ -23,10 +19,10 @@ import itertools
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from vm.ops.nn._util import check_out, copying_out, expand, pad_spatial, write_out
 from vm.ops.nn.depthwise import depthwise
+from vm.ops.nn.im2col import conv_forward, out_shape
 from vm.ops.registry import kernel
 
 Ints = Sequence[int]
@@ -39,30 +35,6 @@ def _batched(x: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, bool]:
     if x.ndim != weight.ndim:
         raise ValueError(f"expected a {weight.ndim - 1}-D or {weight.ndim}-D input, got {x.ndim}-D")
     return x, False
-
-
-def _out_shape(spatial: Ints, kernel_: Ints, stride: Ints, padding: Ints, dilation: Ints) -> tuple[int, ...]:
-    shape = tuple(
-        (size + 2 * p - d * (k - 1) - 1) // s + 1
-        for size, k, s, p, d in zip(spatial, kernel_, stride, padding, dilation)
-    )
-    if any(o <= 0 for o in shape):
-        raise ValueError(f"convolution output size {list(shape)} is too small (input {list(spatial)})")
-    return shape
-
-
-def _windows(xp: np.ndarray, kernel_: Ints, stride: Ints, dilation: Ints, out: Ints) -> np.ndarray:
-    """A view ``(N, C, *out, *kernel)`` of the padded input: element ``[n, c, o.., k..]`` is
-    ``xp[n, c, o*stride + k*dilation ...]``."""
-    nsp = len(kernel_)
-    span = [d * (k - 1) + 1 for k, d in zip(kernel_, dilation)]
-    view = sliding_window_view(xp, span, axis=tuple(range(2, 2 + nsp)))
-    index = (
-        (slice(None), slice(None))
-        + tuple(slice(0, o * s, s) for o, s in zip(out, stride))
-        + tuple(slice(None, None, d) for d in dilation)
-    )
-    return view[index]
 
 
 def conv_nd(
@@ -86,7 +58,7 @@ def conv_nd(
             f"weight {list(weight.shape)} with groups={groups} does not fit an input of {c} channels"
         )
     dtype = np.result_type(x, weight)
-    oshape = _out_shape(x.shape[2:], kernel_, stride, padding, dilation)
+    oshape = out_shape(x.shape[2:], kernel_, stride, padding, dilation)
     full = (n, o, *oshape)
     if out is not None and not out.flags.c_contiguous:  # matmul could not write through a copy
         return write_out(out, conv_nd(x[0] if unbatched else x, weight, bias, stride, padding, dilation, groups))
@@ -99,20 +71,8 @@ def conv_nd(
         depthwise(x, weight, stride, padding, dilation, oshape, result)
         if bias is not None:
             result += bias.reshape((o,) + (1,) * nsp)
-        return result[0] if unbatched and out is None else (out if out is not None else result)
-    xp = pad_spatial(x, padding, padding)
-    if all(k == 1 for k in kernel_) and all(s == 1 for s in stride):
-        # a pointwise convolution is a matmul on the input itself: no window view, no copy
-        cols = np.ascontiguousarray(xp).reshape(n, groups, cg, -1)
-        np.matmul(weight.reshape(groups, o // groups, cg), cols, out=result.reshape(n, groups, o // groups, -1))
     else:
-        win = _windows(xp, kernel_, stride, dilation, oshape)  # (N, C, *out, *k)
-        perm = (0, 1, *range(2 + nsp, 2 + 2 * nsp), *range(2, 2 + nsp))
-        cols = win.transpose(perm).reshape(n, groups, cg * int(np.prod(kernel_)), -1)
-        w = weight.reshape(groups, o // groups, -1)
-        np.matmul(w, cols, out=result.reshape(n, groups, o // groups, -1))
-    if bias is not None:
-        result += bias.reshape((o,) + (1,) * nsp)
+        conv_forward(x, weight, bias, stride, padding, dilation, groups, result)
     return result[0] if unbatched and out is None else (out if out is not None else result)
 
 
