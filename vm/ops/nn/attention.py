@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from vm.ops._softmax import safe_softmax
+from vm.ops.linalg import flat_matmul
 from vm.ops.nn._util import copying_out
 from vm.ops.random import dropout_impl
 from vm.ops.registry import kernel, lookup
@@ -89,8 +90,12 @@ def _scaled_dot_product_attention_out(out: np.ndarray, *args: Any) -> np.ndarray
 
 
 def _linear(x: Array, w: Array, b: Array | None) -> Array:
-    y = np.matmul(x, w.T)
-    return y + b if b is not None else y
+    """``x @ w.T + b`` as one gemm on ``x`` seen as rows (``vm.ops.linalg.flat_matmul``,
+    which takes the faster operand order for a few rows), the bias added in place."""
+    y = flat_matmul(x, w.T)
+    if b is not None:
+        np.add(y, b, out=y, casting="unsafe")
+    return y
 
 
 def _heads(x: Array, heads: int) -> Array:
@@ -128,11 +133,14 @@ def multi_head_attention(
     unbatched = query.ndim == 2
     if unbatched:
         query, key, value = query[None], key[None], value[None]
-    wq, wk, wv = np.split(qkv_weight, 3, axis=0)
-    bq, bk, bv = np.split(qkv_bias, 3) if qkv_bias is not None else (None, None, None)
-    q = _heads(_linear(query, wq, bq), num_head)
-    k = _heads(_linear(key, wk, bk), num_head)
-    v = _heads(_linear(value, wv, bv), num_head)
+    if query is key and key is value:  # self-attention: one gemm reads the packed weight once
+        q, k, v = (_heads(t, num_head) for t in np.split(_linear(query, qkv_weight, qkv_bias), 3, axis=-1))
+    else:
+        wq, wk, wv = np.split(qkv_weight, 3, axis=0)
+        bq, bk, bv = np.split(qkv_bias, 3) if qkv_bias is not None else (None, None, None)
+        q = _heads(_linear(query, wq, bq), num_head)
+        k = _heads(_linear(key, wk, bk), num_head)
+        v = _heads(_linear(value, wv, bv), num_head)
     scale = q.dtype.type(1.0 / math.sqrt(embed_dim // num_head))
     scores = _masked_scores(np.matmul(q * scale, np.swapaxes(k, -1, -2)), mask, mask_type)
     weights = safe_softmax(scores)
