@@ -234,13 +234,14 @@ def test_im2col_scratch_reuse_matches_torch(data):
     """Property: the regular (im2col) convolution reuses per-thread scratch buffers across
     calls, so calls of one shape with different data, a strided or non-contiguous input
     (a channels-last permutation, a slice), float32 or float64, with or without bias, and
-    through the out variant (C-contiguous or not) each equal torch's; the padded buffer's
-    zero border is never written by a call."""
+    through the out variant (C-contiguous or not) each equal torch's, on outputs narrow
+    (columns gathered through an index) and wide (columns copied from a strided view); the
+    padded buffer's zero border is never written by a call."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     n, groups = data.draw(st.integers(1, 2), "n"), data.draw(st.integers(1, 2), "groups")
     cin, cout = groups * data.draw(st.integers(1, 4)), groups * data.draw(st.integers(1, 4))
     k = data.draw(st.integers(1, 3), "k")
-    size = data.draw(st.integers(k, 9), "size")
+    size = data.draw(st.integers(k, 20), "size")
     stride, padding = [data.draw(st.integers(1, 2))] * 2, [data.draw(st.integers(0, 2))] * 2
     dtype = data.draw(st.sampled_from([np.float32, np.float64]), "dtype")
     layout = data.draw(st.sampled_from(["contiguous", "channels_last", "slice"]), "layout")
@@ -289,3 +290,17 @@ def test_im2col_scratch_is_per_thread():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_padded_scratch_is_not_shared_across_paddings():
+    """A 3x3 input padded by 1 and a 1x1 input padded by 2 both make a 5x5 padded plane;
+    the first writes where the second's zero border is, so each padding has its own
+    buffer (and an unpadded non-contiguous input its own dense copy)."""
+    rng = np.random.default_rng(8)
+    w = randn(rng, 2, 1, 1, 1)
+    conv = op("aten::conv2d")
+    small, big = randn(rng, 1, 1, 1, 1), randn(rng, 1, 1, 3, 3)
+    strided = randn(rng, 1, 1, 5, 10)[..., ::2]
+    for x, pad in ((big, 1), (small, 2), (strided, 0), (small, 2)):
+        want = F.conv2d(torch.from_numpy(np.ascontiguousarray(x)), to_torch(w), None, 1, pad)
+        assert_matches(conv(x, w, None, [1, 1], [pad, pad], [1, 1], 1), want)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from functools import lru_cache
 
+import attrs
 import numpy as np
 
 from vm.ops.nn._util import check_out, copying_out, expand, pad_spatial, write_out
@@ -37,6 +39,45 @@ def _batched(x: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, bool]:
     return x, False
 
 
+@attrs.frozen
+class _Layout:
+    """What one call's shapes and arguments decide, worked out once per combination."""
+
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    batched: tuple[int, ...]  # the input's shape with its batch axis
+    full: tuple[int, ...]  # the output's shape with its batch axis
+    out: tuple[int, ...]  # the result's shape (no batch axis for an unbatched input)
+    depthwise: bool
+
+
+def _hashable(v: int | Ints) -> int | tuple[int, ...]:
+    return int(v) if isinstance(v, (int, np.integer)) else tuple(v)
+
+
+@lru_cache(maxsize=512)
+def _layout(
+    xshape: tuple[int, ...],
+    wshape: tuple[int, ...],
+    stride: int | tuple[int, ...],
+    padding: int | tuple[int, ...],
+    dilation: int | tuple[int, ...],
+    groups: int,
+) -> _Layout:
+    nsp = len(wshape) - 2
+    st, pd, dl = (expand(v, nsp) for v in (stride, padding, dilation))
+    if len(xshape) not in (nsp + 1, nsp + 2):
+        raise ValueError(f"expected a {nsp + 1}-D or {nsp + 2}-D input, got {len(xshape)}-D")
+    unbatched = len(xshape) == nsp + 1
+    batched = (1, *xshape) if unbatched else xshape
+    o, cg, *kernel_ = wshape
+    if batched[1] != cg * groups or o % groups:
+        raise ValueError(f"weight {list(wshape)} with groups={groups} does not fit an input of {batched[1]} channels")
+    full = (batched[0], o, *out_shape(batched[2:], kernel_, st, pd, dl))
+    return _Layout(st, pd, dl, batched, full, full[1:] if unbatched else full, cg == 1 and groups > 1)
+
+
 def conv_nd(
     x: np.ndarray,
     weight: np.ndarray,
@@ -48,32 +89,26 @@ def conv_nd(
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """N-d convolution (cross-correlation) with symmetric zero ``padding``; see the module essay."""
-    nsp = weight.ndim - 2
-    stride, padding, dilation = (expand(v, nsp) for v in (stride, padding, dilation))
-    x, unbatched = _batched(x, weight)
-    n, c = x.shape[:2]
-    o, cg, *kernel_ = weight.shape
-    if c != cg * groups or o % groups:
-        raise ValueError(
-            f"weight {list(weight.shape)} with groups={groups} does not fit an input of {c} channels"
-        )
-    dtype = np.result_type(x, weight)
-    oshape = out_shape(x.shape[2:], kernel_, stride, padding, dilation)
-    full = (n, o, *oshape)
-    if out is not None and not out.flags.c_contiguous:  # matmul could not write through a copy
-        return write_out(out, conv_nd(x[0] if unbatched else x, weight, bias, stride, padding, dilation, groups))
-    if out is not None:
-        check_out(out, full[1:] if unbatched else full, dtype)
-        result = out.reshape(full)
+    lay = _layout(x.shape, weight.shape, _hashable(stride), _hashable(padding), _hashable(dilation), groups)
+    dtype = x.dtype if x.dtype == weight.dtype else np.result_type(x, weight)
+    if out is None:
+        result = np.empty(lay.full, dtype)
+    elif not out.flags.c_contiguous:  # matmul could not write through a copy
+        return write_out(out, conv_nd(x, weight, bias, stride, padding, dilation, groups))
     else:
-        result = np.empty(full, dtype)
-    if cg == 1 and groups > 1:
-        depthwise(x, weight, stride, padding, dilation, oshape, result)
+        if out.shape != lay.out or out.dtype != dtype:
+            check_out(out, lay.out, dtype)
+        result = out.reshape(lay.full)
+    xb = x.reshape(lay.batched)
+    if lay.depthwise:
+        depthwise(xb, weight, lay.stride, lay.padding, lay.dilation, lay.full[2:], result)
         if bias is not None:
-            result += bias.reshape((o,) + (1,) * nsp)
+            result += bias.reshape((-1,) + (1,) * (weight.ndim - 2))
     else:
-        conv_forward(x, weight, bias, stride, padding, dilation, groups, result)
-    return result[0] if unbatched and out is None else (out if out is not None else result)
+        conv_forward(xb, weight, bias, lay.stride, lay.padding, lay.dilation, groups, result)
+    if out is not None:
+        return out
+    return result.reshape(lay.out)
 
 
 def _same_padding(x: np.ndarray, weight: np.ndarray, stride: Ints, dilation: Ints) -> tuple[np.ndarray, int]:
