@@ -10,7 +10,7 @@ call:
    read in place);
 2. a strided view of that buffer, ``(N, C, *kernel, *out)``, whose element ``[n, c, k..,
    o..]`` is ``xp[n, c, o*stride + k*dilation ...]``, is copied into the column scratch
-   ``(N, groups, C/groups * prod(kernel), prod(out))`` (for outputs 8 or fewer wide, a
+   ``(N, groups, C/groups * prod(kernel), prod(out))`` (for outputs 4 or fewer wide, a
    gather through a precomputed index array of the same offsets, ``np.take``);
 3. ``weight (groups, O/groups, C/groups * prod(kernel)) @ columns`` is written straight
    into the output, which already has the NCHW layout, and the bias is added in place.
@@ -96,10 +96,11 @@ def _plan(
     return ConvPlan(padded, interior, (n, c, *kernel_, *oshape), window_strides, cols, out_groups, gather)
 
 
-# Below this output width the strided copy runs numpy's inner loop over a few elements
+# Up to this output width the strided copy runs numpy's inner loop over a few elements
 # per row (~40 us for the 18k columns of a 3x3 convolution on a 2x2 plane, whatever the
-# channel count); a gather through a precomputed index does it in 8 us, and still wins at
-# width 8 (30 us against 39); at width 16 it loses (63 against 35).
+# channel count) and a gather through a precomputed index takes 8 us; measured on the
+# whole convolution it wins at widths 2 and 4 (706 -> 684 us, 263 -> 257 us) and loses at
+# 8 (184 -> 211 us), where the copy's rows are long enough.
 _GATHER_WIDTH = 4
 _GATHER_SIZE = 1 << 17  # elements: the index (8 bytes each) stays under 1 MiB
 
