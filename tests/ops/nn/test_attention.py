@@ -127,3 +127,21 @@ def test_nested_tensor_branch_checks_alignment_and_refuses_nesting():
             torch.from_numpy(t), torch.from_numpy(m))
     with pytest.raises(NotImplementedError, match="enable_nested_tensor=False"):
         op("aten::_nested_tensor_from_mask")(t, np.ones((2, 3), bool), True)
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_native_multi_head_attention_self_and_cross(same):
+    """Self-attention (one array for query, key and value: the projections are one gemm
+    with the packed weight) and cross-attention (three arrays: three gemms with its thirds)
+    both equal the module's result."""
+    torch.manual_seed(3)
+    m = nn.MultiheadAttention(16, 4, batch_first=True).eval()
+    q = torch.randn(1, 7, 16)
+    kv = q if same else torch.randn(1, 9, 16)
+    with torch.no_grad():
+        want = m(q, kv, kv)
+    qn = to_numpy(q)
+    kn = qn if same else to_numpy(kv)
+    vn = kn if same else to_numpy(kv).copy()
+    got = op("aten::_native_multi_head_attention")(qn, kn, vn, 16, 4, *_mha_params(m), None, True, True, None)
+    assert_matches(got, want, atol=1e-5)
