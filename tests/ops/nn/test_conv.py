@@ -235,10 +235,11 @@ def test_im2col_scratch_reuse_matches_torch(data):
     calls, so calls of one shape with different data, a strided or non-contiguous input
     (a channels-last permutation, a slice), float32 or float64, with or without bias, and
     through the out variant (C-contiguous or not) each equal torch's, on outputs narrow
-    (columns gathered through an index) and wide (columns copied from a strided view); the
-    padded buffer's zero border is never written by a call."""
+    (columns gathered through an index) and wide (columns copied from a strided view), a
+    batch of small planes as one GEMM; the padded buffer's zero border is never written by
+    a call."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
-    n, groups = data.draw(st.integers(1, 2), "n"), data.draw(st.integers(1, 2), "groups")
+    n, groups = data.draw(st.integers(1, 3), "n"), data.draw(st.integers(1, 2), "groups")
     cin, cout = groups * data.draw(st.integers(1, 4)), groups * data.draw(st.integers(1, 4))
     k = data.draw(st.integers(1, 3), "k")
     size = data.draw(st.integers(k, 20), "size")

@@ -48,11 +48,12 @@ class ConvPlan:
 
     padded: tuple[int, ...]  # (N, C, *padded spatial); () when the input is read in place
     interior: tuple[slice, ...]  # where the input goes in the padded buffer
-    window_shape: tuple[int, ...]  # (N, C, *kernel, *out)
+    window_shape: tuple[int, ...]  # (N, C, *kernel, *out), or (C, *kernel, N, *out) when batch_inner
     window_strides: tuple[int, ...]  # in elements of the padded (or contiguous input) buffer
     cols: tuple[int, ...]  # (N, groups, C/groups * prod(kernel), prod(out)); () for a pointwise conv
     out_groups: tuple[int, ...]  # the output as (N, groups, O/groups, prod(out))
     gather: bool  # build the columns with np.take through an index array (narrow outputs)
+    batch_inner: bool  # one GEMM over the whole batch: columns (C * prod(kernel), N * prod(out))
 
 
 def out_shape(spatial: Ints, kernel_: Ints, stride: Ints, padding: Ints, dilation: Ints) -> tuple[int, ...]:
@@ -91,9 +92,23 @@ def _plan(
         strides[i] = strides[i + 1] * dims[i + 1]
     sp = strides[2:]
     window_strides = (strides[0], strides[1], *(d * t for d, t in zip(dilation, sp)), *(s * t for s, t in zip(stride, sp)))
+    window_shape = (n, c, *kernel_, *oshape)
     cols = () if pointwise else (n, groups, cg * math.prod(kernel_), length)
+    batch_inner = bool(cols) and n > 1 and groups == 1 and length < _BATCH_INNER_BELOW
+    if batch_inner:  # the batch axis moves next to the output positions
+        order = (1, *range(2, 2 + len(kernel_)), 0, *range(2 + len(kernel_), len(window_shape)))
+        window_shape = tuple(window_shape[i] for i in order)
+        window_strides = tuple(window_strides[i] for i in order)
     gather = bool(cols) and oshape[-1] <= _GATHER_WIDTH and math.prod(cols) <= _GATHER_SIZE
-    return ConvPlan(padded, interior, (n, c, *kernel_, *oshape), window_strides, cols, out_groups, gather)
+    return ConvPlan(padded, interior, window_shape, window_strides, cols, out_groups, gather, batch_inner)
+
+
+# A batch of small planes is one GEMM (O, K) @ (K, N * prod(out)) and a transposing copy
+# of its result (which also adds the bias) rather than N GEMMs of few columns each:
+# 3x3 256 -> 256 on 4x4 at batch 8 1980 -> 1337 us (torch 1169), 128 -> 128 on 8x8 at
+# batch 4 705 -> 662 us (torch 526).  On bigger planes the N GEMMs are wide enough and the
+# transposing copy costs more than it saves (14x14 at batch 32: 319 against 378 us).
+_BATCH_INNER_BELOW = 65
 
 
 # Up to this output width the strided copy runs numpy's inner loop over a few elements
@@ -191,6 +206,16 @@ def conv_forward(
     else:
         cols = src.reshape(n, g, -1, length)
     w = weight if weight.dtype == dtype else weight.astype(dtype)
+    if plan.batch_inner:
+        prod = _scratch.get("gemm", (og, n * length), dtype)
+        np.matmul(w.reshape(og, -1), cols.reshape(-1, n * length), out=prod)
+        by_batch = prod.reshape(og, n, length).transpose(1, 0, 2)
+        out3 = result.reshape(n, og, length)
+        if bias is None:
+            np.copyto(out3, by_batch)
+        else:
+            np.add(by_batch, bias.reshape(og, 1), out=out3, casting="unsafe")
+        return
     if n == 1 and g == 1:
         out2 = result.reshape(og, length)
         np.matmul(w.reshape(og, -1), cols.reshape(-1, length), out=out2)
