@@ -129,7 +129,8 @@ def _add_scaled(prod: Array, bias: Array | None, beta: Any, alpha: Any, blas: bo
         np.multiply(prod, scalar_for(alpha, t), out=prod)
     if bias is not None and beta != 0:
         b = bias if beta == 1 else np.multiply(bias, scalar_for(beta, t))
-        if b.shape == prod.shape or np.broadcast_shapes(b.shape, prod.shape) == prod.shape:
+        trailing = b.ndim <= prod.ndim and b.shape == prod.shape[prod.ndim - b.ndim :]  # the usual bias
+        if trailing or np.broadcast_shapes(b.shape, prod.shape) == prod.shape:
             np.add(prod, b, out=prod, casting="unsafe")
         else:
             prod = prod + b
