@@ -305,3 +305,22 @@ def test_padded_scratch_is_not_shared_across_paddings():
     for x, pad in ((big, 1), (small, 2), (strided, 0), (small, 2)):
         want = F.conv2d(torch.from_numpy(np.ascontiguousarray(x)), to_torch(w), None, 1, pad)
         assert_matches(conv(x, w, None, [1, 1], [pad, pad], [1, 1], 1), want)
+
+
+def test_scratch_is_bounded_and_evicted_buffers_come_back_zeroed(monkeypatch):
+    """The per-thread scratch keeps at most _SCRATCH_BYTES (the least recently used buffer
+    goes first); a padded buffer made again after eviction has a zero border again, so
+    convolutions cycling through more shapes than fit stay right."""
+    from vm.ops.nn import im2col
+
+    monkeypatch.setattr(im2col, "_SCRATCH_BYTES", 20_000)
+    rng = np.random.default_rng(9)
+    conv = op("aten::conv2d")
+    for _ in range(2):
+        for size in (6, 9, 12, 15):
+            x, w = randn(rng, 1, 4, size, size), randn(rng, 3, 4, 3, 3)
+            want = F.conv2d(to_torch(x), to_torch(w), None, 1, 1)
+            assert_matches(conv(x, w, None, [1, 1], [1, 1], [1, 1], 1), want)
+            scratch = im2col._scratch
+            assert scratch.nbytes == sum(b.nbytes for b in scratch.buffers.values())
+            assert scratch.nbytes <= 20_000 or len(scratch.buffers) == 1
