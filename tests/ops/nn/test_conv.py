@@ -324,3 +324,33 @@ def test_scratch_is_bounded_and_evicted_buffers_come_back_zeroed(monkeypatch):
             scratch = im2col._scratch
             assert scratch.nbytes == sum(b.nbytes for b in scratch.buffers.values())
             assert scratch.nbytes <= 20_000 or len(scratch.buffers) == 1
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_traced_convolution_out_variants_write_into_the_buffer(transposed):
+    """The out variants of aten::_convolution, _convolution.deprecated and convolution
+    (what traced graphs call) fill the given buffer, the forward convolution computing
+    straight into it, the transposed one copying; _convolution_mode's too; a buffer of the
+    wrong shape is an error naming both shapes."""
+    from vm.ops.registry import lookup
+
+    rng = np.random.default_rng(10)
+    x, w, b = randn(rng, 2, 4, 6, 6), randn(rng, 4, 2, 3, 3), randn(rng, 4)
+    if transposed:
+        want = F.conv_transpose2d(to_torch(x), to_torch(w), to_torch(b[:2]), 2, 1, 1, 1, 1)
+        args = (x, w, b[:2], [2, 2], [1, 1], [1, 1], True, [1, 1], 1)
+    else:
+        want = F.conv2d(to_torch(x), to_torch(w), to_torch(b), 1, 1, 1, 2)
+        args = (x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 2)
+    flags = (False, False, True, True)
+    for name, extra in (("aten::_convolution", flags), ("aten::_convolution.deprecated", flags[:3]), ("aten::convolution", ())):
+        buf = np.empty(tuple(want.shape), np.float32)
+        assert lookup(name).out(buf, *args, *extra) is buf
+        assert_matches(buf, want)
+        with pytest.raises(ValueError, match="out buffer"):
+            lookup(name).out(np.empty((1, 1), np.float32), *args, *extra)
+    if not transposed:
+        want = F.conv2d(to_torch(x), to_torch(w), to_torch(b), 1, "same", 1, 2)
+        buf = np.empty(tuple(want.shape), np.float32)
+        assert lookup("aten::_convolution_mode").out(buf, x, w, b, [1, 1], "same", [1, 1], 2) is buf
+        assert_matches(buf, want)

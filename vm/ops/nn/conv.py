@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import attrs
 import numpy as np
@@ -259,13 +260,28 @@ def _convolution(
     transposed: bool,
     output_padding: Ints,
     groups: int,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
+    """The forward or transposed convolution; the forward one computes into ``out``."""
     if transposed:
-        return conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation)
-    return conv_nd(x, weight, bias, stride, padding, dilation, groups)
+        result = conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation)
+        return result if out is None else write_out(out, result)
+    return conv_nd(x, weight, bias, stride, padding, dilation, groups, out)
 
 
-@copying_out
+def _out_through(registered: Any) -> Any:
+    """Give a ``_convolution``-like kernel the out variant that passes ``out`` down (the
+    forward convolution's GEMM writes into it, where ``copying_out`` would copy)."""
+
+    def out_variant(out: np.ndarray, *args: Any) -> np.ndarray:
+        return _convolution(*args[:9], out=out)
+
+    out_variant.__name__ = f"{registered.__name__}_out"
+    registered.out(out_variant)
+    return registered
+
+
+@_out_through
 @kernel(
     "aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
     "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, "
@@ -287,7 +303,7 @@ def underscore_convolution(
     return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
-@copying_out
+@_out_through
 @kernel(
     "aten::_convolution.deprecated(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, "
     "SymInt[] padding, SymInt[] dilation, bool transposed, int[] output_padding, SymInt groups, "
@@ -308,7 +324,6 @@ def underscore_convolution_deprecated(
     return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
-@copying_out
 @kernel(
     "aten::_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, "
     "SymInt[] dilation, SymInt groups) -> Tensor"
@@ -326,7 +341,21 @@ def convolution_mode(
     return conv_padding_str(x, weight, bias, stride, padding, dilation, groups)
 
 
-@copying_out
+@convolution_mode.out
+def convolution_mode_out(
+    out: np.ndarray,
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: str,
+    dilation: Ints,
+    groups: int,
+) -> np.ndarray:
+    return conv_padding_str(x, weight, bias, stride, padding, dilation, groups, out)
+
+
+@_out_through
 @kernel(
     "aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
     "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"
