@@ -2,6 +2,7 @@
 
     python tools/bench_startup.py [--sizes 1000,4000,16000,64000] [--models transformer12,densenet121,vit_b_16]
                                   [--skip-synthetic] [--skip-models] [--runs 3]
+    python tools/bench_startup.py --zoo [NAME ...] [--runs 7] [--repeat 1]
 
 Part 1, scaling: synthetic graphs (``tools/synthetic_graphs.py``) of about 1k, 4k, 16k
 and 64k nodes are parsed, verified, optimized and emitted; the table gives the total and
@@ -13,6 +14,10 @@ scripted and exported with ``tools/export_torch.py`` into ``$IRVM_STARTUP_DIR`` 
 compile`` time (in process), ``vm.load`` of the ``.irbc``, then for the interpreter and
 the static runtime the construction time, the first call and the best of ``--runs``
 steady calls; and ``torch.jit.script`` / ``torch.jit.load`` of the same model.
+
+Part 3, ``--zoo``: first call against steady call on both backends over zoo models
+(``tools/zoo_models.py``; the cases ``tools/gen_zoo.py`` wrote into the zoo cache,
+``$IRVM_ZOO_CACHE`` or ``~/.cache/irvm/zoo``): see ``tools/bench_zoo_start.py``.
 
 Compile, save and load are single-threaded and timed in CPU seconds of this process
 (``time.process_time``), as are ``torch.jit.script`` and ``torch.jit.load``: on a shared
@@ -210,8 +215,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--skip-models", action="store_true")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--zoo", nargs="*", metavar="NAME", help="first/steady over zoo models (default: a sample)")
+    parser.add_argument("--repeat", type=int, default=1, help="--zoo: processes per model and backend")
     args = parser.parse_args(argv)
     sys.setrecursionlimit(10000)
+    if args.zoo is not None:
+        from bench_zoo_start import SAMPLE, bench_zoo
+
+        return bench_zoo(args.zoo or list(SAMPLE), max(args.runs, 5), args.repeat)
     if not args.skip_synthetic:
         bench_synthetic([int(s) for s in args.sizes.split(",") if s])
     if not args.skip_models:

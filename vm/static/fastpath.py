@@ -59,6 +59,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import numpy as np
 
 from vm.ops.facts import Fact, op_facts
@@ -139,34 +140,107 @@ def choose(
     node of the entry block); otherwise it is the dtype the recording run saw, and the code
     checks it (and that the result has a dimension) before taking the fast call, falling
     back to the kernel: this is how nodes inside loops and branches are specialized."""
+    found = probe(pn, constants, tainted)
+    return None if found is None else found.choose(recorded)
+
+
+@attrs.frozen(eq=False)
+class Probe:
+    """What ``choose`` decides of one node before any run: its ufunc, its operands (slots)
+    and constants (Python numbers), whether it is guarded.  A ``StaticModule`` makes one
+    per fast candidate at construction, so that a plan only checks the recorded dtypes and
+    shapes (``Probe.choose``)."""
+
+    index: int
+    out: int  # the output slot
+    ufunc: UfuncLike
+    args: tuple[tuple[str, Any], ...]  # ("v", slot) or ("s", a Python number)
+    guarded: bool
+    linear: bool  # ``_linear``: x, w, b must also be 2-d, 2-d, 1-d of matching sizes
+
+    @property
+    def structure(self) -> tuple[tuple[tuple[str, int], ...], bool]:
+        """The form of its call (as ``call_shape``): ``("s", j)`` for the j-th constant."""
+        out, j = [], 0
+        for kind, value in self.args:
+            out.append((kind, value) if kind == "v" else ("s", j))
+            j += kind == "s"
+        return tuple(out), self.guarded
+
+    def slots(self) -> tuple[int, ...]:
+        """The slots a plan reads of the recording for this node."""
+        return (self.out, *(v for kind, v in self.args if kind == "v"))
+
+    def choose(self, recorded: Mapping[int, Any]) -> Choice | None:
+        """``choose``'s answer for a run that recorded ``recorded`` (slot -> value)."""
+        out = recorded.get(self.out)
+        if type(out) is not np.ndarray or out.dtype not in FLOATS or out.ndim == 0:
+            return None
+        dtype = out.dtype
+        args: list[Arg] = []
+        for kind, value in self.args:
+            if kind == "s":
+                args.append(("s", dtype.type(value)))
+                continue
+            seen = recorded.get(value)
+            if (seen is not None or not self.guarded) and (type(seen) is not np.ndarray or seen.dtype != dtype):
+                return None  # (a guarded operand the recording did not see, a block parameter, is checked at run time)
+            args.append(("v", value))
+        if self.linear:
+            x, w, b = (recorded[v] for _, v in self.args)
+            if not (x.ndim == w.ndim == 2 and b.ndim == 1 and x.shape[1] == w.shape[1]
+                    and b.shape[0] == w.shape[0]):  # fmt: skip
+                return None
+        return self.ufunc, tuple(args), dtype if self.guarded else None
+
+
+def probe(pn: ProcessedNode, constants: Mapping[int, Any], tainted: frozenset[int]) -> Probe | None:
+    """The part of ``choose`` that no run changes, or None when ``choose`` never picks
+    ``pn`` (not in the table, a constant operand that is not a number...)."""
     if pn.ref is None or len(pn.outputs) != 1:
         return None
     name = pn.ref.name
+    operands: list[Any]
     if name == "aten::relu":
-        return _specialize(pn, np.maximum, [0, ("s", 0)], recorded, constants, tainted)
-    if name == "aten::clamp":
+        ufunc, operands = np.maximum, [0, ("s", 0)]
+    elif name == "aten::clamp":
         lo, hi = _constant(pn, 1, constants), _constant(pn, 2, constants)
         if lo is None and _number(hi):
-            return _specialize(
-                pn, np.minimum, [0, ("s", hi)], recorded, constants, tainted
-            )
-        if hi is None and _number(lo):
-            return _specialize(
-                pn, np.maximum, [0, ("s", lo)], recorded, constants, tainted
-            )
+            ufunc, operands = np.minimum, [0, ("s", hi)]
+        elif hi is None and _number(lo):
+            ufunc, operands = np.maximum, [0, ("s", lo)]
+        else:
+            return None
+    elif name == "aten::linear":
+        ufunc, operands = _linear, [0, 1, 2]
+    elif name in TABLE:
+        ufunc, indices, required = TABLE[name]
+        if any(
+            _constant(pn, i, constants) != v or type(_constant(pn, i, constants)) is not int
+            for i, v in required.items()
+        ):
+            return None
+        operands = list(indices)
+    else:
         return None
-    if name == "aten::linear":
-        return _linear_choice(pn, recorded, constants, tainted)
-    entry = TABLE.get(name)
-    if entry is None:
+    guarded = _guarded(pn, operands, tainted)
+    linear = ufunc is _linear
+    if linear and guarded:
+        return None  # linear is only called fast where the plan key fixes the shapes
+    args: list[tuple[str, Any]] = []
+    for operand in operands:
+        value = operand[1] if isinstance(operand, tuple) else _constant(pn, operand, constants)
+        if value is _NO:
+            if isinstance(operand, tuple) or operand >= len(pn.inputs):
+                return None
+            args.append(("v", pn.inputs[operand]))
+        elif _number(value):
+            args.append(("s", value))
+        else:
+            return None
+    if not any(kind == "v" for kind, _ in args) or (linear and len(args) != 3):
         return None
-    ufunc, operands, required = entry
-    if any(
-        _constant(pn, i, constants) != v or type(_constant(pn, i, constants)) is not int
-        for i, v in required.items()
-    ):
-        return None
-    return _specialize(pn, ufunc, list(operands), recorded, constants, tainted)
+    return Probe(pn.index, pn.outputs[0], ufunc, tuple(args), guarded, linear)
 
 
 def call_shape(
@@ -221,20 +295,6 @@ def _guarded(pn: ProcessedNode, operands: list, tainted: frozenset[int]) -> bool
     )
 
 
-def _linear_choice(pn: ProcessedNode, recorded, constants, tainted) -> Choice | None:
-    """``_linear`` when the plan fixes the shapes (an unguarded node) and the recording
-    saw x (m, k), w (n, k) and b (n,) of one float dtype; else the kernel."""
-    values = [constants.get(s, recorded.get(s)) for s in pn.inputs[:3]]
-    if len(values) != 3 or not all(type(v) is np.ndarray for v in values):
-        return None
-    x, w, b = values
-    if not (x.ndim == w.ndim == 2 and b.ndim == 1 and x.shape[1] == w.shape[1]
-            and b.shape[0] == w.shape[0] and x.dtype == w.dtype == b.dtype):  # fmt: skip
-        return None
-    choice = _specialize(pn, _linear, [0, 1, 2], recorded, constants, tainted)
-    return choice if choice is not None and choice[2] is None else None
-
-
 def _constant(pn: ProcessedNode, index: int, constants: Mapping[int, Any]) -> Any:
     """The value of input ``index`` when it is a constant (or a default the node left out)."""
     if index >= len(pn.inputs):
@@ -246,39 +306,6 @@ def _constant(pn: ProcessedNode, index: int, constants: Mapping[int, Any]) -> An
 
 def _number(value: Any) -> bool:
     return type(value) in (int, float)
-
-
-def _specialize(
-    pn: ProcessedNode, ufunc: UfuncLike, operands: list, recorded, constants, tainted
-):
-    out = recorded.get(pn.outputs[0])
-    if type(out) is not np.ndarray or out.dtype not in FLOATS or out.ndim == 0:
-        return None
-    guarded = _guarded(pn, operands, tainted)
-    args: list[Arg] = []
-    for operand in operands:
-        value = (
-            operand[1]
-            if isinstance(operand, tuple)
-            else _constant(pn, operand, constants)
-        )
-        if value is not _NO:
-            if not _number(value):
-                return None
-            args.append(("s", out.dtype.type(value)))
-            continue
-        if isinstance(operand, tuple):  # (index, value): a value given here, never _NO
-            return None
-        slot = pn.inputs[operand]
-        seen = recorded.get(slot)
-        if (seen is not None or not guarded) and (
-            type(seen) is not np.ndarray or seen.dtype != out.dtype
-        ):
-            return None  # (a guarded operand the recording did not see, a block parameter, is checked at run time)
-        args.append(("v", slot))
-    if not any(kind == "v" for kind, _ in args):
-        return None
-    return ufunc, tuple(args), out.dtype if guarded else None
 
 
 def filled(

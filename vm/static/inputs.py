@@ -52,3 +52,19 @@ def input_checker(inputs: list[Value]) -> Any:
 
 def _checker(what: str, type_text: str) -> Any:
     return lambda value: check_value(what, value, type_text)
+
+
+def typed_inputs(inputs: list[Value]) -> tuple[np.ndarray, ...] | None:
+    """Inputs of the very shapes and dtypes ``inputs``' types declare, filled with zeros
+    (a valid index, a false mask), or None unless every input is a tensor whose type fixes
+    both, as a traced graph's do (``Long(1, 16, strides=[16, 1], ...)``)."""
+    made = []
+    for v in inputs:
+        type_text = "Tensor" if v.type is None else str(v.type)
+        if not is_tensor_type(type_text) or type_text.endswith("?"):
+            return None
+        dtype, shape = tensor_spec(type_text)
+        if dtype is None or shape is None or any(d is None or d < 0 for d in shape):
+            return None
+        made.append(np.zeros(tuple(d for d in shape if d is not None), dtype=dtype))
+    return tuple(made)

@@ -46,6 +46,7 @@ caller or the ``StaticModule`` and are never planned.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -74,7 +75,9 @@ class TensorSpec:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        # math.prod of Python ints: exact, and ~10x cheaper than np.prod (a layout asks
+        # this of every planned tensor several times)
+        return math.prod(self.shape) * self.dtype.itemsize
 
 
 @attrs.frozen

@@ -35,7 +35,7 @@ from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
 from vm.static import fastpath
 from vm.static.analysis import analyze
 from vm.static.codegen import LINEMAPS, GraphCode
-from vm.static.inputs import input_checker
+from vm.static.inputs import input_checker, typed_inputs
 from vm.static.model import Mode
 from vm.static.plan import Layout, make_layout
 from vm.static.prepare import (
@@ -76,6 +76,9 @@ class StaticOptions:
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
     # load-time rewrites once weights are bound (compiler/passes/fold_*.py)
     fold_batch_norm: bool = True  # conv + eval BatchNorm -> one conv with folded weights
+    # plan at construction when the input types fix every input's shape and dtype (a
+    # traced graph's ``Long(1, 16, ...)``): one recording run on zeros of those shapes
+    plan_from_types: bool = True
 
 
 class StaticModule:
@@ -133,11 +136,12 @@ class StaticModule:
         check_weights(main, self_object, flat, bool(bound))
         self.dtype_guard = make_guard(main, self_object, flat, bool(bound))
         # %self's attributes are constants of the module unless the program assigns one
-        common["fold_attributes"] = not any(
+        self.assigns_attributes = any(
             n.kind == "prim::SetAttr"
             for g in (main, *module.functions.values())
             for n in g.walk()
         )
+        common["fold_attributes"] = not self.assigns_attributes
         self.entry = GraphCode(
             main,
             "main",
@@ -177,7 +181,7 @@ class StaticModule:
         # and the planned code, one function for every plan (model.Mode.generic): a new
         # input shape costs a recording run and a layout, no code generation
         self.generic_mode: Mode | None = None
-        if self.plannable and not self.out_candidates:
+        if self.plannable and self.generic_possible:
             self.generic_mode = Mode(
                 candidates=frozenset(self.candidates),
                 fast=tuple((i, *shape) for i, shape in sorted(self.fast_shapes.items())),
@@ -185,8 +189,12 @@ class StaticModule:
             )
             self.entry.factory(self.generic_mode)
         self.callee_functions(False)
+        self.layouts_made = 0  # recording runs planned from (a count for tests and profiles)
+        self.planned_from_types = False
         if example_inputs is not None:
             self.plan_for(*example_inputs)
+        elif options.plan_from_types:
+            self._plan_from_types()
 
     @property
     def processed_nodes(self) -> list:
@@ -220,12 +228,6 @@ class StaticModule:
             for pn in code.pnodes
             if opts.specialize and pn.ref is not None and pn.ref.name in fastpath.NAMES
         ]
-        self.recorded_slots = frozenset(self.candidates) | frozenset(
-            self.out_candidates
-        )
-        self.recorded_slots |= frozenset(
-            slot for pn in code.pnodes for slot in pn.outputs
-        )  # every result (the pieces of a ListUnpack too): what the fast path reads
         # values not defined in the entry block (loop bodies, branches) vary per run: guard them
         block_values = {v for n in facts.steps for v in n.outputs} | set(
             code.graph.inputs
@@ -238,6 +240,30 @@ class StaticModule:
             for pn in self.fast_candidates
         )
         self.fast_shapes = {i: shape for i, shape in shapes if shape is not None}
+        # what a plan reads of a recording, decided here rather than on a first call:
+        # the nodes the planned code can call fast (the generic code calls only those
+        # with a call shape), each with the fusion group that may stand for it, ...
+        self.fast_probes: list[tuple[fastpath.Probe, int | None]] = []
+        for pn in self.fast_candidates:
+            probe = fastpath.probe(pn, code.constants, self.tainted)
+            if probe is None or (self.generic_possible and self.fast_shapes.get(pn.index) != probe.structure):
+                continue  # never fast, or not in the form the generic code calls
+            group = code.group_of.get(pn.node)
+            self.fast_probes.append((probe, group.gid if group is not None else None))
+        self.by_index = {pn.index: pn for pn in self.fast_candidates}
+        # ... and the slots it reads: candidates' sizes, fast nodes' operands and results,
+        # fusion groups' inputs (nothing else is kept alive by the recording run)
+        self.recorded_slots = frozenset(
+            {*self.candidates, *self.out_candidates}
+            | {slot for probe, _ in self.fast_probes for slot in probe.slots()}
+            | {s[v] for g in self.groups for v in g.inputs if v in s}
+        )
+
+    @property
+    def generic_possible(self) -> bool:
+        """Whether the planned code is the generic code (``Mode.generic``): one function
+        for every plan, unless graph outputs are managed."""
+        return not self.out_candidates
 
     @property
     def plannable(self) -> bool:
@@ -264,6 +290,7 @@ class StaticModule:
         result = run(*args)
         layout = make_layout(self, recorded)
         with self._lock:
+            self.layouts_made += 1
             self._layouts[key] = layout
             while len(self._layouts) > self.options.plan_cache_size:
                 self._layouts.popitem(last=False)
@@ -283,6 +310,23 @@ class StaticModule:
                     self.record(key, args)
                 except Exception as exc:  # noqa: BLE001  (a kernel failure becomes a RunError)
                     raise self.wrap_error(exc) from None
+
+    def _plan_from_types(self) -> None:
+        """``plan_for`` inputs made from the declared input types, when they fix every
+        shape and dtype (``inputs.typed_inputs``).  A plan holds whatever the values, so
+        zeros serve; a run that zeros make fail (a check on values, say) leaves the
+        planning to the first call, as without types.  A program that assigns a module
+        attribute is not run here: the run would change the module's state."""
+        if not self.plannable or self.assigns_attributes:
+            return
+        made = typed_inputs(self.inputs)
+        if made is None:
+            return
+        try:
+            self.plan_for(*made)
+        except Exception:  # noqa: BLE001  (only an early plan is lost; the first call plans)
+            return
+        self.planned_from_types = True
 
     def callee_functions(self, timed: bool) -> list[Any]:
         """The callees' functions (shared by every runtime: they hold no per-run state)."""

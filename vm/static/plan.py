@@ -78,18 +78,12 @@ def _fast_calls(
     (``vm/static/fastpath.py``), constants of maximum/minimum filled to arrays."""
     fast: dict[int, Any] = {}
     fills: dict[tuple[Any, ...], Any] = {}
-    for pn in sm.fast_candidates:
-        group = sm.entry.group_of.get(pn.node)
-        if group is not None and group.gid in fused:
+    for probe, gid in sm.fast_probes:  # (only those in the form the generic code calls)
+        if gid is not None and gid in fused:
             continue  # inside a fused kernel: the node does not run
-        choice = fastpath.choose(pn, recorded, sm.entry.constants, sm.tainted)
-        if choice is not None and sm.generic_mode is not None:
-            shape = sm.fast_shapes.get(pn.index)  # the form the generic code calls
-            if shape != (_arg_structure(choice[1]), choice[2] is not None):
-                choice = None
+        choice = probe.choose(recorded)
         if choice is not None:
-            out = recorded.get(pn.outputs[0])
-            fast[pn.index] = fastpath.filled(choice, out, fills)
+            fast[probe.index] = fastpath.filled(choice, recorded.get(probe.out), fills)
     return fast
 
 
@@ -102,10 +96,9 @@ def _inplace_pairs(
     """output slot -> operand slot, for unguarded bare ufuncs whose managed operand has
     the output's spec and dies at the node: the output may take its bytes (a ufunc is
     exact with ``out=`` equal to an input; see ``vm/static/memory_planner.py``)."""
-    by_index = {pn.index: pn for pn in sm.entry.pnodes}
     pairs = {}
     for i, (_, args, guard) in fast.items():
-        pn = by_index[i]
+        pn = sm.by_index[i]
         out = pn.outputs[0]
         if guard is not None or out not in specs or pn.ref is None or pn.ref.name not in fastpath.ELEMENTWISE:
             continue  # guarded, unplanned, or not elementwise (linear's matmul reads rows)

@@ -1,0 +1,129 @@
+"""The first call after construction does no work construction could have done.
+
+What a plan needs of a model but not of its inputs (which nodes may be called as bare
+ufuncs and in which form, which slots a recording keeps) is decided when the
+``StaticModule`` is built; a model whose input types fix every shape and dtype (a traced
+graph) is planned then too.  These tests count that work (calls of the functions that do
+it, the module's ``layouts_made``), never the clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import compiler
+from tests.static.test_runtime import LSTM_CELL, lstm_inputs
+from vm.interpreter import Interpreter
+from vm.static import StaticModule, StaticOptions, StaticRuntime, fastpath
+
+OPTIONS = StaticOptions(min_managed_bytes=0)
+
+
+def _typed(source: str, types: list[str]) -> str:
+    """``source`` with its graph inputs given the refined ``types``, in order."""
+    head, rest = source.split(":\n", 1)
+    names = [part.split(":")[0].strip() for part in head[head.index("(") + 1 : head.rindex(")")].split(",")]
+    typed = ", ".join(f"{name} : {t}" for name, t in zip(names, types, strict=True))
+    return f"\ngraph({typed}):\n{rest}"
+
+
+def _lstm_types(batch: int, hidden: int) -> list[str]:
+    def t(*shape: int) -> str:
+        strides = [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]
+        return f"Float({', '.join(map(str, shape))}, strides=[{', '.join(map(str, strides))}], requires_grad=0, device=cpu)"
+
+    h4 = 4 * hidden
+    return [t(batch, hidden)] * 3 + [t(h4, hidden)] * 2 + [t(h4)] * 2
+
+
+TYPED_LSTM = _typed(LSTM_CELL, _lstm_types(4, 16))
+
+
+def test_a_graph_whose_types_fix_the_shapes_is_planned_at_construction() -> None:
+    """Input types that fix every shape and dtype (as a traced graph's) are enough to plan
+    when the module is built: the first call is a plan hit, no recording, no new layout,
+    and gives the interpreter's numbers; other shapes still plan on their first call."""
+    program = compiler.compile_source(TYPED_LSTM)
+    sm = StaticModule(program, options=OPTIONS)
+    assert sm.planned_from_types and sm.layouts_made == 1
+    rt = StaticRuntime(sm)
+    args = lstm_inputs(4, 16, seed=7)
+    for got, want in zip(rt(*args), Interpreter(program)(*args)):
+        np.testing.assert_array_equal(got, want)
+    assert rt.stats["plans_made"] == 0 and rt.stats["plan_hits"] == 1
+    assert sm.layouts_made == 1, "the first call made no layout"
+    assert rt.plans[0].slab_bytes > 0
+
+
+def test_planning_from_types_can_be_turned_off_and_needs_complete_types() -> None:
+    """``plan_from_types=False``, or a type that leaves a size open (``*``) or the dtype
+    unsaid, leaves the planning to the first call, as for a scripted graph."""
+    off = StaticModule(compiler.compile_source(TYPED_LSTM), options=StaticOptions(min_managed_bytes=0, plan_from_types=False))
+    types = _lstm_types(4, 16)
+    open_size = StaticModule(compiler.compile_source(_typed(LSTM_CELL, ["Float(*, 16)", *types[1:]])), options=OPTIONS)
+    untyped = StaticModule(compiler.compile_source(LSTM_CELL), options=OPTIONS)
+    for sm in (off, open_size, untyped):
+        assert not sm.planned_from_types and sm.layouts_made == 0
+        rt = StaticRuntime(sm)
+        rt(*lstm_inputs(4, 16, seed=1))
+        assert rt.stats["plans_made"] == 1 and sm.layouts_made == 1
+
+
+FAILS_ON_ZEROS = """
+graph(%x : Long(3, strides=[1], requires_grad=0, device=cpu), %y : Float(8, 64, strides=[64, 1], requires_grad=0, device=cpu)):
+  %ten : int = prim::Constant[value=10]()
+  %one : int = prim::Constant[value=1]()
+  %s : Tensor = aten::sum(%x, %one)
+  %n : int = aten::Int(%s)
+  %q : int = aten::floordiv(%ten, %n)
+  %z : Tensor = aten::mul(%y, %q)
+  %w : Tensor = aten::relu(%z)
+  return (%w)
+"""
+
+
+def test_a_program_that_zeros_make_fail_plans_on_its_first_call() -> None:
+    """Zeros are only stand-ins: when they make the run fail (here an integer division
+    by a sum of the input), construction succeeds without a plan and the first call
+    plans, with the interpreter's numbers."""
+    program = compiler.compile_source(FAILS_ON_ZEROS)
+    sm = StaticModule(program, options=OPTIONS)
+    assert not sm.planned_from_types and sm.layouts_made == 0
+    x = np.array([1, 2, 0], dtype=np.int64)
+    y = np.random.default_rng(0).standard_normal((8, 64), dtype=np.float32)
+    rt = StaticRuntime(sm)
+    np.testing.assert_array_equal(rt(x, y), Interpreter(program)(x, y))
+    assert rt.stats["plans_made"] == 1
+
+
+def test_a_first_call_derives_no_per_model_fact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which nodes may be called fast and in which form (``fastpath.probe``,
+    ``fastpath.call_shape``) is decided per model at construction: a first call's
+    recording and layout only check what the run saw against those probes."""
+    program = compiler.compile_source(LSTM_CELL)
+    sm = StaticModule(program, options=OPTIONS)
+    assert sm.fast_probes, "the LSTM cell has adds, muls and tanh the fast path takes"
+
+    def refuse(*args: Any) -> None:
+        raise AssertionError("a per-model fact derived on a call")
+
+    monkeypatch.setattr(fastpath, "probe", refuse)
+    monkeypatch.setattr(fastpath, "call_shape", refuse)
+    rt = StaticRuntime(sm)
+    args = lstm_inputs(4, 16, seed=2)
+    for got, want in zip(rt(*args), Interpreter(program)(*args)):
+        np.testing.assert_array_equal(got, want)
+    (plan,) = rt._plans.values()
+    assert rt.stats["plans_made"] == 1 and plan.fast, "the plan calls nodes fast"
+
+
+def test_a_recording_keeps_only_what_a_plan_reads() -> None:
+    """The recording run keeps alive only the values a layout reads (planned tensors'
+    sizes, fast nodes' operands and results, fusion groups' inputs), not every result."""
+    sm = StaticModule(compiler.compile_source(LSTM_CELL), options=StaticOptions(min_managed_bytes=1 << 40))
+    every_result = {slot for pn in sm.entry.pnodes for slot in pn.outputs} | set(sm.entry.params)
+    probed = {slot for probe, _ in sm.fast_probes for slot in probe.slots()}
+    assert sm.recorded_slots == probed | set(sm.candidates) and sm.recorded_slots < every_result
