@@ -30,6 +30,7 @@ import attrs
 import numpy as np
 
 from vm.errors import RunError
+from vm.gc_pause import gc_paused
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
 from vm.static import fastpath
@@ -84,6 +85,10 @@ class StaticOptions:
 class StaticModule:
     """A program prepared once for the static runtime; read-only, shared by runtimes."""
 
+    # building one makes ~10^5 small objects (an IR copy, slots, generated code): with the
+    # collector paused they go to the oldest generation at once, so neither construction
+    # nor the first call's young collections traverse them again (vm.gc_pause)
+    @gc_paused()
     def __init__(
         self,
         source: Any,
