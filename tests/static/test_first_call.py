@@ -127,3 +127,24 @@ def test_a_recording_keeps_only_what_a_plan_reads() -> None:
     every_result = {slot for pn in sm.entry.pnodes for slot in pn.outputs} | set(sm.entry.params)
     probed = {slot for probe, _ in sm.fast_probes for slot in probe.slots()}
     assert sm.recorded_slots == probed | set(sm.candidates) and sm.recorded_slots < every_result
+
+
+def test_a_first_call_binds_only_its_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runtime binds its recording function when it is built: its first call with a new
+    key binds one function, the plan's (its slab views), and the recording dict is empty
+    again afterwards (no recorded value outlives the plan)."""
+    sm = StaticModule(compiler.compile_source(LSTM_CELL), options=OPTIONS)
+    rt = StaticRuntime(sm)
+    binds: list[Any] = []
+    real = sm.bind
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        binds.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sm, "bind", counting)
+    rt(*lstm_inputs(4, 16, seed=3))
+    assert rt.stats["plans_made"] == 1
+    (plan,) = rt._plans.values()
+    assert binds == [plan.mode] and not plan.mode.record, "only the plan's code was bound"
+    assert rt._recorder is not None and rt._recorder[1] == {}

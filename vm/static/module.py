@@ -286,14 +286,24 @@ class StaticModule:
         with self._lock:
             return list(self._layouts.items())
 
-    def record(self, key: Any, args: Sequence[Any]) -> tuple[Any, Layout]:
+    def recorder(self) -> tuple[Any, dict[int, Any]]:
+        """The recording function bound to a dict of its own, which it fills (slot ->
+        value) on each run: a runtime binds one when it is built, not on a first call."""
+        recorded: dict[int, Any] = {}
+        return self.bind(self.entry, self.record_mode, {}, self.callee_functions(False), recorded, None), recorded
+
+    def record(self, key: Any, args: Sequence[Any], recorder: tuple[Any, dict[int, Any]] | None = None) -> tuple[Any, Layout]:
         """Run ``args`` with the allocating kernels, recording every candidate's value:
         the result, and the layout planned from what was recorded (also kept by key,
-        LRU-bounded, for the other runtimes)."""
-        recorded: dict[int, Any] = dict(zip(self.entry.params, args))
-        run = self.bind(self.entry, self.record_mode, {}, self.callee_functions(False), recorded, None)
-        result = run(*args)
-        layout = make_layout(self, recorded)
+        LRU-bounded, for the other runtimes).  ``recorder``: one from ``recorder()``,
+        else one is bound now."""
+        run, recorded = recorder or self.recorder()
+        recorded.update(zip(self.entry.params, args))
+        try:
+            result = run(*args)
+            layout = make_layout(self, recorded)
+        finally:
+            recorded.clear()  # the recorded values are not kept alive past the plan
         with self._lock:
             self.layouts_made += 1
             self._layouts[key] = layout

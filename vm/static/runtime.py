@@ -59,6 +59,8 @@ class StaticRuntime:
         self._plain = (
             None if sm.plannable else sm.bind(sm.entry, Mode(), {}, sm.callee_functions(False), None, None)
         )
+        # the recording function, bound now: a first call with a new key only runs it
+        self._recorder = sm.recorder() if sm.plannable else None
         self._plans: OrderedDict[Any, _Plan] = OrderedDict()
         self._last_key: Any = object()  # never equal to a key: the first run looks up
         self._last_plan: Any = None  # the _Plan of _last_key
@@ -134,7 +136,7 @@ class StaticRuntime:
     def _first_run(self, key: Any, args: tuple) -> Any:
         """Run with allocating kernels, recording sizes; the module makes the layout."""
         try:
-            result, layout = self.module.record(key, args)
+            result, layout = self.module.record(key, args, self._recorder)
         except Exception as exc:  # noqa: BLE001  (every kernel failure becomes a RunError)
             raise self.module.wrap_error(exc) from None
         self._add_plan(key, layout)
