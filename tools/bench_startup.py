@@ -2,7 +2,7 @@
 
     python tools/bench_startup.py [--sizes 1000,4000,16000,64000] [--models transformer12,densenet121,vit_b_16]
                                   [--skip-synthetic] [--skip-models] [--runs 3]
-    python tools/bench_startup.py --zoo [NAME ...] [--runs 7] [--repeat 1]
+    python tools/bench_startup.py --zoo [NAME ...] [--runs 7] [--repeat 1] [--warm]
 
 Part 1, scaling: synthetic graphs (``tools/synthetic_graphs.py``) of about 1k, 4k, 16k
 and 64k nodes are parsed, verified, optimized and emitted; the table gives the total and
@@ -214,15 +214,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="transformer12,densenet121,vit_b_16")
     parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--skip-models", action="store_true")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=None, help="steady calls (default 3; --zoo: 7, at least 5)")
     parser.add_argument("--zoo", nargs="*", metavar="NAME", help="first/steady over zoo models (default: a sample)")
     parser.add_argument("--repeat", type=int, default=1, help="--zoo: processes per model and backend")
+    parser.add_argument("--warm", action="store_true", help="--zoo: run the other backend first in each process")
     args = parser.parse_args(argv)
     sys.setrecursionlimit(10000)
     if args.zoo is not None:
         from bench_zoo_start import SAMPLE, bench_zoo
 
-        return bench_zoo(args.zoo or list(SAMPLE), max(args.runs, 5), args.repeat)
+        return bench_zoo(args.zoo or list(SAMPLE), max(args.runs or 7, 5), args.repeat, warm=args.warm)
     if not args.skip_synthetic:
         bench_synthetic([int(s) for s in args.sizes.split(",") if s])
     if not args.skip_models:
@@ -233,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         CACHE.mkdir(parents=True, exist_ok=True)
         print("== real graphs ==")
-        columns = {name: bench_model(name, args.runs) for name in args.models.split(",") if name}
+        columns = {name: bench_model(name, args.runs or 3) for name in args.models.split(",") if name}
         print_summary(columns)
     return 0
 

@@ -1,7 +1,7 @@
 """First call against steady call, on both backends, over models of the zoo.
 
-    python tools/bench_startup.py --zoo [NAME ...] [--runs 7] [--repeat 1]
-    python tools/bench_zoo_start.py [NAME ...] [--runs 7] [--repeat 1]
+    python tools/bench_startup.py --zoo [NAME ...] [--runs 7] [--repeat 1] [--warm]
+    python tools/bench_zoo_start.py [NAME ...] [--runs 7] [--repeat 1] [--warm]
 
 A NAME is a zoo model (``resnet18``: its scripted case, else its traced one) or a case
 (``resnet18.trace``), read from the zoo cache (``$IRVM_ZOO_CACHE``, else
@@ -16,6 +16,12 @@ garbage collector is left as a user has it.  Both the wall clock and the process
 time are given; on a shared machine CPU time is the steadier of the two, and the ratio
 column (the bar of issue #15: at most 1.5x) is the CPU one.  ``--repeat K`` measures each
 pair K times, in K processes, and reports the median of each column.
+
+A fresh process pays, on its first call of any model, what no runtime can decide ahead:
+the first execution of every kernel and numpy path (CPython specializes bytecode as it
+runs, numpy resolves and caches ufunc loops, OpenBLAS sets up its buffers) and cold CPU
+caches.  ``--warm`` measures each backend after the *other* backend has run the same
+model twice in that process: what is left is the runtime's own first-call work.
 """
 
 from __future__ import annotations
@@ -57,8 +63,9 @@ def case_of(name: str, folder: Path) -> str | None:
     return next((f"{name}.{m}" for m in ("script", "trace") if (folder / f"{name}.{m}.ir").exists()), None)
 
 
-def measure(case: str, backend: str, runs: int, folder: Path) -> dict[str, float]:
-    """Compile ``case``, build a ``backend`` runner, time its first and steady calls."""
+def measure(case: str, backend: str, runs: int, folder: Path, warm: bool = False) -> dict[str, float]:
+    """Compile ``case``, build a ``backend`` runner, time its first and steady calls
+    (``warm``: after a runner of the other backend ran the inputs twice)."""
     import compiler
     import vm
     from vm.io import load_inputs, read_npz
@@ -68,6 +75,11 @@ def measure(case: str, backend: str, runs: int, folder: Path) -> dict[str, float
     weights_path = folder / f"{case}.weights.npz"
     weights = read_npz(weights_path) if weights_path.exists() else None
     inputs = load_inputs(folder / f"{case}.inputs.npz", program)
+    if warm:
+        other = (vm.StaticRuntime if backend == "interp" else vm.Interpreter)(program, weights)
+        other(*inputs)
+        other(*inputs)
+        del other
     t0 = time.perf_counter()
     runner = (vm.Interpreter if backend == "interp" else vm.StaticRuntime)(program, weights)
     construct = time.perf_counter() - t0
@@ -86,10 +98,10 @@ def measure(case: str, backend: str, runs: int, folder: Path) -> dict[str, float
     }
 
 
-def _spawn(case: str, backend: str, runs: int, folder: Path) -> dict[str, Any]:
+def _spawn(case: str, backend: str, runs: int, folder: Path, warm: bool) -> dict[str, Any]:
     """``measure`` in a fresh process (its JSON line), or the error it ended with."""
     done = subprocess.run(
-        [sys.executable, __file__, "--worker", case, backend, "--runs", str(runs)],
+        [sys.executable, __file__, "--worker", case, backend, "--runs", str(runs), *(["--warm"] if warm else [])],
         check=False, capture_output=True, text=True, env={**os.environ, "IRVM_ZOO_CACHE": str(folder)},
     )  # fmt: skip
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -99,10 +111,11 @@ def _spawn(case: str, backend: str, runs: int, folder: Path) -> dict[str, Any]:
     return json.loads(lines[-1])
 
 
-def bench_zoo(names: list[str], runs: int, repeat: int, folder: Path | None = None) -> int:
+def bench_zoo(names: list[str], runs: int, repeat: int, folder: Path | None = None, warm: bool = False) -> int:
     """Print the table for ``names``; 0, or 1 when a case was missing or failed."""
     folder = folder or zoo_dir()
-    print(f"== first call against steady call (zoo: {folder}; steady = median of {runs}; CPU ratio) ==")
+    how = "process warmed by the other backend" if warm else "fresh process"
+    print(f"== first call against steady call (zoo: {folder}; {how}; steady = median of {runs}; CPU ratio) ==")
     head = f"{'case':<34} {'backend':<7} {'construct s':>11} {'first ms':>9} {'steady ms':>9}"
     print(f"{head} {'first cpu':>9} {'steady cpu':>10} {'first/steady':>12}", flush=True)
     status = 0
@@ -113,7 +126,7 @@ def bench_zoo(names: list[str], runs: int, repeat: int, folder: Path | None = No
             status = 1
             continue
         for backend in BACKENDS:
-            results = [_spawn(case, backend, runs, folder) for _ in range(max(1, repeat))]
+            results = [_spawn(case, backend, runs, folder, warm) for _ in range(max(1, repeat))]
             errors = [r["error"] for r in results if "error" in r]
             if errors:
                 print(f"{case:<34} {backend:<7} failed: {errors[0]}", flush=True)
@@ -134,14 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", metavar="NAME")
     parser.add_argument("--runs", type=int, default=7, help="steady calls (the median is kept), at least 5")
     parser.add_argument("--repeat", type=int, default=1, help="processes per case and backend")
+    parser.add_argument("--warm", action="store_true", help="run the other backend first in each process")
     parser.add_argument("--worker", nargs=2, metavar=("CASE", "BACKEND"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     runs = max(args.runs, 5)
     if args.worker:
         case, backend = args.worker
-        print(json.dumps(measure(case, backend, runs, zoo_dir())), flush=True)
+        print(json.dumps(measure(case, backend, runs, zoo_dir(), args.warm)), flush=True)
         return 0
-    return bench_zoo(args.names or list(SAMPLE), runs, args.repeat)
+    return bench_zoo(args.names or list(SAMPLE), runs, args.repeat, warm=args.warm)
 
 
 if __name__ == "__main__":
