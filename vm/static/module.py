@@ -13,7 +13,9 @@ one:
   would refuse (``vm.preflight``);
 * flattens each graph into slots and processed nodes (``vm/static/codegen.py``), and
   computes the slot-level facts the memory planner needs (``vm/static/analysis.py``);
-* builds the entry check, which refuses a bad input and computes the plan key.
+* builds the entry check, which refuses a bad input and computes the plan key;
+* decides what a plan reads of a recording (``fastpath.Probe`` per fast candidate, the
+  recorded slots), and plans now when the input types fix every shape and dtype.
 
 Per-run state (plans, slabs, the generated functions bound to them) lives in the runtime.
 """
