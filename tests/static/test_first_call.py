@@ -148,3 +148,29 @@ def test_a_first_call_binds_only_its_plan(monkeypatch: pytest.MonkeyPatch) -> No
     (plan,) = rt._plans.values()
     assert binds == [plan.mode] and not plan.mode.record, "only the plan's code was bound"
     assert rt._recorder is not None and rt._recorder[1] == {}
+
+
+NAN_TO_INT = """
+graph(%x : Float(64, 64, strides=[64, 1], requires_grad=0, device=cpu)):
+  %y : Tensor = aten::div(%x, %x)
+  %int : int = prim::Constant[value=3]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %i : Tensor = aten::to(%y, %int, %false, %false, %none)
+  %z : Tensor = aten::relu(%i)
+  return (%z)
+"""
+
+
+def test_planning_on_zeros_warns_nothing() -> None:
+    """The zeros a module plans with at construction are its own stand-ins: what they
+    make numpy say (0/0 cast to int: "invalid value encountered in cast") is not shown
+    to the caller, and the plan is made."""
+    import warnings
+
+    program = compiler.compile_source(NAN_TO_INT)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sm = StaticModule(program, options=OPTIONS)
+    assert sm.planned_from_types
+    assert not caught, [str(w.message) for w in caught]

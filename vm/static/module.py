@@ -340,7 +340,8 @@ class StaticModule:
         if made is None:
             return
         try:
-            self.plan_for(*made)
+            with np.errstate(all="ignore"):  # log(0) of a stand-in is not the caller's warning
+                self.plan_for(*made)
         except Exception:  # noqa: BLE001  (only an early plan is lost; the first call plans)
             return
         self.planned_from_types = True
