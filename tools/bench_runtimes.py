@@ -3,15 +3,24 @@
     python tools/bench_runtimes.py [--quick] [--only CASE] [--out bench_results/runtimes]
 
 Columns: hand-written numpy, irvm's interpreter (``vm.Interpreter``), irvm's static
-runtime (``vm.StaticRuntime``), and when torch is installed ``torch.jit.script`` and
-PyTorch's Static Runtime (``torch._C._jit_to_static_module``).  Rows: ratio_iou (the seed
+runtime (``vm.StaticRuntime``), and when torch is installed ``torch.jit.script``,
+PyTorch's Static Runtime (``torch._C._jit_to_static_module``) and ONNX Runtime (the CPU
+provider, on the function exported by ``torch.onnx.export``).  Rows: ratio_iou (the seed
 notebook) at 10, 1e3, 1e5 and 8e5 elements; the LSTM cell (the seed article) at batch
 1 / hidden 64 and batch 64 / hidden 256; a 3-layer MLP at batch 1 and 256; a 100-iteration
-loop over small tensors.  With torch installed, irvm runs the graph torch.jit.script
-prints for the same Python function (what a user would dump); without it, the same
-graphs written out below.  Each cell is the time of one call in the best of ``--batches``
-(30) batches, interleaved across the columns (medians are kept in the JSON); the ratios
-are to hand-written numpy and to torch.jit.  30 batches of ~20 ms rather than 9 of ~67 ms
+loop over small tensors; the 2-conv CNN of ``examples/cnn.ir`` (conv 1->8, conv 8->16,
+28x28, max-pool, linear) at batch 1 and 32, weights as arguments; and with torch, the
+zoo's BERT-tiny (hidden 64, 2 layers, sequence 16: ``tools/zoo_models.py``'s ``bert``,
+weights bound).  The peer rows of issue #16 are ``--only peer``: the CNN at batch 1 and
+32, the MLP at batch 256, ratio_iou at 1e5, and BERT-tiny.  With torch installed, irvm
+runs the graph torch.jit.script prints for the same Python function (what a user would
+dump); without it, the same graphs written out below (and no CNN or BERT rows).  Each cell
+is the time of one call in the best of ``--batches`` (30) batches, interleaved across the
+columns (medians are kept in the JSON); the ratios are to torch.jit (or, without torch,
+to hand-written numpy).  Threads: one everywhere by default (numpy's BLAS through
+``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS``/``MKL_NUM_THREADS``, set before numpy is
+imported; torch through ``torch.set_num_threads``; ORT through ``intra_op_num_threads``);
+``--threads N`` gives every engine N, and the report says what each column used.  30 batches of ~20 ms rather than 9 of ~67 ms
 for the same total time: on the shared 2-core machine a shorter batch is more often left
 alone by the other processes, so its minimum is less disturbed.  ``--only CASE`` runs the
 row labelled CASE or the rows "CASE ..." (``--only mlp3``), for quick measurements.
@@ -32,14 +41,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# One BLAS thread, as torch gets one: the machine is shared and the comparison is per core.
+
+def _threads_from(argv: list[str]) -> int:
+    """``--threads N`` from the command line, read before numpy is imported (its BLAS reads
+    the environment once); one thread by default: the headline comparison is per core."""
+    for i, arg in enumerate(argv):
+        if arg == "--threads" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if arg.startswith("--threads="):
+            return int(arg.split("=", 1)[1])
+    return 1
+
+
+THREADS = _threads_from(sys.argv)
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+    os.environ[_var] = str(THREADS)
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 
 try:
     import torch
@@ -104,6 +126,13 @@ def np_mlp(x, w1, b1, w2, b2, w3, b3):
     h = np.maximum(x @ w1.T + b1, 0)
     h = np.maximum(h @ w2.T + b2, 0)
     return h @ w3.T + b3
+
+
+def cnn(x, w1, b1, w2, b2, w3, b3):
+    # aten's own functions: functional.max_pool2d would be a call torch's Static Runtime refuses
+    x = torch.max_pool2d(torch.relu(torch.conv2d(x, w1, b1, padding=1)), 2)
+    x = torch.max_pool2d(torch.relu(torch.conv2d(x, w2, b2, padding=1)), 2)
+    return torch.nn.functional.linear(torch.flatten(x, 1), w3, b3)
 
 
 def small_loop(x, y):
@@ -203,6 +232,9 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "mlp": (mlp, np_mlp),
     "small_loop": (small_loop, np_small_loop),
 }
+TORCH_ONLY = {"cnn": cnn}  # rows with no hand-written numpy and no graph written out here
+ZOO_ROWS = {"bert-tiny s=16": "bert"}  # rows running a zoo model, weights bound
+PEER = ("cnn2 b=1", "cnn2 b=32", "mlp3 b=256", "ratio_iou n=100000", "bert-tiny s=16")
 
 
 def cases() -> list[tuple[str, str, list[np.ndarray]]]:
@@ -237,6 +269,11 @@ def cases() -> list[tuple[str, str, list[np.ndarray]]]:
         ]
         rows.append((f"mlp3 b={batch}", "mlp", [f32(batch, 256), *layers]))
     rows.append(("loop100 n=16", "small_loop", [f32(16), f32(16)]))
+    if torch is not None:
+        cnn_weights = [f32(8, 1, 3, 3), f32(8), f32(16, 8, 3, 3), f32(16), f32(10, 16 * 7 * 7), f32(10)]
+        for batch in (1, 32):
+            rows.append((f"cnn2 b={batch}", "cnn", [f32(batch, 1, 28, 28), *cnn_weights]))
+        rows.extend((label, f"zoo:{name}", []) for label, name in ZOO_ROWS.items())
     return rows
 
 
@@ -271,22 +308,72 @@ def median_calls(
 
 
 def runners(program: str) -> dict[str, Callable[..., Any]]:
+    """The columns' callables for ``program`` but ORT's, each taking a row's numpy inputs."""
     import compiler
     import vm
 
-    scripted = torch.jit.script(PROGRAMS[program][0]) if torch is not None else None
+    if program.startswith("zoo:"):
+        return zoo_runners(program.removeprefix("zoo:"))
+    python = TORCH_ONLY.get(program) or PROGRAMS[program][0]
+    scripted = torch.jit.script(python) if torch is not None else None
     text = str(scripted.graph) if scripted is not None else IR[program]
     compiled = compiler.compile_source(text, f"<{program}>")
-    out: dict[str, Callable[..., Any]] = {
-        "numpy": PROGRAMS[program][1],
-        "interpreter": vm.Interpreter(compiled),
-        "static": vm.StaticRuntime(compiled),
-    }
+    out: dict[str, Callable[..., Any]] = {}
+    if program in PROGRAMS:
+        out["numpy"] = PROGRAMS[program][1]
+    out["interpreter"] = vm.Interpreter(compiled)
+    out["static"] = vm.StaticRuntime(compiled)
     if scripted is not None:
-        out["torch.jit"] = scripted
+        out["torch.jit"] = _on_tensors(scripted)
         static_module = torch._C._jit_to_static_module(scripted.graph)
-        out["torch static"] = lambda *args: static_module(*args)
+        out["torch static"] = _on_tensors(lambda *args: static_module(*args))
     return out
+
+
+def _on_tensors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` called on torch tensors sharing the numpy inputs' memory, under no_grad."""
+    cache: dict[int, list[Any]] = {}
+
+    def call(*arrays: np.ndarray) -> Any:
+        key = id(arrays[0]) if arrays else 0
+        if key not in cache:
+            cache.clear()
+            cache[key] = [torch.from_numpy(a) for a in arrays]
+        with torch.no_grad():
+            return fn(*cache[key])
+
+    return call
+
+
+def onnx_runner(python: Callable[..., Any], example: list[np.ndarray]) -> Callable[..., Any]:
+    """ONNX Runtime's CPU provider on ``python`` exported by torch.onnx.export for the
+    shapes of ``example`` (a call runs on those inputs)."""
+    import bench_zoo
+
+    class Wrapper(torch.nn.Module):
+        def forward(self, *args: Any) -> Any:
+            return python(*args)
+
+    session = bench_zoo.onnx_session(Wrapper(), tuple(torch.from_numpy(a) for a in example), THREADS)
+    return lambda *arrays: session()
+
+
+def zoo_runners(name: str) -> dict[str, Callable[..., Any]]:
+    """The columns for a zoo model at its example inputs (the row's inputs are ignored)."""
+    import bench_zoo
+    from export_torch import to_numpy
+    from zoo_models import ZOO
+
+    import vm
+
+    model, inputs = ZOO[name].build()
+    program, weights, compiled = bench_zoo.export_case(model, inputs, name)
+    args = [to_numpy(x) for x in inputs]
+    static, interp = vm.StaticRuntime(program, weights), vm.Interpreter(program, weights)
+    jit, eager = bench_zoo._no_grad(lambda: compiled(*inputs)), bench_zoo._no_grad(lambda: model(*inputs))
+    ort = bench_zoo.onnx_session(model, inputs, THREADS)
+    return {"interpreter": lambda: interp(*args), "static": lambda: static(*args),
+            "torch.jit": jit, "torch eager": eager, "ORT": ort}  # fmt: skip
 
 
 def dispatch_overhead(budget: float) -> dict[str, float]:
@@ -337,30 +424,37 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         action="append",
         metavar="CASE",
-        help="run only the row CASE, or the rows 'CASE ...' (repeatable; e.g. 'mlp3 b=256', 'mlp3');"
-        " the results file is then not written unless --out is given",
+        help="run only the row CASE, or the rows 'CASE ...' (repeatable; e.g. 'mlp3 b=256', 'mlp3';"
+        " 'peer': issue #16's peer rows); the results file is then not written unless --out is given",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads for every engine (numpy's BLAS, torch, ORT; default 1)",
     )
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else ROOT / "bench_results" / "runtimes"
     budget = 0.05 if args.quick else 0.6
     if torch is not None:
-        torch.set_num_threads(1)
+        torch.set_num_threads(THREADS)
     results = []
     built: dict[str, dict[str, Callable[..., Any]]] = {}
+    only = [c for case in args.only or [] for c in (PEER if case == "peer" else (case,))]
     for label, program, inputs in cases():
-        if args.only and not any(_selects(case, label) for case in args.only):
+        if only and not any(_selects(case, label) for case in only):
             continue
-        row = built.setdefault(program, runners(program))
-        tensors = [torch.from_numpy(a) for a in inputs] if torch is not None else None
-        calls = {}
-        for column, fn in row.items():
-            call_args = tensors if column.startswith("torch") else inputs
-            calls[column] = lambda fn=fn, a=call_args: fn(*a)
+        if program not in built:
+            built[program] = runners(program)
+        calls = {column: (lambda fn=fn, a=inputs: fn(*a)) for column, fn in built[program].items()}
+        if torch is not None and not program.startswith("zoo:"):
+            calls["ORT"] = onnx_runner(TORCH_ONLY.get(program) or PROGRAMS[program][0], inputs)
         measured = median_calls(calls, budget, args.batches)
         times = {column: m[0] for column, m in measured.items()}
         medians = {column: m[1] for column, m in measured.items()}
         results.append({"case": label, "seconds": times, "median_seconds": medians})
         print(format_row(label, times), flush=True)
+    print(thread_text(), file=sys.stderr)
     if args.only:  # a partial run: rows only, and a results file only when asked for
         if args.out:
             write_results(out, results, None, args.batches)
@@ -379,16 +473,40 @@ def _selects(case: str, label: str) -> bool:
     return label == case or label.startswith(case + " ")
 
 
-COLUMNS = ["numpy", "interpreter", "static", "torch.jit", "torch static"]
+COLUMNS = ["numpy", "interpreter", "static", "torch.jit", "torch static", "torch eager", "ORT"]
+
+
+def _base(times: dict[str, float]) -> str:
+    """The column the ratios are to: torch.jit, or hand-written numpy without torch."""
+    return "torch.jit" if "torch.jit" in times else "numpy"
 
 
 def format_row(label: str, times: dict[str, float]) -> str:
-    cells = [f"{label:<24}"]
+    base = _base(times)
+    cells = [f"{label:<20}"]
     for c in COLUMNS:
         if c in times:
-            ratio = times[c] / times["numpy"]
-            cells.append(f"{c} {times[c] * 1e6:9.1f}us ({ratio:4.2f}x)")
+            cells.append(f"{c} {times[c] * 1e6:8.1f}us ({times[c] / times[base]:4.2f}x)")
     return "  ".join(cells)
+
+
+def thread_lines() -> list[str]:
+    """What each column runs on, as the engines report it."""
+    try:
+        import threadpoolctl  # type: ignore[import-not-found]
+
+        blas = ", ".join(f"{p['internal_api']} {p['num_threads']}" for p in threadpoolctl.threadpool_info())
+    except ImportError:
+        blas = f"OPENBLAS/OMP/MKL_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
+    lines = [f"- numpy, interpreter, static: 1 Python thread; numpy's BLAS: {blas}"]
+    if torch is not None:
+        lines.append(f"- torch.jit, torch static, torch eager: torch.get_num_threads() = {torch.get_num_threads()}")
+        lines.append(f"- ORT: intra_op_num_threads = {THREADS}, inter_op_num_threads = 1")
+    return lines
+
+
+def thread_text() -> str:
+    return "Threads:\n" + "\n".join(thread_lines())
 
 
 def write_results(
@@ -403,6 +521,7 @@ def write_results(
         "torch": getattr(torch, "__version__", None),
         "python": sys.version.split()[0],
         "batches": batches,
+        "threads": THREADS,
     }
     out.with_suffix(".json").write_text(
         json.dumps({"meta": meta, "results": results, "dispatch": overhead}, indent=1)
@@ -411,21 +530,19 @@ def write_results(
     lines = [
         "# irvm runtimes benchmark",
         "",
-        f"numpy {meta['numpy']}, torch {meta['torch']} (1 thread, 1 BLAS thread), Python {meta['python']},"
-        f" on a shared 2-core machine. Time per call in the best of {batches} interleaved batches (us; the JSON"
-        " also has medians); in parentheses the ratio to hand-written numpy, then to torch.jit.",
+        f"numpy {meta['numpy']}, torch {meta['torch']}, Python {meta['python']}, {THREADS} thread(s) per"
+        f" engine, on a shared 2-core machine. Time per call in the best of {batches} interleaved batches (us;"
+        " the JSON also has medians); in parentheses the ratio to torch.jit (to hand-written numpy without torch).",
         "",
         "| case | " + " | ".join(cols) + " |",
         "|---|" + "---|" * len(cols),
     ]
     for r in results:
         s = r["seconds"]
-        cells = []
-        for c in cols:
-            text = f"{s[c] * 1e6:.1f} ({s[c] / s['numpy']:.2f}x"
-            text += f", {s[c] / s['torch.jit']:.2f}x jit)" if "torch.jit" in s else ")"
-            cells.append(text)
+        base = _base(s)
+        cells = [f"{s[c] * 1e6:.1f} ({s[c] / s[base]:.2f}x)" if c in s else "" for c in cols]
         lines.append(f"| {r['case']} | " + " | ".join(cells) + " |")
+    lines += ["", "Threads:", *thread_lines()]
     if overhead is not None:
         lines += [
             "",
