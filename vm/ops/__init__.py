@@ -43,6 +43,7 @@ FAMILIES = (
     "scalar",
     "shape",
     "rearrange",
+    "prepared_views",  # construction-time forms of shape kernels (vm.ops.prepared)
     "order_stats",
     "strings",
     "unary",

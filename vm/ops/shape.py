@@ -20,6 +20,7 @@ the legacy 1-d empty tensors PyTorch skips.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -122,7 +123,7 @@ def flatten(self: Array, start_dim: int, end_dim: int) -> Array:
     s, e = norm_dim(start_dim, self.ndim), norm_dim(end_dim, self.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    shape = self.shape[:s] + (int(np.prod(self.shape[s : e + 1])),) + self.shape[e + 1 :]
+    shape = self.shape[:s] + (math.prod(self.shape[s : e + 1]),) + self.shape[e + 1 :]
     return self.reshape(shape)
 
 

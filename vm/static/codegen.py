@@ -3,7 +3,9 @@
 A ``StaticModule`` flattens each graph once: every value gets a slot (a local variable
 ``v<slot>`` of generated code), every constant is converted once and bound by slot, every
 operator node becomes a ``ProcessedNode`` (its bound kernel, its out variant when it has
-one, its input and output slots).  From those we generate one Python function per graph:
+one, its input and output slots).  A kernel whose operator offers a prepared form
+(``vm.ops.prepared``) is bound in that form for the node's constant arguments: the dims,
+sizes and bounds a kernel would re-read on every call are read once, here.  From those we generate one Python function per graph:
 one line per node (``v5 = k3(v1, v2)``, or ``v5 = o3(b5, v1, v2)`` when the plan gives
 slot 5 a slab view ``b5``), Python ``if``/``while`` for ``prim::If``/``prim::Loop``, a call
 for ``prim::CallFunction``, and ``del`` after each tensor's last use in its block so memory
@@ -39,6 +41,7 @@ from compiler.analysis.effects import is_mutable_type
 from compiler.analysis.last_uses import last_use_in_block
 from compiler.ir import Block, Graph, Node, Value
 from vm.errors import CompileError
+from vm.ops.prepared import UNKNOWN, has_preparer, prepared
 from vm.ops.registry import OpRef
 from vm.static.model import FusionInfo, Mode, ProcessedNode
 
@@ -115,6 +118,9 @@ class GraphCode:
                     self.folded.add(node)
                     continue
             out = bind_out(ref) if ref is not None and len(outs) == 1 else None
+            if kernel is not None and ref is not None and has_preparer(ref.name):
+                known = [self.constants.get(self._slot(v), UNKNOWN) for v in node.inputs]
+                kernel = prepared(ref, known, kernel) or kernel
             pn = ProcessedNode(
                 next(index),
                 node,
