@@ -216,7 +216,7 @@ def describe(column: str) -> dict[str, Any]:
     if column in ("fused-blocked", "fused-numba"):
         from vm.fusion import kernels as fusion
 
-        info["fusion_threads"] = getattr(fusion, "THREADS", None)
+        info["fusion_threads"] = fusion.get_num_threads()
     return info
 
 

@@ -19,7 +19,8 @@ is the time of one call in the best of ``--batches`` (30) batches, interleaved a
 columns (medians are kept in the JSON); the ratios are to torch.jit (or, without torch,
 to hand-written numpy).  Threads: one everywhere by default (numpy's BLAS through
 ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS``/``MKL_NUM_THREADS``, set before numpy is
-imported; torch through ``torch.set_num_threads``; ORT through ``intra_op_num_threads``);
+imported; irvm's fused kernels through ``vm.fusion.set_num_threads``; torch through
+``torch.set_num_threads``; ORT through ``intra_op_num_threads``);
 ``--threads N`` gives every engine N, and the report says what each column used.  30 batches of ~20 ms rather than 9 of ~67 ms
 for the same total time: on the shared 2-core machine a shorter batch is more often left
 alone by the other processes, so its minimum is less disturbed.  ``--only CASE`` runs the
@@ -438,6 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     budget = 0.05 if args.quick else 0.6
     if torch is not None:
         torch.set_num_threads(THREADS)
+    import vm.fusion
+
+    vm.fusion.set_num_threads(THREADS)  # fused kernels' helper threads, as many as every engine gets
     results = []
     built: dict[str, dict[str, Callable[..., Any]]] = {}
     only = [c for case in args.only or [] for c in (PEER if case == "peer" else (case,))]
@@ -498,7 +502,12 @@ def thread_lines() -> list[str]:
         blas = ", ".join(f"{p['internal_api']} {p['num_threads']}" for p in threadpoolctl.threadpool_info())
     except ImportError:
         blas = f"OPENBLAS/OMP/MKL_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
-    lines = [f"- numpy, interpreter, static: 1 Python thread; numpy's BLAS: {blas}"]
+    import vm.fusion
+
+    lines = [
+        f"- numpy, interpreter, static: 1 Python thread; numpy's BLAS: {blas}; irvm's fused kernels:"
+        f" up to {vm.fusion.get_num_threads()} thread(s) (vm.fusion.set_num_threads)"
+    ]
     if torch is not None:
         lines.append(f"- torch.jit, torch static, torch eager: torch.get_num_threads() = {torch.get_num_threads()}")
         lines.append(f"- ORT: intra_op_num_threads = {THREADS}, inter_op_num_threads = 1")

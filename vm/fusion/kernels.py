@@ -11,8 +11,8 @@ blocks (``MAX_BLOCK`` elements at most), and each block runs the group's *block 
 (``vm.fusion.plan``): straight-line ufunc calls with ``out=`` into a few per-thread
 scratch buffers that stay in L2, compiled once per dtype signature (the declared one
 when the kernel is built).  Calls with enough work (``PARALLEL_WORK``) split their blocks
-between the calling thread and a small thread pool made with the kernel (numpy releases
-the GIL in its ufuncs).  Because every operator is elementwise, a block computes exactly
+between the calling thread and a small thread pool (numpy releases the GIL in its
+ufuncs), up to ``vm.fusion.threads.get_num_threads()`` threads in all.  Because every operator is elementwise, a block computes exactly
 what the unfused operators compute for those elements: same dtypes, same NaN and clamp
 behaviour, the same bits.
 
@@ -33,11 +33,9 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
@@ -45,29 +43,19 @@ import numpy as np
 from vm.errors import RunError, Span
 from vm.fusion import numba_backend as fusion_numba
 from vm.fusion.plan import BlockPlan, make_plan, make_whole, probe_dtypes
+from vm.fusion.threads import get_num_threads, thread_pool
 from vm.ops.registry import OpRef, bind, bind_out, prim_factory
 
 MIN_BLOCK = 1 << 13  # 8K elements: calls below two blocks run unfused (tools/bench_fusion.py)
 # 128K elements: best or within noise of the best in every --sweep-blocks run of
 # tools/bench_fusion.py (ratio_iou 8e5, 5-op chain 16M); below 32K the per-block Python costs show.
 MAX_BLOCK = 1 << 17
-THREADS = max(1, min(4, os.cpu_count() or 1))
 # Element-operations (elements x operators) a call needs per extra thread: measured on
 # ratio_iou (19 operators, quiet machine), one thread wins at 1e5 elements (0.28 vs 0.33 ms),
 # they tie at 2e5, two win at 4e5 (1.20 vs 1.73 ms) and 8e5 (2.2 vs 2.8 ms).
 PARALLEL_WORK = 3 << 20
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
 _scratch = threading.local()
-
-
-def _thread_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="irvm-fusion")
-        return _pool
 
 
 class _Step:
@@ -121,7 +109,7 @@ class FusedKernel:
         self._stats = {"fused": 0, "unfused": 0, "numba": 0}
         self._small = 2 * self.min_block
         self._small_calls = itertools.count()
-        self._pool = _thread_pool()  # made now, so the first big call costs what later ones do
+        thread_pool()  # made now, so the first big call costs what later ones do
         self._reasons: dict[str, int] = {}
         self._lock = threading.Lock()
         self.plan_for(_declared_sample(self.input_types))
@@ -275,13 +263,14 @@ class FusedKernel:
                 if plan.full[slot] and slot >= self.n_inputs and slot not in results:
                     results[slot] = np.empty(n, dtype=plan.dtypes[slot])
             out: list[Any] = [results.get(slot) for slot in range(self.n_slots)]
-            threads = self._threads(n)
+            pool = thread_pool()
+            threads = self._threads(n) if pool is not None else 1
             n_blocks = -(-max(threads, -(-n // self.max_block)) // threads) * threads
             block = -(-n // n_blocks)
             per_thread = block * (n_blocks // threads)
             spans = [(lo, min(lo + per_thread, n)) for lo in range(0, n, per_thread)]
-            futures = [self._pool.submit(self._run_blocks, plan, flat, values, out, lo, hi, block)
-                       for lo, hi in spans[1:]]
+            futures = [pool.submit(self._run_blocks, plan, flat, values, out, lo, hi, block)
+                       for lo, hi in spans[1:]] if pool is not None else []
             error: BaseException | None = None
             try:
                 self._run_blocks(plan, flat, values, out, *spans[0], block)
@@ -301,7 +290,7 @@ class FusedKernel:
     def _threads(self, n: int) -> int:
         """How many threads share a call of ``n`` elements: one more per PARALLEL_WORK
         element-operations (below that, waking a pool thread costs more than it saves)."""
-        return max(1, min(THREADS, 1 + n * len(self.steps) // PARALLEL_WORK))
+        return max(1, min(get_num_threads(), 1 + n * len(self.steps) // PARALLEL_WORK))
 
     def _run_blocks(self, plan: BlockPlan, flat: list[Any], values: list[Any], out: list[Any],
                     lo: int, hi: int, block: int) -> None:

@@ -243,5 +243,12 @@ def load_kernel(source: str, fresh: bool = False) -> Callable[..., Any]:
 
 
 def call(kernel: Callable[..., Any], args: Sequence[Any]) -> None:
+    """Run a compiled kernel on at most ``vm.fusion.threads.get_num_threads()`` of numba's
+    threads (numba's own pool, sized by ``NUMBA_NUM_THREADS``)."""
+    import numba  # installed: a kernel was compiled
+
+    from vm.fusion.threads import get_num_threads
+
     with _call_lock:
+        numba.set_num_threads(min(get_num_threads(), numba.config.NUMBA_NUM_THREADS))  # pyright: ignore[reportAttributeAccessIssue]
         kernel(*args)
