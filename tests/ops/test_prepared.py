@@ -50,7 +50,8 @@ def _same(name: str, x: np.ndarray, args: tuple[Any, ...], n_inputs: int | None 
     ref = registry.OpRef(name, n, 1, tuple(_defaults(name, n)))
     kernel = registry.bind(ref)
     known = [UNKNOWN, *(list(a) if isinstance(a, tuple) else a for a in args)][:n]
-    fast = prepared(ref, known, kernel)
+    forms = prepared(ref, known, kernel)
+    fast = forms.kernel if forms is not None else None
     expected = _outcome(kernel, x, args[: n - 1])
     if fast is None:
         return  # declined: the kernel runs, trivially the same
@@ -123,9 +124,9 @@ def test_an_expanded_view_is_read_only_and_shares_the_input() -> None:
     """The directly built broadcast view keeps what ``np.broadcast_to`` promises."""
     x = np.arange(4, dtype=np.float32).reshape(1, 4)
     ref = registry.OpRef("aten::expand", 3, 1)
-    fast = prepared(ref, [UNKNOWN, [3, -1], False], registry.bind(ref))
-    assert fast is not None
-    y = fast(x, [3, -1], False)
+    forms = prepared(ref, [UNKNOWN, [3, -1], False], registry.bind(ref))
+    assert forms is not None
+    y = forms.kernel(x, [3, -1], False)
     assert y.shape == (3, 4) and y.strides == (0, 4) and not y.flags.writeable
     x[0, 1] = 7
     assert (y[:, 1] == 7).all()
@@ -171,3 +172,107 @@ def test_static_runtime_binds_prepared_forms_with_the_interpreters_result(shape)
     got = StaticRuntime(module)(x)
     np.testing.assert_array_equal(got, expected)
     assert got.shape == expected.shape
+
+
+def _conv_case(draw_shape, k, stride, padding, dilation, bias, dtype, seed):
+    rng = np.random.default_rng(seed)
+    n, c, o, h, w = draw_shape
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    weight = rng.standard_normal((o, c, k, k)).astype(dtype)
+    b = rng.standard_normal(o).astype(dtype) if bias else None
+    return x, weight, b, [stride, stride], [padding, padding], [dilation, dilation]
+
+
+@given(
+    st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 5), st.integers(1, 9), st.integers(1, 9)),
+    st.integers(1, 3), st.integers(1, 3), st.integers(0, 2), st.integers(1, 2), st.booleans(),
+    st.sampled_from([np.float32, np.float64]), st.integers(0, 2**16), st.booleans(),
+)
+def test_conv2d_is_the_kernel(shape, k, stride, padding, dilation, bias, dtype, seed, transposed) -> None:
+    """Any small conv2d with constant geometry: the prepared form and its out variant give
+    the kernel's result (the same GEMM on the same columns), or its error."""
+    x, weight, b, s, p, d = _conv_case(shape, k, stride, padding, dilation, bias, dtype, seed)
+    if transposed:
+        x = np.ascontiguousarray(x.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    ref = registry.OpRef("aten::conv2d", 7, 1)
+    kernel, out_variant = registry.bind(ref), registry.bind_out(ref)
+    forms = prepared(ref, [UNKNOWN, UNKNOWN, UNKNOWN, s, p, d, 1], kernel, out_variant)
+    assert forms is not None and forms.out is not None
+    expected = _outcome(kernel, x, (weight, b, s, p, d, 1))
+    for _ in range(2):  # the second call reuses the thread's buffers
+        got = _outcome(forms.kernel, x, (weight, b, s, p, d, 1))
+        assert got[:3] == expected[:3]
+        if got[0] == "array":
+            np.testing.assert_allclose(np.array(got[4]), np.array(expected[4]), rtol=1e-6, atol=1e-6)
+            buf = np.full(got[1], np.nan, dtype)
+            assert forms.out(buf, x, weight, b, s, p, d, 1) is buf
+            np.testing.assert_allclose(buf, np.array(expected[4]), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["grouped", "unbatched", "int", "channels", "mixed"])
+def test_conv2d_leaves_other_cases_to_the_kernel(case) -> None:
+    """Grouped, unbatched, integer, mismatched-channel and mixed-dtype calls give the
+    kernel's answer or its error."""
+    x = np.ones((1, 4, 5, 5), np.float32)
+    weight = np.ones((2, 4, 3, 3), np.float32)
+    groups = 1
+    if case == "grouped":
+        weight, groups = np.ones((2, 2, 3, 3), np.float32), 2
+    elif case == "unbatched":
+        x = x[0]
+    elif case == "int":
+        x, weight = x.astype(np.int64), weight.astype(np.int64)
+    elif case == "channels":
+        weight = np.ones((2, 3, 3, 3), np.float32)
+    else:
+        weight = weight.astype(np.float64)
+    ref = registry.OpRef("aten::conv2d", 7, 1)
+    kernel = registry.bind(ref)
+    forms = prepared(ref, [UNKNOWN, UNKNOWN, UNKNOWN, [1, 1], [0, 0], [1, 1], groups], kernel)
+    args = (weight, None, [1, 1], [0, 0], [1, 1], groups)
+    if forms is not None:
+        assert _outcome(forms.kernel, x, args) == _outcome(kernel, x, args)
+
+
+def test_conv2d_matches_torch() -> None:
+    """The prepared convolution against torch's, at the CNN row's shapes."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    ref = registry.OpRef("aten::conv2d", 7, 1)
+    forms = prepared(ref, [UNKNOWN, UNKNOWN, UNKNOWN, [1, 1], [1, 1], [1, 1], 1], registry.bind(ref))
+    assert forms is not None
+    for n, c, o, h in ((1, 1, 8, 28), (1, 8, 16, 14), (4, 8, 16, 14)):
+        x = rng.standard_normal((n, c, h, h), dtype=np.float32)
+        w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
+        b = rng.standard_normal(o, dtype=np.float32)
+        expected = torch.conv2d(*map(torch.from_numpy, (x, w, b)), padding=1).numpy()
+        np.testing.assert_allclose(forms.kernel(x, w, b, [1, 1], [1, 1], [1, 1], 1), expected, rtol=1e-4, atol=1e-4)
+
+
+@given(
+    st.lists(st.integers(1, 7), min_size=3, max_size=4).map(tuple), st.integers(1, 3), st.integers(0, 3),
+    st.integers(1, 2), st.integers(0, 1), st.booleans(), st.sampled_from([np.float32, np.float64, np.int32, np.bool_]),
+    st.integers(0, 2**16),
+)
+def test_max_pool2d_is_the_kernel(shape, k, stride, dilation, padding, ceil, dtype, seed) -> None:
+    """Any max_pool2d: the prepared form and its out variant give the kernel's bits (NaN
+    and signed zeros included) or its error."""
+    rng = np.random.default_rng(seed)
+    values = [0.0, -0.0, 1.0, -2.0, np.nan, 3.5] if np.dtype(dtype).kind == "f" else [0, 1, -2, 3]
+    x = rng.choice(np.array(values), size=shape).astype(dtype)
+    strides = [] if stride == 0 else [stride, stride]
+    args = ([k, k], strides, [padding, padding], [dilation, dilation], ceil)
+    ref = registry.OpRef("aten::max_pool2d", 6, 1)
+    kernel, out_variant = registry.bind(ref), registry.bind_out(ref)
+    forms = prepared(ref, [UNKNOWN, *args], kernel, out_variant)
+    expected = _outcome(kernel, x, args)
+    if forms is None:
+        return
+    got = _outcome(forms.kernel, x, args)
+    assert got[:4] == expected[:4] and got[0:1] == expected[0:1]
+    if got[0] == "array":
+        e, g = np.array(expected[4], dtype), np.array(got[4], dtype)
+        assert e.tobytes() == g.tobytes()
+        buf = np.zeros(got[1], dtype)
+        assert forms.out is not None and forms.out(buf, x, *args) is buf
+        assert buf.tobytes() == e.tobytes()

@@ -250,5 +250,5 @@ def call(kernel: Callable[..., Any], args: Sequence[Any]) -> None:
     from vm.fusion.threads import get_num_threads
 
     with _call_lock:
-        numba.set_num_threads(min(get_num_threads(), numba.config.NUMBA_NUM_THREADS))  # pyright: ignore[reportAttributeAccessIssue]
+        numba.set_num_threads(min(get_num_threads(), numba.config.NUMBA_NUM_THREADS))  # pyright: ignore[reportPrivateImportUsage, reportAttributeAccessIssue]
         kernel(*args)

@@ -44,6 +44,7 @@ FAMILIES = (
     "shape",
     "rearrange",
     "prepared_views",  # construction-time forms of shape kernels (vm.ops.prepared)
+    "prepared_nn",  # ... and of small convolutions and max pools
     "order_stats",
     "strings",
     "unary",

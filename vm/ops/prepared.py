@@ -24,27 +24,40 @@ inputs, positionally) or None to keep the kernel.  Rules a preparer keeps:
 - what depends on the input's rank is decided on the first call with that rank and kept
   (``per_rank``): a dict write of an immutable answer, safe under threads.
 
-``prepared(ref, known, kernel)`` is what the static runtime's code generator calls.
+A preparer may also make an out variant (``Forms(kernel, out)``: the convolution's writes
+its product straight into the planned buffer).  ``prepared(ref, known, kernel, out)`` is
+what the static runtime's code generator calls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from vm.ops.registry import OpRef
 
 UNKNOWN: Any = object()  # an argument whose value only a run knows
 
 Known = tuple[Any, ...]
-Preparer = Callable[[Known, Callable[..., Any]], "Callable[..., Any] | None"]
+
+
+class Forms(NamedTuple):
+    """A prepared kernel and, when the preparer made one, its prepared out variant."""
+
+    kernel: Callable[..., Any]
+    out: Callable[..., Any] | None = None
+
+
+# fn(known, kernel, out) -> a prepared kernel, Forms, or None (keep the kernel)
+Preparer = Callable[[Known, Callable[..., Any], "Callable[..., Any] | None"], "Callable[..., Any] | Forms | None"]
 
 _PREPARERS: dict[str, Preparer] = {}
 
 
 def prepares(qualified: str) -> Callable[[Preparer], Preparer]:
-    """Register ``fn(known, kernel) -> callable | None`` as the preparer of an overload;
-    ``kernel`` is the bound kernel, which the prepared callable falls back to."""
+    """Register ``fn(known, kernel, out) -> callable | Forms | None`` as the preparer of an
+    overload; ``kernel`` and ``out`` are the bound kernel and out variant (or None), which
+    the prepared forms fall back to."""
 
     def wrap(fn: Preparer) -> Preparer:
         _PREPARERS[qualified] = fn
@@ -68,18 +81,24 @@ def known_value(value: Any) -> Any:
     return UNKNOWN
 
 
-def prepared(ref: OpRef, known: Sequence[Any], kernel: Callable[..., Any]) -> Callable[..., Any] | None:
-    """The prepared form of ``ref``'s kernel for a node whose inputs are ``known`` (one
-    entry per node input, ``UNKNOWN`` where a run decides; the defaults the node leaves
-    out are appended here), or None when the operator offers none or declines."""
+def prepared(
+    ref: OpRef, known: Sequence[Any], kernel: Callable[..., Any], out: Callable[..., Any] | None = None
+) -> Forms | None:
+    """The prepared forms of ``ref``'s kernel (and out variant) for a node whose inputs are
+    ``known`` (one entry per node input, ``UNKNOWN`` where a run decides; the defaults the
+    node leaves out are appended here), or None when the operator offers none or declines.
+    A form the preparer does not make is the bound one."""
     preparer = _PREPARERS.get(ref.name)
     if preparer is None:
         return None
     args = tuple(known_value(v) for v in known) + tuple(known_value(v) for v in ref.defaults)
     try:
-        return preparer(args, kernel)
+        made = preparer(args, kernel, out)
     except Exception:  # noqa: BLE001  (a preparer that trips keeps the kernel, which is always right)
         return None
+    if made is None or isinstance(made, Forms):
+        return None if made is None else Forms(made.kernel, made.out or out)
+    return Forms(made, out)
 
 
 def const_int(known: Known, index: int) -> int | None:

@@ -22,7 +22,7 @@ Array = np.ndarray
 
 
 @prepares("aten::size.int")
-def _size_int(known: Known, kernel: Kernel) -> Kernel | None:
+def _size_int(known: Known, kernel: Kernel, out: Kernel | None) -> Kernel | None:
     d = const_int(known, 1)
     if d is None:
         return None
@@ -37,7 +37,7 @@ def _size_int(known: Known, kernel: Kernel) -> Kernel | None:
 
 
 @prepares("aten::flatten.using_ints")
-def _flatten(known: Known, kernel: Kernel) -> Kernel | None:
+def _flatten(known: Known, kernel: Kernel, out: Kernel | None) -> Kernel | None:
     start, end = const_int(known, 1), const_int(known, 2)
     if start is None or end is None:
         return None
@@ -60,7 +60,7 @@ def _flatten(known: Known, kernel: Kernel) -> Kernel | None:
 
 
 @prepares("aten::unsqueeze")
-def _unsqueeze(known: Known, kernel: Kernel) -> Kernel | None:
+def _unsqueeze(known: Known, kernel: Kernel, out: Kernel | None) -> Kernel | None:
     d = const_int(known, 1)
     if d is None:
         return None
@@ -79,7 +79,7 @@ def _unsqueeze(known: Known, kernel: Kernel) -> Kernel | None:
 
 
 @prepares("aten::transpose.int")
-def _transpose(known: Known, kernel: Kernel) -> Kernel | None:
+def _transpose(known: Known, kernel: Kernel, out: Kernel | None) -> Kernel | None:
     d0, d1 = const_int(known, 1), const_int(known, 2)
     if d0 is None or d1 is None:
         return None
@@ -98,7 +98,7 @@ def _transpose(known: Known, kernel: Kernel) -> Kernel | None:
 
 
 @prepares("aten::select.int")
-def _select(known: Known, kernel: Kernel) -> Kernel | None:
+def _select(known: Known, kernel: Kernel, out: Kernel | None) -> Kernel | None:
     d, index = const_int(known, 1), const_int(known, 2)
     if d is None or index is None:
         return None
@@ -119,7 +119,7 @@ def _select(known: Known, kernel: Kernel) -> Kernel | None:
 
 
 @prepares("aten::slice.Tensor")
-def _slice(known: Known, kernel: Kernel) -> Kernel | None:
+def _slice(known: Known, kernel: Kernel, out: Kernel | None) -> Kernel | None:
     d, step = const_int(known, 1), const_int(known, 4)
     start, end = known[2], known[3]
     if d is None or step is None or step <= 0:
@@ -142,7 +142,7 @@ def _slice(known: Known, kernel: Kernel) -> Kernel | None:
 
 
 @prepares("aten::contiguous")
-def _contiguous(known: Known, kernel: Kernel) -> Kernel | None:
+def _contiguous(known: Known, kernel: Kernel, out: Kernel | None) -> Kernel | None:
     def contiguous(self: Array, *args: Any) -> Array:
         return self if self.flags.c_contiguous else self.copy()
 
@@ -157,7 +157,7 @@ def _constant_shape(known: Known) -> tuple[int, ...] | None:
 
 
 @prepares("aten::view")
-def _view(known: Known, kernel: Kernel) -> Kernel | None:
+def _view(known: Known, kernel: Kernel, out: Kernel | None) -> Kernel | None:
     shape = _constant_shape(known)
     if shape is None:
         return None
@@ -174,7 +174,7 @@ def _view(known: Known, kernel: Kernel) -> Kernel | None:
 
 
 @prepares("aten::reshape")
-def _reshape(known: Known, kernel: Kernel) -> Kernel | None:
+def _reshape(known: Known, kernel: Kernel, out: Kernel | None) -> Kernel | None:
     shape = _constant_shape(known)
     if shape is None:
         return None
@@ -189,7 +189,7 @@ def _reshape(known: Known, kernel: Kernel) -> Kernel | None:
 
 
 @prepares("aten::expand")
-def _expand(known: Known, kernel: Kernel) -> Kernel | None:
+def _expand(known: Known, kernel: Kernel, out: Kernel | None) -> Kernel | None:
     size = _constant_shape(known)
     if size is None:
         return None

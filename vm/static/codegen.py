@@ -120,7 +120,9 @@ class GraphCode:
             out = bind_out(ref) if ref is not None and len(outs) == 1 else None
             if kernel is not None and ref is not None and has_preparer(ref.name):
                 known = [self.constants.get(self._slot(v), UNKNOWN) for v in node.inputs]
-                kernel = prepared(ref, known, kernel) or kernel
+                forms = prepared(ref, known, kernel, out)
+                if forms is not None:
+                    kernel, out = forms.kernel, forms.out if out is not None else None
             pn = ProcessedNode(
                 next(index),
                 node,
