@@ -276,3 +276,13 @@ def test_max_pool2d_is_the_kernel(shape, k, stride, dilation, padding, ceil, dty
         buf = np.zeros(got[1], dtype)
         assert forms.out is not None and forms.out(buf, x, *args) is buf
         assert buf.tobytes() == e.tobytes()
+
+
+@given(shapes, st.integers(0, 2), st.lists(st.integers(0, 3), min_size=0, max_size=5).map(tuple))
+def test_broadcast_view_is_numpys(shape, layout, target) -> None:
+    """``shape.broadcast_view`` (what ``expand`` returns) is ``np.broadcast_to``'s view:
+    elements, strides, sharing, read-only, or its error."""
+    from vm.ops.shape import broadcast_view
+
+    x = _tensor(shape, layout)
+    assert _outcome(lambda a: broadcast_view(a, target), x, ()) == _outcome(lambda a: np.broadcast_to(a, target), x, ())

@@ -200,11 +200,28 @@ def expand(self: Array, size: Sequence[int], implicit: bool) -> Array:
     )
     if -1 in shape[:lead]:
         raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dimension")
-    return np.broadcast_to(self, shape)
+    return broadcast_view(self, shape)
+
+
+def broadcast_view(x: Array, shape: tuple[int, ...]) -> Array:
+    """``np.broadcast_to(x, shape)``, built directly when ``x`` is C-contiguous: the same
+    read-only view with numpy's strides (0 on broadcast and size-1 axes) in ~1 us instead
+    of ~5 (BERT-tiny expands its masks three times a call); otherwise numpy's own."""
+    lead = len(shape) - x.ndim
+    if lead < 0 or not x.flags.c_contiguous or not all(s > 0 for s in shape):
+        return np.broadcast_to(x, shape)
+    strides = [0] * lead
+    for a, b, st in zip(x.shape, shape[lead:], x.strides):
+        if a != b and a != 1:
+            return np.broadcast_to(x, shape)  # raises numpy's message
+        strides.append(0 if a != b or b == 1 else st)
+    view = np.ndarray(shape, x.dtype, x, 0, tuple(strides))
+    view.flags.writeable = False
+    return view
 
 
 kernel("aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)")(
-    lambda self, other: np.broadcast_to(self, other.shape)
+    lambda self, other: broadcast_view(self, other.shape)
 )
 
 
