@@ -2,7 +2,8 @@
 
 Properties: with one thread a big fused call runs on its caller alone (no pool, no helper
 thread alive); with two it splits its blocks between two threads; both give the unfused
-operators' bits; a count that is not a positive int is refused."""
+operators' bits; helpers another call holds are not waited for (the call runs on its
+caller); a count that is not a positive int is refused."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from tests.fusion.test_kernels import _chain_kernel, _same
 from vm.fusion import get_num_threads, set_num_threads
 from vm.fusion import kernels as fusion_kernels
-from vm.fusion.threads import thread_pool
+from vm.fusion.threads import borrow, give_back, thread_pool
 
 
 @pytest.fixture
@@ -64,3 +65,17 @@ def test_two_threads_split_a_big_call(monkeypatch, restore_threads) -> None:
 def test_a_bad_count_is_refused(bad, restore_threads) -> None:
     with pytest.raises(ValueError, match="positive int"):
         set_num_threads(bad)
+
+
+def test_a_call_does_not_wait_for_helpers_lent_elsewhere(monkeypatch, restore_threads) -> None:
+    set_num_threads(2)
+    held = borrow(1)  # another call holds the only helper
+    try:
+        assert held == 1 and borrow(1) == 0
+        seen, fused, unfused = _big_call(monkeypatch, 2)
+        assert seen == [threading.get_ident()]
+        _same(fused, unfused)
+    finally:
+        give_back(held)
+    assert borrow(5) == 1  # every helper came back
+    give_back(1)

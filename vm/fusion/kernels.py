@@ -43,7 +43,7 @@ import numpy as np
 from vm.errors import RunError, Span
 from vm.fusion import numba_backend as fusion_numba
 from vm.fusion.plan import BlockPlan, make_plan, make_whole, probe_dtypes
-from vm.fusion.threads import get_num_threads, thread_pool
+from vm.fusion.threads import borrow, get_num_threads, give_back, thread_pool
 from vm.ops.registry import OpRef, bind, bind_out, prim_factory
 
 MIN_BLOCK = 1 << 13  # 8K elements: calls below two blocks run unfused (tools/bench_fusion.py)
@@ -264,21 +264,25 @@ class FusedKernel:
                     results[slot] = np.empty(n, dtype=plan.dtypes[slot])
             out: list[Any] = [results.get(slot) for slot in range(self.n_slots)]
             pool = thread_pool()
-            threads = self._threads(n) if pool is not None else 1
+            helpers = borrow(self._threads(n) - 1) if pool is not None else 0
+            threads = helpers + 1
             n_blocks = -(-max(threads, -(-n // self.max_block)) // threads) * threads
             block = -(-n // n_blocks)
             per_thread = block * (n_blocks // threads)
             spans = [(lo, min(lo + per_thread, n)) for lo in range(0, n, per_thread)]
-            futures = [pool.submit(self._run_blocks, plan, flat, values, out, lo, hi, block)
-                       for lo, hi in spans[1:]] if pool is not None else []
-            error: BaseException | None = None
             try:
-                self._run_blocks(plan, flat, values, out, *spans[0], block)
-            except Exception as exc:  # noqa: BLE001 - wait for the other threads first
-                error = exc
-            for f in futures:
-                exc = f.exception()
-                error = error or exc
+                futures = [pool.submit(self._run_blocks, plan, flat, values, out, lo, hi, block)
+                           for lo, hi in spans[1:]] if pool is not None else []
+                error: BaseException | None = None
+                try:
+                    self._run_blocks(plan, flat, values, out, *spans[0], block)
+                except Exception as exc:  # noqa: BLE001 - wait for the other threads first
+                    error = exc
+                for f in futures:
+                    exc = f.exception()
+                    error = error or exc
+            finally:
+                give_back(helpers)
             if error is not None:
                 raise error
         except Exception as exc:  # noqa: BLE001
