@@ -234,6 +234,25 @@ def test_conv2d_leaves_other_cases_to_the_kernel(case) -> None:
         assert _outcome(forms.kernel, x, args) == _outcome(kernel, x, args)
 
 
+@pytest.mark.parametrize("name", ["aten::_convolution", "aten::_convolution.deprecated", "aten::convolution"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_traced_convolution_is_the_kernel(name, transposed) -> None:
+    """The overloads traced graphs record take the conv2d forms when not transposed (and
+    keep the kernel when transposed)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 6, 5), dtype=np.float32)
+    w = rng.standard_normal((3, 3, 3, 3) if transposed else (4, 3, 3, 3), dtype=np.float32)
+    b = rng.standard_normal(3 if transposed else 4, dtype=np.float32)
+    n = len(registry._REGISTRY[name].schema.arguments)
+    args = (w, b, [2, 1], [1, 0], [1, 1], transposed, [0, 0], 1, False, False, True, True)[: n - 1]
+    ref = registry.OpRef(name, n, 1)
+    kernel = registry.bind(ref)
+    forms = prepared(ref, [UNKNOWN, UNKNOWN, UNKNOWN, *args[2:]], kernel, registry.bind_out(ref))
+    assert (forms is None) == transposed
+    if forms is not None:
+        np.testing.assert_allclose(forms.kernel(x, *args), kernel(x, *args), rtol=1e-6, atol=1e-6)
+
+
 def test_conv2d_matches_torch() -> None:
     """The prepared convolution against torch's, at the CNN row's shapes."""
     torch = pytest.importorskip("torch")

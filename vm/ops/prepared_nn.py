@@ -83,8 +83,26 @@ def _scratch(key: tuple[Any, ...], make: Callable[[], _ConvScratch]) -> _ConvScr
 
 @prepares("aten::conv2d")
 def _conv2d(known: Known, kernel: Kernel, out_variant: Kernel | None) -> Forms | None:
-    stride, padding, dilation = (_pair(known[i]) for i in (3, 4, 5))
-    if stride is None or padding is None or dilation is None or const_int(known, 6) != 1:
+    if const_int(known, 6) != 1:
+        return None
+    return _conv_forms(known[3], known[4], known[5], kernel, out_variant)
+
+
+def _underscore_convolution(known: Known, kernel: Kernel, out_variant: Kernel | None) -> Forms | None:
+    """What traced graphs record for ``nn.Conv2d``: the same forms when not transposed."""
+    if known[6] is not False or const_int(known, 8) != 1:
+        return None
+    return _conv_forms(known[3], known[4], known[5], kernel, out_variant)
+
+
+for _name in ("aten::_convolution", "aten::_convolution.deprecated", "aten::convolution"):
+    prepares(_name)(_underscore_convolution)
+
+
+def _conv_forms(stride_: Any, padding_: Any, dilation_: Any, kernel: Kernel, out_variant: Kernel | None) -> Forms | None:
+    """The prepared forms of a 2-d, groups=1 convolution with this constant geometry."""
+    stride, padding, dilation = _pair(stride_), _pair(padding_), _pair(dilation_)
+    if stride is None or padding is None or dilation is None:
         return None
     if min(stride) < 1 or min(dilation) < 1 or min(padding) < 0:
         return None
