@@ -209,7 +209,7 @@ def test_conv2d_is_the_kernel(shape, k, stride, padding, dilation, bias, dtype, 
             np.testing.assert_allclose(buf, np.array(expected[4]), rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("case", ["grouped", "unbatched", "int", "channels", "mixed"])
+@pytest.mark.parametrize("case", ["grouped", "unbatched", "int", "channels", "mixed", "bias"])
 def test_conv2d_leaves_other_cases_to_the_kernel(case) -> None:
     """Grouped, unbatched, integer, mismatched-channel and mixed-dtype calls give the
     kernel's answer or its error."""
@@ -224,13 +224,16 @@ def test_conv2d_leaves_other_cases_to_the_kernel(case) -> None:
         x, weight = x.astype(np.int64), weight.astype(np.int64)
     elif case == "channels":
         weight = np.ones((2, 3, 3, 3), np.float32)
-    else:
+    elif case == "mixed":
         weight = weight.astype(np.float64)
     ref = registry.OpRef("aten::conv2d", 7, 1)
     kernel = registry.bind(ref)
     forms = prepared(ref, [UNKNOWN, UNKNOWN, UNKNOWN, [1, 1], [0, 0], [1, 1], groups], kernel)
     args = (weight, None, [1, 1], [0, 0], [1, 1], groups)
     if forms is not None:
+        forms.kernel(np.ones((1, 4, 5, 5), np.float32), np.ones((2, 4, 3, 3), np.float32), None, *args[2:])
+        if case == "bias":  # a good call first, then a bias of the wrong length
+            args = (weight, np.ones(3, np.float32), *args[2:])
         assert _outcome(forms.kernel, x, args) == _outcome(kernel, x, args)
 
 

@@ -18,8 +18,9 @@ cached column buffer per shape would only hold memory.
 form takes the kernel's tap slices (decided once per input shape) and combines them with
 ``np.maximum`` in the kernel's order (16 -> 6 us on (1, 8, 28, 28)).
 
-Anything else -- grouped, unbatched, other dtypes, mismatched channels, an output of no
-size -- goes to the kernel, which decides (and raises) as always.
+Anything else -- a pointwise (1x1, stride 1, unpadded) convolution, which the kernel
+already runs as one matmul on its input, grouped, unbatched, other dtypes, mismatched
+channels, an output of no size -- goes to the kernel, which decides (and raises) as always.
 """
 
 from __future__ import annotations
@@ -107,26 +108,44 @@ def _conv_forms(stride_: Any, padding_: Any, dilation_: Any, kernel: Kernel, out
     if min(stride) < 1 or min(dilation) < 1 or min(padding) < 0:
         return None
 
-    def scratch_for(x: Any, weight: Any, bias: Any) -> _ConvScratch | None:
-        """The buffers for this call, or None when the kernel must decide."""
-        if type(x) is not np.ndarray or type(weight) is not np.ndarray or x.ndim != 4 or weight.ndim != 4:
+    decisions: dict[tuple[Any, ...], tuple[Any, ...] | None] = {}  # immutable answers: thread-safe
+
+    def decide(x: np.ndarray, weight: np.ndarray, bias: Any) -> tuple[Any, ...] | None:
+        """(scratch key, output height, width) for calls like this one, or None (the kernel)."""
+        if x.ndim != 4 or weight.ndim != 4 or x.dtype.kind != "f" or weight.dtype != x.dtype:
             return None
-        dtype = x.dtype
-        if dtype.kind != "f" or weight.dtype != dtype or x.shape[1] != weight.shape[1]:
+        if x.shape[1] != weight.shape[1] or not x.size:
             return None
-        if bias is not None and (type(bias) is not np.ndarray or bias.dtype != dtype or bias.shape != weight.shape[:1]):
+        if bias is not None and (type(bias) is not np.ndarray or bias.dtype != x.dtype or bias.shape != weight.shape[:1]):
             return None
-        key = (x.shape, weight.shape, dtype.str, stride, padding, dilation)
-        cached = getattr(_local, "conv", {}).get(key)
-        if cached is not None:
-            return cached
         n, c, h, w = x.shape
         kh, kw = weight.shape[2:]
+        if kh == kw == 1 and stride == (1, 1) and padding == (0, 0):
+            return None  # the kernel multiplies the input itself: no columns to prepare
         oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
         ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
-        if oh <= 0 or ow <= 0 or n * c * kh * kw * oh * ow * dtype.itemsize > MAX_COLUMN_BYTES or not x.size:
+        if oh <= 0 or ow <= 0 or n * c * kh * kw * oh * ow * x.dtype.itemsize > MAX_COLUMN_BYTES:
             return None
-        return _scratch(key, lambda: _ConvScratch(x, weight.shape, stride, padding, dilation, oh, ow))
+        return (x.shape, weight.shape, x.dtype.str, stride, padding, dilation), oh, ow
+
+    def scratch_for(x: Any, weight: Any, bias: Any) -> _ConvScratch | None:
+        """This thread's buffers for the call, or None when the kernel must decide."""
+        if type(x) is not np.ndarray or type(weight) is not np.ndarray:
+            return None
+        bias_key = None if bias is None else (type(bias), getattr(bias, "shape", None), getattr(bias, "dtype", None))
+        key = (x.shape, x.dtype, weight.shape, weight.dtype, bias_key)
+        found = decisions.get(key, key)
+        if found is key:
+            if len(decisions) >= _MAX_SHAPES:
+                decisions.clear()
+            found = decisions[key] = decide(x, weight, bias)
+        if found is None:
+            return None
+        skey, oh, ow = found
+        cached = getattr(_local, "conv", {}).get(skey)
+        if cached is not None:
+            return cached
+        return _scratch(skey, lambda: _ConvScratch(x, weight.shape, stride, padding, dilation, oh, ow))
 
     def run(s: _ConvScratch, result: np.ndarray, x: np.ndarray, weight: np.ndarray, bias: Any) -> np.ndarray:
         np.copyto(s.interior, x)
