@@ -14,6 +14,9 @@ taps, by output position) and the product is the same GEMM, so the bits are the 
 Past ``MAX_COLUMN_BYTES`` of columns the kernel runs: there the product dominates and a
 cached column buffer per shape would only hold memory.
 
+Each thread keeps the buffers of at most ``_MAX_SHAPES`` geometries (each under
+``MAX_COLUMN_BYTES`` of columns plus its padded input), for as long as the thread lives.
+
 ``max_pool2d`` without padding or ceil mode needs no padded copy at all: the prepared
 form takes the kernel's tap slices (decided once per input shape) and combines them with
 ``np.maximum`` in the kernel's order (16 -> 6 us on (1, 8, 28, 28)).
