@@ -42,6 +42,7 @@ Kernel = Callable[..., Any]
 MAX_COLUMN_BYTES = 1 << 20  # one L2's worth; beyond it the GEMM is the cost, not the prologue
 _MAX_SHAPES = 16  # per thread: a model's distinct small convolutions
 _local = threading.local()
+_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # the products BLAS computes
 
 
 def _pair(value: Any) -> tuple[int, int] | None:
@@ -115,7 +116,7 @@ def _conv_forms(stride_: Any, padding_: Any, dilation_: Any, kernel: Kernel, out
 
     def decide(x: np.ndarray, weight: np.ndarray, bias: Any) -> tuple[Any, ...] | None:
         """(scratch key, output height, width) for calls like this one, or None (the kernel)."""
-        if x.ndim != 4 or weight.ndim != 4 or x.dtype.kind != "f" or weight.dtype != x.dtype:
+        if x.ndim != 4 or weight.ndim != 4 or x.dtype not in _BLAS_FLOATS or weight.dtype != x.dtype:
             return None
         if x.shape[1] != weight.shape[1] or not x.size:
             return None
