@@ -33,6 +33,7 @@ and by calling the same bound kernel 200 times from a loop.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -289,7 +290,12 @@ def median_calls(
 
     Batches are interleaved (one batch of each function in turn) so that a load spike on
     the shared machine hits every column alike; a batch lasts about budget / batches.  The
-    minimum is the figure a loaded machine disturbs least, and the one the ratios use."""
+    minimum is the figure a loaded machine disturbs least, and the one the ratios use.  The
+    objects alive before the timing are frozen out of the garbage collector (as in
+    ``bench_zoo.py``): a process holding torch and transformers otherwise pays full
+    collections of them on whichever call triggers one."""
+    gc.collect()
+    gc.freeze()
     numbers = {}
     for name, fn in fns.items():
         fn()
