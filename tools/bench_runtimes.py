@@ -296,21 +296,22 @@ def median_calls(
     collections of them on whichever call triggers one."""
     gc.collect()
     gc.freeze()
-    numbers = {}
-    for name, fn in fns.items():
-        fn()
-        t0 = time.perf_counter()
-        fn()
-        numbers[name] = max(
-            1, int(budget / batches / max(time.perf_counter() - t0, 1e-7))
-        )
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(batches):
+    try:
+        numbers = {}
         for name, fn in fns.items():
+            fn()
             t0 = time.perf_counter()
-            for _ in range(numbers[name]):
-                fn()
-            samples[name].append((time.perf_counter() - t0) / numbers[name])
+            fn()
+            numbers[name] = max(1, int(budget / batches / max(time.perf_counter() - t0, 1e-7)))
+        samples: dict[str, list[float]] = {name: [] for name in fns}
+        for _ in range(batches):
+            for name, fn in fns.items():
+                t0 = time.perf_counter()
+                for _ in range(numbers[name]):
+                    fn()
+                samples[name].append((time.perf_counter() - t0) / numbers[name])
+    finally:
+        gc.unfreeze()  # the caller's objects are collectable again (the tests import this module)
     return {name: (min(s), statistics.median(s)) for name, s in samples.items()}
 
 
