@@ -214,9 +214,12 @@ def thread_report(threads: int) -> dict[str, str]:
         blas = ", ".join(f"{p['internal_api']} {p['num_threads']}" for p in threadpoolctl.threadpool_info())
     except ImportError:
         blas = f"OPENBLAS/OMP/MKL_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
+    from vm.fusion import get_num_threads
+
+    fused = f"fused kernels: vm.fusion.get_num_threads() = {get_num_threads()}"
     return {
-        "irvm static": f"1 Python thread; numpy BLAS: {blas}",
-        "irvm interp": f"1 Python thread; numpy BLAS: {blas}",
+        "irvm static": f"1 Python thread; numpy BLAS: {blas}; {fused}",
+        "irvm interp": f"1 Python thread; numpy BLAS: {blas}; {fused}",
         "torch.jit": f"torch.get_num_threads() = {torch.get_num_threads()}",
         "torch eager": f"torch.get_num_threads() = {torch.get_num_threads()}",
         "ORT": f"intra_op_num_threads = {threads}, inter_op_num_threads = 1",
@@ -272,7 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from zoo_models import ZOO
 
+    from vm.fusion import set_num_threads
+
     torch.set_num_threads(args.threads)
+    set_num_threads(args.threads)  # irvm's fused kernels: one thread in the headline, as every engine
     names = [n for n, m in ZOO.items() if not m.heavy] if args.all else list(DEFAULT)
     if args.only:
         names = [n for n in ZOO if any(fnmatch.fnmatch(n, p) for p in args.only)]
