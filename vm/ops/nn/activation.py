@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from vm.ops._common import flat_blocks
 from vm.ops.nn._util import copying_out, sigmoid, write_out
 from vm.ops.registry import kernel
 
@@ -94,22 +95,26 @@ def _celu(x: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def _hardsigmoid_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``min(max(x + 3, 0), 6) / 6``, PyTorch's order of operations, into ``out``."""
-    np.add(x, 3, out=out)
-    np.maximum(out, 0, out=out)
-    np.minimum(out, 6, out=out)
-    np.divide(out, 6, out=out)
+    """``min(max(x + 3, 0), 6) / 6``, PyTorch's order of operations, into ``out`` (which
+    may be ``x``), block by block so the three passes stay in the L2 cache."""
+    for src, dst in flat_blocks(x, out):
+        np.add(src, 3, out=dst)
+        np.clip(dst, 0, 6, out=dst)  # one pass for max and min, NaN kept as by both
+        np.divide(dst, 6, out=dst)
     return out
 
 
 def _hardswish_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """``x * min(max(x + 3, 0), 6) / 6`` (the product first, as PyTorch's kernel), into
-    ``out``, which may be ``x`` itself."""
-    gate = np.add(x, 3, out=np.empty_like(x))  # an array even for a 0-d x
-    np.maximum(gate, 0, out=gate)
-    np.minimum(gate, 6, out=gate)
-    np.multiply(x, gate, out=out)
-    np.divide(out, 6, out=out)
+    ``out``, which may be ``x`` itself, block by block through one block of scratch."""
+    blocks = flat_blocks(x, out)
+    gate = np.empty(blocks[0][0].shape, x.dtype)  # an array even for a 0-d x
+    for src, dst in blocks:
+        g = gate if gate.shape == src.shape else gate[: src.size]
+        np.add(src, 3, out=g)
+        np.clip(g, 0, 6, out=g)
+        np.multiply(src, g, out=dst)
+        np.divide(dst, 6, out=dst)
     return out
 
 
