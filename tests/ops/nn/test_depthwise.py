@@ -39,17 +39,18 @@ def test_live_taps_are_the_taps_that_read_the_input(size: int, k: int, stride: i
 
 @st.composite
 def depthwise_cases(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, list[int], list[int], list[int]]:
-    """Depthwise convolutions at stride 1 on rows 12-64 wide (the row-run route) or on
-    planes smaller than the kernel's reach (dead taps), any channel count up to 300."""
+    """Depthwise convolutions with outputs rows 12-64 wide (the row-run route, strides 1-3,
+    phases for strides along the row) or on planes smaller than the kernel's reach (dead
+    taps), any channel count up to 300."""
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     dims = draw(st.integers(1, 2))
     c = draw(st.integers(1, 300))
     tiny = draw(st.booleans())
-    size = [draw(st.integers(1, 3) if tiny else st.integers(12, 40 if dims == 2 else 64)) for _ in range(dims)]
+    stride = [draw(st.integers(1, 3)) for _ in range(dims)]
+    size = [draw(st.integers(1, 3) if tiny else st.integers(12 * s, (40 if dims == 2 else 64) * s)) for s in stride]
     k = [draw(st.sampled_from([1, 3, 5, 7])) for _ in range(dims)]
     dilation = [draw(st.integers(1, 2)) for _ in range(dims)]
     padding = [d * (kk - 1) // 2 for d, kk in zip(dilation, k)]
-    stride = [draw(st.integers(1, 2)) if tiny else 1 for _ in range(dims)]
     dtype = draw(st.sampled_from([np.float32, np.float64]))
     x = rng.standard_normal((draw(st.integers(1, 2)), c, *size)).astype(dtype)
     w = rng.standard_normal((c, 1, *k)).astype(dtype)
@@ -60,9 +61,9 @@ def depthwise_cases(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray
 @settings(max_examples=40, deadline=None)
 @given(depthwise_cases())
 def test_row_runs_and_dead_taps_match_torch(case: tuple) -> None:
-    """Property: depthwise convolution through the row-run einsum (stride 1, rows 12-64
-    wide) and on planes smaller than the kernel (its dead taps dropped) equals torch's,
-    float32 and float64, fresh and into an out buffer."""
+    """Property: depthwise convolution through the row-run einsum (rows 12-64 wide, any
+    stride, strides along the row by phases) and on planes smaller than the kernel (its
+    dead taps dropped) equals torch's, float32 and float64, fresh and into an out buffer."""
     x, w, b, stride, padding, dilation = case
     dims = x.ndim - 2
     c = x.shape[1]

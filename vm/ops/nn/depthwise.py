@@ -5,12 +5,13 @@ other routes, chosen by shape.  What decides among them on numpy is less the ari
 than how many times a ufunc or ``einsum`` starts an inner loop (a few dozen ns each) and
 how long those loops run:
 
-- at stride 1 on rows up to 64 outputs long with up to 256 channels (every depthwise
-  convolution of the zoo's 64x64 images, and most of a 224x224 MobileNet's),
-  ``_depthwise_rows``: channels-last, an output row's pixels and channels are one
-  contiguous run of the padded input for every tap, so one ``einsum`` multiplies and sums
-  the taps with inner loops ``width x channels`` long against the weights tiled along the
-  row (1.2-3.3x faster than the routes below on those shapes);
+- on output rows 12 to 64 wide with up to 256 channels at stride 1 (most depthwise
+  convolutions of the zoo's 64x64 images and of a 224x224 MobileNet), and with fewer than
+  64 channels at stride 2 or 3 along the row, ``_depthwise_rows``: channels-last, an
+  output row's pixels and channels are one contiguous run of the padded input for every
+  tap, so one ``einsum`` multiplies and sums the taps with inner loops ``width x channels``
+  long against the weights tiled along the row (1.2-2.3x faster than the routes below on
+  those shapes; with more channels at stride 2 the channels-last einsum wins);
 - otherwise with 64 channels or more, one channels-last ``einsum`` over the window view
   (inner loops over the channels);
 - on wide planes at stride 1, a tap loop over whole flattened planes (``_depthwise_flat``);
@@ -47,9 +48,9 @@ def depthwise(
     temporaries), a block's planes staying in cache across its taps."""
     o, _, *kernel_ = weight.shape
     mult = o // x.shape[1]
-    if (mult == 1 and all(s == 1 for s in stride) and _ROWS_FROM_WIDTH <= oshape[-1] <= _ROWS_UP_TO_WIDTH
-            and o <= _ROWS_UP_TO_CHANNELS):
-        _depthwise_rows(x, weight, padding, dilation, oshape, result)
+    if (mult == 1 and _ROWS_FROM_WIDTH <= oshape[-1] <= _ROWS_UP_TO_WIDTH and o <= _ROWS_UP_TO_CHANNELS
+            and (stride[-1] == 1 or (dilation[-1] == 1 and o < _EINSUM_FROM_CHANNELS))):
+        _depthwise_rows(x, weight, stride, padding, dilation, oshape, result)
         return
     if mult == 1 and o >= _EINSUM_FROM_CHANNELS:
         _depthwise_einsum(x, weight, stride, padding, dilation, oshape, result)
@@ -102,37 +103,52 @@ def live_taps(size: int, k: int, stride: int, dilation: int, padding: int, n_out
 
 
 def _depthwise_rows(
-    x: np.ndarray, weight: np.ndarray, padding: Ints, dilation: Ints, oshape: Ints, result: np.ndarray
+    x: np.ndarray, weight: np.ndarray, stride: Ints, padding: Ints, dilation: Ints, oshape: Ints, result: np.ndarray
 ) -> None:
-    """Depthwise convolution at stride 1 as one ``einsum`` over row runs.
+    """Depthwise convolution as ``einsum`` over row runs.
 
-    Padded channels-last, ``xl[..., j + b*d, c]`` for the outputs ``j`` of a row and the
-    channels ``c`` is one contiguous run of ``width * C`` numbers for every tap, starting
-    ``C`` numbers further per tap step along the row.  So the input seen as
+    Padded channels-last, ``xl[..., j + b, c]`` for the outputs ``j`` of a row and the
+    channels ``c`` is one contiguous run of ``width * C`` numbers for every tap ``b``,
+    starting ``C`` numbers further per tap step along the row.  So the input seen as
     ``(N, *out_lead, *taps, width * C)`` is a view (no copy), and with the weights tiled
     along the row (``(*taps, width * C)``, the same channel pattern ``width`` times) the
     convolution is ``einsum("n...t...m,t...m->n...m")``: each inner loop multiplies and
-    sums a whole row for one tap.  Dead taps (padding only) are left out."""
+    sums a whole row for one tap.  A stride ``s`` along the row splits the padded columns
+    into ``s`` phases (columns ``s*u + r``, copied contiguous): tap ``b = s*q + r`` reads
+    phase ``r`` at ``j + q``, a run again, and the phases' sums add up.  Strides along the
+    other axes and dilations are view strides.  Dead taps (padding only) are left out."""
     n, c, *spatial = x.shape
     nsp = len(spatial)
     dt = result.dtype
-    spans = [live_taps(size, k, 1, d, p, n_out)
-             for size, k, d, p, n_out in zip(spatial, weight.shape[2:], dilation, padding, oshape)]
+    step = stride[-1]
+    spans = [live_taps(size, k, s, d, p, n_out)
+             for size, k, s, d, p, n_out in zip(spatial, weight.shape[2:], stride, dilation, padding, oshape)]
+    if step > 1:  # the row's taps are split by phase instead
+        spans[-1] = (0, weight.shape[-1])
     xl = np.zeros((n, *(size + 2 * p for size, p in zip(spatial, padding)), c), dt)
     xl[(slice(None),) + tuple(slice(p, p + size) for p, size in zip(padding, spatial))] = x.transpose(
         0, *range(2, 2 + nsp), 1
     )
-    st_ = xl.strides
-    taps = [hi - lo for lo, hi in spans]
-    start = sum(lo * d * st_[1 + i] for i, ((lo, _), d) in enumerate(zip(spans, dilation)))
-    view = np.ndarray(
-        (n, *oshape[:-1], *taps, oshape[-1] * c), dt, buffer=xl, offset=start,
-        strides=(st_[0], *st_[1:nsp], *(d * st_[1 + i] for i, d in enumerate(dilation)), st_[-1]),
-    )
-    w = weight[(slice(None), 0) + tuple(slice(lo, hi) for lo, hi in spans)]  # (C, *taps)
-    tiled = np.tile(np.moveaxis(w, 0, -1).astype(dt, copy=False), (1,) * nsp + (oshape[-1],))  # (*taps, width*C)
+    w = np.moveaxis(weight[(slice(None), 0) + tuple(slice(lo, hi) for lo, hi in spans)], 0, -1)  # (*taps, C)
     lead, tap = "hdw"[: nsp - 1], "ijk"[:nsp]
-    acc = np.einsum(f"n{lead}{tap}m,{tap}m->n{lead}m", view, tiled)
+    acc: np.ndarray | None = None
+    for phase in range(step):
+        taps_here = w[..., phase::step, :]
+        if taps_here.shape[-2] == 0:
+            continue
+        src = xl if step == 1 else np.ascontiguousarray(xl[..., phase::step, :])
+        st_ = src.strides
+        taps = [hi - lo for lo, hi in spans[:-1]] + [taps_here.shape[-2]]
+        start = sum(lo * d * st_[1 + i] for i, ((lo, _), d) in enumerate(zip(spans[:-1], dilation)))
+        view = np.ndarray(
+            (n, *oshape[:-1], *taps, oshape[-1] * c), dt, buffer=src, offset=start,
+            strides=(st_[0], *(s * st_[1 + i] for i, s in enumerate(stride[:-1])),
+                     *(d * st_[1 + i] for i, d in enumerate(dilation)), st_[-1]),
+        )
+        tiled = np.tile(taps_here.astype(dt, copy=False), (1,) * nsp + (oshape[-1],))  # (*taps, width*C)
+        part = np.einsum(f"n{lead}{tap}m,{tap}m->n{lead}m", view, tiled)
+        acc = part if acc is None else np.add(acc, part, out=acc)
+    assert acc is not None  # phase 0 always has tap 0
     np.copyto(result, acc.reshape(n, *oshape, c).transpose(0, 1 + nsp, *range(1, 1 + nsp)))
 
 
