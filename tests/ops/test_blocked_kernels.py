@@ -1,5 +1,5 @@
 """The elementwise kernels that run big tensors block by block (sigmoid, hardswish,
-hardsigmoid, exact GELU) give torch's values in every form (functional, out variant into a
+hardsigmoid, exact and tanh GELU) give torch's values in every form (functional, out variant into a
 planned buffer, in place), whatever the size relative to the block, wherever NaN, ±inf and
 ±0 fall, and on non-contiguous inputs (which take the unblocked path)."""
 
@@ -29,7 +29,9 @@ KERNELS = [
     ("hardswish", (), F.hardswish, 0.0),
     ("hardsigmoid", (), F.hardsigmoid, 0.0),
     ("gelu", ("none",), F.gelu, 4.0),
+    ("gelu", ("tanh",), lambda t: F.gelu(t, approximate="tanh"), 4.0),
 ]
+IDS = ["sigmoid", "hardswish", "hardsigmoid", "gelu", "gelu_tanh"]
 
 
 @st.composite
@@ -63,7 +65,7 @@ def _close(name: str, got: np.ndarray, want: np.ndarray, x: np.ndarray, ulps: fl
     assert (err <= ulps * scale).all(), f"{name}: {np.max(err / scale):.2f} ulps"
 
 
-@pytest.mark.parametrize(("name", "args", "fn", "ulps"), KERNELS, ids=[k[0] for k in KERNELS])
+@pytest.mark.parametrize(("name", "args", "fn", "ulps"), KERNELS, ids=IDS)
 @settings(max_examples=25, deadline=None)
 @given(x=tensors(), shape2d=st.booleans())
 def test_blocked_kernels_match_torch_in_every_form(
@@ -84,7 +86,7 @@ def test_blocked_kernels_match_torch_in_every_form(
     _close(name, y, want, x, ulps)
 
 
-@pytest.mark.parametrize(("name", "args", "fn", "ulps"), KERNELS, ids=[k[0] for k in KERNELS])
+@pytest.mark.parametrize(("name", "args", "fn", "ulps"), KERNELS, ids=IDS)
 def test_non_contiguous_inputs_take_the_whole_tensor_path(
     name: str, args: tuple[str, ...], fn: Callable[..., Any], ulps: float
 ) -> None:

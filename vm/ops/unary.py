@@ -319,9 +319,10 @@ def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
         return _gelu_f32(x)
     if approximate == "none":
         return t(0.5) * x * (t(1) + _erf(x * t(_SQRT1_2)))
+    if approximate == "tanh" and x.ndim:
+        return _gelu_tanh_into(x, np.empty_like(x))
     if approximate == "tanh":
-        inner = t(_SQRT_2_PI) * (x + t(0.044715) * x * x * x)
-        return t(0.5) * x * (t(1) + np.tanh(inner))
+        return t(0.5) * x * (t(1) + np.tanh(t(_SQRT_2_PI) * (x + t(0.044715) * (x * x * x))))
     raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
 
 
@@ -331,9 +332,33 @@ def _gelu_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return gelu_f32(x, out=out)
 
 
+def _gelu_tanh_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """The tanh GELU ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` in PyTorch's
+    order (its vectorized kernel's), into ``out`` (x's shape and dtype, x itself or apart
+    from it), block by block through one scratch block: 9 passes in the L2 cache."""
+    t = x.dtype.type
+    blocks = flat_blocks(x, out)
+    scratch = np.empty(blocks[0][0].shape, x.dtype)
+    for src, dst in blocks:
+        z = scratch if scratch.shape == src.shape else scratch[: src.size]
+        np.multiply(src, src, out=z)
+        z *= src
+        z *= t(0.044715)
+        z += src
+        z *= t(_SQRT_2_PI)
+        np.tanh(z, out=z)
+        z += t(1)
+        np.multiply(src, t(0.5), out=dst)
+        dst *= z
+    return out
+
+
 def _gelu_into(x: np.ndarray, buf: np.ndarray, approximate: str = "none") -> None:
-    if approximate == "none" and buf.dtype == x.dtype == np.float32 and (buf is x or not np.shares_memory(x, buf)):
+    apart = buf is x or not np.shares_memory(x, buf)
+    if approximate == "none" and buf.dtype == x.dtype == np.float32 and apart:
         _gelu_f32(x, out=buf)
+    elif approximate == "tanh" and buf.dtype == x.dtype and apart:
+        _gelu_tanh_into(x, buf)
     else:
         np.copyto(buf, _gelu(x, approximate))
 
