@@ -209,7 +209,8 @@ def _layer_norm_direct(
     and no temporary the size of ``x``: the row means as one BLAS matrix-vector product,
     the deviations ``x - mean`` written into the result (corrected by their own mean when
     rounding left a drift: a mean far from zero costs no digits beyond the input's own),
-    their sums of squares as one ``einsum`` dot per row, then the result scaled by ``rsqrt(var + eps)``, ``weight`` and
+    their sums of squares as one dot per row (numpy 2's ``vecdot``: BLAS dots, faster
+    and closer to the exact sums than ``einsum``'s), then the result scaled by ``rsqrt(var + eps)``, ``weight`` and
     ``bias`` in place.  The statistics accumulate in x's dtype, as PyTorch's CPU kernel
     does for float32; rows longer than 65536 numbers take the general path, which keeps
     them in float64.  None when another case applies.  ``out``: a C-contiguous buffer
@@ -239,11 +240,11 @@ def _layer_norm_direct(
         y -= drift[:, None]
         scale = None
     else:
-        scale = np.einsum("ij,ij->i", y, y)
+        scale = _row_dots(y)
         scale *= dt.type(1.0 / row)
         scale -= drift * drift
     if scale is None:
-        scale = np.einsum("ij,ij->i", y, y)
+        scale = _row_dots(y)
         scale *= dt.type(1.0 / row)
     scale += dt.type(eps)
     np.sqrt(scale, out=scale)
@@ -254,6 +255,12 @@ def _layer_norm_direct(
     if bias is not None:
         y += bias.reshape(-1)
     return y.reshape(x.shape)
+
+
+def _row_dots(y: np.ndarray) -> np.ndarray:
+    """The dot product of each row of the 2-d ``y`` with itself."""
+    vecdot = getattr(np, "vecdot", None)  # numpy >= 2.0
+    return vecdot(y, y) if vecdot is not None else np.einsum("ij,ij->i", y, y)
 
 
 _ROW_MAX = 1 << 16  # normalized sizes up to this accumulate in x's dtype (float32 rounding stays ~1e-6)
