@@ -94,6 +94,52 @@ _ROWS_UP_TO_CHANNELS = 256
 _CHANNELS_LAST_BELOW = 16  # output rows shorter than this (14x14, 7x7 planes) run channels-last
 
 
+def _padded_channels_last(x: np.ndarray, padding: Ints, dt: np.dtype) -> np.ndarray:
+    """``x`` (N, C, *spatial) zero-padded on its spatial axes and laid out channels-last,
+    ``(N, *padded, C)``, in dtype ``dt``."""
+    n, c, *spatial = x.shape
+    xl = np.zeros((n, *(size + 2 * p for size, p in zip(spatial, padding)), c), dt)
+    inner = xl[(slice(None),) + tuple(slice(p, p + size) for p, size in zip(padding, spatial))]
+    inner[...] = _unaliased(x).transpose(0, *range(2, 2 + len(spatial)), 1)
+    return xl
+
+
+def _to_channels_first(acc: np.ndarray, result: np.ndarray) -> None:
+    """Copy the channels-last ``acc`` (N, *out, C) into ``result`` (N, C, *out)."""
+    nsp = acc.ndim - 2
+    order = (0, 1 + nsp, *range(1, 1 + nsp))
+    if _aliasing(result):
+        staged = _unaliased(np.empty(result.shape, result.dtype), copy=False)
+        staged[...] = acc.transpose(order)
+        result[...] = staged
+    else:
+        np.copyto(result, acc.transpose(order))
+
+
+def _aliasing(x: np.ndarray) -> bool:
+    """Whether a transpose to or from channels-last would stride ``x``'s channels at a
+    multiple of 1 KiB, up to 4 KiB apart, with 64 channels or more: the cache sets such
+    strides map to are few, and the transpose runs 2-2.5x slower (measured on planes of
+    16x16 and 32x32 floats)."""
+    plane = math.prod(x.shape[2:]) * x.itemsize
+    return x.ndim > 2 and x.shape[1] >= 64 and plane <= 4096 and plane % 1024 == 0
+
+
+def _unaliased(x: np.ndarray, copy: bool = True) -> np.ndarray:
+    """``x`` itself, or when its channel stride aliases (``_aliasing``) a view of a copy
+    whose channels sit 64 bytes further apart (the contiguous copy costs less than the
+    conflicts it avoids); ``copy=False`` gives the view without filling it."""
+    if not _aliasing(x):
+        return x
+    n, c, *spatial = x.shape
+    plane = math.prod(spatial)
+    store = np.empty((n, c, plane + 64 // x.itemsize), x.dtype)
+    view = store[:, :, :plane].reshape(x.shape)
+    if copy:
+        view[...] = x
+    return view
+
+
 def live_taps(size: int, k: int, stride: int, dilation: int, padding: int, n_out: int) -> tuple[int, int]:
     """The taps ``[lo, hi)`` of one axis that read the input for some output: tap ``t``
     reads positions ``i*stride + t*dilation - padding`` for outputs ``i < n_out``; a tap
@@ -125,10 +171,7 @@ def _depthwise_rows(
              for size, k, s, d, p, n_out in zip(spatial, weight.shape[2:], stride, dilation, padding, oshape)]
     if step > 1:  # the row's taps are split by phase instead
         spans[-1] = (0, weight.shape[-1])
-    xl = np.zeros((n, *(size + 2 * p for size, p in zip(spatial, padding)), c), dt)
-    xl[(slice(None),) + tuple(slice(p, p + size) for p, size in zip(padding, spatial))] = x.transpose(
-        0, *range(2, 2 + nsp), 1
-    )
+    xl = _padded_channels_last(x, padding, dt)
     w = np.moveaxis(weight[(slice(None), 0) + tuple(slice(lo, hi) for lo, hi in spans)], 0, -1)  # (*taps, C)
     lead, tap = "hdw"[: nsp - 1], "ijk"[:nsp]
     acc: np.ndarray | None = None
@@ -149,7 +192,7 @@ def _depthwise_rows(
         part = np.einsum(f"n{lead}{tap}m,{tap}m->n{lead}m", view, tiled)
         acc = part if acc is None else np.add(acc, part, out=acc)
     assert acc is not None  # phase 0 always has tap 0
-    np.copyto(result, acc.reshape(n, *oshape, c).transpose(0, 1 + nsp, *range(1, 1 + nsp)))
+    _to_channels_first(acc.reshape(n, *oshape, c), result)
 
 
 def _depthwise_flat(
@@ -200,12 +243,8 @@ def _channels_last_windows(
     """The windows of ``x`` zero-padded channels-last, as a view ``(N, *out, *kernel, C)``
     (built from strides directly: numpy's ``sliding_window_view`` and ``moveaxis`` cost
     more than the arithmetic on small planes)."""
-    n, c, *spatial = x.shape
-    nsp = len(spatial)
-    xl = np.zeros((n, *(size + 2 * p for size, p in zip(spatial, padding)), c), dt)
-    xl[(slice(None),) + tuple(slice(p, p + size) for p, size in zip(padding, spatial))] = x.transpose(
-        0, *range(2, 2 + nsp), 1
-    )
+    n, c = x.shape[:2]
+    xl = _padded_channels_last(x, padding, dt)
     st_ = xl.strides
     return np.ndarray(
         (n, *oshape, *kernel_, c),
@@ -234,7 +273,7 @@ def _depthwise_einsum(
     axes = "hwdabe"[:nsp]
     taps = "ijkxyz"[:nsp]
     acc = np.einsum(f"n{axes}{taps}c,{taps}c->n{axes}c", view, w)
-    np.copyto(result, acc.transpose(0, 1 + nsp, *range(1, 1 + nsp)))
+    _to_channels_first(acc, result)
 
 
 def _depthwise_channels_last(
@@ -248,7 +287,6 @@ def _depthwise_channels_last(
     numpy calls on a few thousand numbers each; here it is a handful whose inner loops
     run over the channels."""
     n, c, *spatial = x.shape
-    nsp = len(spatial)
     kernel_ = weight.shape[2:]
     dt = result.dtype
     view = _channels_last_windows(x, kernel_, stride, padding, dilation, oshape, dt)
@@ -258,4 +296,4 @@ def _depthwise_channels_last(
     cols = cols.reshape(n, -1, taps, c)
     cols *= np.ascontiguousarray(weight.reshape(c, taps).T, dt)  # contiguous along C, as the columns
     acc = cols.sum(axis=2)  # (N, outputs, C)
-    np.copyto(result, acc.reshape(n, *oshape, c).transpose(0, 1 + nsp, *range(1, 1 + nsp)))
+    _to_channels_first(acc.reshape(n, *oshape, c), result)
