@@ -77,3 +77,27 @@ def test_row_runs_and_dead_taps_match_torch(case: tuple) -> None:
     buf = np.empty_like(want)
     assert lookup(name).out(buf, x, w, b, stride, padding, dilation, c) is buf
     np.testing.assert_allclose(buf, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize(
+    ("shape", "k", "stride", "dtype"),
+    [((1, 96, 32, 32), 3, 2, np.float32), ((2, 144, 16, 16), 3, 1, np.float32),
+     ((1, 64, 16, 16), 5, 2, np.float32), ((1, 80, 16, 16), 7, 1, np.float64), ((1, 64, 32, 32), 3, 1, np.float32)],
+)
+def test_planes_with_aliasing_channel_strides_match_torch(shape: tuple[int, ...], k: int, stride: int,
+                                                          dtype: type) -> None:
+    """Planes of 16x16 and 32x32 numbers with 64+ channels (their channel stride a multiple
+    of 1 KiB: transposed through a staggered copy) give torch's result on the row-run and
+    channels-last einsum routes, into a fresh result and into an out buffer."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal((shape[1], 1, k, k)).astype(dtype)
+    b = rng.standard_normal(shape[1]).astype(dtype)
+    t = torch.from_numpy
+    want = F.conv2d(t(x), t(w), t(b), stride, k // 2, 1, shape[1]).numpy()
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(lookup("aten::conv2d").kernel(x, w, b, [stride] * 2, [k // 2] * 2, [1, 1], shape[1]),
+                               want, rtol=tol, atol=tol)
+    buf = np.empty_like(want)
+    assert lookup("aten::conv2d").out(buf, x, w, b, [stride] * 2, [k // 2] * 2, [1, 1], shape[1]) is buf
+    np.testing.assert_allclose(buf, want, rtol=tol, atol=tol)
