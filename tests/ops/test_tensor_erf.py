@@ -90,7 +90,8 @@ def test_float32_erf_within_four_ulp_of_torch() -> None:
 @given(arrays(np.float32, array_shapes(max_dims=3, max_side=70), elements=st.floats(width=32)))
 def test_float32_erf_and_gelu_agree_with_torch(x: np.ndarray) -> None:
     """Property: on any float32 tensor (any shape, any value), erf is within 4 ulp of
-    torch.erf and exact GELU within 2 ulp of the float32 scale of x of torch's GELU."""
+    torch.erf and exact GELU within 4 ulp of the float32 scale of x of torch's GELU (torch's
+    own float32 kernel is up to 3.2 of them from the true GELU, near x = 3)."""
     torch = pytest.importorskip("torch")
     t = torch.from_numpy(x.copy())
     got, want = lookup("aten::erf").kernel(x), torch.erf(t).numpy()
@@ -101,7 +102,7 @@ def test_float32_erf_and_gelu_agree_with_torch(x: np.ndarray) -> None:
     assert np.array_equal(np.isnan(g), np.isnan(gw))
     ok = np.isfinite(gw)
     scale = np.abs(x[ok]).astype(np.float64) * 2.0**-23  # an ulp of x, at least
-    assert (np.abs(g[ok].astype(np.float64) - gw[ok]) <= 2 * scale + 1e-45).all()
+    assert (np.abs(g[ok].astype(np.float64) - gw[ok]) <= 4 * scale + 1e-45).all()
     assert np.array_equal(g[~ok & ~np.isnan(gw)], gw[~ok & ~np.isnan(gw)])
 
 
@@ -146,3 +147,17 @@ def test_gelu_float32_special_values_in_every_form_match_torch() -> None:
         ok = np.isfinite(want)
         assert np.array_equal(np.isnan(got), np.isnan(want))
         assert (np.abs(got[ok].astype(np.float64) - want[ok]) <= 4 * np.abs(x[ok].astype(np.float64)) * 2.0**-23).all()
+
+
+def test_float32_gelu_within_an_ulp_and_a_half_of_x_of_the_true_gelu() -> None:
+    """Exact GELU in float32 (vm/ops/_erf32.py's degree-6 fit) stays within 1.5 float32 ulps
+    of x of the true x * Phi(x) (math.erf in float64) over every 4099th float32 of
+    [-12, 12] and a sweep down to subnormals; torch's own kernel is 3.2 from it."""
+    bits = np.arange(0, np.float32(12).view(np.int32), 4099, dtype=np.int32)
+    tiny = np.geomspace(1e-45, 1.0, 2000, dtype=np.float32)
+    x = np.concatenate([bits.view(np.float32), tiny])
+    x = np.concatenate([x, -x])
+    got = lookup("aten::gelu").kernel(x, "none").astype(np.float64)
+    wide = x.astype(np.float64)
+    want = wide * 0.5 * (1.0 + np.array([math.erf(v / math.sqrt(2.0)) for v in wide]))
+    assert (np.abs(got - want) <= 1.5 * np.abs(wide) * 2.0**-23 + 1e-45).all()
