@@ -101,3 +101,16 @@ def test_planes_with_aliasing_channel_strides_match_torch(shape: tuple[int, ...]
     buf = np.empty_like(want)
     assert lookup("aten::conv2d").out(buf, x, w, b, [stride] * 2, [k // 2] * 2, [1, 1], shape[1]) is buf
     np.testing.assert_allclose(buf, want, rtol=tol, atol=tol)
+
+
+def test_row_runs_skip_dead_leading_taps_along_the_row() -> None:
+    """A row-run case whose first taps along the row read only padding (padding 25,
+    dilation 18 on a 1-wide row: 15 outputs, tap 0 dead) starts its view at the first live
+    tap and equals torch's."""
+    rng = np.random.default_rng(3)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 8, 1), (8, 1, 3), (8,)))
+    assert live_taps(1, 3, 1, 18, 25, 15)[0] > 0
+    t = torch.from_numpy
+    want = F.conv1d(t(x), t(w), t(b), 1, 25, 18, 8).numpy()
+    got = lookup("aten::conv1d").kernel(x, w, b, [1], [25], [18], 8)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -38,14 +38,13 @@ Ints = Sequence[int]
 def depthwise(
     x: np.ndarray, weight: np.ndarray, stride: Ints, padding: Ints, dilation: Ints, oshape: Ints, result: np.ndarray
 ) -> None:
-    """One input channel per group: accumulate ``w[:, tap] * shifted input`` over the taps.
-
-    Four routes, by shape (measured with ``tools/bench_kernels.py``): 64 channels or more
-    as one channels-last ``einsum`` (``_depthwise_einsum``); with fewer, small planes as
-    channels-last columns (``_depthwise_channels_last``), bigger ones with stride 1 on
-    flattened planes (``_depthwise_flat``), and the rest (strides, channel multipliers) on
-    blocks of channels, tap by tap, through one scratch buffer (two passes per tap, no
-    temporaries), a block's planes staying in cache across its taps."""
+    """One input channel per group: accumulate ``w[:, tap] * shifted input`` over the taps,
+    into ``result``.  Routes by shape (the module essay says which takes which): the row
+    runs (``_depthwise_rows``), the channels-last window ``einsum`` (``_depthwise_einsum``),
+    channels-last columns on small planes (``_depthwise_channels_last``), flattened planes
+    at stride 1 (``_depthwise_flat``), and the rest (channel multipliers, strides with few
+    channels) on blocks of channels, tap by tap through one scratch buffer, a block's planes
+    staying in cache across its taps."""
     o, _, *kernel_ = weight.shape
     mult = o // x.shape[1]
     if (mult == 1 and _ROWS_FROM_WIDTH <= oshape[-1] <= _ROWS_UP_TO_WIDTH and o <= _ROWS_UP_TO_CHANNELS
@@ -182,7 +181,7 @@ def _depthwise_rows(
         src = xl if step == 1 else np.ascontiguousarray(xl[..., phase::step, :])
         st_ = src.strides
         taps = [hi - lo for lo, hi in spans[:-1]] + [taps_here.shape[-2]]
-        start = sum(lo * d * st_[1 + i] for i, ((lo, _), d) in enumerate(zip(spans[:-1], dilation)))
+        start = sum(lo * d * st_[1 + i] for i, ((lo, _), d) in enumerate(zip(spans, dilation)))  # first live taps
         view = np.ndarray(
             (n, *oshape[:-1], *taps, oshape[-1] * c), dt, buffer=src, offset=start,
             strides=(st_[0], *(s * st_[1 + i] for i, s in enumerate(stride[:-1])),
