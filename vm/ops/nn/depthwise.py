@@ -19,7 +19,7 @@ how long those loops run:
   otherwise the taps over blocks of channels.
 
 Taps that read only padding for every output (a 7x7 kernel on a 2x2 plane has 9 live taps
-of 49) are dropped first on the channels-last routes.  No path loops over pixels in Python.
+of 49) are dropped first on the two einsum routes.  No path loops over pixels in Python.
 """
 
 from __future__ import annotations
