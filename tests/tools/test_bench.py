@@ -73,8 +73,10 @@ def test_fusion_columns_compute_the_same_result_and_report_their_paths(fusion_sm
 
 
 def test_bench_kernels_rows_agree_with_torch_and_report_ratios() -> None:
-    """tools/bench_kernels.py runs its layer_norm and softmax rows (one timed call each):
-    each row checked irvm's kernel against torch's and printed both times and a ratio."""
+    """tools/bench_kernels.py runs its softmax rows (one timed call each): each row checked
+    irvm's kernel against torch's and printed both times, their ratio, the row's bound
+    (memory or matmul, from this machine's measured copy bandwidth and matmul rate) and
+    each engine's time over it."""
     pytest.importorskip("torch")
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_kernels.py"), "--only", "softmax",
                            "--repeat", "1"], check=False, cwd=ROOT, capture_output=True, text=True)
@@ -83,4 +85,6 @@ def test_bench_kernels_rows_agree_with_torch_and_report_ratios() -> None:
     assert len(rows) == 2
     for cells in rows:
         assert "disagrees" not in "".join(cells)
-        assert all(re.fullmatch(r"\d+\.\d+", c.strip()) for c in cells[1:])
+        assert all(re.fullmatch(r"\d+\.\d+", c.strip()) for c in cells[1:6] + cells[7:])
+        assert re.fullmatch(r"\d+\.\d+ mem", cells[6].strip())  # softmax is bounded by memory traffic
+    assert re.search(r"copy bandwidth \d+\.\d GB/s", done.stdout)
