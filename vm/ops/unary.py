@@ -29,13 +29,13 @@ from typing import Any
 import numpy as np
 
 from vm.ops import _erf as _cody
+from vm.ops._common import BLOCK as _BLOCK
 from vm.ops._common import copy_out, flat_blocks, write_inplace
 from vm.ops._dtypes import BOOL, DEFAULT_FLOAT, FLOAT_CAT, INT64, category, wrap
 from vm.ops._erf32 import erf_f32, gelu_f32
 from vm.ops.registry import kernel
 
 Fn = Callable[[np.ndarray], Any]
-_BLOCK = 1 << 16  # elements per block of the blocked activations (256 KiB of float32)
 _BARE = {"abs", "neg", "negative", "floor", "ceil", "trunc", "round", "frac", "sign", "sgn", "square",
          "bitwise_not", "logical_not", "relu", "erf", "erfc", "tanh", "atan", "asinh"}
 
@@ -186,7 +186,8 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _sigmoid_into(x: np.ndarray, buf: np.ndarray) -> None:
     """``1 / (1 + exp(-x))`` of a floating ``x`` computed in ``buf`` (which may be ``x``),
-    in blocks that stay in the L2 cache across the four passes (1.5x faster on big tensors)."""
+    in blocks that stay in the L2 cache across the four passes (1.1x faster on a
+    (1, 197, 3072) tensor: exp is most of the time)."""
     for src, dst in flat_blocks(x, buf):
         np.negative(src, out=dst)
         np.exp(dst, out=dst)
