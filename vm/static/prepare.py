@@ -31,6 +31,19 @@ def compile_text(text: str, fusion: bool) -> Any:
     return compiler.compile_source(text, fusion=fusion)
 
 
+def freeze(module: Module, weights: Any, fusion: bool) -> Module:
+    """``module`` specialized for the settings its weights hold (``compiler.freeze``: a
+    program compiled without weights gets what ``compile_source(weights=)`` would have
+    given, its ``%self`` settings folded and the branches they decide removed); ``module``
+    itself when there is nothing to fold.  The front door again, like ``compile_text``."""
+    main = module.main
+    if module.attributes or not main.inputs or not isinstance(main.inputs[0].type, T.ClassType):
+        return module  # compiled with its weights already, or no %self to read settings from
+    import compiler
+
+    return compiler.freeze(module, weights, fusion=fusion)
+
+
 def as_module(source: Any) -> Module:
     """The optimized IR module of a Program, a Module or a Graph."""
     if isinstance(source, Module):
@@ -108,16 +121,20 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
         return None
 
 
-def fold_weights(module: Module, weights: Any) -> tuple[Module, dict[str, Any]]:
-    """``module`` with the load-time folds applied (``vm.static.fold_batch_norm``), and the
-    arrays of the constants they added; unchanged when the program assigns attributes
-    (its weights are then not constants)."""
+def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, dict[str, Any]]:
+    """``module`` with the load-time folds ``options`` (``StaticOptions``) switch on
+    applied, and the arrays of the constants they added; unchanged when the program
+    assigns attributes (its weights are then not constants)."""
     from vm.static.fold_batch_norm import fold_batch_norm, known_values
 
     graphs = (module.main, *module.functions.values())
     kinds = {n.kind for g in graphs for n in g.walk()}
-    if "prim::SetAttr" in kinds or "aten::batch_norm" not in kinds:
-        return module, {}  # weights not constant, or nothing to fold: no copy
+    if "prim::SetAttr" in kinds:
+        return module, {}  # weights not constant: no copy
+    if options.fold_attributes:
+        module = freeze(module, weights, options.fusion)
+    if not options.fold_batch_norm or "aten::batch_norm" not in kinds:
+        return module, {}
     main = module.main
     known = known_values(
         main, bind_self(main, weights, module.attributes), bound_constants(module, flat_weights(weights))
@@ -193,17 +210,18 @@ class Prepared:
     added: dict[str, Any]  # arrays of the constants the load-time folds made
 
 
-def prepare(source: Any, weights: Any, fusion: bool, fold_batch_norm: bool) -> Prepared:
+def prepare(source: Any, weights: Any, options: Any) -> Prepared:
     """The static runtime's IR of ``source`` (a Program, Module, Graph or IR text): its
     operators as the compiler resolved them when the program recorded them, else resolved
-    here, every unsupported node reported at once."""
+    here, every unsupported node reported at once.  ``options``: the ``StaticOptions``
+    (``fusion`` and the load-time folds' switches)."""
     if isinstance(source, str):
-        source = compile_text(source, fusion)
+        source = compile_text(source, options.fusion)
     module = as_module(source)
     recorded = resolved_refs(source, module)
     added: dict[str, Any] = {}
-    if weights is not None and fold_batch_norm:
-        folded, added = fold_weights(module, weights)
+    if weights is not None:
+        folded, added = fold_weights(module, weights, options)
         if folded is not module:  # a new IR: its nodes are resolved again
             module, recorded = folded, None
     module, fallbacks, groups, moved = expand_fusion_groups(module, recorded)
