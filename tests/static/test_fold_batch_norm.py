@@ -124,6 +124,36 @@ def test_folded_conv_bn_module_matches_torch() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_folded_linear_bn_module_matches_torch() -> None:
+    """A scripted classifier head (Flatten, Linear, BatchNorm1d in eval, ReLU, Linear,
+    BatchNorm1d) runs in the static runtime with both BatchNorms folded into the linears,
+    and matches torch to float32 rounding."""
+    torch = pytest.importorskip("torch")
+    import sys
+
+    sys.path.insert(0, str(TOOLS))
+    import export_torch
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Flatten(), nn.Linear(12, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 5), nn.BatchNorm1d(5, affine=False)
+    )
+    for bn in (model[2], model[5]):
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    model.eval()
+    x = torch.randn(4, 3, 2, 2)
+    exp = export_torch.export(model, "head", (x,))
+    runtime = StaticRuntime(parse(exp.ir), exp.weights)
+    got = runtime(x.numpy())
+    kinds = [pn.ref.name for pn in runtime.module.processed_nodes if pn.ref is not None]
+    assert "aten::batch_norm" not in kinds
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def _dumps() -> list[Path]:
     from tests.static.test_differential import DUMPS
 
