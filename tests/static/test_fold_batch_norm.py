@@ -1,5 +1,6 @@
 """Load-time folds (run by the static runtime once weights are bound): golden rewrites
-in ``tests/static/load/<fold>/*.ir`` and differential checks with each rewrite on and off.
+in ``tests/static/load/<fold>/*.ir`` (``fold_batch_norm``, ``fold_epilogues``) and
+differential checks with each rewrite on and off.
 
 A golden case is IR whose ``<Tensor>`` constants get seeded random weights of their
 declared shapes (variances positive); the pass runs with those weights and the FileCheck
@@ -23,8 +24,12 @@ from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip
 from tests.support.paths import TOOLS
 from vm.static import StaticOptions, StaticRuntime
 from vm.static.fold_batch_norm import fold_batch_norm, known_values
+from vm.static.fold_epilogues import fold_epilogues
 
-PASSES = {"fold_batch_norm": fold_batch_norm}
+PASSES = {
+    "fold_batch_norm": fold_batch_norm,
+    "fold_epilogues": lambda module, known: (fold_epilogues(module), {}),  # reads no weights
+}
 CASES = golden_cases(Path(__file__).parent / "load")
 
 

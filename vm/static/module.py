@@ -79,7 +79,8 @@ class StaticOptions:
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
     # load-time rewrites once weights are bound (vm/static/fold_*.py, compiler.freeze)
     fold_attributes: bool = True  # %self's settings as constants, the branches they decide gone
-    fold_batch_norm: bool = True  # conv + eval BatchNorm -> one conv with folded weights
+    fold_batch_norm: bool = True  # conv/linear + eval BatchNorm -> one conv/linear, folded weights
+    fold_epilogues: bool = True  # an activation of a fresh conv/matmul result written in place
     # plan at construction when the input types fix every input's shape and dtype (a
     # traced graph's ``Long(1, 16, ...)``): one recording run on zeros of those shapes
     plan_from_types: bool = True

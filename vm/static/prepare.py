@@ -123,23 +123,28 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
 
 def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, dict[str, Any]]:
     """``module`` with the load-time folds ``options`` (``StaticOptions``) switch on
-    applied, and the arrays of the constants they added; unchanged when the program
+    applied, in order: settings (``freeze``), BatchNorm (``vm.static.fold_batch_norm``),
+    activations in place (``vm.static.fold_epilogues``); and the arrays of the constants they added; unchanged when the program
     assigns attributes (its weights are then not constants)."""
     from vm.static.fold_batch_norm import fold_batch_norm, known_values
+    from vm.static.fold_epilogues import fold_epilogues
 
     graphs = (module.main, *module.functions.values())
     kinds = {n.kind for g in graphs for n in g.walk()}
     if "prim::SetAttr" in kinds:
         return module, {}  # weights not constant: no copy
+    added: dict[str, Any] = {}
     if options.fold_attributes:
         module = freeze(module, weights, options.fusion)
-    if not options.fold_batch_norm or "aten::batch_norm" not in kinds:
-        return module, {}
-    main = module.main
-    known = known_values(
-        main, bind_self(main, weights, module.attributes), bound_constants(module, flat_weights(weights))
-    )
-    return fold_batch_norm(module, known)
+    if options.fold_batch_norm and "aten::batch_norm" in kinds:
+        main = module.main
+        known = known_values(
+            main, bind_self(main, weights, module.attributes), bound_constants(module, flat_weights(weights))
+        )
+        module, added = fold_batch_norm(module, known)
+    if options.fold_epilogues:
+        module = fold_epilogues(module)
+    return module, added
 
 
 def flat_weights(weights: Any) -> Mapping[str, Any]:
