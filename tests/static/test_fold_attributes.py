@@ -109,3 +109,15 @@ def test_shufflenet_block_matches_torch_with_the_fold_on_and_off() -> None:
         np.testing.assert_allclose(runtime(x.numpy()), want, rtol=1e-4, atol=1e-5)
     kinds = {n.kind for n in StaticModule(program, exp.weights).ir.main.walk()}
     assert "prim::If" not in kinds and "prim::If" in {n.kind for n in program.module.main.walk()}
+
+
+def test_every_fold_switch_is_listed() -> None:
+    """Every ``fold_*`` switch of StaticOptions is in ``LOAD_TIME_FOLDS`` (the list the zoo
+    test turns off), and every listed name is a switch that defaults to on."""
+    import attrs
+
+    from vm.static.prepare import LOAD_TIME_FOLDS
+
+    switches = {f.name for f in attrs.fields(StaticOptions) if f.name.startswith("fold_")}
+    assert switches == set(LOAD_TIME_FOLDS)
+    assert all(getattr(StaticOptions(), name) is True for name in LOAD_TIME_FOLDS)

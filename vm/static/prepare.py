@@ -121,6 +121,10 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
         return None
 
 
+# The StaticOptions switches of the load-time folds, in the order fold_weights runs them.
+LOAD_TIME_FOLDS = ("fold_attributes", "fold_batch_norm", "fold_epilogues")
+
+
 def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, dict[str, Any]]:
     """``module`` with the load-time folds ``options`` (``StaticOptions``) switch on
     applied, in order: settings (``freeze``), BatchNorm (``vm.static.fold_batch_norm``),
