@@ -1,5 +1,6 @@
 """Load-time folds (run by the static runtime once weights are bound): golden rewrites
-in ``tests/static/load/<fold>/*.ir`` (``fold_batch_norm``, ``fold_epilogues``) and
+in ``tests/static/load/<fold>/*.ir`` (``fold_batch_norm``, ``fold_epilogues``,
+``fold_transposed_weights``) and
 differential checks with each rewrite on and off.
 
 A golden case is IR whose ``<Tensor>`` constants get seeded random weights of their
@@ -25,10 +26,12 @@ from tests.support.paths import TOOLS
 from vm.static import StaticOptions, StaticRuntime
 from vm.static.fold_batch_norm import fold_batch_norm, known_values
 from vm.static.fold_epilogues import fold_epilogues
+from vm.static.fold_transposed_weights import fold_transposed_weights
 
 PASSES = {
     "fold_batch_norm": fold_batch_norm,
     "fold_epilogues": lambda module, known: (fold_epilogues(module), {}),  # reads no weights
+    "fold_transposed_weights": fold_transposed_weights,
 }
 CASES = golden_cases(Path(__file__).parent / "load")
 
@@ -84,7 +87,9 @@ def test_fold_on_and_off_agree(case: Case) -> None:
 
     on = StaticRuntime(module, fresh())(*args)
     off = StaticRuntime(module, fresh(), options=StaticOptions(**{name: False}))(*args)
-    for got, want in zip(np.atleast_1d(np.asarray(on, dtype=object)), np.atleast_1d(np.asarray(off, dtype=object))):
+    got_leaves, want_leaves = _leaves(on), _leaves(off)
+    assert len(got_leaves) == len(want_leaves)
+    for got, want in zip(got_leaves, want_leaves):
         np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-5, atol=1e-5)
 
 

@@ -81,6 +81,7 @@ class StaticOptions:
     fold_attributes: bool = True  # %self's settings as constants, the branches they decide gone
     fold_batch_norm: bool = True  # conv/linear + eval BatchNorm -> one conv/linear, folded weights
     fold_epilogues: bool = True  # an activation of a fresh conv/matmul result written in place
+    fold_transposed_weights: bool = True  # small linear weights stored transposed (column-major)
     # plan at construction when the input types fix every input's shape and dtype (a
     # traced graph's ``Long(1, 16, ...)``): one recording run on zeros of those shapes
     plan_from_types: bool = True

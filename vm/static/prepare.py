@@ -122,32 +122,38 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
 
 
 # The StaticOptions switches of the load-time folds, in the order fold_weights runs them.
-LOAD_TIME_FOLDS = ("fold_attributes", "fold_batch_norm", "fold_epilogues")
+LOAD_TIME_FOLDS = ("fold_attributes", "fold_batch_norm", "fold_epilogues", "fold_transposed_weights")
 
 
 def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, dict[str, Any]]:
     """``module`` with the load-time folds ``options`` (``StaticOptions``) switch on
     applied, in order: settings (``freeze``), BatchNorm (``vm.static.fold_batch_norm``),
-    activations in place (``vm.static.fold_epilogues``); and the arrays of the constants they added; unchanged when the program
+    activations in place (``vm.static.fold_epilogues``), small linear weights stored
+    transposed (``vm.static.fold_transposed_weights``); and the arrays of the constants they added; unchanged when the program
     assigns attributes (its weights are then not constants)."""
     from vm.static.fold_batch_norm import fold_batch_norm, known_values
     from vm.static.fold_epilogues import fold_epilogues
+    from vm.static.fold_transposed_weights import fold_transposed_weights
 
     graphs = (module.main, *module.functions.values())
     kinds = {n.kind for g in graphs for n in g.walk()}
     if "prim::SetAttr" in kinds:
         return module, {}  # weights not constant: no copy
     added: dict[str, Any] = {}
+
+    def known_in(module: Module) -> Any:
+        main, tensors = module.main, {**flat_weights(weights), **added}
+        return known_values(main, bind_self(main, weights, module.attributes), bound_constants(module, tensors))
+
     if options.fold_attributes:
         module = freeze(module, weights, options.fusion)
     if options.fold_batch_norm and "aten::batch_norm" in kinds:
-        main = module.main
-        known = known_values(
-            main, bind_self(main, weights, module.attributes), bound_constants(module, flat_weights(weights))
-        )
-        module, added = fold_batch_norm(module, known)
+        module, added = fold_batch_norm(module, known_in(module))
     if options.fold_epilogues:
         module = fold_epilogues(module)
+    if options.fold_transposed_weights and "aten::linear" in kinds:
+        module, transposed = fold_transposed_weights(module, known_in(module))
+        added = {**added, **transposed}
     return module, added
 
 
