@@ -121,3 +121,32 @@ def test_every_fold_switch_is_listed() -> None:
     switches = {f.name for f in attrs.fields(StaticOptions) if f.name.startswith("fold_")}
     assert switches == set(LOAD_TIME_FOLDS)
     assert all(getattr(StaticOptions(), name) is True for name in LOAD_TIME_FOLDS)
+
+
+FUSABLE = """graph(%self : __torch__.Net, %x : Float(64, 64)):
+  %one : int = prim::Constant[value=1]()
+  %two : float = prim::Constant[value=2.]()
+  %t : bool = prim::GetAttr[name="training"](%self)
+  %y : Tensor = prim::If(%t)
+    block0():
+      -> (%x)
+    block1():
+      %a : Tensor = aten::mul(%x, %two)
+      -> (%a)
+  %b : Tensor = aten::add(%y, %x, %one)
+  %c : Tensor = aten::tanh(%b)
+  %d : Tensor = aten::mul(%c, %y)
+  return (%d)
+"""
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_the_fold_groups_again_only_a_program_compiled_with_fusion(fusion: bool) -> None:
+    """After the settings fold, elementwise chains are grouped again (one fused kernel) when
+    the program was compiled with fusion, and a program compiled without keeps none."""
+    program = compiler.compile_source(FUSABLE, "fusable.ir", fusion=fusion)
+    module = StaticModule(program, {"training": False})
+    assert "prim::If" not in {n.kind for n in module.ir.main.walk()}
+    assert len(module.groups) == (1 if fusion else 0)
+    x = np.linspace(-1, 1, 64 * 64, dtype=np.float32).reshape(64, 64)
+    np.testing.assert_array_equal(StaticRuntime(module)(x), Interpreter(program, {"training": False})(x))

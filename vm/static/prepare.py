@@ -145,8 +145,8 @@ def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, di
         main, tensors = module.main, {**flat_weights(weights), **added}
         return known_values(main, bind_self(main, weights, module.attributes), bound_constants(module, tensors))
 
-    if options.fold_attributes:
-        module = freeze(module, weights, options.fusion)
+    if options.fold_attributes:  # fusion groups again only for a program compiled with them
+        module = freeze(module, weights, options.fusion and "prim::FusionGroup" in kinds)
     if options.fold_batch_norm and "aten::batch_norm" in kinds:
         module, added = fold_batch_norm(module, known_in(module))
     if options.fold_epilogues:
