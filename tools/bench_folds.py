@@ -8,14 +8,16 @@ weights)`` has it), one static runtime per setting of ``vm.static.prepare.LOAD_T
 every fold on (the default), all off, the BatchNorm fold alone (what the runtime did before
 issue #16's folds), and each one off alone.  Reported: the nodes the
 module runs, and the median and 10th-percentile ms per call over interleaved rounds (one
-call of each runtime per round, so load from other processes falls on all alike); one
-BLAS thread.
+call of each runtime per round, so load from other processes falls on all alike; the
+objects alive before the rounds frozen out of the garbage collector, as bench_zoo does);
+one BLAS thread.
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
+import gc
 import os
 import statistics
 import sys
@@ -64,6 +66,8 @@ def measure(name: str, rounds: int) -> dict[str, tuple[int, float, float]]:
         runtime(*args)
         runtime(*args)
         runtimes[column] = runtime
+    gc.collect()
+    gc.freeze()  # as bench_zoo: the process holds torch; keep it out of the collector's scans
     samples: dict[str, list[float]] = {c: [] for c in runtimes}
     for _ in range(rounds):
         for column, runtime in runtimes.items():
