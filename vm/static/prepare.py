@@ -2,7 +2,8 @@
 the module behind a Program, Module or Graph (``as_module``; IR text is compiled
 first, ``compile_text``); the operators the
 compiler resolved (``resolved_refs``); the load-time folds once weights are bound
-(``fold_weights``); fusion groups expanded into their nodes, each top-level group
+(``fold_weights``: the settings through the compiler's front door, ``freeze``, the others
+in ``vm/static/fold_*.py``); fusion groups expanded into their nodes, each top-level group
 keeping its fused kernel (``expand_fusion_groups``); and ``%self`` and tensor constants
 bound from the weights.
 """
@@ -129,8 +130,9 @@ def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, di
     """``module`` with the load-time folds ``options`` (``StaticOptions``) switch on
     applied, in order: settings (``freeze``), BatchNorm (``vm.static.fold_batch_norm``),
     activations in place (``vm.static.fold_epilogues``), small linear weights stored
-    transposed (``vm.static.fold_transposed_weights``); and the arrays of the constants they added; unchanged when the program
-    assigns attributes (its weights are then not constants)."""
+    transposed (``vm.static.fold_transposed_weights``); and the arrays of the constants
+    they added.  Unchanged when the program assigns attributes (its weights are then not
+    constants)."""
     from vm.static.fold_batch_norm import fold_batch_norm, known_values
     from vm.static.fold_epilogues import fold_epilogues
     from vm.static.fold_transposed_weights import fold_transposed_weights
