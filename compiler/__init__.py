@@ -6,6 +6,7 @@ The Python API is a contract (keep it stable)::
     program = compiler.compile_source(text)          # optimized, emitted bytecode
     program = compiler.compile_file("model.ir")
     module, weights = compiler.load_torchscript("model.pt")   # a torch.jit.save archive
+    module = compiler.freeze(module, weights)        # settings folded, as compile_source(weights=)
 """
 
 import compiler.printer  # noqa: F401  (gives compiler.ir.Module its __str__; ir does not import its printer)
@@ -33,6 +34,15 @@ def compile_file(path, **options):
     return _compile_file(path, **options)
 
 
+def freeze(module, weights, fusion: bool = True):
+    """An optimized ``compiler.ir.Module`` specialized for ``weights`` (its settings folded,
+    the branches they decide removed), as if compiled with them; ``module`` itself when
+    none of its settings is in ``weights``."""
+    from compiler.pipeline import freeze as _freeze
+
+    return _freeze(module, weights, fusion=fusion)
+
+
 def load_torchscript(path, method: str = "forward"):
     """``(Module, weights)`` from a ``torch.jit.save`` archive, read without PyTorch and
     without running any code from the file (``compiler.torchscript``)."""
@@ -43,6 +53,7 @@ def load_torchscript(path, method: str = "forward"):
 
 __all__ = [
     "load_torchscript",
+    "freeze",
     "parse",
     "compile_source",
     "compile_file",

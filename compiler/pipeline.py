@@ -67,6 +67,11 @@ DEFAULT_PIPELINE: list[str] = [
 
 FUSION_PASSES = frozenset({"group_fusions"})
 
+# ``freeze``: a program compiled without its weights, specialized for them afterwards (the
+# static runtime does it when it is built with weights).  Attributes are folded first, then
+# Phases 2, 3 and 5 again: the folded settings decide branches, and what they guarded dies.
+FREEZE_PIPELINE: list[str] = DEFAULT_PIPELINE[2:]
+
 # Passes that can be named in ``passes=`` (or ``irc --passes``) but are not optimizations.
 EXTRA_PASSES: list[str] = ["insert_drops"]
 
@@ -171,6 +176,18 @@ def optimize(
 
             show(name, print_module(current))
     return current, records
+
+
+def freeze(module: Module, weights: Mapping[str, Any], *, fusion: bool = True) -> Module:
+    """``module`` (optimized without weights) specialized for ``weights`` as if it had been
+    compiled with them: ``fold_module_attributes``, then ``FREEZE_PIPELINE``.  Returns
+    ``module`` itself when no attribute folds (nothing would change)."""
+    from compiler.passes.fold_module_attributes import fold_module_attributes
+
+    folded = fold_module_attributes(module, weights)
+    if folded.attributes == module.attributes:
+        return module
+    return optimize(folded, FREEZE_PIPELINE, fusion=fusion)[0]
 
 
 def _print_stage(name: str, text: str) -> None:

@@ -95,8 +95,11 @@ def first_line(text: str) -> str:
     return re.sub(r" at 0x[0-9a-f]+", "", line)
 
 
-def run_case(name: str, backend: str, folder: Path | None = None, repeat_under_s: float = 0.5) -> Outcome:
+def run_case(
+    name: str, backend: str, folder: Path | None = None, repeat_under_s: float = 0.5, options: Any = None
+) -> Outcome:
     """Compile case ``name`` from ``folder`` and run it on ``backend``; compare with torch.
+    ``options``: the ``StaticOptions`` of the static backend (its defaults when None).
 
     The run is timed; when the first run takes under ``repeat_under_s`` it runs again and
     the faster of the two is kept (the first carries one-time costs of both backends)."""
@@ -109,7 +112,12 @@ def run_case(name: str, backend: str, folder: Path | None = None, repeat_under_s
         weights_path = folder / f"{name}.weights.npz"
         weights = read_npz(weights_path) if weights_path.exists() else None
         inputs = load_inputs(folder / f"{name}.inputs.npz", program)
-        runtime = (vm.Interpreter if backend == "interp" else vm.StaticRuntime)(program, weights)
+        if backend == "interp":
+            runtime = vm.Interpreter(program, weights)
+        else:
+            from vm.static import StaticModule, StaticRuntime
+
+            runtime = StaticRuntime(StaticModule(program, weights, options))
         start = time.perf_counter()
         result = runtime(*inputs)
         run_s = time.perf_counter() - start

@@ -1,5 +1,7 @@
 """Load-time folds (run by the static runtime once weights are bound): golden rewrites
-in ``tests/static/load/<fold>/*.ir`` and differential checks with each rewrite on and off.
+in ``tests/static/load/<fold>/*.ir`` (``fold_batch_norm``, ``fold_epilogues``,
+``fold_transposed_weights``) and
+differential checks with each rewrite on and off.
 
 A golden case is IR whose ``<Tensor>`` constants get seeded random weights of their
 declared shapes (variances positive); the pass runs with those weights and the FileCheck
@@ -23,8 +25,14 @@ from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip
 from tests.support.paths import TOOLS
 from vm.static import StaticOptions, StaticRuntime
 from vm.static.fold_batch_norm import fold_batch_norm, known_values
+from vm.static.fold_epilogues import fold_epilogues
+from vm.static.fold_transposed_weights import fold_transposed_weights
 
-PASSES = {"fold_batch_norm": fold_batch_norm}
+PASSES = {
+    "fold_batch_norm": fold_batch_norm,
+    "fold_epilogues": lambda module, known: (fold_epilogues(module), {}),  # reads no weights
+    "fold_transposed_weights": fold_transposed_weights,
+}
 CASES = golden_cases(Path(__file__).parent / "load")
 
 
@@ -79,7 +87,9 @@ def test_fold_on_and_off_agree(case: Case) -> None:
 
     on = StaticRuntime(module, fresh())(*args)
     off = StaticRuntime(module, fresh(), options=StaticOptions(**{name: False}))(*args)
-    for got, want in zip(np.atleast_1d(np.asarray(on, dtype=object)), np.atleast_1d(np.asarray(off, dtype=object))):
+    got_leaves, want_leaves = _leaves(on), _leaves(off)
+    assert len(got_leaves) == len(want_leaves)
+    for got, want in zip(got_leaves, want_leaves):
         np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-5, atol=1e-5)
 
 
@@ -116,6 +126,36 @@ def test_folded_conv_bn_module_matches_torch() -> None:
     exp = export_torch.export(model, "block", (x,))
     program = parse(exp.ir)
     runtime = StaticRuntime(program, exp.weights)
+    got = runtime(x.numpy())
+    kinds = [pn.ref.name for pn in runtime.module.processed_nodes if pn.ref is not None]
+    assert "aten::batch_norm" not in kinds
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_folded_linear_bn_module_matches_torch() -> None:
+    """A scripted classifier head (Flatten, Linear, BatchNorm1d in eval, ReLU, Linear,
+    BatchNorm1d) runs in the static runtime with both BatchNorms folded into the linears,
+    and matches torch to float32 rounding."""
+    torch = pytest.importorskip("torch")
+    import sys
+
+    sys.path.insert(0, str(TOOLS))
+    import export_torch
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Flatten(), nn.Linear(12, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 5), nn.BatchNorm1d(5, affine=False)
+    )
+    for bn in (model[2], model[5]):
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    model.eval()
+    x = torch.randn(4, 3, 2, 2)
+    exp = export_torch.export(model, "head", (x,))
+    runtime = StaticRuntime(parse(exp.ir), exp.weights)
     got = runtime(x.numpy())
     kinds = [pn.ref.name for pn in runtime.module.processed_nodes if pn.ref is not None]
     assert "aten::batch_norm" not in kinds

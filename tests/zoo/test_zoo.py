@@ -94,6 +94,19 @@ def test_zoo_case_matches_torch(model_name: str, zoo_case: str, backend: str) ->
     assert outcome.status == "match", f"{zoo_case} on {backend}: {outcome.error}"
 
 
+def test_zoo_case_matches_torch_with_the_load_time_folds_off(model_name: str, zoo_case: str) -> None:
+    """The static runtime with every load-time rewrite switched off (``LOAD_TIME_FOLDS``:
+    settings, BatchNorm, in-place epilogues) still gives torch's outputs; the default run
+    above has them all on."""
+    from vm.static import StaticOptions
+    from vm.static.prepare import LOAD_TIME_FOLDS
+
+    _record(model_name, zoo_case)
+    off = StaticOptions(**{name: False for name in LOAD_TIME_FOLDS})
+    outcome = zoo_check.run_case(zoo_case, "static", zoo_check.cache_dir(), repeat_under_s=0, options=off)
+    assert outcome.status == "match", f"{zoo_case} on static, folds off: {outcome.error}"
+
+
 def test_compare_is_relative_to_output_scale() -> None:
     """An error of 1e-5 of the output's scale matches; one of 1e-2 of it does not, even when
     the element it lands on is near zero; kinds and shapes still compare exactly."""

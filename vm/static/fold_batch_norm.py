@@ -1,4 +1,4 @@
-"""Fold an inference BatchNorm into the convolution that feeds it, once weights are bound.
+"""Fold an inference BatchNorm into the convolution or linear that feeds it, once weights are bound.
 
 A load-time fold of the static runtime (``vm.static.prepare.fold_weights`` runs it when a
 module is built with weights), on the compiler's IR data model; no pass manager.
@@ -21,7 +21,10 @@ constants, ``aten::__not__`` and a ``prim::If`` whose condition is known (torchv
   ``weight``/``bias`` when not None) are known float arrays of the conv's out channels;
 - the producer is ``aten::conv1d/2d/3d`` (either padding overload), or a non-transposed
   ``aten::_convolution``/``aten::convolution``, with a known float weight and a known
-  bias or None;
+  bias or None; or an ``aten::linear`` (BatchNorm1d after Linear) whose input the graph
+  proves 2-d (``_rank``: a sized type, ``flatten(x, 1)``, a literal ``view``...), since
+  only then are its output features BatchNorm's channels (a 3-d ``(N, L, C)`` result
+  would be normalized along ``L``);
 - the convolution's result has no other use but ones that read only its shape, dtype or
   device (torch's ``_check_input_dim`` reads ``dim()``), which the fold keeps; and no
   value involved is written in place by any node (kinds ending in ``_``) or by
@@ -67,9 +70,15 @@ def fold_batch_norm(module: Module, known: Known) -> tuple[Module, dict[str, np.
     originals = {id(new): old for new, old in zip(_values(copy.main), _values(module.main))}
     arrays: dict[str, np.ndarray] = {}
     taken = copy.main.value_names()
+
+    def known_in_copy(value: Value) -> Any:  # a constant a fold made is known by its name
+        if value.node is not None and value.node.kind == "prim::Constant" and value.name in arrays:
+            return arrays[value.name]
+        return known(originals.get(id(value), value))
+
     for node in list(copy.main.walk()):
         if node.kind == "aten::batch_norm" and node.owner is not None:
-            _fold(copy.main, node, lambda v: known(originals.get(id(v), v)), arrays, taken)
+            _fold(copy.main, node, known_in_copy, arrays, taken)
     return copy, arrays
 
 
@@ -86,8 +95,10 @@ def _values(graph: Graph) -> list[Value]:
 def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], taken: set[str]) -> None:
     conv = bn.inputs[0].node
     block = bn.owner
-    if conv is None or conv.kind not in CONVS or block is None or conv.owner is not block:
+    if conv is None or block is None or conv.owner is not block:
         return
+    if conv.kind not in CONVS and not (conv.kind == "aten::linear" and _rank(conv.inputs[0], known) == 2):
+        return  # a linear's features are BatchNorm's channels only when its result is (N, C)
     y = bn.inputs[0]
     others = [u.user for u in y.uses if u.user is not bn]
     if any(not isinstance(u, Node) or u.kind not in METADATA for u in others) or len(conv.outputs) != 1:
@@ -100,7 +111,9 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
     weight, bias = known(conv.inputs[1]), known(conv.inputs[2])
     gamma, beta, mean, var = (known(v) for v in bn.inputs[1:5])
     eps = known(bn.inputs[7])
-    if not _float_array(weight) or weight.ndim < 3 or not isinstance(eps, (int, float)):
+    if not _float_array(weight) or weight.ndim < (2 if conv.kind == "aten::linear" else 3):
+        return
+    if not isinstance(eps, (int, float)):
         return
     channels = weight.shape[0]
     if not all(_float_array(a) and a.shape == (channels,) for a in (mean, var)):
@@ -130,6 +143,38 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
         arrays[name] = array
     bn.output.replace_all_uses_with(y)
     bn.destroy()
+
+
+# ops whose result has the rank of their first operand
+_SAME_RANK = {
+    "aten::relu", "aten::relu_", "aten::dropout", "aten::gelu", "aten::sigmoid", "aten::tanh",
+    "aten::hardtanh", "aten::hardtanh_", "aten::silu", "aten::silu_", "aten::contiguous",
+    "aten::batch_norm",
+}
+
+
+def _rank(value: Value, known: Known, depth: int = 0) -> int | None:
+    """The number of dims ``value`` has on every run, when the graph proves it: a type
+    with sizes, ``flatten(x, 1)`` (torch refuses a 1-d ``x``), a ``view``/``reshape`` to a
+    literal list, ``addmm``/``mm``, and ops that keep their operand's rank (a linear by a
+    known matrix among them)."""
+    sizes = getattr(value.type, "sizes", None)
+    if sizes is not None:
+        return len(sizes)
+    node = value.node
+    if node is None or depth > 32:
+        return None
+    if node.kind == "aten::flatten" and len(node.inputs) == 3:
+        start, end = known(node.inputs[1]), known(node.inputs[2])
+        return 2 if start == 1 and end == -1 else None
+    if node.kind in ("aten::view", "aten::reshape"):
+        shape = node.inputs[1].node
+        return len(shape.inputs) if shape is not None and shape.kind == "prim::ListConstruct" else None
+    if node.kind in ("aten::addmm", "aten::mm"):
+        return 2
+    if node.kind in _SAME_RANK or (node.kind == "aten::linear" and getattr(known(node.inputs[1]), "ndim", 0) == 2):
+        return _rank(node.inputs[0], known, depth + 1)
+    return None
 
 
 def _falsy(value: Any) -> bool | None:

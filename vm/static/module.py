@@ -77,8 +77,11 @@ class StaticOptions:
     measure_fused: bool = True
     fuser: str = "blocked"  # "numba": compile the fused kernels with numba when the module is built
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
-    # load-time rewrites once weights are bound (compiler/passes/fold_*.py)
-    fold_batch_norm: bool = True  # conv + eval BatchNorm -> one conv with folded weights
+    # load-time rewrites once weights are bound (vm/static/fold_*.py, compiler.freeze)
+    fold_attributes: bool = True  # %self's settings as constants, the branches they decide gone
+    fold_batch_norm: bool = True  # conv/linear + eval BatchNorm -> one conv/linear, folded weights
+    fold_epilogues: bool = True  # an activation of a fresh conv/matmul result written in place
+    fold_transposed_weights: bool = True  # small linear weights stored transposed (column-major)
     # plan at construction when the input types fix every input's shape and dtype (a
     # traced graph's ``Long(1, 16, ...)``): one recording run on zeros of those shapes
     plan_from_types: bool = True
@@ -106,7 +109,7 @@ class StaticModule:
             raise ValueError(
                 f"unknown planner {options.planner!r} (standard or precomputed)"
             )
-        prepared = prepare(source, weights, options.fusion, options.fold_batch_norm)
+        prepared = prepare(source, weights, options)
         module, refs = prepared.module, prepared.refs
         self.ir, self.groups, self.fusion_fallbacks = module, prepared.groups, prepared.fallbacks
         from vm.fusion.kernels import enable_fuser

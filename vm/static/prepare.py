@@ -2,7 +2,8 @@
 the module behind a Program, Module or Graph (``as_module``; IR text is compiled
 first, ``compile_text``); the operators the
 compiler resolved (``resolved_refs``); the load-time folds once weights are bound
-(``fold_weights``); fusion groups expanded into their nodes, each top-level group
+(``fold_weights``: the settings through the compiler's front door, ``freeze``, the others
+in ``vm/static/fold_*.py``); fusion groups expanded into their nodes, each top-level group
 keeping its fused kernel (``expand_fusion_groups``); and ``%self`` and tensor constants
 bound from the weights.
 """
@@ -29,6 +30,19 @@ def compile_text(text: str, fusion: bool) -> Any:
     import compiler
 
     return compiler.compile_source(text, fusion=fusion)
+
+
+def freeze(module: Module, weights: Any, fusion: bool) -> Module:
+    """``module`` specialized for the settings its weights hold (``compiler.freeze``: a
+    program compiled without weights gets what ``compile_source(weights=)`` would have
+    given, its ``%self`` settings folded and the branches they decide removed); ``module``
+    itself when there is nothing to fold.  The front door again, like ``compile_text``."""
+    main = module.main
+    if module.attributes or not main.inputs or not isinstance(main.inputs[0].type, T.ClassType):
+        return module  # compiled with its weights already, or no %self to read settings from
+    import compiler
+
+    return compiler.freeze(module, weights, fusion=fusion)
 
 
 def as_module(source: Any) -> Module:
@@ -108,21 +122,41 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
         return None
 
 
-def fold_weights(module: Module, weights: Any) -> tuple[Module, dict[str, Any]]:
-    """``module`` with the load-time folds applied (``vm.static.fold_batch_norm``), and the
-    arrays of the constants they added; unchanged when the program assigns attributes
-    (its weights are then not constants)."""
+# The StaticOptions switches of the load-time folds, in the order fold_weights runs them.
+LOAD_TIME_FOLDS = ("fold_attributes", "fold_batch_norm", "fold_epilogues", "fold_transposed_weights")
+
+
+def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, dict[str, Any]]:
+    """``module`` with the load-time folds ``options`` (``StaticOptions``) switch on
+    applied, in order: settings (``freeze``), BatchNorm (``vm.static.fold_batch_norm``),
+    activations in place (``vm.static.fold_epilogues``), small linear weights stored
+    transposed (``vm.static.fold_transposed_weights``); and the arrays of the constants
+    they added.  Unchanged when the program assigns attributes (its weights are then not
+    constants)."""
     from vm.static.fold_batch_norm import fold_batch_norm, known_values
+    from vm.static.fold_epilogues import fold_epilogues
+    from vm.static.fold_transposed_weights import fold_transposed_weights
 
     graphs = (module.main, *module.functions.values())
     kinds = {n.kind for g in graphs for n in g.walk()}
-    if "prim::SetAttr" in kinds or "aten::batch_norm" not in kinds:
-        return module, {}  # weights not constant, or nothing to fold: no copy
-    main = module.main
-    known = known_values(
-        main, bind_self(main, weights, module.attributes), bound_constants(module, flat_weights(weights))
-    )
-    return fold_batch_norm(module, known)
+    if "prim::SetAttr" in kinds:
+        return module, {}  # weights not constant: no copy
+    added: dict[str, Any] = {}
+
+    def known_in(module: Module) -> Any:
+        main, tensors = module.main, {**flat_weights(weights), **added}
+        return known_values(main, bind_self(main, weights, module.attributes), bound_constants(module, tensors))
+
+    if options.fold_attributes:  # fusion groups again only for a program compiled with them
+        module = freeze(module, weights, options.fusion and "prim::FusionGroup" in kinds)
+    if options.fold_batch_norm and "aten::batch_norm" in kinds:
+        module, added = fold_batch_norm(module, known_in(module))
+    if options.fold_epilogues:
+        module = fold_epilogues(module)
+    if options.fold_transposed_weights and "aten::linear" in kinds:
+        module, transposed = fold_transposed_weights(module, known_in(module))
+        added = {**added, **transposed}
+    return module, added
 
 
 def flat_weights(weights: Any) -> Mapping[str, Any]:
@@ -193,17 +227,18 @@ class Prepared:
     added: dict[str, Any]  # arrays of the constants the load-time folds made
 
 
-def prepare(source: Any, weights: Any, fusion: bool, fold_batch_norm: bool) -> Prepared:
+def prepare(source: Any, weights: Any, options: Any) -> Prepared:
     """The static runtime's IR of ``source`` (a Program, Module, Graph or IR text): its
     operators as the compiler resolved them when the program recorded them, else resolved
-    here, every unsupported node reported at once."""
+    here, every unsupported node reported at once.  ``options``: the ``StaticOptions``
+    (``fusion`` and the load-time folds' switches)."""
     if isinstance(source, str):
-        source = compile_text(source, fusion)
+        source = compile_text(source, options.fusion)
     module = as_module(source)
     recorded = resolved_refs(source, module)
     added: dict[str, Any] = {}
-    if weights is not None and fold_batch_norm:
-        folded, added = fold_weights(module, weights)
+    if weights is not None:
+        folded, added = fold_weights(module, weights, options)
         if folded is not module:  # a new IR: its nodes are resolved again
             module, recorded = folded, None
     module, fallbacks, groups, moved = expand_fusion_groups(module, recorded)

@@ -1,0 +1,73 @@
+"""``compiler.freeze``: a module optimized without its weights, specialized for them later,
+is the module ``compile_source(weights=)`` makes (the static runtime relies on it when it
+is built with weights; tests/static/test_fold_attributes.py runs it there)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import compiler
+import compiler.ir
+from compiler.printer import print_module
+from compiler.verify import verify
+from tests.support.filecheck_runner import Case, golden_cases, strip_checks
+from tests.support.paths import TOOLS
+
+CASES = golden_cases(Path(__file__).parent.parent / "static" / "freeze")
+
+
+def _weights(text: str) -> dict:
+    return json.loads(text.splitlines()[0].split(":", 1)[1])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_freeze_prints_as_compiling_with_the_weights(case: Case) -> None:
+    """On the settings goldens, freezing the program compiled without weights prints the
+    very module compiled with them, and records the same attribute values."""
+    text, weights = strip_checks(case.text), _weights(case.text)
+    frozen = compiler.freeze(compiler.compile_source(text, "a.ir").module, weights)
+    verify(frozen)
+    direct = compiler.compile_source(text, "a.ir", weights=weights).module
+    assert print_module(frozen) == print_module(direct)
+    assert frozen.attributes == direct.attributes
+
+
+def test_freeze_without_any_setting_in_the_weights_is_the_identity() -> None:
+    """Weights holding none of the settings the graph reads (only tensors) fold nothing:
+    ``freeze`` returns its argument."""
+    text = strip_checks(CASES[0].text)
+    module = compiler.compile_source(text, "a.ir").module
+    assert compiler.freeze(module, {"w": 1.0}) is module
+
+
+def test_freeze_on_a_scripted_shufflenet_unit_matches_compiling_with_the_weights() -> None:
+    """A scripted torchvision ShuffleNetV2 unit: the frozen module has the node kinds, node
+    count and recorded settings of the module compiled with the weights (value names and
+    constant order may differ)."""
+    pytest.importorskip("torch")
+    import types
+
+    import torch
+
+    sys.modules.setdefault("torchvision._meta_registrations", types.ModuleType("x"))
+    from torchvision.models.shufflenetv2 import InvertedResidual
+
+    sys.path.insert(0, str(TOOLS))
+    import export_torch
+
+    model = torch.nn.Sequential(InvertedResidual(8, 16, 2), InvertedResidual(16, 16, 1)).eval()
+    exp = export_torch.export(model, "shuffle", (torch.randn(1, 8, 8, 8),))
+    frozen = compiler.freeze(compiler.compile_source(exp.ir, "s.ir").module, exp.weights)
+    direct = compiler.compile_source(exp.ir, "s.ir", weights=exp.weights).module
+    verify(frozen)
+
+    def kinds(module: compiler.ir.Module) -> Counter[str]:
+        return Counter(n.kind for n in module.main.walk())
+
+    assert kinds(frozen) == kinds(direct) and "prim::If" not in kinds(frozen)
+    assert frozen.attributes == direct.attributes

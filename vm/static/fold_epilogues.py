@@ -1,0 +1,75 @@
+"""Write an activation in place into the output of the convolution or matmul that feeds it.
+
+A load-time fold of the static runtime (``vm.static.prepare.fold_weights`` runs it after
+the BatchNorm fold, which makes ``conv -> activation`` pairs adjacent), on the compiler's
+IR data model; no pass manager.
+
+``%y = aten::conv2d(...)`` followed by ``%z = aten::gelu(%y)`` computes the product into
+one buffer and the activation into a second, which the memory plan must place, and the
+second pass streams both.  When ``%y`` has no other use, nothing can observe its value
+after the activation, so the activation may overwrite it: ``%z = aten::gelu_(%y)``.  The
+plan then has one tensor fewer, and the activation reads and writes the bytes the product
+has just left in cache -- the epilogue ONNX Runtime and oneDNN fuse into the GEMM, here
+as the next call on the same buffer.  The in-place overload runs the same kernel as the
+out-of-place one, so the results are the same bits; the memory planner learns that
+``%z`` aliases ``%y`` from the in-place schema (``Tensor(a!)``), as for any in-place op.
+
+A node is rewritten when:
+
+- its kind is a unary activation that keeps its operand's shape and dtype for a float
+  operand (``ACTIVATIONS``; ``relu``, ``tanh``, ``sigmoid``, ``clamp`` are left out: the
+  static runtime calls them as bare ufuncs, which already write over an operand that dies
+  at the node), and its in-place overload is registered;
+- its operand is the single output of a producer in ``PRODUCERS`` (convolutions and
+  matrix products, whose schemas return a fresh tensor) in the same block, used by
+  nothing else (no other node, no block return).
+
+Afterwards no rewritten operand has any use but its activation.
+"""
+
+from __future__ import annotations
+
+from compiler.ir import Module, Node
+
+PRODUCERS = frozenset({
+    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution", "aten::convolution",
+    "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::linear", "aten::addmm",
+    "aten::matmul", "aten::mm", "aten::bmm", "aten::baddbmm",
+})
+ACTIVATIONS = frozenset({
+    "aten::gelu", "aten::silu", "aten::hardswish", "aten::hardsigmoid", "aten::hardtanh",
+    "aten::elu", "aten::leaky_relu", "aten::mish", "aten::relu6",
+})
+
+
+def fold_epilogues(module: Module) -> Module:
+    """A copy of ``module`` whose main graph writes each activation of a fresh, otherwise
+    unused conv/matmul result in place (see the module essay); ``module`` itself when no
+    node qualifies."""
+    if not any(_qualifies(n) for n in module.main.walk()):
+        return module
+    copy = module.clone()
+    for node in list(copy.main.walk()):
+        if _qualifies(node):
+            node.kind = node.kind + "_"
+    return copy
+
+
+def _qualifies(node: Node) -> bool:
+    if node.kind not in ACTIVATIONS or not node.inputs or not _has_inplace(node.kind):
+        return False
+    operand = node.inputs[0]
+    producer = operand.node
+    return (
+        producer is not None
+        and producer.kind in PRODUCERS
+        and producer.owner is node.owner
+        and len(producer.outputs) == 1
+        and len(operand.uses) == 1
+    )
+
+
+def _has_inplace(kind: str) -> bool:
+    from vm.ops import registry
+
+    return bool(registry.overloads(kind + "_"))
