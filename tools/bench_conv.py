@@ -115,7 +115,8 @@ def conv_parts(x: Any, w: Any, b: Any, stride: int, pad: int, repeat: int) -> tu
     """(pad, columns, gemm, bias) milliseconds of irvm's im2col convolution, each measured
     alone on buffers like the ones it uses, and the GEMM's flops.  (A batch of small planes
     is one GEMM whose result is copied transposed with the bias added: that copy is the
-    "bias" part then.)"""
+    "bias" part then.  Where the GEMM adds the bias, "bias" is the copy of the weight with
+    the bias as its last column, and "cols" includes a pointwise input's copy.)"""
     from vm.ops.nn import im2col
 
     plan = im2col._plan(x.shape, w.shape, (stride,) * 2, (pad,) * 2, (1, 1), 1)
@@ -124,6 +125,21 @@ def conv_parts(x: Any, w: Any, b: Any, stride: int, pad: int, repeat: int) -> tu
     fns: list[Callable[[], object]] = []
     if plan.padded:
         fns.append(lambda: src.__setitem__(plan.interior, x))
+    if plan.augmented:
+        k1 = plan.augmented[2]
+        cols = np.ones(plan.augmented, np.float32)
+        body = cols[:, :, :-1].reshape(plan.window_shape if plan.cols else x.shape, copy=False)
+        view = im2col._strided(src, plan.window_shape, plan.window_strides) if plan.cols else x
+        wb, result = np.empty((og, k1), np.float32), np.empty((n, og, length), np.float32)
+        c3 = cols.reshape(n, k1, length)
+        fns += [
+            lambda: np.copyto(body, view),
+            lambda: np.matmul(wb, c3, out=result),
+            lambda: (np.copyto(wb[:, :-1], w.reshape(og, -1)), np.copyto(wb[:, -1], b)),
+        ]
+        times = best_ms(fns, repeat)
+        t_pad = times.pop(0) if plan.padded else 0.0
+        return t_pad, times[0], times[1], times[2], 2.0 * n * og * (k1 - 1) * length
     if plan.cols:
         cols = np.empty(plan.cols, np.float32)
         if plan.gather:

@@ -354,3 +354,50 @@ def test_traced_convolution_out_variants_write_into_the_buffer(transposed):
         buf = np.empty(tuple(want.shape), np.float32)
         assert lookup("aten::_convolution_mode").out(buf, x, w, b, [1, 1], "same", [1, 1], 2) is buf
         assert_matches(buf, want)
+
+
+@FEW
+@given(st.data())
+def test_bias_folded_into_the_gemm_matches_torch(data):
+    """Property: where the output is big against the weight (few input channels, a big
+    plane) the bias is added by the GEMM itself (an augmented weight column against a row
+    of ones under the columns, the pointwise input copied above that row); for every kernel
+    size, stride, padding, batch, dtype and input layout the result equals torch's, also
+    after calls of the same shape without a bias, which use the plain columns."""
+    from vm.ops.nn import im2col
+    from vm.ops.registry import lookup
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    n, cin = data.draw(st.integers(1, 3), "n"), data.draw(st.integers(1, 4), "cin")
+    cout = data.draw(st.integers(cin, 9), "cout")
+    k = data.draw(st.sampled_from([1, 2, 3]), "k")
+    size = data.draw(st.integers(20, 26), "size")  # outputs 9 wide or more: no gather, no batch-inner GEMM
+    stride = [data.draw(st.integers(1, 2))] * 2
+    padding = [0, 0] if k == 1 else [data.draw(st.integers(0, 1))] * 2
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]), "dtype")
+    layout = data.draw(st.sampled_from(["contiguous", "channels_last", "slice"]), "layout")
+    w = randn(rng, cout, cin, k, k).astype(dtype)
+    b = randn(rng, cout).astype(dtype)
+    if layout == "channels_last":
+        x = np.ascontiguousarray(randn(rng, n, size, size, cin).astype(dtype)).transpose(0, 3, 1, 2)
+    elif layout == "slice":
+        x = randn(rng, n, cin, size, 2 * size).astype(dtype)[..., ::2]
+    else:
+        x = randn(rng, n, cin, size, size).astype(dtype)
+    plan = im2col._plan(x.shape, w.shape, tuple(stride), tuple(padding), (1, 1), 1)
+    assert plan.augmented  # what this test is about
+    tx = torch.from_numpy(np.ascontiguousarray(x))
+    for bias in (b, None, b):
+        want = F.conv2d(tx, to_torch(w), to_torch(bias), stride, padding)
+        assert_matches(op("aten::conv2d")(x, w, bias, stride, padding, [1, 1], 1), want, rtol=None, atol=None)
+        buf = np.empty(tuple(want.shape), dtype)
+        assert lookup("aten::conv2d").out(buf, x, w, bias, stride, padding, [1, 1], 1) is buf
+        assert_matches(buf, want, rtol=None, atol=None)
+
+
+def test_bias_of_the_wrong_size_is_a_clear_error():
+    """A bias must hold one value per output channel, as torch requires: a single value is
+    not broadcast (the GEMM that adds it would otherwise do so silently)."""
+    rng = np.random.default_rng(10)
+    with pytest.raises(ValueError, match="expected bias to be 1-dimensional with 4 elements, but got bias of size"):
+        op("aten::conv2d")(randn(rng, 1, 2, 8, 8), randn(rng, 4, 2, 3, 3), randn(rng, 1), [1, 1], [1, 1], [1, 1], 1)

@@ -100,6 +100,11 @@ def conv_nd(
         if out.shape != lay.out or out.dtype != dtype:
             check_out(out, lay.out, dtype)
         result = out.reshape(lay.full)
+    if bias is not None and bias.shape != lay.full[1:2]:
+        raise ValueError(
+            f"given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+            f"{lay.full[1]} elements, but got bias of size {list(bias.shape)} instead"
+        )
     xb = x.reshape(lay.batched)
     if lay.depthwise:
         depthwise(xb, weight, lay.stride, lay.padding, lay.dilation, lay.full[2:], result)
