@@ -156,17 +156,22 @@ def test_linear_and_matmul_on_stacked_inputs_match_torch(case, with_bias: bool) 
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(st.integers(1, 40), st.sampled_from([F32, F64]), st.sampled_from(["none", "nan", "inf"]), st.integers(0, 2**16))
-def test_few_rows_against_a_big_matrix_match_torch(rows: int, dt, special: str, seed: int) -> None:
-    """Property: linear, mm and addmm of 1 to 40 rows against a 192x256 matrix (the few-rows
-    route computes the transposed product, from 2 to 32 rows) equal torch's, through the
+@given(
+    st.integers(1, 40), st.sampled_from([(192, 256), (64, 192), (64, 64), (256, 64), (32, 96)]),
+    st.sampled_from([F32, F64]), st.sampled_from(["none", "nan", "inf"]), st.integers(0, 2**16),
+)
+def test_few_rows_against_a_big_matrix_match_torch(rows: int, dims, dt, special: str, seed: int) -> None:
+    """Property: linear, mm and addmm of 1 to 40 rows against a big matrix (192x256) or a
+    small one (the few-rows route computes the transposed product, from 2 to 32 rows,
+    against a big matrix or from 16 rows against a wide transposed one) equal torch's, through the
     kernels and their out variants, a NaN or inf in the input spreading as in torch."""
     from vm.ops.registry import lookup
 
+    k, o = dims
     rng = np.random.default_rng(seed)
-    x, w, b = (rng.standard_normal(s).astype(dt) for s in ((1, rows, 192), (256, 192), (256,)))
+    x, w, b = (rng.standard_normal(s).astype(dt) for s in ((1, rows, k), (o, k), (o,)))
     if special != "none":
-        x[0, rng.integers(rows), rng.integers(192)] = float(special)
+        x[0, rng.integers(rows), rng.integers(k)] = float(special)
     t = torch.from_numpy
     tol = 1e-4 if dt == F32 else 1e-12
     want = torch.nn.functional.linear(t(x), t(w), t(b)).numpy()

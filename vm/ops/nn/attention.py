@@ -91,7 +91,10 @@ def _scaled_dot_product_attention_out(out: np.ndarray, *args: Any) -> np.ndarray
 
 def _linear(x: Array, w: Array, b: Array | None) -> Array:
     """``x @ w.T + b`` as one gemm on ``x`` seen as rows (``vm.ops.linalg.flat_matmul``,
-    which takes the faster operand order for a few rows), the bias added in place."""
+    which takes the faster operand order for a few rows), the bias added in place (by the
+    transposing copy of the few-rows order when it is a vector of the product's dtype)."""
+    if b is not None and b.shape == (w.shape[0],) and b.dtype == x.dtype == w.dtype:
+        return flat_matmul(x, w.T, bias=b)
     y = flat_matmul(x, w.T)
     if b is not None:
         np.add(y, b, out=y, casting="unsafe")
