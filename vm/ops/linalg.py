@@ -59,17 +59,16 @@ def gemm(a: Array, b: Array, out: Array | None = None, bias: Array | None = None
     wide_t = rows >= 16 and b.shape[1] >= _WIDE and b.strides[0] == b.itemsize
     if 2 <= rows <= _FEW_ROWS and (b.size >= _FEW_ROWS_FROM or wide_t) and a.dtype == b.dtype and a.dtype.kind == "f":
         prod = np.matmul(b.T, a.T)
-        if out is None:
-            out = np.empty(prod.shape[::-1], prod.dtype)
+        res = np.empty(prod.shape[::-1], prod.dtype) if out is None else out
         if bias is None:
-            np.copyto(out, prod.T)
+            np.copyto(res, prod.T)
         else:  # the transposing copy adds the bias: one pass over the result, not two
-            np.add(prod.T, bias, out=out)
-        return out
-    out = np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+            np.add(prod.T, bias, out=res)
+        return res
+    res = np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if bias is not None:
-        np.add(out, bias, out=out)
-    return out
+        np.add(res, bias, out=res)
+    return res
 
 
 _FEW_ROWS = 32
