@@ -1,6 +1,6 @@
 """Benchmark irvm's convolution and linear kernels against torch, and against the GEMM bound.
 
-    python tools/bench_conv.py [--repeat 20] [--threads 1] [--only conv|linear] [--imagenet]
+    python tools/bench_conv.py [--repeat 20] [--threads 1] [--only conv|linear] [--imagenet] [--channels-last]
 
 First the GEMM bound of this machine: the sgemm flop rate of ``np.matmul`` (OpenBLAS) and
 of ``torch.mm`` on big square float32 matrices, one thread by default.  Then, per shape:
@@ -16,6 +16,10 @@ of ``torch.mm`` on big square float32 matrices, one thread by default.  Then, pe
 - linear layers at the zoo's shapes (ConvNeXt's MLP on a channels-last permutation of an
   NCHW tensor, ViT's 17 tokens, a classifier head): ``aten::linear`` into an out buffer
   and ``torch.nn.functional.linear``.
+
+``--channels-last`` gives irvm each conv weight laid out channels-last (same values; the
+layout a load-time fold can choose), which takes the columns with the channel axis
+innermost (``vm.ops.nn.im2col._conv_nhwc``; its parts are not split, shown as nan).
 
 Both sides get the same threads (``--threads``: OpenBLAS's and torch's intra-op pools),
 their runs are interleaved, and the figure is the minimum over ``--repeat`` runs (the one
@@ -166,9 +170,10 @@ def conv_parts(x: Any, w: Any, b: Any, stride: int, pad: int, repeat: int) -> tu
     return parts[0], parts[1], parts[2], parts[3], 2.0 * n * og * w2.shape[1] * length
 
 
-def bench_convs(shapes: list[Any], repeat: int, peak: float) -> list[float]:
+def bench_convs(shapes: list[Any], repeat: int, peak: float, channels_last: bool = False) -> list[float]:
     import torch
 
+    from vm.ops.nn import im2col
     from vm.ops.registry import lookup
 
     conv2d = lookup("aten::conv2d").out
@@ -185,12 +190,15 @@ def bench_convs(shapes: list[Any], repeat: int, peak: float) -> list[float]:
             want = torch.conv2d(tx, tw, tb, stride, pad).numpy()
         out = np.empty(want.shape, np.float32)
         st, pd = [stride, stride], [pad, pad]
-        np.testing.assert_allclose(conv2d(out, x, w, b, st, pd, [1, 1], 1), want, rtol=1e-3, atol=1e-3)
+        wi = im2col.channels_last(w) if channels_last else w
+        np.testing.assert_allclose(conv2d(out, x, wi, b, st, pd, [1, 1], 1), want, rtol=1e-3, atol=1e-3)
         with torch.no_grad():
             t_irvm, t_torch = best_ms(
-                [partial(conv2d, out, x, w, b, st, pd, [1, 1], 1), partial(torch.conv2d, tx, tw, tb, stride, pad)], repeat
+                [partial(conv2d, out, x, wi, b, st, pd, [1, 1], 1), partial(torch.conv2d, tx, tw, tb, stride, pad)], repeat
             )
         t_pad, t_cols, t_gemm, t_bias, flops = conv_parts(x, w, b, stride, pad, repeat)
+        if channels_last and im2col.is_channels_last(wi) and not wi.flags.c_contiguous:  # parts of the NCHW route
+            t_pad = t_cols = t_gemm = t_bias = float("nan")
         ratios.append(t_irvm / t_torch)
 
         def pct(ms: float, flops: float = flops) -> str:
@@ -235,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1, help="BLAS and torch threads (default 1)")
     parser.add_argument("--only", choices=["conv", "linear"])
+    parser.add_argument("--channels-last", action="store_true",
+                        help="irvm's conv weights laid out channels-last (vm.ops.nn.im2col.channels_last); torch's stay NCHW")
     parser.add_argument("--imagenet", action="store_true", help="add ResNet's 224x224 shapes")
     args = parser.parse_args(argv)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -250,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"GEMM bound (1024^3 float32): np.matmul {g_np:.0f} GFLOP/s, torch.mm {g_torch:.0f} GFLOP/s; "
           "the % columns are of np.matmul's")
     for what, ratios in (
-        ("conv", bench_convs(CONVS + BATCHED + (IMAGENET if args.imagenet else []), args.repeat, g_np)
+        ("conv", bench_convs(CONVS + BATCHED + (IMAGENET if args.imagenet else []), args.repeat, g_np, args.channels_last)
      if args.only != "linear" else []),
         ("linear", bench_linears(args.repeat) if args.only != "conv" else []),
     ):

@@ -401,3 +401,77 @@ def test_bias_of_the_wrong_size_is_a_clear_error():
     rng = np.random.default_rng(10)
     with pytest.raises(ValueError, match="expected bias to be 1-dimensional with 4 elements, but got bias of size"):
         op("aten::conv2d")(randn(rng, 1, 2, 8, 8), randn(rng, 4, 2, 3, 3), randn(rng, 1), [1, 1], [1, 1], [1, 1], 1)
+
+
+@FEW
+@given(st.data())
+def test_channels_last_weight_matches_torch(data):
+    """Property: a weight laid out channels-last (same shape and values; what torch's
+    channels_last memory format or a load-time layout gives) takes the columns built with
+    the channel axis innermost where that pays (16+ channels, or a weight bigger than the
+    input) and the NCHW columns elsewhere; for every kernel, stride, padding, dilation,
+    batch, dtype and input layout the result (and the out variant's) equals torch's."""
+    from vm.ops.nn import im2col
+    from vm.ops.registry import lookup
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    n, cin, cout = data.draw(st.integers(1, 2), "n"), data.draw(st.sampled_from([3, 64]), "cin"), data.draw(st.integers(1, 6))
+    kh, kw = data.draw(st.integers(1, 3), "kh"), data.draw(st.integers(2, 3), "kw")
+    size = data.draw(st.integers(3, 10), "size")
+    stride = [data.draw(st.sampled_from([1, 1, 2])) for _ in range(2)]
+    padding = [data.draw(st.integers(0, 2)) for _ in range(2)]
+    dilation = [data.draw(st.integers(1, 2)) for _ in range(2)]
+    assume(size + 2 * min(padding) >= 2 * (max(kh, kw) - 1) + 1)
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]), "dtype")
+    w = im2col.channels_last(randn(rng, cout, cin, kh, kw).astype(dtype))
+    assert im2col.is_channels_last(w) and not w.flags.c_contiguous
+    b = randn(rng, cout).astype(dtype) if data.draw(st.booleans(), "bias") else None
+    x = randn(rng, n, cin, size, size).astype(dtype)
+    if data.draw(st.booleans(), "channels-last input"):
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    taken: list[bool] = []
+    real = im2col._conv_nhwc
+    try:
+        im2col._conv_nhwc = lambda *a: (taken.append(True), real(*a))[1]
+        for _ in range(2):  # the second call reuses the scratch buffers
+            want = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), to_torch(b), stride, padding, dilation)
+            got = op("aten::conv2d")(x, w, b, stride, padding, dilation, 1)
+            assert_matches(got, want, rtol=None, atol=None)
+            buf = np.empty(tuple(want.shape), dtype)
+            assert lookup("aten::conv2d").out(buf, x, w, b, stride, padding, dilation, 1) is buf
+            assert_matches(buf, want, rtol=None, atol=None)
+    finally:
+        im2col._conv_nhwc = real
+    assert len(taken) == (4 if im2col.nhwc_pays(x.shape, w.shape) else 0)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "padding", "dilation", "dtype", "bias"),
+    [
+        ((1, 64, 8, 8), (3, 3), (1, 1), (1, 1), np.float32, True),
+        ((1, 96, 4, 4), (3, 2), (1, 0), (1, 1), np.float64, False),
+        ((1, 64, 7, 5), (2, 3), (2, 1), (2, 1), np.float32, True),
+        ((3, 16, 12, 9), (3, 3), (1, 1), (1, 2), np.float32, True),
+        ((64, 2, 2), (3, 3), (1, 1), (1, 1), np.float32, True),  # unbatched
+    ],
+)
+def test_channels_last_columns_route_matches_torch(shape, kernel, padding, dilation, dtype, bias):
+    """Many channels and a channels-last weight go through the channels-innermost columns
+    (checked), and equal torch's convolution, padding and dilation per axis, a batch and
+    an unbatched input included."""
+    from vm.ops.nn import im2col
+
+    rng = np.random.default_rng(11)
+    cin = shape[-3]
+    x = randn(rng, *shape).astype(dtype)
+    w = im2col.channels_last(randn(rng, 5, cin, *kernel).astype(dtype))
+    b = randn(rng, 5).astype(dtype) if bias else None
+    calls: list[int] = []
+    real = im2col._conv_nhwc
+    try:
+        im2col._conv_nhwc = lambda *a: (calls.append(1), real(*a))[1]
+        got = op("aten::conv2d")(x, w, b, [1, 1], list(padding), list(dilation), 1)
+    finally:
+        im2col._conv_nhwc = real
+    assert calls == [1]
+    assert_matches(got, F.conv2d(to_torch(x), torch.from_numpy(w), to_torch(b), 1, padding, dilation))
