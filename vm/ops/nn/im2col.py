@@ -15,8 +15,14 @@ call:
 3. ``weight (groups, O/groups, C/groups * prod(kernel)) @ columns`` is written straight
    into the output, which already has the NCHW layout, and the bias is added in place.
 
-A 1x1 convolution with stride 1 and no padding skips 1 and 2 (the input is the column
-matrix).  A batch of small planes (64 outputs or fewer) puts the batch axis inside the
+Where the output is big against the weight, the GEMM adds the bias too: the columns
+get one more row, of ones (written once, when the scratch is made), and the weight one
+more column, the bias (``_augmented_gemm``); that beats numpy's broadcast add over the
+output, which is slow for rows under a few thousand elements.  A 1x1 convolution with
+stride 1 and no padding skips 1 and 2 (the input is the column matrix, or is copied
+above the ones row).  A weight laid out channels-last (``channels_last``; a load-time
+layout) is read as (O, kh * kw * C) in place, with the columns built channels-innermost
+from a channels-last copy of the input (``_conv_nhwc``): long copy runs on small planes.  A batch of small planes (64 outputs or fewer) puts the batch axis inside the
 columns, ``(C * prod(kernel), N * prod(out))``: one GEMM for the batch, whose result is
 copied to NCHW with the bias added.  The scratch buffers belong to the calling thread (the static runtime's
 ``RuntimePool`` runs one runtime per thread) and are reused from call to call, so a
