@@ -29,7 +29,7 @@ allocating kernel; a new input shape gets a new plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import attrs
 
@@ -210,3 +210,57 @@ def _taints(node: Node, refs: dict[Node, OpRef], tainted: set[Value]) -> bool:
     reads_tensor = any(is_tensor_type(v.type) for v in node.inputs)
     makes_data = any(not is_tensor_type(v.type) for v in node.outputs)
     return reads_tensor and makes_data and node.kind not in CONTAINER_KINDS
+
+
+def value_bound_loops(graphs: Iterable[Graph]) -> list[Node]:
+    """The ``prim::Loop`` nodes of ``graphs`` whose trip count or condition may follow
+    from tensor *contents* (a ``while`` on ``aten::item``, a count from ``aten::Int``):
+    a run on stand-in inputs could take any time there, or never end.
+
+    A forward analysis to a fixed point over every block: a value is data-bound when it
+    is a non-tensor graph input (a callee's ``int`` parameter counts), a non-tensor read
+    off a tensor by anything but a shape query, a tensor of a data-dependent shape, or
+    anything computed from a data-bound value; a loop's carried values and an ``If``'s
+    outputs are data-bound when what feeds them, or what decides them, is.
+    """
+    found: list[Node] = []
+    for graph in graphs:
+        data = {v for v in graph.inputs if not is_tensor_type(v.type) and not isinstance(v.type, T.ClassType)}
+        size = -1
+        while size != len(data):
+            size = len(data)
+            for node in graph.walk():
+                _spread(node, data)
+        found += [n for n in graph.walk() if n.kind == "prim::Loop" and _loop_bound(n, data)]
+    return found
+
+
+def _loop_bound(loop: Node, data: set[Value]) -> bool:
+    """Whether ``loop``'s trip count, first condition or body condition is data-bound."""
+    return any(v in data for v in loop.inputs[:2]) or loop.blocks[0].returns[0] in data
+
+
+def _spread(node: Node, data: set[Value]) -> None:
+    """Add to ``data`` what ``node`` makes data-bound (one pass; the caller iterates)."""
+    if node.kind == "prim::Loop":
+        body = node.blocks[0]
+        bound = _loop_bound(node, data)
+        if node.inputs[0] in data:
+            data.add(body.params[0])  # the iteration counter
+        for j, out in enumerate(node.outputs):  # carried values: initial, body's, or the trip
+            if bound or node.inputs[j + 2] in data or body.returns[j + 1] in data:
+                data.update((out, body.params[j + 1]))
+        return
+    if node.kind == "prim::If":
+        decided = node.inputs[0] in data
+        for j, out in enumerate(node.outputs):
+            if decided or any(b.returns[j] in data for b in node.blocks):
+                data.add(out)
+        return
+    if node.kind == "prim::GetAttr" or node.kind == "prim::Constant":
+        return
+    if any(v in data for v in node.inputs) or node.kind in DATA_DEPENDENT_SHAPES:
+        data.update(node.outputs)
+    elif node.kind not in SHAPE_QUERIES and node.kind not in SHAPE_ONLY_LISTS and node.kind not in CONTAINER_KINDS:
+        if any(is_tensor_type(v.type) for v in node.inputs):
+            data.update(v for v in node.outputs if not is_tensor_type(v.type))

@@ -36,7 +36,7 @@ from vm.gc_pause import gc_paused
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
 from vm.static import fastpath
-from vm.static.analysis import analyze
+from vm.static.analysis import analyze, value_bound_loops
 from vm.static.codegen import LINEMAPS, GraphCode
 from vm.static.inputs import input_checker, typed_inputs
 from vm.static.model import Mode
@@ -336,8 +336,12 @@ class StaticModule:
         shape and dtype (``inputs.typed_inputs``).  A plan holds whatever the values, so
         zeros serve; a run that zeros make fail (a check on values, say) leaves the
         planning to the first call, as without types.  A program that assigns a module
-        attribute is not run here: the run would change the module's state."""
+        attribute is not run here: the run would change the module's state; nor is one with
+        a loop whose trip count or condition may follow from tensor contents
+        (``analysis.value_bound_loops``): on zeros it could run for any time, or forever."""
         if not self.plannable or self.assigns_attributes:
+            return
+        if value_bound_loops((self.ir.main, *self.ir.functions.values())):
             return
         made = typed_inputs(self.inputs)
         if made is None:
