@@ -182,10 +182,18 @@ class _Factory:
         self._tables = (K, OUT, C, made)
         return made
 
-    def __call__(self, K, OUT, C, B, OB, F, R, T, U, _pc, _deep, fused=None) -> Callable[..., Any]:
+    def globals_for(self, K: Any, OUT: Any, C: Any) -> dict[str, Any]:
+        """A fresh copy of the module's globals of this code (kernels, out variants and
+        constants), for one binding: a runtime makes it when it is built, so that binding
+        its first plan adds the plan's names to it instead of copying ~10^4 names then."""
+        return dict(self._table_globals(K, OUT, C))
+
+    def __call__(self, K, OUT, C, B, OB, F, R, T, U, _pc, _deep, fused=None, g=None) -> Callable[..., Any]:
         """Bind the code; names a plan leaves out (a slot it does not plan, a node it does
-        not call fast, a group it does not fuse: ``fused``, None for all) are None."""
-        g = dict(self._table_globals(K, OUT, C))
+        not call fast, a group it does not fuse: ``fused``, None for all) are None.
+        ``g``: a dict from ``globals_for`` to bind into (it becomes the code's globals)."""
+        if g is None:
+            g = self.globals_for(K, OUT, C)
         g.update({
             "_nd": np.ndarray, "OB": OB, "F": F, "R": R, "T": T, "_pc": _pc, "_deep": _deep,
             "__linemap__": self.linemap,

@@ -377,9 +377,11 @@ class StaticModule:
         fast: Mapping[int, Any] | None = None,
         factory: Any = None,
         fused: frozenset[int] | None = None,
+        globals_: dict[str, Any] | None = None,
     ) -> Any:
         """``code``'s function for ``mode``, closed over kernels, constants and buffers
-        (``fast``: index -> (ufunc, scalars, guard dtype) for the nodes ``mode.fast`` names)."""
+        (``fast``: index -> (ufunc, scalars, guard dtype) for the nodes ``mode.fast`` names;
+        ``globals_``: a dict from ``spare_globals`` to bind into, else one is copied now)."""
         made = factory or code.factory(mode)
         return made(
             code.kernels,
@@ -394,7 +396,17 @@ class StaticModule:
             time.perf_counter,
             _deep,
             fused,
+            globals_,
         )
+
+    def spare_globals(self) -> dict[str, Any] | None:
+        """A fresh globals dict for the generic planned code (``bind(globals_=)``), or
+        None when plans compile code of their own: a runtime makes one when it is built,
+        so that binding its first plan copies nothing (transformer12: ~6*10^4 names)."""
+        if self.generic_mode is None:
+            return None
+        code = self.entry
+        return code.factory(self.generic_mode).globals_for(code.kernels, code.outs, code.constants)
 
     def wrap_error(self, exc: BaseException) -> BaseException:
         """A kernel failure as a RunError naming the op, the node, its span and the IR

@@ -61,6 +61,8 @@ class StaticRuntime:
         )
         # the recording function, bound now: a first call with a new key only runs it
         self._recorder = sm.recorder() if sm.plannable else None
+        # and the globals its first plan binds into (bind copies none of them on a call)
+        self._spare_globals = sm.spare_globals() if sm.plannable else None
         self._plans: OrderedDict[Any, _Plan] = OrderedDict()
         self._last_key: Any = object()  # never equal to a key: the first run looks up
         self._last_plan: Any = None  # the _Plan of _last_key
@@ -156,7 +158,14 @@ class StaticRuntime:
         slab[::PAGE] = 0  # touch every page now: the first run should not take the faults
         outputs: list[np.ndarray] = []
         table = sm.callee_functions(False)
-        fn = sm.bind(sm.entry, layout.mode, views, table, None, None, outputs, layout.fast, layout.factory, layout.mode.fused)
+        spare = self._spare_globals
+        if spare is not None and sm.generic_mode is not None and layout.factory is sm.entry.factory(sm.generic_mode):
+            self._spare_globals = None  # one binding per dict: later plans copy their own
+        else:
+            spare = None
+        fn = sm.bind(
+            sm.entry, layout.mode, views, table, None, None, outputs, layout.fast, layout.factory, layout.mode.fused, spare
+        )
         arena = mp.arena(layout.out_specs) if layout.out_specs else []
         return _Plan(layout, slab, views, fn, arena, outputs)
 
