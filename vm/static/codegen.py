@@ -89,6 +89,7 @@ class GraphCode:
         self.by_node: dict[Node, ProcessedNode] = {}
         self._lock = threading.Lock()
         self._factories: dict[Mode, _Factory] = {}
+        self._last_uses: dict[Block, dict[Value, Node | Block]] = {}
         for v, value in bound_params.items():
             self.constants[self._slot(v)] = value
         self.params = [self._slot(v) for v in graph.inputs if v not in bound_params]
@@ -143,6 +144,13 @@ class GraphCode:
         if slot is None:
             slot = self.slots[v] = len(self.slots)
         return slot
+
+    def last_uses(self, block: Block) -> dict[Value, Node | Block]:
+        """``last_use_in_block(block)``, computed once for every mode's code."""
+        last = self._last_uses.get(block)
+        if last is None:
+            last = self._last_uses[block] = last_use_in_block(block)
+        return last
 
     def factory(self, mode: Mode) -> _Factory:
         """The compiled code for ``mode`` (compiled once, then shared)."""
@@ -319,7 +327,7 @@ class _Generator:
         """After which item of ``block`` each local tensor defined in it can be deleted:
         its last use in the block (``last_use_in_block``: a read inside an If or Loop
         counts at that node), or its definition when nothing reads it."""
-        code, last = self.code, last_use_in_block(block)
+        code, last = self.code, self.code.last_uses(block)
         at: dict[Node, int] = {}
         defined: dict[Value, int] = {}
         for i, item in enumerate(items):

@@ -341,10 +341,8 @@ class StaticModule:
         (``analysis.value_bound_loops``): on zeros it could run for any time, or forever."""
         if not self.plannable or self.assigns_attributes:
             return
-        if value_bound_loops((self.ir.main, *self.ir.functions.values())):
-            return
         made = typed_inputs(self.inputs)
-        if made is None:
+        if made is None or value_bound_loops((self.ir.main, *self.ir.functions.values())):
             return
         try:
             with np.errstate(all="ignore"):  # log(0) of a stand-in is not the caller's warning
