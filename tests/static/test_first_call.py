@@ -200,3 +200,21 @@ def test_a_first_call_copies_no_module_globals(monkeypatch: pytest.MonkeyPatch) 
     assert rt.stats["plans_made"] == 1 and copies == [], "the first plan bound into the runtime's copy"
     rt(*lstm_inputs(2, 16, seed=5))
     assert rt.stats["plans_made"] == 2 and len(copies) == 1, "a second plan copies its own"
+
+
+def test_each_block_last_uses_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Construction compiles several modes of a graph (recording, generic planned code):
+    the last uses of a block, which place the ``del`` lines, are computed once for all."""
+    from compiler.analysis.last_uses import last_use_in_block
+    from vm.static import codegen
+
+    blocks: list[Any] = []
+
+    def counting(block: Any) -> Any:
+        blocks.append(block)
+        return last_use_in_block(block)
+
+    monkeypatch.setattr(codegen, "last_use_in_block", counting)
+    sm = StaticModule(compiler.compile_source(LSTM_CELL), options=OPTIONS)
+    assert sm.generic_mode is not None and len(sm.entry._factories) >= 2, "two modes compiled"
+    assert blocks and len(blocks) == len({id(b) for b in blocks})
