@@ -2,7 +2,7 @@
 
     python tools/bench_startup.py [--sizes 1000,4000,16000,64000] [--models transformer12,densenet121,vit_b_16]
                                   [--skip-synthetic] [--skip-models] [--runs 3]
-    python tools/bench_startup.py --zoo [NAME ...] [--runs 7] [--repeat 1] [--warm]
+    python tools/bench_startup.py --zoo [NAME ...] [--runs 7] [--repeat 1] [--warm | --again]
 
 Part 1, scaling: synthetic graphs (``tools/synthetic_graphs.py``) of about 1k, 4k, 16k
 and 64k nodes are parsed, verified, optimized and emitted; the table gives the total and
@@ -232,12 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zoo", nargs="*", metavar="NAME", help="first/steady over zoo models (default: a sample)")
     parser.add_argument("--repeat", type=int, default=1, help="--zoo: processes per model and backend")
     parser.add_argument("--warm", action="store_true", help="--zoo: run the other backend first in each process")
+    parser.add_argument("--again", action="store_true", help="--zoo: measure a second runner of the backend")
     args = parser.parse_args(argv)
     sys.setrecursionlimit(10000)
     if args.zoo is not None:
         from bench_zoo_start import SAMPLE, bench_zoo
 
-        return bench_zoo(args.zoo or list(SAMPLE), max(args.runs or 7, 5), args.repeat, warm=args.warm)
+        return bench_zoo(args.zoo or list(SAMPLE), max(args.runs or 7, 5), args.repeat, warm=args.warm, again=args.again)
     if not args.skip_synthetic:
         bench_synthetic([int(s) for s in args.sizes.split(",") if s])
     if not args.skip_models:

@@ -1,7 +1,7 @@
 """First call against steady call, on both backends, over models of the zoo.
 
     python tools/bench_startup.py --zoo [NAME ...] [--runs 7] [--repeat 1] [--warm]
-    python tools/bench_zoo_start.py [NAME ...] [--runs 7] [--repeat 1] [--warm]
+    python tools/bench_zoo_start.py [NAME ...] [--runs 7] [--repeat 1] [--warm | --again]
 
 A NAME is a zoo model (``resnet18``: its scripted case, else its traced one) or a case
 (``resnet18.trace``), read from the zoo cache (``$IRVM_ZOO_CACHE``, else
@@ -22,6 +22,10 @@ the first execution of every kernel and numpy path (CPython specializes bytecode
 runs, numpy resolves and caches ufunc loops, OpenBLAS sets up its buffers) and cold CPU
 caches.  ``--warm`` measures each backend after the *other* backend has run the same
 model twice in that process: what is left is the runtime's own first-call work.
+``--again`` measures a second runner of the *same* backend, built after a first one ran
+the model twice (for the static runtime, a second ``StaticModule``): every kernel path
+is warm, so what is left is what that runner's construction leaves to its first call,
+and the first touch of the code and data it made.
 """
 
 from __future__ import annotations
@@ -63,9 +67,10 @@ def case_of(name: str, folder: Path) -> str | None:
     return next((f"{name}.{m}" for m in ("script", "trace") if (folder / f"{name}.{m}.ir").exists()), None)
 
 
-def measure(case: str, backend: str, runs: int, folder: Path, warm: bool = False) -> dict[str, float]:
+def measure(case: str, backend: str, runs: int, folder: Path, warm: bool = False, again: bool = False) -> dict[str, float]:
     """Compile ``case``, build a ``backend`` runner, time its first and steady calls
-    (``warm``: after a runner of the other backend ran the inputs twice)."""
+    (``warm``: after a runner of the other backend ran the inputs twice; ``again``: after
+    a runner of the same backend did)."""
     import compiler
     import vm
     from vm.io import load_inputs, read_npz
@@ -75,13 +80,14 @@ def measure(case: str, backend: str, runs: int, folder: Path, warm: bool = False
     weights_path = folder / f"{case}.weights.npz"
     weights = read_npz(weights_path) if weights_path.exists() else None
     inputs = load_inputs(folder / f"{case}.inputs.npz", program)
-    if warm:
-        other = (vm.StaticRuntime if backend == "interp" else vm.Interpreter)(program, weights)
+    runners = {"interp": vm.Interpreter, "static": vm.StaticRuntime}
+    if warm or again:
+        other = runners[backend if again else "static" if backend == "interp" else "interp"](program, weights)
         other(*inputs)
         other(*inputs)
         del other
     t0 = time.perf_counter()
-    runner = (vm.Interpreter if backend == "interp" else vm.StaticRuntime)(program, weights)
+    runner = runners[backend](program, weights)
     construct = time.perf_counter() - t0
     walls, cpus = [], []
     for _ in range(1 + runs):
@@ -98,10 +104,11 @@ def measure(case: str, backend: str, runs: int, folder: Path, warm: bool = False
     }
 
 
-def _spawn(case: str, backend: str, runs: int, folder: Path, warm: bool) -> dict[str, Any]:
+def _spawn(case: str, backend: str, runs: int, folder: Path, warm: bool, again: bool = False) -> dict[str, Any]:
     """``measure`` in a fresh process (its JSON line), or the error it ended with."""
     done = subprocess.run(
-        [sys.executable, __file__, "--worker", case, backend, "--runs", str(runs), *(["--warm"] if warm else [])],
+        [sys.executable, __file__, "--worker", case, backend, "--runs", str(runs), *(["--warm"] if warm else []),
+         *(["--again"] if again else [])],
         check=False, capture_output=True, text=True, env={**os.environ, "IRVM_ZOO_CACHE": str(folder)},
     )  # fmt: skip
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -111,10 +118,12 @@ def _spawn(case: str, backend: str, runs: int, folder: Path, warm: bool) -> dict
     return json.loads(lines[-1])
 
 
-def bench_zoo(names: list[str], runs: int, repeat: int, folder: Path | None = None, warm: bool = False) -> int:
+def bench_zoo(
+    names: list[str], runs: int, repeat: int, folder: Path | None = None, warm: bool = False, again: bool = False
+) -> int:
     """Print the table for ``names``; 0, or 1 when a case was missing or failed."""
     folder = folder or zoo_dir()
-    how = "process warmed by the other backend" if warm else "fresh process"
+    how = "second runner of the backend" if again else "process warmed by the other backend" if warm else "fresh process"
     print(f"== first call against steady call (zoo: {folder}; {how}; steady = median of {runs}; CPU ratio) ==")
     head = f"{'case':<34} {'backend':<7} {'construct s':>11} {'first ms':>9} {'steady ms':>9}"
     print(f"{head} {'first cpu':>9} {'steady cpu':>10} {'first/steady':>12}", flush=True)
@@ -126,7 +135,7 @@ def bench_zoo(names: list[str], runs: int, repeat: int, folder: Path | None = No
             status = 1
             continue
         for backend in BACKENDS:
-            results = [_spawn(case, backend, runs, folder, warm) for _ in range(max(1, repeat))]
+            results = [_spawn(case, backend, runs, folder, warm, again) for _ in range(max(1, repeat))]
             errors = [r["error"] for r in results if "error" in r]
             if errors:
                 print(f"{case:<34} {backend:<7} failed: {errors[0]}", flush=True)
@@ -148,14 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=7, help="steady calls (the median is kept), at least 5")
     parser.add_argument("--repeat", type=int, default=1, help="processes per case and backend")
     parser.add_argument("--warm", action="store_true", help="run the other backend first in each process")
+    parser.add_argument("--again", action="store_true", help="measure a second runner of the backend in each process")
     parser.add_argument("--worker", nargs=2, metavar=("CASE", "BACKEND"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     runs = max(args.runs, 5)
     if args.worker:
         case, backend = args.worker
-        print(json.dumps(measure(case, backend, runs, zoo_dir(), args.warm)), flush=True)
+        print(json.dumps(measure(case, backend, runs, zoo_dir(), args.warm, args.again)), flush=True)
         return 0
-    return bench_zoo(args.names or list(SAMPLE), runs, args.repeat, warm=args.warm)
+    return bench_zoo(args.names or list(SAMPLE), runs, args.repeat, warm=args.warm, again=args.again)
 
 
 if __name__ == "__main__":

@@ -48,11 +48,15 @@ def test_a_name_is_its_scripted_case_a_case_is_itself(zoo: Path) -> None:
     assert bench_zoo_start.case_of("absent", zoo) is None
 
 
-@pytest.mark.parametrize("warm", [False, True])
-def test_the_table_has_a_row_per_backend_with_numbers(zoo: Path, warm: bool, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("how", ["fresh", "warm", "again"])
+def test_the_table_has_a_row_per_backend_with_numbers(zoo: Path, how: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Both backends of a case get a row with construct, first, steady (wall and CPU) and
-    the ratio; a missing model gets a line saying how to make it, and a status of 1."""
-    status = bench_zoo_start.bench_zoo(["tiny", "absent"], runs=5, repeat=1, folder=zoo, warm=warm)
+    the ratio, in a fresh process, after the other backend (``--warm``) or after another
+    runner of the same backend (``--again``); a missing model gets a line saying how to
+    make it, and a status of 1."""
+    status = bench_zoo_start.bench_zoo(
+        ["tiny", "absent"], runs=5, repeat=1, folder=zoo, warm=how == "warm", again=how == "again"
+    )
     out = capsys.readouterr().out
     assert status == 1
     rows = {line.split()[1]: line.split() for line in out.splitlines() if line.startswith("tiny.script")}
@@ -61,3 +65,23 @@ def test_the_table_has_a_row_per_backend_with_numbers(zoo: Path, warm: bool, cap
         assert all(re.fullmatch(r"\d+\.\d+", c) for c in cells[2:7]), cells
         assert re.fullmatch(r"\d+\.\d+x", cells[7]), cells
     assert "absent" in out and "gen_zoo.py absent" in out
+
+
+@pytest.mark.parametrize("backend", ["interp", "static"])
+def test_again_measures_a_second_runner_of_the_same_backend(zoo: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--again`` builds a runner of the measured backend, runs it twice, then builds and
+    measures another of the same backend (no runner of the other backend is built)."""
+    import vm
+
+    built: list[str] = []
+    for name, label in (("Interpreter", "interp"), ("StaticRuntime", "static")):
+        real = getattr(vm, name)
+
+        def counting(*args: object, _real: type = real, _label: str = label) -> object:
+            built.append(_label)
+            return _real(*args)
+
+        monkeypatch.setattr(vm, name, counting)
+    row = bench_zoo_start.measure("tiny.script", backend, 5, zoo, again=True)
+    assert built == [backend, backend]
+    assert row["first_cpu_ms"] > 0 and row["steady_cpu_ms"] > 0
