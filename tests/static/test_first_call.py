@@ -18,6 +18,7 @@ import compiler
 from tests.static.test_runtime import LSTM_CELL, lstm_inputs
 from vm.interpreter import Interpreter
 from vm.static import StaticModule, StaticOptions, StaticRuntime, fastpath
+from vm.static.model import Mode
 
 OPTIONS = StaticOptions(min_managed_bytes=0)
 
@@ -203,8 +204,9 @@ def test_a_first_call_copies_no_module_globals(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_each_block_last_uses_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Construction compiles several modes of a graph (recording, generic planned code):
-    the last uses of a block, which place the ``del`` lines, are computed once for all."""
+    """The code of several modes of a graph (the generic planned code, which records too,
+    and a timed one, as ``irvm profile`` compiles): the last uses of a block, which place
+    the ``del`` lines, are computed once for all."""
     from compiler.analysis.last_uses import last_use_in_block
     from vm.static import codegen
 
@@ -216,5 +218,26 @@ def test_each_block_last_uses_are_computed_once(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(codegen, "last_use_in_block", counting)
     sm = StaticModule(compiler.compile_source(LSTM_CELL), options=OPTIONS)
-    assert sm.generic_mode is not None and len(sm.entry._factories) >= 2, "two modes compiled"
+    sm.entry.factory(Mode(timed=True))
+    assert sm.generic_mode is not None and len(sm.entry._factories) == 2, "two modes compiled"
     assert blocks and len(blocks) == len({id(b) for b in blocks})
+
+
+def test_the_recording_run_and_the_plans_run_one_code_object() -> None:
+    """Construction compiles one function for the entry graph: the generic planned code,
+    which, bound with nothing planned and a recording dict, is also the recording run.
+    The first call records with it, the plan runs it, and both give the interpreter's
+    numbers; a planned run records nothing."""
+    program = compiler.compile_source(LSTM_CELL)
+    sm = StaticModule(program, options=OPTIONS)
+    assert sm.record_mode is sm.generic_mode and list(sm.entry._factories) == [sm.generic_mode]
+    rt = StaticRuntime(sm)
+    assert rt._recorder is not None
+    record_fn, recorded = rt._recorder
+    want = Interpreter(program)(*lstm_inputs(4, 16, seed=6))
+    for _ in range(2):  # the recording call, then a planned one
+        for got, expected in zip(rt(*lstm_inputs(4, 16, seed=6)), want):
+            np.testing.assert_array_equal(got, expected)
+        assert recorded == {}
+    (plan,) = rt._plans.values()
+    assert plan.run.__code__ is record_fn.__code__ and rt.stats["plan_hits"] == 1

@@ -478,6 +478,12 @@ class _Generator:
             for out_slot, name in zip(pn.outputs, outs):
                 if out_slot in self.mode.candidates:
                     line += f"; R[{out_slot}] = {name}"
+        elif self.mode.recorded:  # generic code: recorded only when a recording dict is bound
+            stores = [(s, name) for s, name in zip(pn.outputs, outs) if s in self.mode.recorded]
+            if len(stores) == 1:
+                line += f"; R is not None and R.__setitem__({stores[0][0]}, {stores[0][1]})"
+            elif stores:
+                line += f"; R is not None and R.update((({'), ('.join(f'{s}, {n}' for s, n in stores)}),))"
         self._emit(depth, line + tail, node)
 
     def _if(self, node: Node, depth: int, tail: str) -> None:

@@ -66,3 +66,6 @@ class Mode:
     # ``u3(...) if u3 is not None`` first, a fusion group runs ``g<gid>`` when it is bound;
     # a plan binds its views, fast calls and fused kernels to it, and compiles nothing
     generic: bool = False
+    # generic code only: slots it stores in R[slot] when bound with a recording dict
+    # (``R is not None``), so that the recording run and every plan run one code object
+    recorded: frozenset[int] = frozenset()

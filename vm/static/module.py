@@ -184,20 +184,23 @@ class StaticModule:
         self._shared_callees: dict[bool, list[Any]] = {}
         self._lock = threading.Lock()
         self._layouts: OrderedDict[Any, Layout] = OrderedDict()
-        # everything a first call runs is compiled now: the recording code (or the plain
-        # code when there is nothing to plan) and the callees
-        self.record_mode = Mode(record=True, candidates=self.recorded_slots)
-        self.entry.factory(self.record_mode if self.plannable else Mode())
-        # and the planned code, one function for every plan (model.Mode.generic): a new
-        # input shape costs a recording run and a layout, no code generation
+        # everything a call runs is compiled now: the callees, and the planned code, one
+        # function for every plan (model.Mode.generic), so that a new input shape costs a
+        # recording run and a layout, no code generation.  Bound with nothing planned and a
+        # recording dict, the generic code is the recording code too: one code object to
+        # compile, which the first call runs as later calls do.  (A module that manages
+        # graph outputs compiles a recording function, and code per plan; one with nothing
+        # to plan, the plain function.)
         self.generic_mode: Mode | None = None
+        self.record_mode = Mode(record=True, candidates=self.recorded_slots)
         if self.plannable and self.generic_possible:
-            self.generic_mode = Mode(
+            self.generic_mode = self.record_mode = Mode(
                 candidates=frozenset(self.candidates),
                 fast=tuple((i, *shape) for i, shape in sorted(self.fast_shapes.items())),
                 generic=True,
+                recorded=self.recorded_slots,
             )
-            self.entry.factory(self.generic_mode)
+        self.entry.factory(self.record_mode if self.plannable else Mode())
         self.callee_functions(False)
         self.layouts_made = 0  # recording runs planned from (a count for tests and profiles)
         self.planned_from_types = False
@@ -295,7 +298,10 @@ class StaticModule:
         """The recording function bound to a dict of its own, which it fills (slot ->
         value) on each run: a runtime binds one when it is built, not on a first call."""
         recorded: dict[int, Any] = {}
-        return self.bind(self.entry, self.record_mode, {}, self.callee_functions(False), recorded, None), recorded
+        # (the generic code runs its nodes' kernels when no view, fast call or fused group is bound)
+        return self.bind(
+            self.entry, self.record_mode, {}, self.callee_functions(False), recorded, None, fused=frozenset()
+        ), recorded
 
     def record(self, key: Any, args: Sequence[Any], recorder: tuple[Any, dict[int, Any]] | None = None) -> tuple[Any, Layout]:
         """Run ``args`` with the allocating kernels, recording every candidate's value:
