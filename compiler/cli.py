@@ -91,16 +91,31 @@ def read_source(path: str) -> str:
     return read_program_text(path)
 
 
+def read_module(path: str) -> tuple[str, Any, dict[str, Any] | None]:
+    """``(text, module, weights)`` of the program at ``path``: a ``torch.jit.save`` archive's
+    ``forward`` (compiled from its source in one read of the archive, so the module keeps
+    what printed IR cannot carry, such as the defaults of its arguments) with the archive's
+    weights; else the file's text parsed, and None."""
+    from compiler.printer import print_module
+    from compiler.torchscript import is_torchscript_archive, load_torchscript
+
+    if is_torchscript_archive(path):
+        module, weights = load_torchscript(path)
+        return print_module(module), module, weights
+    from compiler.parser import parse
+
+    text = read_source(path)
+    return text, parse(text, path), None
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     """Everything ``irc compile`` checks (parse, verify, the pipeline, operator resolution,
     emitting into memory), writing nothing."""
     from compiler import pipeline
     from compiler.emit import emit
-    from compiler.parser import parse
     from compiler.verify import verify
 
-    source = read_source(args.file)
-    module = parse(source, args.file)
+    source, module, _ = read_module(args.file)
     verify(module)
     optimized, _ = pipeline.optimize(module, None, fusion=not args.no_fusion, verified=True)
     emit(optimized, source=source)
@@ -149,7 +164,6 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
 
     from compiler import pipeline
     from compiler.emit import emit
-    from compiler.parser import parse
     from compiler.printer import print_module
     from compiler.verify import verify
 
@@ -162,8 +176,7 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
         timings.append((name, time.perf_counter() - start))
         return result
 
-    source = read_source(args.file)
-    module = timed("parse", lambda: parse(source, args.file))
+    source, module, own = timed("parse", lambda: read_module(args.file))
     timed("verify", lambda: verify(module))
     passes = None if args.passes is None else [p.strip() for p in args.passes.split(",") if p.strip()]
     print_after = ("all",) if args.print_after_all else tuple(args.print_after)
@@ -175,6 +188,10 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
         from vm.command import load_npz
 
         weights = load_npz(args.weights)
+    if own is not None:  # a .pt: specialized for its own settings (or --weights over them), as irvm run does
+        from vm.weights import override
+
+        weights = override(own, weights or {}, args.file)
     optimized, records = pipeline.optimize(
         module, passes, fusion=not args.no_fusion, print_after=print_after, printer=printer, weights=weights,
         on_pass=progress.stage, verified=True,

@@ -89,7 +89,9 @@ def export_case(model: Any, inputs: tuple[Any, ...], name: str) -> tuple[Any, An
         except Exception as err:  # noqa: BLE001  (torch refuses: try the other mode)
             last = err
             continue
-        program = compiler.compile_source(exp.ir, f"{name}.ir")
+        # compiled for the weights' settings, as `irvm run x.ir --weights w.npz` and `irc compile
+        # --weights` do (the static runtime would otherwise fold them when it is built)
+        program = compiler.compile_source(exp.ir, f"{name}.ir", weights=exp.weights)
         compiled = export_torch.compile_target(model, export_torch._clone_args(inputs), trace=trace, freeze=False)
         return program, exp.weights, compiled
     assert last is not None

@@ -37,9 +37,16 @@ def load_torchscript(path: str | Path, method: str = "forward") -> tuple[Any, di
     return module, flatten(root, constants)
 
 
-def compile_archive(path: str | Path, method: str = "forward", **options: Any) -> tuple[Any, dict[str, Any]]:
+def compile_archive(
+    path: str | Path, method: str = "forward", *, freeze: bool = True, **options: Any
+) -> tuple[Any, dict[str, Any]]:
     """``(Program, weights)``: ``load_torchscript``, verified, optimized and emitted.
-    ``options`` are those of ``compiler.pipeline.optimize`` and ``emit`` (``fusion``...)."""
+    With ``freeze`` the program is specialized for the archive's own settings (its
+    ``self.training``, strides, flags...), as ``torch.jit.freeze`` would and as
+    ``compile_source(weights=)`` does: the archive holds both the program and its
+    weights, so they are known now, and a runtime that binds weights with other
+    settings is refused by name.  ``options`` are those of ``compiler.pipeline.optimize``
+    and ``emit`` (``fusion``...)."""
     from compiler.emit import emit
     from compiler.pipeline import optimize
     from compiler.verify import verify
@@ -47,6 +54,7 @@ def compile_archive(path: str | Path, method: str = "forward", **options: Any) -
     module, weights = load_torchscript(path, method)
     verify(module)
     fused = options.pop("fused_kernels", True)
+    options.setdefault("weights", weights if freeze else None)
     optimized, _ = optimize(module, options.pop("passes", None), verified=True, **options)
     return emit(optimized, fused_kernels=fused), weights
 

@@ -12,7 +12,7 @@ import pytest
 import vm
 from compiler.torchscript import compile_archive
 from compiler.torchscript.archive import Archive
-from tests.torchscript.test_reader import CODE, _simple
+from tests.torchscript.test_reader import CODE, _int, _module, _simple, _str, _tensor, _write_archive
 from vm import irbc
 from vm.errors import RunError
 from vm.io import load_inputs
@@ -89,3 +89,43 @@ def test_irvm_run_applies_defaults_and_reads_the_archive_once(
         assert len(unpickled) == 1
     assert main(["info", str(archive)]) == 0
     assert "defaults: scale = 2.0, shift = None" in capsys.readouterr().out
+
+
+def test_irc_compile_of_an_archive_keeps_its_defaults(archive: Path, tmp_path: Path) -> None:
+    """``irc compile m.pt`` writes a .irbc whose inputs keep the source's defaults, so
+    ``irvm run m.irbc`` with only ``x`` runs ``forward(x)``."""
+    from compiler.cli import main as irc
+    from vm.cli import main as irvm
+
+    out = tmp_path / "m.irbc"
+    assert irc(["compile", str(archive), "-o", str(out)]) == 0
+    assert irbc.load(out).input_defaults == (2.0, None)
+    np.savez(tmp_path / "in.npz", x=X)
+    result = tmp_path / "out.npz"
+    assert irvm(["run", str(out), "--weights", str(tmp_path / "m.weights.npz"), "--inputs", str(tmp_path / "in.npz"),
+                 "--output", str(result)]) == 0
+    np.testing.assert_allclose(np.load(result)["out0"], BASE * 2, rtol=1e-6)
+
+
+SETTING_CODE = CODE.replace("  training : bool\n", "  training : bool\n  k : int\n").replace(
+    "    return torch.relu(torch.matmul(x, w))\n",
+    "    if torch.eq(self.k, 2):\n      y = torch.relu(torch.matmul(x, w))\n    else:\n      y = torch.matmul(x, w)\n"
+    "    return y\n",
+)
+
+
+def test_an_archive_compiles_for_its_own_settings(tmp_path: Path) -> None:
+    """``compile_archive`` folds the archive's settings (here an int attribute ``k = 2``),
+    as torch.jit.freeze would: the branch it decides is gone; with ``freeze=False`` it
+    stays; both compute the archive's result, and weights with another ``k`` are refused
+    by the frozen program."""
+    attrs = _str("w") + _tensor("0", W.size, W.shape, (W.shape[1], 1)) + _str("training") + b"\x89" + _str("k") + _int(2)
+    path = _write_archive(tmp_path / "k.pt", _module(attrs), {"0": W.astype("<f4").tobytes()}, SETTING_CODE)
+    frozen, weights = compile_archive(path)
+    kept, _ = compile_archive(path, freeze=False)
+    assert weights["k"] == 2
+    assert "prim::If" not in frozen.optimized_text() and "prim::If" in kept.optimized_text()
+    for program in (frozen, kept):
+        np.testing.assert_allclose(vm.Interpreter(program, weights)(X), BASE, rtol=1e-6)
+    with pytest.raises(RunError, match="k = 2 in the program, 3 in these weights"):
+        vm.Interpreter(frozen, {**weights, "k": 3})(X)
