@@ -45,6 +45,7 @@ FAMILIES = (
     "rearrange",
     "prepared_views",  # construction-time forms of shape kernels (vm.ops.prepared)
     "prepared_nn",  # ... and of small convolutions and max pools
+    "prepared_norm",  # ... and of batch_norm (weights bound) and layer_norm
     "order_stats",
     "strings",
     "unary",

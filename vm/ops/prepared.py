@@ -24,6 +24,11 @@ inputs, positionally) or None to keep the kernel.  Rules a preparer keeps:
 - what depends on the input's rank is decided on the first call with that rank and kept
   (``per_rank``): a dict write of an immutable answer, safe under threads.
 
+A preparer registered with ``tensors=True`` sees the node's constant arrays too (the
+static runtime's bound weights: batch norm's running statistics, ``vm.ops.prepared_norm``);
+they are the arrays the node reads on every call, which the runtime treats as constants
+once weights are bound, so a form may derive data from them at construction.
+
 A preparer may also make an out variant (``Forms(kernel, out)``: the convolution's writes
 its product straight into the planned buffer).  ``prepared(ref, known, kernel, out)`` is
 what the static runtime's code generator calls.
@@ -33,6 +38,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from vm.ops.registry import OpRef
 
@@ -52,15 +59,19 @@ class Forms(NamedTuple):
 Preparer = Callable[[Known, Callable[..., Any], "Callable[..., Any] | None"], "Callable[..., Any] | Forms | None"]
 
 _PREPARERS: dict[str, Preparer] = {}
+_SEES_TENSORS: set[str] = set()  # overloads whose preparers are given constant arrays
 
 
-def prepares(qualified: str) -> Callable[[Preparer], Preparer]:
+def prepares(qualified: str, tensors: bool = False) -> Callable[[Preparer], Preparer]:
     """Register ``fn(known, kernel, out) -> callable | Forms | None`` as the preparer of an
     overload; ``kernel`` and ``out`` are the bound kernel and out variant (or None), which
-    the prepared forms fall back to."""
+    the prepared forms fall back to.  ``tensors``: constant ``np.ndarray`` arguments reach
+    ``known`` as themselves (else ``UNKNOWN``)."""
 
     def wrap(fn: Preparer) -> Preparer:
         _PREPARERS[qualified] = fn
+        if tensors:
+            _SEES_TENSORS.add(qualified)
         return fn
 
     return wrap
@@ -92,6 +103,10 @@ def prepared(
     if preparer is None:
         return None
     args = tuple(known_value(v) for v in known) + tuple(known_value(v) for v in ref.defaults)
+    if ref.name in _SEES_TENSORS:
+        args = tuple(
+            v if type(v) is np.ndarray else a for v, a in zip((*known, *ref.defaults), args, strict=True)
+        )
     try:
         made = preparer(args, kernel, out)
     except Exception:  # noqa: BLE001  (a preparer that trips keeps the kernel, which is always right)

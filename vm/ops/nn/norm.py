@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -78,10 +79,20 @@ def batch_norm_impl(
             _update_running(running_mean, running_var, mean, var, x.size // x.shape[1 if x.ndim > 1 else 0], momentum)
     else:
         mean, var = running_mean.astype(np.float64), running_var.astype(np.float64)
+    w, b = bn_affine(weight, bias, mean, var, eps)
+    return (x * w.astype(x.dtype).reshape(shape) + b.astype(x.dtype).reshape(shape)).astype(x.dtype, copy=False)
+
+
+def bn_affine(
+    weight: np.ndarray | None, bias: np.ndarray | None, mean: np.ndarray, var: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Batch norm as ``x * w + b`` per channel: ``w = weight / sqrt(var + eps)`` and
+    ``b = bias - mean * w``, in float64 (the caller rounds them to x's dtype)."""
+    mean, var = np.asarray(mean, np.float64), np.asarray(var, np.float64)
     scale = 1.0 / np.sqrt(var + eps)
     w = scale if weight is None else weight * scale
     b = -mean * w if bias is None else bias - mean * w
-    return (x * w.astype(x.dtype).reshape(shape) + b.astype(x.dtype).reshape(shape)).astype(x.dtype, copy=False)
+    return w, b
 
 
 @kernel(
@@ -224,32 +235,41 @@ def _layer_norm_direct(
     if (weight is not None and weight.dtype != dt) or (bias is not None and bias.dtype != dt):
         return None
     row = math.prod(x.shape[x.ndim - n :])
-    if not 0 < row <= _ROW_MAX or x.size == 0:
+    if not 0 < row <= ROW_MAX or x.size == 0:
         return None
+    return layer_norm_rows(x, row, weight, bias, eps, out)
+
+
+def layer_norm_rows(
+    x: np.ndarray, row: int, weight: np.ndarray | None, bias: np.ndarray | None, eps: float, out: np.ndarray | None
+) -> np.ndarray:
+    """The body of ``_layer_norm_direct`` once its checks have passed: ``x`` float32/float64
+    of positive size whose trailing axes hold ``row <= ROW_MAX`` numbers, weight and bias
+    of its dtype or None, ``out`` as there (``vm.ops.prepared_norm`` calls it directly)."""
+    dt = x.dtype
     rows = x.reshape(-1, row)
     y = (np.empty(x.shape, dt) if out is None else out).reshape(rows.shape)
-    inv = _means.get((row, dt))
-    if inv is None:
-        inv = _means[row, dt] = np.full(row, 1.0 / row, dt)
+    consts = _consts.get((row, dt))
+    if consts is None:
+        inv = np.full((row, 1), 1.0 / row, dt)  # a column: the row means come out as a column
         inv.flags.writeable = False
+        consts = _consts[row, dt] = (inv, dt.type(math.sqrt(row)))
+    inv, root = consts
     mean = rows @ inv
-    np.subtract(rows, mean[:, None], out=y)
+    np.subtract(rows, mean, out=y)
     drift = y @ inv  # what rounding left of the mean (the corrected two-pass algorithm)
     # on small tensors one more pass costs less than the test whether it is needed
     if y.size <= _ALWAYS_CORRECT or float(np.abs(drift).max()) > _DRIFT * float(np.abs(mean).min()):
-        y -= drift[:, None]
-        scale = None
+        y -= drift
+        scale = _row_dots(y)
     else:
         scale = _row_dots(y)
-        scale *= dt.type(1.0 / row)
-        scale -= drift * drift
-    if scale is None:
-        scale = _row_dots(y)
-        scale *= dt.type(1.0 / row)
-    scale += dt.type(eps)
+        scale -= (drift * drift) * dt.type(row)
+    # rsqrt(ss / row + eps) as sqrt(row) / sqrt(ss + row * eps): three passes over the rows
+    scale += dt.type(row * eps)
     np.sqrt(scale, out=scale)
-    np.reciprocal(scale, out=scale)
-    y *= scale[:, None]
+    np.divide(root, scale, out=scale)
+    y *= scale
     if weight is not None:
         y *= weight.reshape(-1)
     if bias is not None:
@@ -258,15 +278,16 @@ def _layer_norm_direct(
 
 
 def _row_dots(y: np.ndarray) -> np.ndarray:
-    """The dot product of each row of the 2-d ``y`` with itself."""
+    """The dot product of each row of the 2-d ``y`` with itself, as a column."""
     vecdot = getattr(np, "vecdot", None)  # numpy >= 2.0
-    return vecdot(y, y) if vecdot is not None else np.einsum("ij,ij->i", y, y)
+    return vecdot(y, y, keepdims=True) if vecdot is not None else np.einsum("ij,ij->i", y, y)[:, None]
 
 
-_ROW_MAX = 1 << 16  # normalized sizes up to this accumulate in x's dtype (float32 rounding stays ~1e-6)
+ROW_MAX = 1 << 16  # normalized sizes up to this accumulate in x's dtype (float32 rounding stays ~1e-6)
 _ALWAYS_CORRECT = 1 << 14  # tensors up to this size subtract the drift without testing it
 _DRIFT = 1e-7  # a mean correction above this (relative) is applied to the deviations too
-_means: dict[tuple[int, np.dtype], np.ndarray] = {}  # (row, dtype) -> the read-only vector 1/row
+# (row, dtype) -> (the read-only column 1/row, sqrt(row)) in that dtype
+_consts: dict[tuple[int, np.dtype], tuple[np.ndarray, Any]] = {}
 
 
 @layer_norm.out
