@@ -141,6 +141,22 @@ def cases() -> list[Case]:
         out.append(Case(f"layer_norm {shape}", lambda xn=xn, gn=gn, bn=bn: ln(xn, [xn.shape[-1]], gn, bn, 1e-5, True),
                         lambda xn=xn, gn=gn, bn=bn: F.layer_norm(t(xn), (xn.shape[-1],), t(gn), t(bn)), 1e-4,
                         nbytes(xn, gn, bn)))
+        lnf = _prepared("aten::layer_norm", ([shape[-1]], gn, bn, 1e-5, True))
+        out.append(Case(f"layer_norm {shape} prepared", lambda xn=xn, gn=gn, bn=bn, f=lnf: f(xn, [xn.shape[-1]], gn, bn, 1e-5, True),
+                        lambda xn=xn, gn=gn, bn=bn: F.layer_norm(t(xn), (xn.shape[-1],), t(gn), t(bn)), 1e-4,
+                        nbytes(xn, gn, bn)))
+    # eval batch norms that cannot fold into a producer (densenet's, after a cat)
+    bnk = op("aten::batch_norm")
+    for shape in ((1, 512, 7, 7), (1, 256, 28, 28), (1, 128, 56, 56)):
+        c = shape[1]
+        xb, yb = randn(*shape), np.empty(shape, np.float32)
+        args = (randn(c), randn(c), randn(c), np.abs(randn(c)) + 0.5, False, 0.1, 1e-5, True)
+        ta = (t(args[2]), t(args[3]), t(args[0]), t(args[1]), False, 0.1, 1e-5)
+        out.append(Case(f"batch_norm eval {shape} out", lambda xb=xb, yb=yb, a=args: bnk.out(yb, xb, *a),
+                        lambda xb=xb, ta=ta: F.batch_norm(t(xb), *ta), 1e-5, xb.nbytes))
+        bnf = _prepared("aten::batch_norm", args, out=True)
+        out.append(Case(f"batch_norm eval {shape} prepared out", lambda xb=xb, yb=yb, a=args, f=bnf: f(yb, xb, *a),
+                        lambda xb=xb, ta=ta: F.batch_norm(t(xb), *ta), 1e-5, xb.nbytes))
     for shape in ((1, 2, 16, 16), (1, 12, 197, 197)):
         xm = randn(*shape)
         out.append(Case(f"softmax {shape}", lambda xm=xm: op("aten::softmax.int").kernel(xm, -1, None),
@@ -156,6 +172,18 @@ def cases() -> list[Case]:
     out.append(Case("hardtanh (relu6) (1,96,56,56)", lambda: op("aten::hardtanh").kernel(xh, 0.0, 6.0),
                     lambda: F.hardtanh(t(xh), 0.0, 6.0), 0, xh.nbytes))
     return out
+
+
+def _prepared(name: str, args: tuple[Any, ...], out: bool = False) -> Any:
+    """The prepared form (``vm.ops.prepared``) of ``name`` for constant ``args`` after the
+    input, as the static runtime binds it (its out variant when ``out``)."""
+    from vm.ops import registry
+    from vm.ops.prepared import UNKNOWN, prepared
+
+    ref = registry.OpRef(name, 1 + len(args), 1)
+    forms = prepared(ref, [UNKNOWN, *args], registry.bind(ref), registry.bind_out(ref))
+    assert forms is not None and forms.out is not None, f"{name}: no prepared form for these arguments"
+    return forms.out if out else forms.kernel
 
 
 def machine_limits(repeat: int = 5) -> tuple[float, float]:
