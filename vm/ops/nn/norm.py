@@ -11,6 +11,10 @@ does; they are accumulated in float64 and the result is returned in the input dt
 Batch and instance norm in training mode normalise with the batch statistics and, when
 running buffers are given, update them in place with ``momentum`` and the unbiased
 variance, exactly as PyTorch's forward does.
+
+The static runtime binds ``batch_norm`` (weights bound, eval) and ``layer_norm`` (constant
+``normalized_shape`` and eps) in prepared forms (``vm.ops.prepared_norm``) that share this
+module's arithmetic (``bn_affine``, ``layer_norm_rows``) and so give these kernels' bits.
 """
 
 from __future__ import annotations
