@@ -106,8 +106,8 @@ def test_layer_norm_is_the_kernel(seed, shape, dtype, k, weighted, biased, wrong
 
 
 def test_static_runtime_binds_the_prepared_batch_norm_and_matches_torch() -> None:
-    """A BatchNorm after a ``cat`` (densenet's: nothing to fold into) runs prepared in the
-    static runtime, with weights bound, and matches torch in eval mode."""
+    """A BatchNorm after a ``cat`` (densenet's: nothing to fold into) and a LayerNorm after
+    it run prepared in the static runtime, with weights bound, and match torch in eval mode."""
     torch = pytest.importorskip("torch")
     import sys
 
@@ -122,12 +122,14 @@ def test_static_runtime_binds_the_prepared_batch_norm_and_matches_torch() -> Non
             super().__init__()
             self.conv = torch.nn.Conv2d(3, 5, 3, padding=1)
             self.bn = torch.nn.BatchNorm2d(8)
+            self.ln = torch.nn.LayerNorm(6)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.relu(self.bn(torch.cat([x, self.conv(x)], 1)))
+            return self.ln(torch.relu(self.bn(torch.cat([x, self.conv(x)], 1))))
 
     torch.manual_seed(0)
     model = Dense()
+    model.ln.weight.data.uniform_(0.5, 1.5)
     model.bn.running_mean.uniform_(-1, 1)
     model.bn.running_var.uniform_(0.5, 2)
     model.bn.weight.data.uniform_(0.5, 1.5)
@@ -136,8 +138,9 @@ def test_static_runtime_binds_the_prepared_batch_norm_and_matches_torch() -> Non
     x = torch.randn(2, 3, 6, 6)
     exp = export_torch.export(model, "dense", (x,))
     runtime = StaticRuntime(parse(exp.ir), exp.weights)
-    bns = [pn for pn in runtime.module.processed_nodes if pn.ref is not None and pn.ref.name == "aten::batch_norm"]
-    assert bns and all(pn.kernel.__qualname__.startswith("_batch_norm") for pn in bns)
+    for name, preparer in (("aten::batch_norm", "_batch_norm"), ("aten::layer_norm", "_layer_norm")):
+        nodes = [pn for pn in runtime.module.processed_nodes if pn.ref is not None and pn.ref.name == name]
+        assert nodes and all(pn.kernel.__qualname__.startswith(preparer) for pn in nodes), name
     with torch.no_grad():
         want = model(x).numpy()
     for _ in range(2):  # the first run plans, the second runs the plan (the out form)
