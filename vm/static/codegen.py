@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.analysis.effects import is_mutable_type
+from compiler.analysis.effects import is_mutable_type, may_be_written
 from compiler.analysis.last_uses import last_use_in_block
 from compiler.ir import Block, Graph, Node, Value
 from vm.errors import CompileError
@@ -120,7 +120,7 @@ class GraphCode:
                     continue
             out = bind_out(ref) if ref is not None and len(outs) == 1 else None
             if kernel is not None and ref is not None and has_preparer(ref.name):
-                known = [self.constants.get(self._slot(v), UNKNOWN) for v in node.inputs]
+                known = [self._known_for_preparer(v) for v in node.inputs]
                 forms = prepared(ref, known, kernel, out)
                 if forms is not None:
                     kernel, out = forms.kernel, forms.out if out is not None else None
@@ -138,6 +138,15 @@ class GraphCode:
 
         self.kernels = {pn.index: pn.kernel for pn in self.pnodes}
         self.outs = {pn.index: pn.out for pn in self.pnodes}
+
+    def _known_for_preparer(self, v: Value) -> Any:
+        """The constant ``v`` holds, for a prepared form to decide on, or ``UNKNOWN``: a
+        tensor some node may write in place (a running statistic updated by ``add_``, say)
+        is not constant across calls, so a form must not capture it."""
+        value = self.constants.get(self._slot(v), UNKNOWN)
+        if isinstance(value, np.ndarray) and may_be_written(v):
+            return UNKNOWN
+        return value
 
     def _slot(self, v: Value) -> int:
         slot = self.slots.get(v)
