@@ -205,10 +205,11 @@ class _Factory:
         its first plan adds the plan's names to it instead of copying ~10^4 names then."""
         return dict(self._table_globals(K, OUT, C))
 
-    def __call__(self, K, OUT, C, B, OB, F, R, T, U, _pc, _deep, fused=None, g=None) -> Callable[..., Any]:
+    def __call__(self, K, OUT, C, B, OB, F, R, T, U, _pc, _deep, fused=None, g=None, shapes=None) -> Callable[..., Any]:
         """Bind the code; names a plan leaves out (a slot it does not plan, a node it does
         not call fast, a group it does not fuse: ``fused``, None for all) are None.
-        ``g``: a dict from ``globals_for`` to bind into (it becomes the code's globals)."""
+        ``g``: a dict from ``globals_for`` to bind into (it becomes the code's globals);
+        ``shapes``: slot -> value of the plan's cached shape-only values (``c<slot>``)."""
         if g is None:
             g = self.globals_for(K, OUT, C)
         g.update({
@@ -218,6 +219,10 @@ class _Factory:
         for name, kind, key, part in self.names:
             if kind == "b":
                 g[name] = B.get(key)
+            elif kind == "c":
+                if shapes is None:
+                    raise ValueError("code that skips shape-only nodes needs the plan's cached values")
+                g[name] = shapes[key]
             elif kind == "g":
                 g[name] = self.groups[key].kernel if fused is None or key in fused else None
             else:
@@ -249,6 +254,10 @@ class _Generator:
         self.linemap: dict[int, Node] = {}
         self.used: set[str] = set()  # closure names the body refers to
         self.fast = {index: (args, guarded) for index, args, guarded in mode.fast}
+        self.skipped_groups = {
+            gid for gid, g in code.groups.items()
+            if mode.skip and all(self._skipped(n) for n in g.nodes if n.kind not in SKIPPED)
+        }
 
     def compile(self) -> _Factory:
         code = self.code
@@ -273,7 +282,13 @@ class _Generator:
             )
 
     def _v(self, value: Value) -> str:
-        slot = self.code.slots[value]
+        return self._slot_name(self.code.slots[value])
+
+    def _slot_name(self, slot: int) -> str:
+        """The name a read of ``slot`` uses: ``c<slot>`` for a value the plan binds."""
+        if slot in self.mode.cached:
+            self.used.add(f"c{slot}")
+            return f"c{slot}"
         if slot in self.code.constants:
             self.used.add(f"v{slot}")
         return f"v{slot}"
@@ -323,12 +338,18 @@ class _Generator:
         items: list[Node | FusionInfo] = []
         for node in block.nodes:
             group = self.code.group_of.get(node)
+            if self._skipped(node) or (group is not None and group.gid in self.skipped_groups):
+                continue  # shape-only: its value, when read, is the plan's c<slot>
             if group is not None and group.gid in self.mode.fused:
                 if not items or items[-1] is not group:
                     items.append(group)
             elif node.kind not in SKIPPED and node not in self.code.folded:
                 items.append(node)
         return items
+
+    def _skipped(self, node: Node) -> bool:
+        pn = self.code.by_node.get(node)
+        return pn is not None and pn.index in self.mode.skip
 
     def _last_uses(
         self, block: Block, items: list[Node | FusionInfo]
@@ -411,8 +432,8 @@ class _Generator:
         fast_args, guarded = self.fast[pn.index]
         parts = []
         for kind, x in fast_args:
-            name = f"v{x}" if kind == "v" else f"s{pn.index}_{x}"
-            if kind == "s" or x in self.code.constants:
+            name = self._slot_name(x) if kind == "v" else f"s{pn.index}_{x}"
+            if kind == "s":
                 self.used.add(name)
             parts.append(name)
         if planned:
@@ -420,7 +441,7 @@ class _Generator:
         self.used.add(f"u{pn.index}")
         test = f"u{pn.index} is not None"
         if guarded:
-            operands = [p for p in parts if p.startswith("v")]
+            operands = [p for p in parts if p[0] in "vc"]
             checks = " and ".join(
                 f"type({v}) is _nd and {v}.dtype is d{pn.index}" for v in operands
             )
@@ -452,8 +473,8 @@ class _Generator:
             fast_args, guarded = self.fast[pn.index]
             parts = []
             for kind, x in fast_args:
-                name = f"v{x}" if kind == "v" else f"s{pn.index}_{x}"
-                if kind == "s" or x in self.code.constants:
+                name = self._slot_name(x) if kind == "v" else f"s{pn.index}_{x}"
+                if kind == "s":
                     self.used.add(name)
                 parts.append(name)
             if slot is not None and slot in self.mode.managed:  # out= by keyword: numpy deprecates positional out
@@ -464,7 +485,7 @@ class _Generator:
             self.used.add(f"u{pn.index}")
             call = f"u{pn.index}({', '.join(parts)})"
             if guarded:
-                operands = [p for p in parts if p.startswith("v")]
+                operands = [p for p in parts if p[0] in "vc"]
                 checks = " and ".join(
                     f"type({v}) is _nd and {v}.dtype is d{pn.index}" for v in operands
                 )

@@ -69,3 +69,7 @@ class Mode:
     # generic code only: slots it stores in R[slot] when bound with a recording dict
     # (``R is not None``), so that the recording run and every plan run one code object
     recorded: frozenset[int] = frozenset()
+    # shape-only nodes (vm/static/shape_only.py) a plan does not run, by node index, and the
+    # slots of their values later nodes read, bound per plan as globals ``c<slot>``
+    skip: frozenset[int] = frozenset()
+    cached: frozenset[int] = frozenset()

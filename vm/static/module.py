@@ -48,6 +48,7 @@ from vm.static.prepare import (
     flat_weights,
     prepare,
 )
+from vm.static.shape_only import shape_only
 
 
 @attrs.frozen
@@ -85,6 +86,9 @@ class StaticOptions:
     # plan at construction when the input types fix every input's shape and dtype (a
     # traced graph's ``Long(1, 16, ...)``): one recording run on zeros of those shapes
     plan_from_types: bool = True
+    # values that depend only on the input shapes computed once per plan, their nodes not
+    # run by the plan's code (vm/static/shape_only.py)
+    fold_shapes: bool = True
 
 
 class StaticModule:
@@ -198,8 +202,13 @@ class StaticModule:
                 candidates=frozenset(self.candidates),
                 fast=tuple((i, *shape) for i, shape in sorted(self.fast_shapes.items())),
                 generic=True,
-                recorded=self.recorded_slots,
+                recorded=frozenset() if self.shape_skip else self.recorded_slots,
+                skip=self.shape_skip,
+                cached=self.shape_cached,
             )
+            if self.shape_skip:  # the planned code skips the shape-only nodes: record apart
+                self.record_mode = Mode(record=True, candidates=self.recorded_slots)
+                self.entry.factory(self.generic_mode)
         self.entry.factory(self.record_mode if self.plannable else Mode())
         self.callee_functions(False)
         self.layouts_made = 0  # recording runs planned from (a count for tests and profiles)
@@ -236,10 +245,21 @@ class StaticModule:
             if v in s
         }
         self.tainted = frozenset(s[v] for v in facts.tainted if v in s)
+        # shape-only values: computed by the recording run, bound per plan as constants
+        self.shape_skip: frozenset[int] = frozenset()
+        self.shape_cached: frozenset[int] = frozenset()
+        if opts.fold_shapes:
+            bound = {v for v, slot in s.items() if slot in code.constants}
+            found = shape_only(code.graph, facts, refs, [g.nodes for g in code.groups.values()], bound)
+            self.shape_skip = frozenset(code.by_node[n].index for n in found.nodes if n in code.by_node)
+            self.shape_cached = frozenset(s[v] for v in found.cached)
+            skipped_slots = {slot for n in found.nodes for v in n.outputs if (slot := s.get(v)) is not None}
+            self.candidates = {slot: step for slot, step in self.candidates.items() if slot not in skipped_slots}
         self.fast_candidates = [
             pn
             for pn in code.pnodes
             if opts.specialize and pn.ref is not None and pn.ref.name in fastpath.NAMES
+            and pn.index not in self.shape_skip
         ]
         # values not defined in the entry block (loop bodies, branches) vary per run: guard them
         block_values = {v for n in facts.steps for v in n.outputs} | set(
@@ -270,6 +290,7 @@ class StaticModule:
             {*self.candidates, *self.out_candidates}
             | {slot for probe, _ in self.fast_probes for slot in probe.slots()}
             | {s[v] for g in self.groups for v in g.inputs if v in s}
+            | self.shape_cached
         )
 
     @property
@@ -280,7 +301,7 @@ class StaticModule:
 
     @property
     def plannable(self) -> bool:
-        return bool(self.candidates or self.out_candidates or self.fast_candidates)
+        return bool(self.candidates or self.out_candidates or self.fast_candidates or self.shape_skip)
 
     def layout(self, key: Any) -> Layout | None:
         """The plan layout made for input key ``key``, if any."""
@@ -382,10 +403,12 @@ class StaticModule:
         factory: Any = None,
         fused: frozenset[int] | None = None,
         globals_: dict[str, Any] | None = None,
+        shapes: Mapping[int, Any] | None = None,
     ) -> Any:
         """``code``'s function for ``mode``, closed over kernels, constants and buffers
         (``fast``: index -> (ufunc, scalars, guard dtype) for the nodes ``mode.fast`` names;
-        ``globals_``: a dict from ``spare_globals`` to bind into, else one is copied now)."""
+        ``globals_``: a dict from ``spare_globals`` to bind into, else one is copied now;
+        ``shapes``: the plan's cached shape-only values, slot -> value)."""
         made = factory or code.factory(mode)
         return made(
             code.kernels,
@@ -401,6 +424,7 @@ class StaticModule:
             _deep,
             fused,
             globals_,
+            shapes,
         )
 
     def spare_globals(self) -> dict[str, Any] | None:

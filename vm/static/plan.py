@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
 
 from vm.static import fastpath
 from vm.static import memory_planner as mp
@@ -33,6 +34,7 @@ class Layout:
     fast: dict[int, Any]  # node index -> (ufunc, scalars, guard dtype)
     unfused: dict[int, str]  # group id -> why it runs as nodes
     factory: Any  # the entry graph's code: the module's generic code, or compiled for ``mode``
+    shapes: dict[int, Any] = attrs.field(factory=dict)  # cached shape-only values (vm/static/shape_only.py)
 
 
 def make_layout(sm: StaticModule, recorded: Mapping[int, Any]) -> Layout:
@@ -64,11 +66,27 @@ def make_layout(sm: StaticModule, recorded: Mapping[int, Any]) -> Layout:
     out_specs = [spec for s in out_slots if (spec := mp.spec_of(recorded[s])) is not None]
     structure = tuple((i, _arg_structure(args), guard is not None) for i, (_, args, guard) in sorted(fast.items()))
     tables = {i: (ufunc, [v for kind, v in args if kind == "s"], guard) for i, (ufunc, args, guard) in fast.items()}
-    mode = Mode(managed=frozenset(memory.offsets), out_managed=out_slots, fast=structure, fused=fused)
+    mode = Mode(
+        managed=frozenset(memory.offsets), out_managed=out_slots, fast=structure, fused=fused,
+        skip=sm.shape_skip, cached=sm.shape_cached,
+    )
     # the module's generic code serves every plan without compiling (only plans that
     # manage graph outputs get code of their own)
     factory = sm.entry.factory(sm.generic_mode if sm.generic_mode is not None else mode)
-    return Layout(memory, mode, out_specs, tables, unfused_why, factory)
+    return Layout(memory, mode, out_specs, tables, unfused_why, factory, cached_values(sm.shape_cached, recorded))
+
+
+def cached_values(slots: frozenset[int], recorded: Mapping[int, Any]) -> dict[int, Any]:
+    """The recorded shape-only values a plan binds, arrays made read-only: they are shared
+    by every call of the plan (and every runtime of the module), and nothing may write them
+    (``vm/static/shape_only.py``), so a write would be a bug, reported, not a wrong answer."""
+    values = {}
+    for slot in slots:
+        value = recorded[slot]
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        values[slot] = value
+    return values
 
 
 def _fast_calls(

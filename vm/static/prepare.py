@@ -123,7 +123,7 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
 
 
 # The StaticOptions switches of the load-time folds, in the order fold_weights runs them.
-LOAD_TIME_FOLDS = ("fold_attributes", "fold_batch_norm", "fold_epilogues", "fold_transposed_weights")
+LOAD_TIME_FOLDS = ("fold_attributes", "fold_batch_norm", "fold_epilogues", "fold_transposed_weights", "fold_shapes")
 
 
 def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, dict[str, Any]]:

@@ -92,6 +92,7 @@ class ProfileReport:
     planner: str
     filled_constants: int = 0  # constants widened to arrays for maximum/minimum (static_fastpath)
     filled_bytes: int = 0
+    shape_only_nodes: int = 0  # nodes a plan does not run: computed once per plan (shape_only.py)
     rows: tuple[Row, ...] = ()  # by kind and input shapes, then the time outside nodes
     timed_seconds_per_run: float = 0.0  # a run with node timing on: what the rows add up to
     trace: tuple[TraceEvent, ...] = ()
@@ -124,7 +125,8 @@ class ProfileReport:
             f"static runtime profile: {self.runs} runs after one warm-up",
             f"  setup {us(self.setup_seconds)}   first run {us(self.first_run_seconds)}",
             f"  per run {us(self.seconds_per_run)} (median)   sum of node times {us(self.node_seconds_per_run)}",
-            f"  nodes {self.total_nodes}, with an out variant {self.out_nodes}",
+            f"  nodes {self.total_nodes}, with an out variant {self.out_nodes},"
+            f" shape-only (computed once per plan, not timed) {self.shape_only_nodes}",
             "",
             f"  {'operator':<30}{'input shapes':<28}{'time/run':>14}{'share':>8}{'calls':>7}",
         ]
@@ -196,7 +198,8 @@ def profile(
         clock = _Clock(len(sm.processed_nodes))
         arena, fast = (list(plan.arena), plan.fast) if plan is not None else ([], {})
         timed = sm.bind(
-            sm.entry, mode, views, sm.callee_functions(True), None, clock, arena, fast
+            sm.entry, mode, views, sm.callee_functions(True), None, clock, arena, fast,
+            shapes=plan.layout.shapes if plan is not None else None,
         )
         clock.start = t0 = time.perf_counter()
         rt._run(timed, tuple(inputs))
@@ -257,7 +260,7 @@ def _input_shapes(sm: StaticModule, plan: Any, inputs: Sequence[Any], program: A
     seen: dict[int, Any] = {}
     slots = frozenset(slot for pn in code.pnodes for slot in pn.outputs)
     base = plan.mode if plan is not None else Mode()
-    mode = attrs.evolve(base, record=True, candidates=slots)
+    mode = attrs.evolve(base, record=True, candidates=slots, skip=frozenset(), cached=frozenset())
     arena, fast = (list(plan.arena), plan.fast) if plan is not None else ([], {})
     fn = sm.bind(code, mode, plan.views if plan is not None else {}, sm.callee_functions(False), seen, None, arena, fast)
     fn(*inputs)
@@ -332,6 +335,7 @@ def _fallbacks(sm: StaticModule, plan: Any, inputs: Sequence[Any]) -> list[str]:
         None,
         list(plan.arena),
         plan.fast,
+        shapes=plan.layout.shapes,
     )
     fn(*inputs)
     producers = {pn.outputs[0]: pn for pn in sm.entry.pnodes if len(pn.outputs) == 1}
@@ -397,4 +401,5 @@ def _report(sm, plan, times, setup, first, per_run, runs, fallbacks) -> ProfileR
         planner=sm.options.planner,
         filled_constants=len(filled),
         filled_bytes=sum(a.nbytes for a in filled.values()),
+        shape_only_nodes=len(sm.shape_skip) if plan is not None else 0,
     )

@@ -164,7 +164,8 @@ class StaticRuntime:
         else:
             spare = None
         fn = sm.bind(
-            sm.entry, layout.mode, views, table, None, None, outputs, layout.fast, layout.factory, layout.mode.fused, spare
+            sm.entry, layout.mode, views, table, None, None, outputs, layout.fast, layout.factory, layout.mode.fused, spare,
+            layout.shapes,
         )
         arena = mp.arena(layout.out_specs) if layout.out_specs else []
         return _Plan(layout, slab, views, fn, arena, outputs)
