@@ -231,3 +231,15 @@ def test_zoo_cases_match_torch_with_shape_folding_on_and_off(case: str, fold: bo
         sm = StaticModule(program, weights, options)
         assert sm.shape_skip, f"{case}: no shape-only node found"
         StaticRuntime(sm)(*load_inputs(folder / f"{case}.inputs.npz", program))
+
+
+def test_each_input_shape_gets_its_own_values() -> None:
+    """Alternating input widths on one runtime: each plan binds the values recorded for
+    its own key (an arange of the other width would not even broadcast)."""
+    program = compiler.compile_source(POSITIONS)
+    runtime, interp = StaticRuntime(StaticModule(program, None, ON)), Interpreter(program)
+    rng = np.random.default_rng(0)
+    for width in (5, 9, 5, 9, 2):
+        x = rng.standard_normal((3, width)).astype(np.float32)
+        np.testing.assert_array_equal(runtime(x), interp(x))
+    assert runtime.stats["plans_made"] == 3
