@@ -254,10 +254,9 @@ class _Generator:
         self.linemap: dict[int, Node] = {}
         self.used: set[str] = set()  # closure names the body refers to
         self.fast = {index: (args, guarded) for index, args, guarded in mode.fast}
-        self.skipped_groups = {
-            gid for gid, g in code.groups.items()
-            if mode.skip and all(self._skipped(n) for n in g.nodes if n.kind not in SKIPPED)
-        }
+        self.skipped = {pn.node for pn in code.pnodes if pn.index in mode.skip}  # shape-only
+        self.skipped_groups = {gid for gid, g in code.groups.items() if self.skipped.issuperset(
+            n for n in g.nodes if n.kind not in SKIPPED) and self.skipped}
 
     def compile(self) -> _Factory:
         code = self.code
@@ -338,7 +337,7 @@ class _Generator:
         items: list[Node | FusionInfo] = []
         for node in block.nodes:
             group = self.code.group_of.get(node)
-            if self._skipped(node) or (group is not None and group.gid in self.skipped_groups):
+            if node in self.skipped or (group is not None and group.gid in self.skipped_groups):
                 continue  # shape-only: its value, when read, is the plan's c<slot>
             if group is not None and group.gid in self.mode.fused:
                 if not items or items[-1] is not group:
@@ -346,10 +345,6 @@ class _Generator:
             elif node.kind not in SKIPPED and node not in self.code.folded:
                 items.append(node)
         return items
-
-    def _skipped(self, node: Node) -> bool:
-        pn = self.code.by_node.get(node)
-        return pn is not None and pn.index in self.mode.skip
 
     def _last_uses(
         self, block: Block, items: list[Node | FusionInfo]
