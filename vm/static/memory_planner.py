@@ -253,8 +253,9 @@ def validate(p: MemoryPlan) -> None:
     """Raise PlanError when two tensors alive at the same step share a byte, or one runs
     past the end of the slab."""
     slots = sorted(p.offsets, key=lambda s: p.offsets[s])
+    size = {s: p.specs[s].nbytes for s in slots}  # each spec's size once (a product of its shape)
     for i, a in enumerate(slots):
-        a_lo, a_hi = p.offsets[a], p.offsets[a] + p.specs[a].nbytes
+        a_lo, a_hi = p.offsets[a], p.offsets[a] + size[a]
         if a_lo % ALIGN or a_hi > p.slab_bytes:
             raise PlanError(
                 f"memory plan: slot {a} at [{a_lo}, {a_hi}) is misaligned or outside the slab"
@@ -264,14 +265,14 @@ def validate(p: MemoryPlan) -> None:
             if b_lo >= a_hi:
                 break
             if (
-                p.specs[b].nbytes
-                and p.specs[a].nbytes
+                size[b]
+                and size[a]
                 and _overlap(p.lifetimes[a], p.lifetimes[b])
                 and not _in_place(p, a, b)
             ):
                 raise PlanError(
                     f"memory plan: slots {a} (steps {p.lifetimes[a]}) and {b} (steps {p.lifetimes[b]})"
-                    f" are alive together and overlap at bytes [{b_lo}, {min(a_hi, b_lo + p.specs[b].nbytes)})"
+                    f" are alive together and overlap at bytes [{b_lo}, {min(a_hi, b_lo + size[b])})"
                 )
 
 
