@@ -55,6 +55,29 @@ class Forms(NamedTuple):
     out: Callable[..., Any] | None = None
 
 
+def first_argument_forms(
+    fast: Callable[[np.ndarray | None, Any], np.ndarray | None],
+    kernel: Callable[..., Any],
+    out_variant: Callable[..., Any] | None,
+) -> Forms:
+    """Forms that try ``fast(out, x)`` on the first argument (``out`` None for the plain
+    form) and, where it declines (None), call the kernel or out variant with every
+    argument, so its results and errors are the kernel's."""
+
+    def call(x: Any, *args: Any) -> Any:
+        r = fast(None, x)
+        return r if r is not None else kernel(x, *args)
+
+    def call_out(out: Any, x: Any, *args: Any) -> Any:
+        r = fast(out, x) if type(out) is np.ndarray else None
+        if r is not None:
+            return r
+        assert out_variant is not None  # codegen keeps an out form only where the node had one
+        return out_variant(out, x, *args)
+
+    return Forms(call, call_out if out_variant is not None else None)
+
+
 # fn(known, kernel, out) -> a prepared kernel, Forms, or None (keep the kernel)
 Preparer = Callable[[Known, Callable[..., Any], "Callable[..., Any] | None"], "Callable[..., Any] | Forms | None"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.ops.prepared import Forms, Known, prepares
+from vm.ops.prepared import Forms, Known, first_argument_forms, prepares
 
 Kernel = Callable[..., Any]
 _MAX_SHAPES = 16  # input shapes remembered per node
@@ -83,15 +83,4 @@ def _max_pool2d(known: Known, kernel: Kernel, out_variant: Kernel | None) -> For
             np.maximum(best, x[tap], out=best)
         return best
 
-    def max_pool2d(x: Any, *args: Any) -> np.ndarray:
-        r = pool(None, x)
-        return r if r is not None else kernel(x, *args)
-
-    def max_pool2d_out(out: np.ndarray, x: Any, *args: Any) -> np.ndarray:
-        r = pool(out, x) if type(out) is np.ndarray else None
-        if r is not None:
-            return r
-        assert out_variant is not None  # codegen keeps an out form only where the node had one
-        return out_variant(out, x, *args)
-
-    return Forms(max_pool2d, max_pool2d_out if out_variant is not None else None)
+    return first_argument_forms(pool, kernel, out_variant)

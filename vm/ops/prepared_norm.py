@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from vm.ops.nn.norm import ROW_MAX, bn_affine, layer_norm_rows
-from vm.ops.prepared import Forms, Known, prepares
+from vm.ops.prepared import Forms, Known, first_argument_forms, prepares
 
 Kernel = Callable[..., Any]
 _MAX_SHAPES = 16  # input shapes remembered per layer_norm node
@@ -74,18 +74,7 @@ def _batch_norm(known: Known, kernel: Kernel, out_variant: Kernel | None) -> For
         np.add(y, t[1], out=y)
         return y
 
-    def batch_norm(x: Any, *args: Any) -> np.ndarray:
-        r = apply(None, x)
-        return r if r is not None else kernel(x, *args)
-
-    def batch_norm_out(out: np.ndarray, x: Any, *args: Any) -> np.ndarray:
-        r = apply(out, x) if type(out) is np.ndarray else None
-        if r is not None:
-            return r
-        assert out_variant is not None  # codegen keeps an out form only where the node had one
-        return out_variant(out, x, *args)
-
-    return Forms(batch_norm, batch_norm_out if out_variant is not None else None)
+    return first_argument_forms(apply, kernel, out_variant)
 
 
 @prepares("aten::layer_norm")
