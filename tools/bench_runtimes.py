@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import os
 import statistics
@@ -69,6 +70,10 @@ try:
     import torch
 except ImportError:  # the torch columns stay empty
     torch = None
+
+# ONNX Runtime's column needs onnxruntime, and onnx + onnxscript for torch's exporter; it is
+# left empty, and the threads report says why, where they are not installed
+ORT = torch is not None and all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx", "onnxscript"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -379,9 +384,10 @@ def zoo_runners(name: str) -> dict[str, Callable[..., Any]]:
     args = [to_numpy(x) for x in inputs]
     static, interp = vm.StaticRuntime(program, weights), vm.Interpreter(program, weights)
     jit, eager = bench_zoo._no_grad(lambda: compiled(*inputs)), bench_zoo._no_grad(lambda: model(*inputs))
-    ort = bench_zoo.onnx_session(model, inputs, THREADS)
-    return {"interpreter": lambda: interp(*args), "static": lambda: static(*args),
-            "torch.jit": jit, "torch eager": eager, "ORT": ort}  # fmt: skip
+    calls = {"interpreter": lambda: interp(*args), "static": lambda: static(*args), "torch.jit": jit, "torch eager": eager}
+    if ORT:
+        calls["ORT"] = bench_zoo.onnx_session(model, inputs, THREADS)
+    return calls
 
 
 def dispatch_overhead(budget: float) -> dict[str, float]:
@@ -458,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         if program not in built:
             built[program] = runners(program)
         calls = {column: (lambda fn=fn, a=inputs: fn(*a)) for column, fn in built[program].items()}
-        if torch is not None and not program.startswith("zoo:"):
+        if ORT and not program.startswith("zoo:"):
             calls["ORT"] = onnx_runner(TORCH_ONLY.get(program) or PROGRAMS[program][0], inputs)
         measured = median_calls(calls, budget, args.batches)
         times = {column: m[0] for column, m in measured.items()}
@@ -517,7 +523,8 @@ def thread_lines() -> list[str]:
     ]
     if torch is not None:
         lines.append(f"- torch.jit, torch static, torch eager: torch.get_num_threads() = {torch.get_num_threads()}")
-        lines.append(f"- ORT: intra_op_num_threads = {THREADS}, inter_op_num_threads = 1")
+        lines.append(f"- ORT: intra_op_num_threads = {THREADS}, inter_op_num_threads = 1" if ORT else
+                     "- ORT: not installed (pip install onnxruntime onnx onnxscript), its column is empty")
     return lines
 
 
