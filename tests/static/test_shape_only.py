@@ -243,3 +243,31 @@ def test_each_input_shape_gets_its_own_values() -> None:
         x = rng.standard_normal((3, width)).astype(np.float32)
         np.testing.assert_array_equal(runtime(x), interp(x))
     assert runtime.stats["plans_made"] == 3
+
+
+WEIGHT_WRITTEN = """graph(%self : __torch__.M,
+      %x.1 : Tensor):
+  %w : Tensor = prim::GetAttr[name="w"](%self)
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %s : Tensor = aten::mul(%w, %two)
+  %y : Tensor = aten::add(%x.1, %s, %one)
+  %u : Tensor = aten::add_(%w, %w, %one)
+  return (%y)
+"""
+
+
+def test_a_value_computed_from_a_weight_written_in_place_is_not_cached() -> None:
+    """``w * 2`` reads only a weight and a literal, but the program doubles ``w`` in place on
+    every call, so each call sees a new ``w`` (2, 4, 8, 16 ...), as in the interpreter: a
+    weight some node may write is no constant (here without fusion groups, which would
+    otherwise hide the node from the search)."""
+    program = compiler.compile_source(WEIGHT_WRITTEN, fusion=False)
+    sm = StaticModule(program, {"w": np.ones(3, np.float32)}, ON)
+    runtime, interp = StaticRuntime(sm), Interpreter(program, {"w": np.ones(3, np.float32)})
+    x = np.zeros(3, np.float32)
+    for call in range(4):
+        want = interp(x)
+        np.testing.assert_array_equal(want, np.full(3, 2.0 ** (call + 1), np.float32))
+        np.testing.assert_array_equal(runtime(x), want)
+    assert "aten::mul" not in _skipped_kinds(sm)

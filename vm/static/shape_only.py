@@ -78,6 +78,8 @@ def _search(
     graph: Graph, facts: BlockFacts, refs: dict[Node, OpRef], grouped: set[Node], bound: set[Value]
 ) -> ShapeOnly:
     constant = {v for n in graph.nodes if n.kind == "prim::Constant" for v in n.outputs} | set(bound)
+    # a tensor the program may write in place (a weight updated by ``add_``) is no constant
+    constant = {v for v in constant if not (effects.is_mutable_type(v.type) and effects.may_be_written(v))}
     # the planner's taint, refined: what a pure node computes from constants and the key
     # (``aten::Int`` of a ``NumToTensor`` of a size) follows from the key as well
     tainted = {v for v in graph.inputs if v in facts.tainted}
