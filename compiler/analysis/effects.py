@@ -105,12 +105,27 @@ def _may_draw(node: Node, info: OpInfo, switches: tuple[tuple[str, object], ...]
     return True
 
 
+# Operators that write inputs their schemas (as PyTorch's) do not annotate, for some
+# arguments: batch and instance norm using the batch's statistics update the running
+# statistics in place.  kind -> (switch argument, the constant that turns the writes off,
+# the arguments written).
+CONDITIONAL_WRITES: dict[str, tuple[str, object, tuple[str, ...]]] = {
+    "aten::batch_norm": ("training", False, ("running_mean", "running_var")),
+    "aten::instance_norm": ("use_input_stats", False, ("running_mean", "running_var")),
+}
+
+
 def mutated_inputs(node: Node) -> list[int]:
-    """Indices of the inputs ``node`` writes to (from ``(a!)`` schema annotations)."""
+    """Indices of the inputs ``node`` writes to (from ``(a!)`` schema annotations, and
+    ``CONDITIONAL_WRITES`` unless a constant argument turns them off)."""
     info = op_info(node)
     if info is not None:
         args = info.schema.arguments
-        return [i for i, arg in enumerate(args[: len(node.inputs)]) if arg.mutated]
+        written = [i for i, arg in enumerate(args[: len(node.inputs)]) if arg.mutated]
+        conditional = CONDITIONAL_WRITES.get(node.kind)
+        if conditional is not None:
+            written += _conditional_writes(node, [a.name for a in args], conditional)
+        return written
     if node.kind in ("prim::CallFunction", "prim::CallMethod"):  # a callee may write its arguments
         return [i for i, v in enumerate(node.inputs) if is_mutable_type(v.type)]
     if node.kind in PURE_KINDS or node.kind in EFFECT_KINDS:
@@ -119,6 +134,22 @@ def mutated_inputs(node: Node) -> list[int]:
     if mutates or not known:
         return [i for i, v in enumerate(node.inputs) if is_mutable_type(v.type)]
     return []
+
+
+def _conditional_writes(node: Node, names: list[str], conditional: tuple[str, object, tuple[str, ...]]) -> list[int]:
+    from compiler.resolve import constant_value
+
+    switch, off, targets = conditional
+    if switch in names and names.index(switch) < len(node.inputs):
+        producer = node.inputs[names.index(switch)].node
+        if producer is not None and producer.kind == "prim::Constant" and constant_value(producer) == off:
+            return []
+    return [
+        names.index(name) for name in targets
+        if name in names and names.index(name) < len(node.inputs)
+        and is_mutable_type(node.inputs[names.index(name)].type)
+        and node.inputs[names.index(name)].type != T.NONE
+    ]
 
 
 def returns_alias(node: Node) -> bool:

@@ -241,3 +241,39 @@ def test_the_recording_run_and_the_plans_run_one_code_object() -> None:
         assert recorded == {}
     (plan,) = rt._plans.values()
     assert plan.run.__code__ is record_fn.__code__ and rt.stats["plan_hits"] == 1
+
+
+TRAINING_BN = """graph(%self : __torch__.M,
+      %x.1 : Float(2, 3, 4, strides=[12, 4, 1], requires_grad=0, device=cpu)):
+  %rm : Tensor = prim::GetAttr[name="rm"](%self)
+  %rv : Tensor = prim::GetAttr[name="rv"](%self)
+  %true : bool = prim::Constant[value=1]()
+  %mom : float = prim::Constant[value=0.10000000000000001]()
+  %eps : float = prim::Constant[value=1.0000000000000001e-05]()
+  %none : NoneType = prim::Constant()
+  %y : Tensor = aten::batch_norm(%x.1, %none, %none, %rm, %rv, %true, %mom, %eps, %true)
+  return (%y)
+"""
+
+
+def test_a_program_that_writes_its_weights_is_not_run_at_construction() -> None:
+    """Batch norm in training mode updates its running statistics in place (no schema
+    annotation says so): planning on zeros at construction would change the caller's
+    weights and every later result, so such a module plans on its first call, and its
+    calls match the interpreter's."""
+    from vm.interpreter import Interpreter
+    from vm.static import StaticModule, StaticRuntime
+
+    def weights() -> dict[str, np.ndarray]:
+        return {"rm": np.zeros(3, np.float32), "rv": np.ones(3, np.float32)}
+
+    program = compiler.compile_source(TRAINING_BN, "bn.ir")
+    mine, theirs = weights(), weights()
+    module = StaticModule(program, mine)
+    assert not module.planned_from_types
+    np.testing.assert_array_equal(mine["rv"], np.ones(3, np.float32))  # untouched by construction
+    runtime, interp = StaticRuntime(module), Interpreter(program, theirs)
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for _ in range(2):
+        np.testing.assert_allclose(runtime(x), interp(x), rtol=1e-6)
+    np.testing.assert_allclose(mine["rm"], theirs["rm"], rtol=1e-6)

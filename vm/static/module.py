@@ -358,15 +358,27 @@ class StaticModule:
                 except Exception as exc:  # noqa: BLE001  (a kernel failure becomes a RunError)
                     raise self.wrap_error(exc) from None
 
+    def _writes_module_state(self) -> bool:
+        """Whether some node may write a tensor read from ``%self`` or a tensor constant."""
+        from compiler.analysis.effects import is_mutable_type, may_be_written
+
+        return any(
+            n.kind in ("prim::GetAttr", "prim::Constant") and is_mutable_type(v.type) and may_be_written(v)
+            for g in (self.ir.main, *self.ir.functions.values())
+            for n in g.walk()
+            for v in n.outputs
+        )
+
     def _plan_from_types(self) -> None:
         """``plan_for`` inputs made from the declared input types, when they fix every
         shape and dtype (``inputs.typed_inputs``).  A plan holds whatever the values, so
         zeros serve; a run that zeros make fail (a check on values, say) leaves the
         planning to the first call, as without types.  A program that assigns a module
-        attribute is not run here: the run would change the module's state; nor is one with
+        attribute or may write one in place (batch norm in training mode updates its
+        running statistics) is not run here: the run would change the module's state; nor is one with
         a loop whose trip count or condition may follow from tensor contents
         (``analysis.value_bound_loops``): on zeros it could run for any time, or forever."""
-        if not self.plannable or self.assigns_attributes:
+        if not self.plannable or self.assigns_attributes or self._writes_module_state():
             return
         made = typed_inputs(self.inputs)
         if made is None or value_bound_loops((self.ir.main, *self.ir.functions.values())):
