@@ -378,10 +378,10 @@ class StaticModule:
         running statistics) is not run here: the run would change the module's state; nor is one with
         a loop whose trip count or condition may follow from tensor contents
         (``analysis.value_bound_loops``): on zeros it could run for any time, or forever."""
-        if not self.plannable or self.assigns_attributes or self._writes_module_state():
+        if not self.plannable or self.assigns_attributes:
             return
         made = typed_inputs(self.inputs)
-        if made is None or value_bound_loops((self.ir.main, *self.ir.functions.values())):
+        if made is None or self._writes_module_state() or value_bound_loops((self.ir.main, *self.ir.functions.values())):
             return
         try:
             with np.errstate(all="ignore"):  # log(0) of a stand-in is not the caller's warning
