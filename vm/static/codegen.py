@@ -424,6 +424,18 @@ class _Generator:
             call = f"o{pn.index}(b{slot}, {', '.join(ins)}) if b{slot} is not None else {call}"
         if pn.index not in self.fast:
             return call
+        parts, guarded = self._fast_parts(pn)
+        if planned:
+            parts.append(f"out=b{slot}")
+        self.used.add(f"u{pn.index}")
+        test = f"u{pn.index} is not None"
+        if guarded:
+            test = f"{test} and {self._dtype_guard(pn, parts)}"
+        return f"u{pn.index}({', '.join(parts)}) if {test} else {call}"
+
+    def _fast_parts(self, pn: ProcessedNode) -> tuple[list[str], bool]:
+        """The operands of ``pn``'s bare-ufunc call (slots and bound scalars), and whether
+        the call is guarded by a dtype check."""
         fast_args, guarded = self.fast[pn.index]
         parts = []
         for kind, x in fast_args:
@@ -431,19 +443,15 @@ class _Generator:
             if kind == "s":
                 self.used.add(name)
             parts.append(name)
-        if planned:
-            parts.append(f"out=b{slot}")
-        self.used.add(f"u{pn.index}")
-        test = f"u{pn.index} is not None"
-        if guarded:
-            operands = [p for p in parts if p[0] in "vc"]
-            checks = " and ".join(
-                f"type({v}) is _nd and {v}.dtype is d{pn.index}" for v in operands
-            )
-            dims = " or ".join(f"{v}.ndim" for v in operands)
-            self.used.add(f"d{pn.index}")
-            test = f"{test} and {checks} and ({dims})"
-        return f"u{pn.index}({', '.join(parts)}) if {test} else {call}"
+        return parts, guarded
+
+    def _dtype_guard(self, pn: ProcessedNode, parts: list[str]) -> str:
+        """The test that the bare ufunc sees arrays of the dtype it was chosen for."""
+        operands = [p for p in parts if p[0] in "vc"]
+        checks = " and ".join(f"type({v}) is _nd and {v}.dtype is d{pn.index}" for v in operands)
+        dims = " or ".join(f"{v}.ndim" for v in operands)
+        self.used.add(f"d{pn.index}")
+        return f"{checks} and ({dims})"
 
     def _op(self, node: Node, depth: int, tail: str) -> None:
         outs = [self._v(v) for v in node.outputs]
@@ -465,13 +473,7 @@ class _Generator:
         if self.mode.generic:
             call = self._generic_call(pn, ins)
         elif pn.index in self.fast:
-            fast_args, guarded = self.fast[pn.index]
-            parts = []
-            for kind, x in fast_args:
-                name = self._slot_name(x) if kind == "v" else f"s{pn.index}_{x}"
-                if kind == "s":
-                    self.used.add(name)
-                parts.append(name)
+            parts, guarded = self._fast_parts(pn)
             if slot is not None and slot in self.mode.managed:  # out= by keyword: numpy deprecates positional out
                 self.used.add(f"b{slot}")
                 parts.append(f"out=b{slot}")
@@ -480,13 +482,8 @@ class _Generator:
             self.used.add(f"u{pn.index}")
             call = f"u{pn.index}({', '.join(parts)})"
             if guarded:
-                operands = [p for p in parts if p[0] in "vc"]
-                checks = " and ".join(
-                    f"type({v}) is _nd and {v}.dtype is d{pn.index}" for v in operands
-                )
-                dims = " or ".join(f"{v}.ndim" for v in operands)
-                self.used.update((f"d{pn.index}", f"k{pn.index}"))
-                call = f"{call} if {checks} and ({dims}) else k{pn.index}({', '.join(ins)})"
+                self.used.add(f"k{pn.index}")
+                call = f"{call} if {self._dtype_guard(pn, parts)} else k{pn.index}({', '.join(ins)})"
         elif slot is not None and slot in self.mode.managed:
             self.used.update((f"o{pn.index}", f"b{slot}"))
             call = f"o{pn.index}(b{slot}, {', '.join(ins)})"
