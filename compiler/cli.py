@@ -81,9 +81,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def read_source(path: str) -> str:
     """The text of the program at ``path``: a ``torch.jit.save`` archive's ``forward``
-    compiled to IR, else the file's text (``vm.files.read_program_text``)."""
+    compiled to IR, else the file's text (``vm.files.kinds.read_program_text``)."""
     from compiler.torchscript import archive_ir_text
-    from vm.files import read_program_text
+    from vm.files.kinds import read_program_text
 
     text = archive_ir_text(path)
     if text is not None:
@@ -189,7 +189,7 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
 
         weights = load_npz(args.weights)
     if own is not None:  # a .pt: specialized for its own settings (or --weights over them), as irvm run does
-        from vm.weights import override
+        from vm.binding.weights import override
 
         weights = override(own, weights or {}, args.file)
     optimized, records = pipeline.optimize(
@@ -206,12 +206,12 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
         return 0
     program = timed("emit", lambda: emit(optimized, source=source))
     if args.emit == "bytecode":
-        from vm.bytecode import disassemble
+        from vm.program.bytecode import disassemble
 
         print(disassemble(program), end="")
         return 0
-    from vm.files import check_writable
-    from vm.irbc import save
+    from vm.files.kinds import check_writable
+    from vm.program.irbc import save
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
     given = [Path(args.file), *([Path(args.weights)] if args.weights else [])]
@@ -225,7 +225,7 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
             print(f"[{name}: {_ms(seconds)}]", file=sys.stderr)
         print(f"[total: {_ms(progress.elapsed)}]", file=sys.stderr)
     if args.fuser == "numba":
-        from vm.interpreter import Interpreter
+        from vm.interpreter.machine import Interpreter
 
         progress.stage("numba kernels")
         problems = Interpreter(program, fuser="numba").fuser_problems  # fills the numba cache
@@ -241,7 +241,7 @@ def _ms(seconds: float) -> str:
 
 def _cmd_viz(args: argparse.Namespace) -> int:
     from compiler.viz import render
-    from vm.files import check_writable, mark_picture
+    from vm.files.kinds import check_writable, mark_picture
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".svg")
     targets = [out]  # without graphviz, render refuses a picture and writes nothing

@@ -1,7 +1,7 @@
-"""The error family and spans: defined in ``vm.errors`` (the VM reports errors without the
+"""The error family and spans: defined in ``vm.core.errors`` (the VM reports errors without the
 compiler), re-exported here for the compiler's modules."""
 
-from vm.errors import (
+from vm.core.errors import (
     BytecodeError,
     CompileError,
     IRError,

@@ -1,4 +1,4 @@
-"""The emitter: optimized IR in, bytecode (``vm.bytecode.Program``) out.
+"""The emitter: optimized IR in, bytecode (``vm.program.bytecode.Program``) out.
 
 The lowering follows TorchScript's ``CodeImpl`` (``runtime/interpreter/code_impl.h``).
 The graph first goes through ``insert_drops`` (on a copy), so that every value's last
@@ -18,7 +18,7 @@ graph becomes one ``Function``, emitted block by block:
 - ``prim::If`` is ``JF else / then / JMP end / else / end: STORE(N)``: each branch leaves
   its block outputs on the stack;
 - ``prim::Loop`` is ``LOADC 0; loads; LOOP exit; STOREN params; body; loads; JMP LOOP;
-  exit: STOREN outputs`` (see ``vm.bytecode``);
+  exit: STOREN outputs`` (see ``vm.program.bytecode``);
 - ``prim::CallFunction`` of a ``prim::Constant[name="f"]`` is ``CALL f`` (a new frame; a
   function may call itself); a ``prim::FusionGroup`` is one OP of the fused kernel of
   ``vm.fusion.kernels`` (its subgraph travels as IR text in the operator's attributes; the
@@ -43,10 +43,10 @@ from compiler.passes.insert_drops import insert_drops
 from compiler.program_tables import check_table, node_refs_of, node_spans_of, self_reads_of
 from compiler.resolve import constant_value, resolve_all
 from compiler.types import InterfaceType, TensorType
-from vm.bytecode import Function, Instruction, Opcode, Program
-from vm.gc_pause import gc_paused
+from vm.core.gc_pause import gc_paused
 from vm.ops import registry
 from vm.ops.registry import OpRef
+from vm.program.bytecode import Function, Instruction, Opcode, Program
 
 
 @gc_paused()
@@ -106,7 +106,7 @@ def compile_source(
 def compile_file(path: str | Path, **options: Any) -> Program:
     """``compile_source`` on the file at ``path`` (spans name the file); a file that is no
     IR text (a TorchScript archive, bytecode...) is refused saying what it is."""
-    from vm.files import read_program_text
+    from vm.files.kinds import read_program_text
 
     return compile_source(read_program_text(path), str(path), **options)
 

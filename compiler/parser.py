@@ -45,8 +45,8 @@ from compiler import types as T
 from compiler.diagnostics import IRSyntaxError, IRValidationError, Span
 from compiler.ir import Graph, Module, Node, Value
 from compiler.parse_tree import Builder, RawBlock, RawGraph, RawNode, Spelled
-from vm.enum_values import member_of
-from vm.gc_pause import gc_paused
+from vm.core.enum_values import member_of
+from vm.core.gc_pause import gc_paused
 
 __all__ = ["grammar", "parse"]
 
@@ -86,7 +86,7 @@ def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Modul
     ctx = _Context(file, text)
     if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in ctx.lines):
         raise IRSyntaxError("empty file: expected a graph, `graph(%x : Tensor): ...`", ctx.span(1, 1))
-    with gc_paused():  # the IR is full of reference cycles: see vm.gc_pause
+    with gc_paused():  # the IR is full of reference cycles: see vm.core.gc_pause
         try:
             if not fast:
                 raise line_parser.NotFast

@@ -42,7 +42,7 @@ import attrs
 from compiler.diagnostics import IRError
 from compiler.ir import Module
 from compiler.passes import collecting, in_place, node_count
-from vm.gc_pause import gc_paused
+from vm.core.gc_pause import gc_paused
 
 DEFAULT_PIPELINE: list[str] = [
     # Phase 0: standard torch.nn submodules get irvm's forward bodies, then calls to known
@@ -109,7 +109,7 @@ def get_pass(name: str) -> Callable[[Module], Module]:
     return getattr(module, name)
 
 
-@gc_paused()  # the passes build and drop IR cycles: see vm.gc_pause
+@gc_paused()  # the passes build and drop IR cycles: see vm.core.gc_pause
 def optimize(
     module: Module,
     passes: Sequence[str] | None = None,

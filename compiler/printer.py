@@ -26,8 +26,8 @@ from typing import Any
 from compiler.ir import MODULE_PRINTER, Block, Graph, Module, Node, TensorLiteral, Value
 from compiler.literals import AnnotatedDict, AnnotatedList, Opaque, format_float, format_tensor_literal, quote
 from compiler.types import Type
-from vm.enum_values import EnumValue
-from vm.gc_pause import gc_paused
+from vm.core.enum_values import EnumValue
+from vm.core.gc_pause import gc_paused
 
 __all__ = ["print_module", "print_graph", "format_attr_value", "structurally_equal"]
 

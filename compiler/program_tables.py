@@ -1,4 +1,4 @@
-"""The tables a compiled program carries about its IR (see ``vm.self_reads``), made here,
+"""The tables a compiled program carries about its IR (see ``vm.program.self_reads``), made here,
 on the compiler's side: ``%self``'s attribute reads, the span of every node, and the
 operator every node resolved to (what the static runtime binds, without resolving)."""
 
@@ -72,13 +72,13 @@ def node_refs_of(module: Module, emitted: Module, resolved: Mapping[Any, Any]) -
         refs.append(resolved.get(twin))
     return tuple(refs) if next(kept, None) is None else ()
 def check_table(module: Module) -> dict[str, Any]:
-    """The check table of ``module`` (``vm.check_graph``): the nodes of its entry graph
-    that the run-time checks read (``vm.preflight.checked_kind``, tensor constants, and
+    """The check table of ``module`` (``vm.program.check_graph``): the nodes of its entry graph
+    that the run-time checks read (``vm.binding.preflight.checked_kind``, tensor constants, and
     the blocks around them), each function's tensor constants, and whether an input of the
     entry reaches a strict operator.  JSON-able; values, types and spans are indices into
     tables stored once."""
-    from vm.check_graph import TABLE_VERSION
-    from vm.preflight import checked_kind, reaches_strict
+    from vm.binding.preflight import checked_kind, reaches_strict
+    from vm.program.check_graph import TABLE_VERSION
 
     writer = _CheckWriter(checked_kind)
     main = module.main

@@ -38,12 +38,12 @@ import numpy as np
 from compiler import types as T
 from compiler.diagnostics import CompileError
 from compiler.ir import Graph, Module, Node, TensorLiteral, Value
+from vm.binding.unbound import UnboundTensor
+from vm.core.schema_types import FixedList, TypeVar, parse_schema_type
+from vm.core.types import NUMPY_DTYPES
 from vm.ops import registry
 from vm.ops.facts import CONTROL_KINDS  # the emitter and the runtimes handle these
 from vm.ops.registry import MISSING, OpInfo, OpRef
-from vm.schema_types import FixedList, TypeVar, parse_schema_type
-from vm.types import NUMPY_DTYPES
-from vm.unbound import UnboundTensor
 
 # ---------------------------------------------------------------------------------------
 # Fitting one actual type to one schema type.  Lower cost = more specific; None = no fit.

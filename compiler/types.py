@@ -1,7 +1,7 @@
-"""The IR type model: defined in ``vm.types`` (the VM reads types without the compiler),
+"""The IR type model: defined in ``vm.core.types`` (the VM reads types without the compiler),
 re-exported here for the compiler's modules."""
 
-from vm.types import (
+from vm.core.types import (
     ANY,
     BOOL,
     DEVICE,

@@ -34,8 +34,8 @@ from typing import Any
 from compiler import types as T
 from compiler.diagnostics import IRValidationError
 from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Use, Value
-from vm.enum_values import EnumValue
-from vm.gc_pause import gc_paused
+from vm.core.enum_values import EnumValue
+from vm.core.gc_pause import gc_paused
 
 __all__ = ["assignable", "check_block_arity", "verify"]
 

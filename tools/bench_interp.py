@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler import compile_source
-from vm import decode as D
-from vm.bytecode import Program
-from vm.interpreter import Interpreter
-from vm.io import load_inputs
+from vm.files.npz import load_inputs
+from vm.interpreter import decode as D
+from vm.interpreter.machine import Interpreter
+from vm.program.bytecode import Program
 
 CORPUS = ROOT / "tests" / "data" / "corpus"
 SEEDS = ["x2", "dim_loop", "ratio_iou", "lunif2", "lstm_cell"]
@@ -75,8 +75,7 @@ def loop_program() -> tuple[str, Callable[..., Any], tuple[Any, ...]]:
 
 def count_instructions(interp: Interpreter, args: tuple[Any, ...]) -> tuple[int, int]:
     """(bytecode instructions, decoded instructions) executed by one run."""
-    from vm import reference
-
+    from vm.interpreter import reference
     counted = {"n": 0}
     program = interp.program
     original = reference._step
@@ -98,8 +97,7 @@ def count_instructions(interp: Interpreter, args: tuple[Any, ...]) -> tuple[int,
 
 def _count_calls(interp: Interpreter, args: tuple[Any, ...]) -> int:
     # CALL/RET are handled by the reference loop itself, not by _step: count them apart
-    from vm import reference
-
+    from vm.interpreter import reference
     n = {"c": 0}
     original = reference._new_frame
 

@@ -164,9 +164,9 @@ def bench_model(name: str, runs: int) -> dict[str, str]:
     """Compile, save, load and run ``name``; prints its lines and returns its column of
     the summary table."""
     import vm
-    from vm.interpreter import Interpreter
-    from vm.io import load_inputs
-    from vm.irbc import save
+    from vm.files.npz import load_inputs
+    from vm.interpreter.machine import Interpreter
+    from vm.program.irbc import save
     from vm.static import StaticRuntime
 
     info = export_model(name)

@@ -131,7 +131,7 @@ def engines(name: str, threads: int) -> tuple[dict[str, Callable[[], Any] | str]
     from export_torch import to_numpy
     from zoo_models import ZOO
 
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
     from vm.static import StaticRuntime
 
     model, inputs = ZOO[name].build()

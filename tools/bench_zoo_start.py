@@ -73,7 +73,7 @@ def measure(case: str, backend: str, runs: int, folder: Path, warm: bool = False
     a runner of the same backend did)."""
     import compiler
     import vm
-    from vm.io import load_inputs, read_npz
+    from vm.files.npz import load_inputs, read_npz
 
     sys.setrecursionlimit(10000)
     program = compiler.compile_source((folder / f"{case}.ir").read_text(), str(folder / f"{case}.ir"))

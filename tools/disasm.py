@@ -2,11 +2,11 @@
 
     python tools/disasm.py PROGRAM.ir|PROGRAM.irbc [--decoded] [--no-fusion]
 
-The listing is ``vm.bytecode.disassemble``: offset, ``line:col`` of the emitting node
+The listing is ``vm.program.bytecode.disassemble``: offset, ``line:col`` of the emitting node
 (``|`` when unchanged), opcode, operands and what they name (operator, constant,
 register's IR name, jump target), one function after another, like clox's
 ``disassembleChunk``.  ``--decoded`` adds the register-form code the interpreter runs
-(``vm.decode``), with the superinstructions it formed.
+(``vm.interpreter.decode``), with the superinstructions it formed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler.diagnostics import IRError
-from vm.bytecode import disassemble
+from vm.program.bytecode import disassemble
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         program = load_program(options.program, fusion=not options.no_fusion)
         print(disassemble(program), end="")
         if options.decoded:
-            from vm.decode import listing
-            from vm.interpreter import Interpreter
+            from vm.interpreter.decode import listing
+            from vm.interpreter.machine import Interpreter
 
             interp = Interpreter(program, _stub_weights(program))
             for function, decoded in zip(program.functions, interp.decoded):

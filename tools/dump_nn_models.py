@@ -12,9 +12,9 @@ graph holds the decomposed ops; attention modules also ``trace_fast``, traced un
     NAME.ir             the inlined graph as PyTorch prints it (tools/export_torch.py)
     NAME.weights.npz    state_dict + buffers + plain attributes read by GetAttr + tensor
                         constants; an RNN's ``_flat_weights`` list is left out, since
-                        ``vm.weights.bind_self`` rebuilds it from the named parameters
-    NAME.inputs.npz     sample inputs (vm/io.py conventions)
-    NAME.expected.npz   torch's outputs on them (vm/io.py ``save_outputs``)
+                        ``vm.binding.weights.bind_self`` rebuilds it from the named parameters
+    NAME.inputs.npz     sample inputs (vm/files/npz.py conventions)
+    NAME.expected.npz   torch's outputs on them (vm/files/npz.py ``save_outputs``)
 
 tests/e2e/test_nn_models.py runs each dump through irvm and compares with the expected file.
 """
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 from export_torch import export, write
 
-from vm.io import save_outputs
+from vm.files.npz import save_outputs
 
 
 class MLP(nn.Module):

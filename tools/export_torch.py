@@ -23,7 +23,7 @@ and writes into OUTDIR:
                        ``norm.eps``...) that irvm's bodies of standard submodules read
                        (``compiler.known``; ``known_module_settings`` gives them
                        for a ``.graph`` dumped by hand)
-    NAME.inputs.npz    sample inputs, in the conventions of ``vm/io.py``
+    NAME.inputs.npz    sample inputs, in the conventions of ``vm/files/npz.py``
 
 An existing file of those names is replaced only when this tool wrote it (the ``.ir`` ends
 with ``# written by tools/export_torch.py``, the ``.npz`` files hold ``__irvm__ = "export"``),
@@ -64,7 +64,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from vm.io import flatten_values, kind_of
+from vm.files.npz import flatten_values, kind_of
 
 DTYPES = {
     "f16": torch.float16, "f32": torch.float32, "f64": torch.float64, "i32": torch.int32,
@@ -171,7 +171,7 @@ def to_numpy(value: Any) -> Any:
         return _DTYPE_CODES[value]
     if isinstance(value, torch.device):
         return str(value)
-    if isinstance(value, enum.Enum):  # vm.weights reads an Enum<...> attribute from NAME or NAME=VALUE
+    if isinstance(value, enum.Enum):  # vm.binding.weights reads an Enum<...> attribute from NAME or NAME=VALUE
         known = isinstance(value.value, (int, float, str)) and not isinstance(value.value, bool)
         return f"{value.name}={json.dumps(value.value)}" if known else value.name
     return value
@@ -360,7 +360,7 @@ def _setting(value: Any, type_: Any, rank: int, key: str) -> np.ndarray:
 def getattr_values(compiled: Any, graph: Any, known: dict[str, Any]) -> dict[str, np.ndarray]:
     """The attributes outside the state_dict that the graph reads via prim::GetAttr chains
     from ``%self`` (``training``, ints, strings, None, lists, tuples, dicts, tensors kept
-    in lists...), flattened as ``vm.io`` flattens values, with a ``__spec__`` entry naming
+    in lists...), flattened as ``vm.files.npz`` flattens values, with a ``__spec__`` entry naming
     each one's kind by its dotted path, so that strings, None and dict keys round-trip."""
     paths: dict[Any, str] = {}
     inputs = list(graph.inputs())
@@ -525,14 +525,14 @@ def script_error_message(err: Exception) -> str:
 
 
 EXPORT_MARK = "# written by tools/export_torch.py"  # the last line of an exported .ir
-NPZ_ROLE = "export"  # the __irvm__ role of an exported .npz (vm/files.py)
+NPZ_ROLE = "export"  # the __irvm__ role of an exported .npz (vm/files/kinds.py)
 
 
 def write(exp: Export, outdir: Path, inputs: bool = True, mark: bool = False) -> dict[str, Path]:
     """Write NAME.ir, NAME.inputs.npz (unless not ``inputs``), NAME.weights.npz (when there
     are weights).  ``mark`` (the command line) ends the .ir with ``EXPORT_MARK`` and puts
     the ``export`` role into the .npz files, so a later export knows them as its own."""
-    from vm.io import save_marked
+    from vm.files.npz import save_marked
 
     outdir.mkdir(parents=True, exist_ok=True)
     paths = targets(exp, outdir, inputs)
@@ -557,7 +557,7 @@ def targets(exp: Export, outdir: Path, inputs: bool = True) -> dict[str, Path]:
 
 def check_targets(exp: Export, outdir: Path, inputs: bool, given: Path, force: bool) -> None:
     """Refuse to replace a file this tool did not write (unless ``force``), or the input."""
-    from vm.files import npz_mark
+    from vm.files.kinds import npz_mark
 
     for key, path in targets(exp, outdir, inputs).items():
         if key == "inputs" and not inputs or not path.exists():
@@ -605,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _export_file(args: argparse.Namespace) -> int:
-    from vm.files import FileKind, sniff
+    from vm.files.kinds import FileKind, sniff
 
     if sniff(args.file) is FileKind.TORCHSCRIPT:
         return _export_archive(args)

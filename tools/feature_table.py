@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from corpus_programs import FEATURES
 
-from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from vm.files.npz import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 
 CORPUS = ROOT / "tests" / "data" / "corpus"
 DOC = ROOT / "docs" / "features.md"

@@ -50,8 +50,8 @@ def _alarm(signum: int, frame: Any) -> None:
 def _irbc_seeds(texts: list[tuple[str, str]], limit: int) -> list[tuple[str, bytes, list[Any]]]:
     """Compiled programs (bytes of their .irbc) with inputs to run them on, from the corpus."""
     import compiler
-    import vm.irbc as irbc
-    from vm.io import load_inputs
+    import vm.program.irbc as irbc
+    from vm.files.npz import load_inputs
 
     seeds = []
     for name, text in texts:
@@ -86,7 +86,7 @@ def _run_irbc(data: bytes, inputs: list[Any], scratch: Path) -> str:
     import copy
 
     import vm
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
 
     scratch.write_bytes(data)
 

@@ -6,7 +6,7 @@
 For each case we script (or trace, or freeze) the program with torch, and write
 
     NAME.ir             the inlined graph as torch prints it
-    NAME.inputs.npz     the sample inputs (conventions of vm/io.py)
+    NAME.inputs.npz     the sample inputs (conventions of vm/files/npz.py)
     NAME.weights.npz    module weights and printed-away tensor constants, when any
     NAME.expected.npz   torch's outputs, flattened as out0, out0.0, ... with a __spec__
     NAME.error.txt      instead of expected, when torch raises: its last message line
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import corpus_programs
 from export_torch import Export, export, write
 
-from vm.io import compare_flat, flatten_outputs, flatten_values, read_npz
+from vm.files.npz import compare_flat, flatten_outputs, flatten_values, read_npz
 
 CORPUS = ROOT / "tests" / "data" / "corpus"
 SUFFIXES = (".ir", ".inputs.npz", ".weights.npz", ".expected.npz", ".error.txt")

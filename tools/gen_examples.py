@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from export_torch import Export, export, load_file, sample_inputs, write
 
-from vm.io import flatten_outputs, save_values
+from vm.files.npz import flatten_outputs, save_values
 
 HEADERS = {
     "x2": "The smallest program: one tensor times an int constant (`x * 2`), scripted.",

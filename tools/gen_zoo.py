@@ -74,7 +74,7 @@ def generate_model(model: ZooModel, folder: Path) -> list[dict[str, Any]]:
     import numpy as np
     from export_torch import ExportError, TorchCompileError, export, write
 
-    from vm.io import flatten_outputs
+    from vm.files.npz import flatten_outputs
 
     start = time.perf_counter()
     module, _ = model.build()

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.io import (
+from vm.files.npz import (
     SPEC_KEY,
     compare_flat,
     flatten_outputs,

@@ -8,9 +8,9 @@
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what __getattr__ gives, spelled for type checkers (at run time they load when used)
-    from vm.bytecode import Program
-    from vm.interpreter import Interpreter
-    from vm.irbc import load, save
+    from vm.interpreter.machine import Interpreter
+    from vm.program.bytecode import Program
+    from vm.program.irbc import load, save
     from vm.static import RuntimePool, StaticModule, StaticRuntime
 
 
@@ -21,16 +21,15 @@ def __getattr__(name: str):
 
         return version
     if name in ("Interpreter",):
-        from vm.interpreter import Interpreter
+        from vm.interpreter.machine import Interpreter
 
         return Interpreter
     if name in ("Program",):
-        from vm.bytecode import Program
+        from vm.program.bytecode import Program
 
         return Program
     if name in ("load", "save"):
-        from vm import irbc
-
+        from vm.program import irbc
         return getattr(irbc, name)
     if name in ("StaticModule", "StaticRuntime", "RuntimePool"):
         from vm import static

@@ -18,8 +18,8 @@ lists flattened as ``out0.0``, ``out0.1``...  Without ``--output`` results are p
 
 ``--trace`` needs the interpreter backend (the static runtime reuses its buffers).  Files
 irvm writes carry a mark, and no existing file without it is replaced unless ``--force``
-(vm/files.py).  Before the first operator, inputs and weights are checked as PyTorch
-would check them (vm/preflight.py, vm/weight_checks.py).
+(vm/files/kinds.py).  Before the first operator, inputs and weights are checked as PyTorch
+would check them (vm/binding/preflight.py, vm/binding/weight_checks.py).
 
 Exit codes: 0 ok, 1 the program failed at run time (or a bad input, or an overwrite was
 refused), 65 the program does not compile, the bytecode is invalid, or the file is no
@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
+from vm.binding.weights import override
 from vm.command import load_npz, run_guarded, version
-from vm.files import check_writable
-from vm.weights import override
+from vm.files.kinds import check_writable
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,7 +97,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def load_program(path: str, fusion: bool = True, weights: Any = None):
     """A Program from ``.irbc`` (verified before use), or from ``.ir`` text or a
-    ``torch.jit.save`` archive (compiled now); any other kind of file is refused by ``vm.files.expect``, saying what it is.
+    ``torch.jit.save`` archive (compiled now); any other kind of file is refused by ``vm.files.kinds.expect``, saying what it is.
     ``.ir`` text given ``weights`` is specialized for their settings, as ``torch.jit.freeze`` would."""
     return load_program_and_weights(path, fusion, weights)[0]
 
@@ -105,8 +105,8 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
 def load_program_and_weights(path: str, fusion: bool = True, weights: Any = None) -> tuple[Any, dict[str, Any]]:
     """``load_program``, and the weights a ``torch.jit.save`` archive holds ({} for any
     other file), read in the same pass over the archive."""
-    from vm.files import FileKind, expect
-    from vm.irbc import OlderFormatError, load
+    from vm.files.kinds import FileKind, expect
+    from vm.program.irbc import OlderFormatError, load
 
     kind = expect(path, "program")
     older = None
@@ -145,8 +145,8 @@ SLOW_COMPILE = 1.0  # seconds: `irvm run x.ir` says so when compiling takes long
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from vm.errors import RunError
-    from vm.io import save_marked, save_outputs
+    from vm.core.errors import RunError
+    from vm.files.npz import save_marked, save_outputs
 
     if args.trace and args.backend == "static":
         raise RunError(
@@ -170,7 +170,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         result = StaticRuntime(program, weights, StaticOptions(fuser=args.fuser), seed=args.seed)(*inputs)
         trace = None
     else:
-        from vm.interpreter import Interpreter
+        from vm.interpreter.machine import Interpreter
 
         interp = Interpreter(program, weights, fuser=args.fuser, seed=args.seed)
         if args.trace:
@@ -189,13 +189,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def read_inputs(path: str | None, program: Any) -> list[Any]:
-    """The argument list from ``--inputs``: an .npz (see vm/io.py), or an .npy holding the
+    """The argument list from ``--inputs``: an .npz (see vm/files/npz.py), or an .npy holding the
     one input of a one-input graph."""
-    from vm.files import FileKind, expect
-    from vm.io import load_inputs
+    from vm.files.kinds import FileKind, expect
+    from vm.files.npz import load_inputs
 
     if path is not None and expect(path, "inputs") is FileKind.NPY:
-        from vm.errors import RunError
+        from vm.core.errors import RunError
 
         names = list(program.input_names[1:] if program.takes_self else program.input_names)
         if len(names) != 1:
@@ -254,14 +254,14 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _cmd_disasm(args: argparse.Namespace) -> int:
-    from vm.bytecode import disassemble
+    from vm.program.bytecode import disassemble
 
     print(disassemble(load_program(args.program, fusion=not args.no_fusion)), end="")
     return 0
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from vm.signature import describe_program
+    from vm.program.signature import describe_program
 
     program, weights = load_program_and_weights(args.program)
     text = describe_program(program)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from vm.errors import IRError, RunError
+from vm.core.errors import IRError, RunError
 
 EXIT_RUN_ERROR = 1  # a run-time error, bad input, or a refused overwrite
 EXIT_COMPILE_ERROR = 65  # does not compile, a bad .irbc, or a file that is no program
@@ -62,12 +62,12 @@ def run_guarded(tool: str, body: Callable[[], int]) -> int:
 
 def load_npz(path: str | None, role: str = "weights") -> dict[str, Any]:
     """The arrays of the ``.npz`` at ``path`` ({} for None), irvm's own mark left out; a
-    file of another kind is refused saying what it is (``vm.files.expect``)."""
+    file of another kind is refused saying what it is (``vm.files.kinds.expect``)."""
     if path is None:
         return {}
     import numpy as np
 
-    from vm.files import MARK_KEY, expect
+    from vm.files.kinds import MARK_KEY, expect
 
     expect(path, role)
     try:

@@ -20,7 +20,7 @@ nodes).  Every setting the forward depends on is therefore read from ``%self`` w
 state_dict; the plain attributes (``stride``, ``eps``, ``negative_slope``, ``inplace``,
 ``padding_mode``...) are in no state_dict, so the weights file must carry them (as
 ``tools/export_torch.py`` writes them: ``conv.stride`` = ``array([2, 2])``).  Nothing is
-defaulted: ``vm.weights.bind_self`` lists every attribute a run lacks before it starts.
+defaulted: ``vm.binding.weights.bind_self`` lists every attribute a run lacks before it starts.
 One reading rule follows the state_dict: an absent ``Tensor?`` (a bias or running
 statistic the module does not have) is None.  A non-tensor Optional the forward depends
 on (``Embedding.max_norm``, ``Softmax.dim``) is read with ``required=1``: it must be in

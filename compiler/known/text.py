@@ -45,7 +45,7 @@ def const(name: str, type_: str, value: object = None) -> str:
 
 def attr(name: str, type_: str, *, required: bool = False) -> str:
     """``%name = self.name`` (``required=1``: the weights must hold it, see
-    ``vm.weights.bind_self``)."""
+    ``vm.binding.weights.bind_self``)."""
     flag = ", required=1" if required else ""
     return f'  %{name} : {type_} = prim::GetAttr[name="{name}"{flag}](%self)\n'
 

@@ -18,7 +18,7 @@ module whose graphs assign attributes (``prim::SetAttr``) is left alone entirely
 attribute absent from the weights is not folded (the runtime reports or defaults it as
 before).  The values folded are recorded in ``Module.attributes`` (dotted path -> value):
 the program is specialized for them, and the runtimes refuse weights that contradict
-them (``vm.weights.check_folded``), so a program compiled for eval never silently runs
+them (``vm.binding.weights.check_folded``), so a program compiled for eval never silently runs
 weights that say ``training = True``.
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 from compiler import types as T
 from compiler.ir import FreshNames, Module, Node, Value
 from compiler.passes import note
-from vm.enum_values import EnumValue, stored
+from vm.core.enum_values import EnumValue, stored
 
 _PLAIN = {T.BOOL: bool, T.INT: int, T.FLOAT: float, T.STR: str}
 
@@ -39,7 +39,7 @@ def fold_module_attributes(module: Module, weights: Mapping[str, Any]) -> Module
     """A copy of ``module`` where no GetAttr chain from the entry's ``%self`` reads a
     bool/int/float/str attribute (or a None Optional) that ``weights`` holds; the values
     used are added to the copy's ``attributes``."""
-    from vm.weights import ModuleObject
+    from vm.binding.weights import ModuleObject
 
     copy = module.clone()
     main = copy.main
@@ -55,7 +55,7 @@ def fold_module_attributes(module: Module, weights: Mapping[str, Any]) -> Module
 
 
 def _fold_reads(names: FreshNames, value: Value, obj: Any, folded: dict[str, Any]) -> None:
-    from vm.weights import ModuleObject
+    from vm.binding.weights import ModuleObject
 
     for use in list(value.uses):
         node = use.user
@@ -87,7 +87,7 @@ _KEEP: Any = object()
 
 def _constant_for(raw: Any, type_: T.Type | None, present: bool) -> Any:
     """The Python value to fold for an attribute of ``type_`` stored as ``raw``, or _KEEP."""
-    from vm.weights import convert_attribute
+    from vm.binding.weights import convert_attribute
 
     if not present:
         return _KEEP

@@ -117,7 +117,7 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
 
     import numpy as np
 
-    from vm.files import check_writable
+    from vm.files.kinds import check_writable
 
     if not is_torchscript_archive(source):
         return None
@@ -130,7 +130,7 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
         archive.close()  # memory maps keep their own handle
     out = weights_path(program_path)
     check_writable(out, inputs=[Path(source)], force=force, kind="weights")
-    from vm.io import save_marked
+    from vm.files.npz import save_marked
 
     save_marked(out, {k: np.asarray(v) for k, v in weights.items()}, "weights")
     print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)

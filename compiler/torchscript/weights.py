@@ -1,4 +1,4 @@
-"""An archive's module object as an irvm weights mapping (see ``vm/weights.py``).
+"""An archive's module object as an irvm weights mapping (see ``vm/binding/weights.py``).
 
 Every attribute of the module tree gets its dotted path (``fc.weight``, ``layers.0.bias``,
 ``bn.eps``), as the runtime's ``bind_self`` looks it up from ``%self``'s GetAttr chains:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from compiler.cli import main as irc_main
 from tests.support.paths import ROOT
 from vm.cli import main as irvm_main
-from vm.files import FileKind, is_ours, mark_picture, sniff
+from vm.files.kinds import FileKind, is_ours, mark_picture, sniff
 
 EXAMPLES = ROOT / "examples"
 
@@ -313,7 +313,7 @@ def test_sniff_names_any_bytes_and_never_fails(tmp_path: Path, data: bytes) -> N
     """Whatever the bytes (damaged zips, protobuf-like, pickle-like, npy-like), sniff gives a
     kind and reading the file as a program is an irvm error, never an internal one."""
     from compiler.diagnostics import IRError
-    from vm.files import read_program_text
+    from vm.files.kinds import read_program_text
 
     path = tmp_path / "f.bin"
     path.write_bytes(data)

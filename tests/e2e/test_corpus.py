@@ -27,7 +27,7 @@ import pytest
 from compiler.parser import parse
 from compiler.printer import print_module
 from tests.support.paths import CORPUS, ROOT
-from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from vm.files.npz import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 
 MANIFEST: list[dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text())
 NAMES = [rec["name"] for rec in MANIFEST]

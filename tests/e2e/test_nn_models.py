@@ -4,7 +4,7 @@ must match torch's outputs within float32 tolerance.
 
 Each dump is NAME.ir + NAME.weights.npz + NAME.inputs.npz + NAME.expected.npz; the test
 binds ``%self`` (or a frozen graph's tensor constants) from the weights, so it also
-checks vm.weights.bind_self / bind_constants on real graphs: typed plain attributes,
+checks vm.binding.weights.bind_self / bind_constants on real graphs: typed plain attributes,
 parameterless submodules, an RNN's ``_flat_weights`` rebuilt from its named parameters.
 """
 
@@ -17,7 +17,7 @@ import compiler
 import vm
 from compiler.diagnostics import RunError
 from tests.support.paths import NN_MODELS
-from vm import io
+from vm.files import npz as io
 
 MODELS = NN_MODELS
 DUMPS = sorted(p.stem for p in MODELS.glob("*.ir"))

@@ -17,7 +17,7 @@ import pytest
 from compiler import compile_source
 from compiler.diagnostics import CompileError
 from tests.support.goldens import GoldenCase, read_cases
-from vm.bytecode import Opcode, disassemble
+from vm.program.bytecode import Opcode, disassemble
 
 GOLDENS = sorted((Path(__file__).parent / "goldens").glob("*.test"))
 CASES = [case for path in GOLDENS for case in read_cases(path)]

@@ -263,7 +263,7 @@ def test_every_corpus_fusion_group_blocked_equals_unfused(backend: str) -> None:
     blocked path (blocks of 8 elements, the thread split on), returns what the same
     program returns without fused kernels: same kinds, dtypes, shapes and values."""
     import vm
-    from vm.io import flatten_outputs, load_inputs, outputs_as_list, read_npz
+    from vm.files.npz import flatten_outputs, load_inputs, outputs_as_list, read_npz
 
     ran = 0
     for name in _corpus_with_groups():

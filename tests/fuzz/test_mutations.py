@@ -61,8 +61,8 @@ def _irbc_seeds() -> list[tuple[str, bytes, list[Any]]]:
     """Small corpus programs without weights, compiled to .irbc bytes, with their inputs."""
     import tempfile
 
-    import vm.irbc as irbc
-    from vm.io import load_inputs
+    import vm.program.irbc as irbc
+    from vm.files.npz import load_inputs
 
     names = ["control_flow", "fib", "list_ops", "dict_ops", "int_math", "reductions", "tuple_ops", "x2"]
     seeds = []
@@ -86,7 +86,7 @@ def test_mutated_irbc_loads_and_runs_or_raises_ir_errors(
     it are reached) is refused by vm.load with a BytecodeError, or loads and then runs or
     fails with an IRError; never another exception."""
     import vm
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
 
     seeds = _irbc_seeds()
     assert len(seeds) >= 6
@@ -247,7 +247,7 @@ def _edited_irbc(tmp_path: Path, text: str, edit: Any) -> Path:
     import json
     import zipfile
 
-    import vm.irbc as irbc
+    import vm.program.irbc as irbc
     from tests.support.mutations import _rehash
 
     path = tmp_path / "p.irbc"
@@ -266,7 +266,7 @@ def test_irbc_fused_kernel_with_malformed_attributes(tmp_path: Path) -> None:
     operator's attributes edited in the file are a BytecodeError naming the operator."""
     import vm
     from compiler.diagnostics import BytecodeError
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
 
     def edit(body: dict[str, Any]) -> dict[str, Any]:
         for f in body["functions"]:
@@ -286,7 +286,7 @@ def test_irbc_raise_with_a_message_that_is_not_a_string(tmp_path: Path) -> None:
     whose message constant was edited to a bool fails as a RunError."""
     import vm
     from compiler.diagnostics import RunError
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
 
     text = 'graph(%x : int):\n  %m : str = prim::Constant[value="boom"]()\n  prim::RaiseException(%m)\n  return (%x)\n'
 

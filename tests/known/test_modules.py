@@ -570,7 +570,7 @@ def test_irc_compile_supplies_the_bodies_too(tmp_path: Path) -> None:
     path = tmp_path / "m.ir"
     path.write_text(str(torch.jit.script(Wrap(nn.Linear(2, 2)).eval()).graph))
     assert main(["compile", str(path), "-o", str(tmp_path / "m.irbc")]) == 0
-    from vm.irbc import load
+    from vm.program.irbc import load
 
     program = load(tmp_path / "m.irbc")  # the optimized IR it carries has the bodies inlined
     assert "aten::linear" in program.optimized_ir and "prim::CallMethod" not in program.optimized_ir

@@ -22,9 +22,9 @@ from compiler.diagnostics import IRError, RunError
 from compiler.parser import parse
 from compiler.printer import print_module
 from tests.support.paths import ROOT
-from vm import types as T
-from vm.enum_values import EnumValue
-from vm.io import compare_flat, flatten_outputs
+from vm.core import types as T
+from vm.core.enum_values import EnumValue
+from vm.files.npz import compare_flat, flatten_outputs
 
 GRAPH = """graph(%self : __torch__.M,
       %x.1 : Tensor):
@@ -97,8 +97,7 @@ def test_an_enum_attribute_that_is_no_member_name_is_a_clear_error(stored: Any, 
 
 def test_an_irbc_file_keeps_enum_constants(tmp_path: Path) -> None:
     """Enum-member constants survive the .irbc round trip (stored as class + member name)."""
-    from vm import irbc
-
+    from vm.program import irbc
     program = compiler.compile_source(GRAPH, "m.ir")
     irbc.save(program, tmp_path / "m.irbc")
     loaded = irbc.load(tmp_path / "m.irbc")
@@ -189,8 +188,7 @@ def test_compiling_with_the_weights_folds_enum_attributes_and_their_comparisons(
     """Given the weights at compile time, an enum attribute becomes a member constant, so
     its comparisons fold and the branch they decide disappears (as torch.jit.freeze does);
     the .irbc keeps the folding and weights naming another member are refused."""
-    from vm import irbc
-
+    from vm.program import irbc
     weights = {"fmt": np.array("NHWC"), "color": np.array("GREEN")}
     program = compiler.compile_source(GRAPH, "m.ir", weights=weights)
     optimized = program.optimized_text()
@@ -263,7 +261,7 @@ def test_enum_inputs_and_outputs_go_through_npz_files_as_member_names(tmp_path: 
     """``irvm run`` reads an ``Enum<...>`` input given as its member's name and writes an
     enum output as its member's name (what tools/export_torch.py writes for torch's);
     a non-name input is refused naming the input."""
-    from vm.io import load_inputs, save_values
+    from vm.files.npz import load_inputs, save_values
 
     text = """graph(%c.1 : Enum<__torch__.Color>, %d.1 : Enum<__torch__.Color>?):
   %2 : Enum<__torch__.Color> = prim::Constant[value=__torch__.Color.RED]()
@@ -306,8 +304,7 @@ def test_an_irbc_file_keeps_the_values_of_enum_constants(make: Any, tmp_path: Pa
     """An enum-member constant that still feeds ``prim::EnumValue`` after compiling (here:
     no constant propagation) keeps its value through the .irbc round trip, on both
     backends (the static runtime reads the printed IR, which names the member only)."""
-    from vm import irbc
-
+    from vm.program import irbc
     weights = {"color": np.array("RED=3")}
     program = compiler.compile_source(VALUE_GRAPH, "v.ir", weights=weights, passes=["inline_calls"])
     assert "prim::EnumValue" in program.optimized_text()

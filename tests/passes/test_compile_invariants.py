@@ -127,8 +127,7 @@ def test_compile_pauses_the_collector_and_restores_it(tmp_path, monkeypatch: pyt
     assert gc.isenabled()
     import json
 
-    from vm import irbc
-
+    from vm.program import irbc
     dumped: list[bool] = []
     real_dumps = json.dumps
     monkeypatch.setattr(irbc.json, "dumps", lambda *a, **k: (dumped.append(gc.isenabled()), real_dumps(*a, **k))[1])

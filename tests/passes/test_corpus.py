@@ -19,8 +19,8 @@ from compiler.parser import parse
 from compiler.pipeline import DEFAULT_PIPELINE, optimize
 from tests.support.paths import CORPUS
 from tests.support.reference import run_reference, same_value
-from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
-from vm.weights import bind_self
+from vm.binding.weights import bind_self
+from vm.files.npz import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 
 NAMES = [rec["name"] for rec in json.loads((CORPUS / "manifest.json").read_text())]
 

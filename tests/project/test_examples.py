@@ -18,7 +18,7 @@ import pytest
 from compiler.parser import parse
 from compiler.printer import print_module
 from tests.support.paths import EXAMPLES
-from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from vm.files.npz import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
 
 ROOT = EXAMPLES.parent
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.ir"))

@@ -135,7 +135,7 @@ DUMPS = [
 
 
 def _load_case(path: Path) -> tuple[str, list[Any] | None, Any]:
-    from vm.io import load_inputs, read_npz
+    from vm.files.npz import load_inputs, read_npz
 
     text = path.read_text()
     inputs_file = path.with_suffix(".inputs.npz")
@@ -167,7 +167,7 @@ def test_dumps_match_the_interpreter_under_every_option_set(path: Path) -> None:
     """Every dump runs on the static runtime exactly as on the interpreter."""
     import compiler
     from compiler.diagnostics import CompileError
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
 
     text, inputs, weights = _load_case(path)
     if inputs is None:

@@ -16,7 +16,7 @@ import pytest
 
 import compiler
 from tests.static.test_runtime import LSTM_CELL, lstm_inputs
-from vm.interpreter import Interpreter
+from vm.interpreter.machine import Interpreter
 from vm.static import StaticModule, StaticOptions, StaticRuntime, fastpath
 from vm.static.model import Mode
 
@@ -261,7 +261,7 @@ def test_a_program_that_writes_its_weights_is_not_run_at_construction() -> None:
     annotation says so): planning on zeros at construction would change the caller's
     weights and every later result, so such a module plans on its first call, and its
     calls match the interpreter's."""
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
     from vm.static import StaticModule, StaticRuntime
 
     def weights() -> dict[str, np.ndarray]:

@@ -24,7 +24,7 @@ from compiler.printer import print_module
 from compiler.verify import verify
 from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
 from tests.support.paths import TOOLS
-from vm.interpreter import Interpreter
+from vm.interpreter.machine import Interpreter
 from vm.static import StaticModule, StaticOptions, StaticRuntime
 
 CASES = golden_cases(Path(__file__).parent / "freeze")

@@ -177,7 +177,7 @@ def test_dumps_with_batch_norm_match_the_interpreter_with_folds_on(path: Path) -
     are tests/static/test_differential.py's)."""
     import compiler
     from tests.static.test_differential import _load_case
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
 
     text, inputs, weights = _load_case(path)
     if inputs is None:

@@ -123,7 +123,7 @@ def lstm_inputs(batch: int, hidden: int, seed: int = 0) -> list[np.ndarray]:
 
 
 def test_lstm_cell_returns_a_tuple_like_the_interpreter() -> None:
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
 
     program = compiler.compile_source(LSTM_CELL)
     static, interp = StaticRuntime(program), Interpreter(program)
@@ -149,7 +149,7 @@ def test_for_loop_with_a_carried_tensor() -> None:
 def test_while_loop_and_if_follow_torchscript_semantics() -> None:
     """A loop with a condition computed in its body, the initial condition checked before
     the first iteration, and an If choosing between a new value and an outer one."""
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
 
     program = compiler.compile_source(WHILE_IF)
     static, interp = StaticRuntime(program), Interpreter(program)
@@ -177,7 +177,7 @@ def test_a_failing_kernel_names_the_op_the_node_and_its_span() -> None:
 
 def test_inputs_are_checked_against_their_declared_types() -> None:
     """The static runtime refuses a bad input as the interpreter does (one checker,
-    vm.inputs), naming it; a numpy integer for an int is taken as the int."""
+    vm.binding.inputs), naming it; a numpy integer for an int is taken as the int."""
     program = compiler.compile_source(LOOP)
     rt, interp = StaticRuntime(program), vm.Interpreter(program)
     for args, message in (
@@ -250,7 +250,7 @@ def test_big_fusion_groups_run_their_fused_kernel_small_ones_their_nodes() -> No
     """A plan picks vm.fusion.kernels's fused kernel when the recorded group inputs span at least
     two of its blocks, and the group's own nodes otherwise; both equal the interpreter."""
     from vm.fusion.kernels import MIN_BLOCK
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
     from vm.static.profile import profile
 
     program = compiler.compile_source(RATIO_IOU, fusion=True)
@@ -344,7 +344,7 @@ def test_a_new_input_shape_compiles_no_code(source: str, monkeypatch: pytest.Mon
     calls, a fusion group fused or run as its nodes) generate and compile nothing, and
     give the interpreter's numbers."""
     from vm.fusion.kernels import MIN_BLOCK
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
     from vm.static import codegen
 
     options = StaticOptions(min_managed_bytes=0, measure_fused=False)

@@ -17,7 +17,7 @@ import pytest
 
 import compiler
 from tests.support.paths import TOOLS
-from vm.interpreter import Interpreter
+from vm.interpreter.machine import Interpreter
 from vm.static import StaticModule, StaticOptions, StaticRuntime
 
 ON = StaticOptions(min_managed_bytes=0)
@@ -223,7 +223,7 @@ def test_zoo_cases_match_torch_with_shape_folding_on_and_off(case: str, fold: bo
     interp = zoo_check.run_case(case, "interp", folder, repeat_under_s=0)
     assert interp.status == "match", f"{case} on the interpreter: {interp.error}"
     if fold:
-        from vm.io import load_inputs, read_npz
+        from vm.files.npz import load_inputs, read_npz
 
         program = compiler.compile_file(str(folder / f"{case}.ir"))
         weights_path = folder / f"{case}.weights.npz"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import compiler
-from vm.interpreter import Interpreter
+from vm.interpreter.machine import Interpreter
 from vm.static import StaticModule, StaticOptions, StaticRuntime
 from vm.static.analysis import value_bound_loops
 

@@ -171,7 +171,7 @@ def apply_ir_edits(text: str, edits: list[tuple[str, int, int]]) -> str:
 
 
 def _rehash(members: list[tuple[str, bytes]], header: dict[str, Any]) -> bytes:
-    from vm.irbc import MAGIC_MEMBER, _digest
+    from vm.program.irbc import MAGIC_MEMBER, _digest
 
     header = dict(header, sha256=_digest(members))
     buf = io.BytesIO()

@@ -33,7 +33,7 @@ def runtime_for(backend: str, program: Any, weights: Any) -> Any:
     from pathlib import Path
 
     import vm
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
     from vm.static import StaticRuntime
 
     if backend == "static":

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import export_torch
 
 from compiler.parser import parse
-from vm.io import compare_flat, flatten_outputs, read_npz
+from vm.files.npz import compare_flat, flatten_outputs, read_npz
 
 NET = '''
 import torch, torch.nn as nn
@@ -168,8 +168,8 @@ def test_a_frozen_lstm_exports_to_ir_irvm_runs(source: Path, capsys: pytest.Capt
     """Issue 17: --freeze of a module with nn.LSTM wrote `prim::Constant[value=[<Tensors>]]`,
     which no parser reads back.  The list becomes one bound `<Tensor>` constant per element."""
     from vm.cli import load_program
-    from vm.interpreter import Interpreter
-    from vm.io import load_inputs
+    from vm.files.npz import load_inputs
+    from vm.interpreter.machine import Interpreter
 
     outdir, _ = export(source, "seq", "--freeze", capsys=capsys)
     text = (outdir / "seq.ir").read_text()
@@ -186,8 +186,8 @@ def test_a_torchscript_archive_exports_with_the_command_irvm_names(source: Path,
     """The command `irvm run cnn.pt` prints (export_torch.py ARCHIVE -o OUTDIR) writes IR and
     weights that reproduce torch.jit.load's result."""
     from vm.cli import load_program
-    from vm.interpreter import Interpreter
-    from vm.io import load_inputs
+    from vm.files.npz import load_inputs
+    from vm.interpreter.machine import Interpreter
 
     archive = tmp_path / "seq.pt"
     torch.jit.save(torch.jit.script(export_torch.load_file(source).seq()), str(archive))

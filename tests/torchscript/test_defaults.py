@@ -13,9 +13,9 @@ import vm
 from compiler.torchscript import compile_archive
 from compiler.torchscript.archive import Archive
 from tests.torchscript.test_reader import CODE, _int, _module, _simple, _str, _tensor, _write_archive
-from vm import irbc
-from vm.errors import RunError
-from vm.io import load_inputs
+from vm.core.errors import RunError
+from vm.files.npz import load_inputs
+from vm.program import irbc
 
 # forward(x, scale=2.0, shift=None): relu(x @ w) * scale (+ shift)
 DEFAULTS_CODE = CODE.replace(

@@ -1,4 +1,4 @@
-"""The decoded instruction set (vm/decode.py ``DecodedOp``) is the one table the decoder,
+"""The decoded instruction set (vm/interpreter/decode.py ``DecodedOp``) is the one table the decoder,
 the interpreter's dispatch loop and the decoded listing share.
 
 The loop tests ``op <= OPGM`` for the register-form operators and ``op >= LOOPE`` for the
@@ -13,9 +13,9 @@ import pytest
 
 from compiler import compile_file
 from tests.support.paths import EXAMPLES
-from vm import decode as D
-from vm.decode import DecodedOp
-from vm.interpreter import Interpreter
+from vm.interpreter import decode as D
+from vm.interpreter.decode import DecodedOp
+from vm.interpreter.machine import Interpreter
 
 
 def test_codes_are_dense_and_ranged_as_the_loop_tests_them() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from compiler import compile_source
 from compiler.diagnostics import RunError
-from vm.interpreter import Interpreter
+from vm.interpreter.machine import Interpreter
 
 CALLS = """\
 graph(%a : Tensor, %b : Tensor):
@@ -168,7 +168,7 @@ def test_an_attribute_read_twice_is_listed_once_when_the_weights_lack_it() -> No
     """The missing-weights message counts attributes, not reads (levit listed one six times)."""
     import compiler
     from vm import Interpreter
-    from vm.errors import RunError
+    from vm.core.errors import RunError
 
     program = compiler.compile_source(
         """graph(%self : __torch__.M, %x : Tensor, %c : bool):

@@ -21,7 +21,7 @@ from compiler.emit import emit
 from compiler.pipeline import optimize
 from tests.support.reference import run_reference, same_value
 from tests.support.strategies import graphs
-from vm.interpreter import Interpreter
+from vm.interpreter.machine import Interpreter
 
 
 def _results(interp: Interpreter, inputs: list[Any]) -> tuple[Any, Any]:

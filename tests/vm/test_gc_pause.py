@@ -1,4 +1,4 @@
-"""``vm.gc_pause.gc_paused``: the collector is off inside, restored after, and a caller's
+"""``vm.core.gc_pause.gc_paused``: the collector is off inside, restored after, and a caller's
 frozen objects and the cost of asking about them are left alone."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import gc
 
 import pytest
 
-from vm import gc_pause
-from vm.gc_pause import gc_paused
+from vm.core import gc_pause
+from vm.core.gc_pause import gc_paused
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from compiler import compile_source
 from compiler.diagnostics import IRError
 from tests.support.paths import CORPUS
 from tests.support.reference import same_value
-from vm.interpreter import Interpreter
-from vm.io import load_inputs, read_npz
+from vm.files.npz import load_inputs, read_npz
+from vm.interpreter.machine import Interpreter
 
 LOOP = """\
 graph(%x.1 : Tensor, %n.1 : int):

@@ -1,4 +1,4 @@
-"""vm/io.py: the .npz conventions for program inputs and outputs.
+"""vm/files/npz.py: the .npz conventions for program inputs and outputs.
 
 Flattening must be lossless (kinds survive: an int is not a 0-d tensor, an empty list is
 not None), inputs must be found by name, by position, or by the graph's types when a
@@ -21,7 +21,7 @@ from compiler.diagnostics import RunError
 from compiler.ir import Graph
 from tests.support.paths import CORPUS
 from tests.support.reference import same_value
-from vm.io import (
+from vm.files.npz import (
     compare_flat,
     flatten_outputs,
     load_inputs,

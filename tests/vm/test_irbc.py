@@ -21,7 +21,7 @@ import compiler
 import vm
 from compiler.diagnostics import BytecodeError
 from tests.support.paths import ROOT
-from vm.irbc import (
+from vm.program.irbc import (
     FORMAT_VERSION,
     MAGIC_MEMBER,
     OlderFormatError,
@@ -55,7 +55,7 @@ def ratio_iou_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _inputs(name: str) -> list[np.ndarray]:
     with np.load(EXAMPLES / f"{name}.inputs.npz") as data:
-        from vm.io import load_inputs
+        from vm.files.npz import load_inputs
 
         return load_inputs({k: data[k] for k in data.files}, compiler.compile_file(EXAMPLES / f"{name}.ir"))
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from compiler import compile_source
-from vm.interpreter import Interpreter
+from vm.interpreter.machine import Interpreter
 from vm.ops.registry import register_op
 
 _refs: list[Any] = []

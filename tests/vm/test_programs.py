@@ -18,8 +18,8 @@ from compiler import compile_source
 from tests.support.against_torch import to_numpy, to_torch
 from tests.support.paths import CORPUS
 from tests.support.reference import same_value
-from vm.interpreter import Interpreter
-from vm.io import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from vm.files.npz import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from vm.interpreter.machine import Interpreter
 
 SEEDS = ["x2", "dim_loop", "ratio_iou", "lunif2", "lstm_cell"]
 

@@ -15,9 +15,10 @@ from pathlib import Path
 import compiler
 from compiler import diagnostics, types
 from tests.support.paths import ROOT
-from vm import errors, unbound
-from vm import types as vm_types
-from vm.irbc import save
+from vm.binding import unbound
+from vm.core import errors
+from vm.core import types as vm_types
+from vm.program.irbc import save
 
 RUN = """
 import sys
@@ -56,7 +57,7 @@ RUN_WITH_WEIGHTS = """
 import sys
 import numpy as np
 import vm
-from vm.errors import RunError
+from vm.core.errors import RunError
 program = vm.load(sys.argv[1])
 w, b = np.arange(12, dtype=np.float32).reshape(4, 3) - 6, np.ones(4, np.float32)
 x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 from compiler import compile_source
-from vm.interpreter import Interpreter
+from vm.interpreter.machine import Interpreter
 
 LOOP = """\
 graph(%x : Tensor, %n : int):

@@ -1,4 +1,4 @@
-"""``vm.type_text`` reads a printed type back without the IR parser, exactly as the parser
+"""``vm.core.type_text`` reads a printed type back without the IR parser, exactly as the parser
 reads the same text: a program read from a ``.irbc`` names its types as text, and the VM
 must understand them with no compiler."""
 
@@ -10,9 +10,9 @@ from hypothesis import given
 from compiler.parser import parse
 from tests.support.paths import EXAMPLES
 from tests.support.strategies import ir_types
-from vm import types as T
-from vm.errors import BytecodeError
-from vm.type_text import parse_type_text
+from vm.core import types as T
+from vm.core.errors import BytecodeError
+from vm.core.type_text import parse_type_text
 
 
 def _parsed(text: str) -> T.Type:

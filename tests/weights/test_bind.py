@@ -1,4 +1,4 @@
-"""vm.weights.bind_self / bind_constants: binding %self and frozen tensor constants from a
+"""vm.binding.weights.bind_self / bind_constants: binding %self and frozen tensor constants from a
 flat weights mapping, checked against the graph before any run."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 import compiler
 from compiler.diagnostics import RunError
-from vm.weights import ModuleObject, bind_constants, bind_self
+from vm.binding.weights import ModuleObject, bind_constants, bind_self
 
 MODULE_GRAPH = """\
 graph(%self : __torch__.Net,

@@ -1,5 +1,5 @@
 """Weights of another model are refused before the run, where PyTorch's load_state_dict
-refuses them (vm/weight_checks.py, vm/weights.py): parameters of a standard module that
+refuses them (vm/binding/weight_checks.py, vm/binding/weights.py): parameters of a standard module that
 contradict each other, weights that contradict the shapes a traced or frozen graph
 declares, frozen constants of the wrong shape or dtype.  Differential: torch refuses each
 state_dict first; both irvm backends must refuse it too, naming the weight.

@@ -24,7 +24,7 @@ import compiler
 import vm
 from compiler.diagnostics import CompileError, RunError
 from tests.support.paths import ROOT
-from vm.io import compare_flat, flatten_outputs
+from vm.files.npz import compare_flat, flatten_outputs
 
 torch = pytest.importorskip("torch")
 

@@ -1,5 +1,5 @@
 """Runs refuse, before the first operator, the input dtypes PyTorch refuses, and take the
-ones it takes (vm/preflight.py).
+ones it takes (vm/binding/preflight.py).
 
 Differential: each model is scripted by torch and run by torch on inputs of several
 dtypes; irvm (interpreter and static runtime, Python API) must refuse exactly the calls
@@ -26,8 +26,8 @@ import export_torch
 import compiler
 from compiler.diagnostics import RunError
 from tests.support.torch_models import BACKENDS, SmallCNN, runtime_for
-from vm import preflight
-from vm.interpreter import Interpreter
+from vm.binding import preflight
+from vm.interpreter.machine import Interpreter
 
 
 class BiasThenLinear(nn.Module):

@@ -2,7 +2,7 @@
 layers, embeddings, attention, encoders; scripted, traced, frozen) given float64 or int64
 inputs instead of float32:
 irvm refuses the run, before its first operator, exactly when eager PyTorch raises on the
-same module and dtypes (vm/preflight.py), on both backends.
+same module and dtypes (vm/binding/preflight.py), on both backends.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import dump_nn_models
 import compiler
 from compiler.diagnostics import RunError
 from tests.support.torch_models import BACKENDS, runtime_for
-from vm import io
+from vm.files import npz as io
 
 MODELS = ROOT / "tests" / "data" / "nn_models"
 DUMPS = sorted(p.stem for p in MODELS.glob("*.ir"))

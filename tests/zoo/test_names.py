@@ -13,7 +13,7 @@ import pytest
 
 import compiler
 import vm
-from vm.io import read_npz, save_values
+from vm.files.npz import read_npz, save_values
 
 NAMES = """graph(%self.1 : __torch__.M,
       %input.1 : Float(1, 3, strides=[3, 1], requires_grad=0, device=cpu),

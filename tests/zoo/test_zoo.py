@@ -112,7 +112,7 @@ def test_compare_is_relative_to_output_scale() -> None:
     the element it lands on is near zero; kinds and shapes still compare exactly."""
     import numpy as np
 
-    from vm.io import flatten_outputs
+    from vm.files.npz import flatten_outputs
 
     big = np.array([1e6, 1.0, -3e5], np.float32)
     expected = flatten_outputs([big])

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from vm.errors import RunError, Span
+from vm.core.errors import RunError, Span
 from vm.fusion import numba_backend as fusion_numba
 from vm.fusion.plan import BlockPlan, make_plan, make_whole, probe_dtypes
 from vm.fusion.threads import borrow, get_num_threads, give_back, thread_pool

@@ -1,4 +1,4 @@
-"""Operators on TorchScript enum members (``vm.enum_values.EnumValue``): comparison,
+"""Operators on TorchScript enum members (``vm.core.enum_values.EnumValue``): comparison,
 the member's name, and its value (known when the weights or inputs give it as
 ``NAME=VALUE``).  Schemas are PyTorch's; ``AnyEnumType`` accepts any ``Enum<...>``."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vm.enum_values import EnumValue
+from vm.core.enum_values import EnumValue
 from vm.ops.registry import kernel
 
 

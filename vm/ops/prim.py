@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from vm import types as T
+from vm.binding.weights import ModuleObject
+from vm.core import types as T
 from vm.ops import _dtypes
 from vm.ops.dicts import dict_key
 from vm.ops.registry import kernel, prim_factory
 from vm.ops.strings import to_str
-from vm.weights import ModuleObject
 
 
 class ScriptException(Exception):
@@ -186,7 +186,7 @@ def _as_type(t: Any) -> T.Type:
         return _TYPE_NAMES.get(t.name, t)
     if isinstance(t, T.Type):
         return t
-    from vm.schema_types import parse_schema_type
+    from vm.core.schema_types import parse_schema_type
 
     return _TYPE_NAMES.get(str(t)) or parse_schema_type(str(t))
 

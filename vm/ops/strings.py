@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.enum_values import EnumValue
+from vm.core.enum_values import EnumValue
 from vm.ops.registry import kernel, register_op
 
 # ---------------------------------------------------------------------------------------

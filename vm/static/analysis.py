@@ -36,7 +36,7 @@ import attrs
 from compiler.analysis import effects
 from compiler.analysis.last_uses import reads
 from compiler.ir import Graph, Node, Value
-from vm import types as T
+from vm.core import types as T
 from vm.ops import registry
 from vm.ops.facts import (
     CONTAINER_KINDS,

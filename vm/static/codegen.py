@@ -40,7 +40,7 @@ import numpy as np
 from compiler.analysis.effects import is_mutable_type, may_be_written
 from compiler.analysis.last_uses import last_use_in_block
 from compiler.ir import Block, Graph, Node, Value
-from vm.errors import CompileError
+from vm.core.errors import CompileError
 from vm.ops.prepared import UNKNOWN, has_preparer, prepared
 from vm.ops.registry import OpRef
 from vm.static.model import FusionInfo, Mode, ProcessedNode

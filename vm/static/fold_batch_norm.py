@@ -201,7 +201,7 @@ def known_values(graph: Graph, bound: Mapping[Value, Any], tensors: Mapping[str,
 
     ``bound`` maps bound graph inputs (``%self``) to their objects, ``tensors`` the names
     of bound ``<Tensor>`` constants to their arrays.  Follows constants, attribute reads
-    of known objects (``.attributes`` of ``vm.weights.ModuleObject``), ``aten::__not__``
+    of known objects (``.attributes`` of ``vm.binding.weights.ModuleObject``), ``aten::__not__``
     and a ``prim::If`` with a known condition, memoized."""
     memo: dict[Value, Any] = {}
 

@@ -83,7 +83,7 @@ def _weight(node: Node, known: Known) -> np.ndarray | None:
 def _fits(node: Node, weight: np.ndarray) -> bool:
     """Whether ``weight`` agrees with the sizes the graph declares for the linear's input
     and output (a traced graph's ``Float(2, 10)``): weights of another model are left for
-    the runtime's checks (``vm.preflight``) to refuse under their own names."""
+    the runtime's checks (``vm.binding.preflight``) to refuse under their own names."""
     declared = getattr(node.inputs[0].type, "sizes", None)
     if declared and declared[-1] is not None and declared[-1] != weight.shape[1]:
         return False

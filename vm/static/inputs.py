@@ -1,6 +1,6 @@
 """The static runtime's entry: a generated ``enter(*args) -> (key, args)``.
 
-The rules are the interpreter's (``vm.inputs.check_value``: one input checker for both
+The rules are the interpreter's (``vm.binding.inputs.check_value``: one input checker for both
 backends, a ``RunError`` naming the input; a numpy scalar for an ``int`` becomes the
 Python int).  What is generated here is only the fast path in front of it: an array for
 a ``Tensor`` (of the declared dtype, for a refined type such as ``Float(2, 3)``) passes
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from compiler.ir import Value
-from vm.inputs import check_value
-from vm.signature import is_tensor_type, tensor_spec
+from vm.binding.inputs import check_value
+from vm.program.signature import is_tensor_type, tensor_spec
 
 
 def input_checker(inputs: list[Value]) -> Any:

@@ -28,7 +28,7 @@ def optimized_module(program: Any) -> Any:
 def _parse(program: Any) -> Any:
     from compiler.parser import parse
     from compiler.program_tables import all_nodes
-    from vm.check_graph import span_of
+    from vm.program.check_graph import span_of
 
     module = parse(program.optimized_ir, "<optimized IR>")
     module.attributes = dict(program.folded)  # the attribute values it was compiled for
@@ -43,7 +43,7 @@ def _parse(program: Any) -> Any:
 def _restore_enum_values(program: Any, nodes: list[Any]) -> None:
     """Give enum-member constants back their values: the printed IR names a member only
     (``__torch__.Color.RED``), the bytecode's constants keep its value (``.irbc`` stores it)."""
-    from vm.enum_values import EnumValue
+    from vm.core.enum_values import EnumValue
 
     values: dict[tuple[str, str], Any] = {}
 

@@ -53,7 +53,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from vm.errors import RunError
+from vm.core.errors import RunError
 
 ALIGN = 64
 

@@ -9,8 +9,8 @@ one:
   expanded into their nodes, each top-level group keeping its fused kernel, and the
   load-time folds applied once the weights are known;
 * binds every operator (as the compiler resolved it), converts every constant, binds ``%self`` and
-  frozen tensor constants from the weights (``vm.weights``), refusing weights torch
-  would refuse (``vm.preflight``);
+  frozen tensor constants from the weights (``vm.binding.weights``), refusing weights torch
+  would refuse (``vm.binding.preflight``);
 * flattens each graph into slots and processed nodes (``vm/static/codegen.py``), and
   computes the slot-level facts the memory planner needs (``vm/static/analysis.py``);
 * builds the entry check, which refuses a bad input and computes the plan key;
@@ -31,8 +31,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from vm.errors import RunError
-from vm.gc_pause import gc_paused
+from vm.core.errors import RunError
+from vm.core.gc_pause import gc_paused
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
 from vm.static import fastpath
@@ -96,7 +96,7 @@ class StaticModule:
 
     # building one makes ~10^5 small objects (an IR copy, slots, generated code): with the
     # collector paused they go to the oldest generation at once, so neither construction
-    # nor the first call's young collections traverse them again (vm.gc_pause)
+    # nor the first call's young collections traverse them again (vm.core.gc_pause)
     @gc_paused()
     def __init__(
         self,
@@ -144,7 +144,7 @@ class StaticModule:
             n.kind in RANDOM_KINDS for g in (main, *module.functions.values()) for n in g.walk()
         )
         bound = bind_self(main, weights, module.attributes)
-        from vm.preflight import check_weights, make_guard
+        from vm.binding.preflight import check_weights, make_guard
 
         self_object = next(iter(bound.values()), None)
         check_weights(main, self_object, flat, bool(bound))

@@ -17,8 +17,8 @@ import attrs
 
 from compiler.ir import Graph, Module, Node, Value, clone_node
 from compiler.program_tables import all_nodes
-from vm import types as T
-from vm.errors import CompileError
+from vm.core import types as T
+from vm.core.errors import CompileError
 from vm.static.model import FusionInfo
 
 
@@ -172,8 +172,7 @@ def bind_self(graph: Graph, weights: Any, folded: Mapping[str, Any]) -> dict[Val
     params = graph.inputs
     if not params or not isinstance(params[0].type, T.ClassType):
         return {}
-    from vm import weights as W
-
+    from vm.binding import weights as W
     if isinstance(weights, W.ModuleObject):
         return {params[0]: weights}
     binder = getattr(W, "bind_self", None)
@@ -183,8 +182,8 @@ def bind_self(graph: Graph, weights: Any, folded: Mapping[str, Any]) -> dict[Val
 
 
 def bound_constants(module: Module, weights: Mapping[str, Any]) -> dict[str, Any]:
-    """Tensor constants bound from the weights by name (``vm.weights.bind_constants``)."""
-    from vm.weights import bind_constants
+    """Tensor constants bound from the weights by name (``vm.binding.weights.bind_constants``)."""
+    from vm.binding.weights import bind_constants
 
     bound: dict[str, Any] = {}
     for graph in (module.main, *module.functions.values()):

@@ -279,9 +279,9 @@ def _input_shapes(sm: StaticModule, plan: Any, inputs: Sequence[Any], program: A
 
 def _traced_values(program: Any, weights: Any, inputs: Sequence[Any]) -> dict[str, Any]:
     """Every value of one interpreter run by IR name, when ``program`` is a Program."""
-    from vm.bytecode import Program
-    from vm.errors import IRError
-    from vm.interpreter import Interpreter
+    from vm.core.errors import IRError
+    from vm.interpreter.machine import Interpreter
+    from vm.program.bytecode import Program
 
     if not isinstance(program, Program):
         return {}

@@ -21,8 +21,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from vm.errors import RunError
-from vm.inputs import with_defaults
+from vm.binding.inputs import with_defaults
+from vm.core.errors import RunError
 from vm.ops.random import generator, make_generator, using_generator
 from vm.static import memory_planner as mp
 from vm.static.model import Mode

@@ -33,7 +33,7 @@ import attrs
 from compiler.analysis import effects
 from compiler.analysis.last_uses import reads
 from compiler.ir import Graph, Node, Value
-from vm import types as T
+from vm.core import types as T
 from vm.ops.facts import SHAPE_QUERIES, SUBGRAPH_KINDS
 from vm.ops.random import RANDOM_KINDS
 from vm.ops.registry import OpRef

@@ -1,16 +1,16 @@
 """What a run of the bytecode hands back: its results, or, when an instruction fails, one
 ``RunError`` with the IR call stack (the node's text and ``file:line:col`` of each frame).
 
-Both loops report through here: the interpreter's fast loop (``vm.interpreter``) and the
-reference loop (``vm.reference``), so their errors read the same.
+Both loops report through here: the interpreter's fast loop (``vm.interpreter.machine``) and the
+reference loop (``vm.interpreter.reference``), so their errors read the same.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from vm.bytecode import Opcode, Program
-from vm.errors import IRError, RunError
+from vm.core.errors import IRError, RunError
+from vm.program.bytecode import Opcode, Program
 
 
 def stack_results(n_outputs: int, stack: list[Any]) -> Any:

@@ -1,13 +1,13 @@
 """What a compiled program keeps of its IR for binding ``%self`` without the IR.
 
 A ``Program`` read from a ``.irbc`` file carries no IR objects: the interpreter runs the
-bytecode alone.  Binding ``%self`` (``vm.weights.bind_self``) walks the ``prim::GetAttr``
+bytecode alone.  Binding ``%self`` (``vm.binding.weights.bind_self``) walks the ``prim::GetAttr``
 nodes that read from it.  The compiler records them as ``self_reads``
 (``compiler.program_tables.self_reads_of``): one entry per GetAttr, ``(parent, name,
 type, required, span)`` with ``parent`` the index of the entry whose result it reads from
-(-1 for ``%self``).  ``self_graph`` rebuilds just those nodes as a ``vm.check_graph``
+(-1 for ``%self``).  ``self_graph`` rebuilds just those nodes as a ``vm.program.check_graph``
 graph, a few hundred nodes at most.  The other checks before a run read the program's
-check table (``vm.check_graph``); the static runtime, which runs the optimized IR itself,
+check table (``vm.program.check_graph``); the static runtime, which runs the optimized IR itself,
 parses the text the file carries (``vm.static.ir_text``).
 """
 
@@ -27,7 +27,7 @@ def self_graph(program: Any) -> Any:
         return module.main
     if not program.takes_self:
         return None
-    from vm.check_graph import self_graph as rebuilt
+    from vm.program.check_graph import self_graph as rebuilt
 
     return rebuilt(program.input_types[0], program.self_reads)
 

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vm import types as T
-from vm.errors import RunError
+from vm.core import types as T
+from vm.core.errors import RunError
 
-if TYPE_CHECKING:  # the compiler's IR, or the check graph a loaded program carries (vm.check_graph)
+if TYPE_CHECKING:  # the compiler's IR, or the check graph a loaded program carries (vm.program.check_graph)
     from compiler.ir import Graph, Node, Value
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}

@@ -16,11 +16,11 @@ we add one more entry, ``__spec__``: a JSON string mapping each top-level key to
 of value stored there (``"Tensor"``, ``"int"``, ``"float"``, ``"bool"``, ``"str"``,
 ``"None"``, ``["list", [...]]``, ``["tuple", [...]]``, ``["dict", [[key, kind], ...]]``).
 None and empty containers exist only in the spec.  An enum member is stored as its
-member's name (a ``"str"``), or ``NAME=VALUE`` when its value is known (``vm.enum_values``),
+member's name (a ``"str"``), or ``NAME=VALUE`` when its value is known (``vm.core.enum_values``),
 and an ``Enum<...>`` input is read from that text.  (One loss: numpy drops trailing NUL
 characters of a string.)  A file irvm writes as a run's result also holds ``__irvm__``, a
 0-d string naming its role (``"outputs"``, ``"trace"``): the mark by which ``irvm run``
-knows it may write over it again (vm/files.py); readers skip both entries.  Files written by hand may leave the
+knows it may write over it again (vm/files/kinds.py); readers skip both entries.  Files written by hand may leave the
 spec out: ``load_inputs`` then reads each input by its type in the graph (an absent
 Optional input is None, a list of ints may be a 1-d array).
 
@@ -41,10 +41,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from vm import types as T
-from vm.enum_values import EnumValue, parse_member, stored
-from vm.errors import RunError
-from vm.files import MARK_KEY
+from vm.core import types as T
+from vm.core.enum_values import EnumValue, parse_member, stored
+from vm.core.errors import RunError
+from vm.files.kinds import MARK_KEY
 
 SPEC_KEY = "__spec__"
 RESERVED_KEYS = frozenset({SPEC_KEY, MARK_KEY})  # entries that are no value
@@ -301,8 +301,8 @@ class _Param(NamedTuple):
 
 
 def _signature(names: Sequence[str], type_texts: Sequence[str]) -> list[Any]:
-    # The type strings are as ``str(type)`` prints them (``vm.type_text`` reads them back).
-    from vm.type_text import parse_type_text
+    # The type strings are as ``str(type)`` prints them (``vm.core.type_text`` reads them back).
+    from vm.core.type_text import parse_type_text
 
     return [_Param(n, parse_type_text(t)) for n, t in zip(names, type_texts)]
 

@@ -5,7 +5,7 @@ file of the wrong kind gets one sentence saying what it is and what to do with i
 instead of a parse error at a byte offset of a zip archive.  The kinds come from the
 first bytes, never from the name:
 
-    IRBC          a zip whose first member is ``irvm-bytecode`` (vm/irbc.py)
+    IRBC          a zip whose first member is ``irvm-bytecode`` (vm/program/irbc.py)
     NPZ           a zip of ``.npy`` members (numpy.savez)
     TORCHSCRIPT   a zip with ``<dir>/code/`` and ``<dir>/data.pkl`` (torch.jit.save)
     CHECKPOINT    a zip with ``data.pkl`` and no ``code/`` (torch.save), or a bare
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from vm.errors import IRError, RunError
+from vm.core.errors import IRError, RunError
 
 MARK_KEY = "__irvm__"  # npz entry: a 0-d string naming what irvm wrote ("outputs", "trace")
 PICTURE_MARK = "irvm viz"
@@ -120,7 +120,7 @@ def _varint(f: BinaryIO) -> int | None:
     return None
 
 
-MAGIC_MEMBER = "irvm-bytecode"  # the first member of every .irbc (vm/irbc.py), stored uncompressed
+MAGIC_MEMBER = "irvm-bytecode"  # the first member of every .irbc (vm/program/irbc.py), stored uncompressed
 _MAGIC_PREFIX = b"PK\x03\x04"
 
 
@@ -207,7 +207,7 @@ def read_program_text(path: str | Path) -> str:
     """The IR text at ``path``; a file that is no program text (a TorchScript archive, an
     .npz, bytecode...) is refused with what it is, and text that is not UTF-8 is an
     ``IRSyntaxError`` at the first bad byte."""
-    from vm.errors import IRSyntaxError, Span
+    from vm.core.errors import IRSyntaxError, Span
 
     kind = expect(path, "program")
     if kind is FileKind.IRBC:

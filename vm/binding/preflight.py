@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from vm import types as T
-from vm.check_graph import is_tensor_literal
-from vm.errors import RunError
-from vm.gc_pause import gc_paused
+from vm.core import types as T
+from vm.core.errors import RunError
+from vm.core.gc_pause import gc_paused
+from vm.program.check_graph import is_tensor_literal
 
-if TYPE_CHECKING:  # the compiler's IR, or the check graph a loaded program carries (vm.check_graph)
+if TYPE_CHECKING:  # the compiler's IR, or the check graph a loaded program carries (vm.program.check_graph)
     from compiler.ir import Block, Graph, Node, Value
 
 # strict op -> positions of the tensor arguments that must share one dtype
@@ -485,8 +485,8 @@ def make_guard(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None
 
 def check_weights(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None, skip_self: bool,
                   nodes: Sequence[Node] | None = None) -> None:
-    """The weights against the shapes the graph declares (``vm.weight_checks``)."""
-    from vm.weight_checks import check_declared_shapes
+    """The weights against the shapes the graph declares (``vm.binding.weight_checks``)."""
+    from vm.binding.weight_checks import check_declared_shapes
 
     check_declared_shapes(graph, resolver(graph, self_object, weights, skip_self), nodes)
 
@@ -523,14 +523,14 @@ def _constant(node: Node, flat: Mapping[str, Any]) -> tuple[Any, str]:
     literal: Any = node.attrs.get("value")
     if not is_tensor_literal(literal) or not node.outputs:
         return None, ""
-    from vm.weights import constant_keys
+    from vm.binding.weights import constant_keys
 
     label = f"%{node.outputs[0].name}"
     key = next((k for k in constant_keys(node.outputs[0].name) if k in flat), None)
     if key is not None:
         return np.asarray(flat[key]), label
     if literal.values is not None and literal.dtype is not None:
-        from vm.inputs import DTYPES
+        from vm.binding.inputs import DTYPES
 
         name = DTYPES.get(literal.dtype)
         return (np.zeros(literal.shape or (), dtype=name) if name else None), label
@@ -539,7 +539,7 @@ def _constant(node: Node, flat: Mapping[str, Any]) -> tuple[Any, str]:
 
 def checked_kind(kind: str) -> bool:
     """True for the operators whose nodes a check reads (the dtype walk, the declared
-    shapes, binding ``%self``): what a check table keeps (``vm.check_graph``)."""
+    shapes, binding ``%self``): what a check table keeps (``vm.program.check_graph``)."""
     if kind in _CHECKED_PRIMS or kind in STRICT or kind in RNNS or kind == "aten::embedding":
         return True
     return kind.startswith("aten::") and kind[len("aten::"):] in _CARRIERS

@@ -18,12 +18,12 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
   IR, and parses this text only when one is built, ``vm.static.ir_text``) and ``irc viz``,
   and ``spans.json``, the original span of each of its nodes;
 - ``checks.json``: the check table, the few nodes of the IR that binding weights and the
-  checks before a run read (``vm.check_graph``), so that running a program with weights
+  checks before a run read (``vm.program.check_graph``), so that running a program with weights
   parses no IR either.
 
 The file is the compiled program: loading runs no pass, resolves no overload and
 parses no IR (fusion groups are stored resolved, ``vm.fusion.kernels.FusionSpec``; ``%self``'s
-attribute reads as a table, ``vm.self_reads``; the checks' nodes, ``vm.check_graph``).
+attribute reads as a table, ``vm.program.self_reads``; the checks' nodes, ``vm.program.check_graph``).
 Format 3 (format 2 had no check table).
 
 Loading checks, in order: the magic, the format version (a newer or an older format is
@@ -47,7 +47,12 @@ from typing import Any
 
 import numpy as np
 
-from vm.bytecode import (
+from vm.core.errors import BytecodeError, IRError, Span
+from vm.core.gc_pause import gc_paused
+from vm.files.kinds import MAGIC_MEMBER, has_magic, is_irbc
+from vm.ops import registry
+from vm.ops.registry import OpRef
+from vm.program.bytecode import (
     Function,
     Instruction,
     Opcode,
@@ -56,11 +61,6 @@ from vm.bytecode import (
     loop_exit_effect,
     stack_effect,
 )
-from vm.errors import BytecodeError, IRError, Span
-from vm.files import MAGIC_MEMBER, has_magic, is_irbc
-from vm.gc_pause import gc_paused
-from vm.ops import registry
-from vm.ops.registry import OpRef
 
 FORMAT_VERSION = 3
 PRODUCER = "irvm 0.1.0"
@@ -70,7 +70,7 @@ PRODUCER = "irvm 0.1.0"
 # Writing
 
 
-@gc_paused()  # the tables are ~10^5 small lists while the program's IR is alive: see vm.gc_pause
+@gc_paused()  # the tables are ~10^5 small lists while the program's IR is alive: see vm.core.gc_pause
 def save(program: Program, path: Path | str, options: dict[str, Any] | None = None) -> None:
     """Write ``program`` to ``path`` (see the module docstring for the layout)."""
     arrays: dict[str, np.ndarray] = {}
@@ -182,9 +182,9 @@ def _untabled(stored: Any, convert: Any) -> tuple[Any, ...]:
 
 def _encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
     """Tagged JSON for a constant: scalars and strings as themselves, the rest in a dict."""
-    from vm.enum_values import EnumValue
-    from vm.types import Type
-    from vm.unbound import UnboundTensor
+    from vm.binding.unbound import UnboundTensor
+    from vm.core.enum_values import EnumValue
+    from vm.core.types import Type
 
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -222,7 +222,7 @@ def load(path: Path | str) -> Program:
     except OSError as err:
         raise BytecodeError(f"{where}: cannot read: {err.strerror or err}") from None
     try:
-        with gc_paused():  # a big program is ~10^5 small objects: see vm.gc_pause
+        with gc_paused():  # a big program is ~10^5 small objects: see vm.core.gc_pause
             return _load_bytes(data, where)
     except IRError as err:
         if isinstance(err, BytecodeError):
@@ -395,13 +395,13 @@ def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
     if tag == "dict":
         return {_decode(k, files, where): _decode(v, files, where) for k, v in payload}
     if tag == "unbound":
-        from vm.unbound import UnboundTensor
+        from vm.binding.unbound import UnboundTensor
 
         return UnboundTensor(str(payload))
     if tag == "irtype":
         return _parse_type(str(payload), where)
     if tag == "enum" and isinstance(payload, list) and len(payload) in (2, 3) and all(isinstance(p, str) for p in payload[:2]):
-        from vm.enum_values import EnumValue
+        from vm.core.enum_values import EnumValue
 
         value = payload[2] if len(payload) == 3 else None
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, str))):
@@ -411,7 +411,7 @@ def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
 
 
 def _parse_type(text: str, where: str) -> Any:
-    from vm.type_text import parse_type_text
+    from vm.core.type_text import parse_type_text
 
     try:
         return parse_type_text(text)

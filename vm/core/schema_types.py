@@ -1,4 +1,4 @@
-"""Schema type text -> ``vm.types.Type``: the types of operator schemas (``int[]?``,
+"""Schema type text -> ``vm.core.types.Type``: the types of operator schemas (``int[]?``,
 ``Tensor(a!)`` without its alias annotation, ``t[]`` with a type variable ``t``).
 
 The operator library reads them at run time (``prim::isinstance``), so they live in the
@@ -11,7 +11,7 @@ import re
 
 import attrs
 
-from vm import types as T
+from vm.core import types as T
 
 
 @attrs.frozen

@@ -21,7 +21,7 @@ first touches it:
   ``.1``...), or, for an RNN's ``_flat_weights``, from its named parameters
   (``weight_ih_l0``...) in PyTorch's order; a ``Dict(K, V)`` from ``PATH.KEY`` entries.
   A mapping with a ``__spec__`` entry (what ``tools/export_torch.py`` writes; the
-  convention of ``vm.io``) has each attribute it names rebuilt whole first
+  convention of ``vm.files.npz``) has each attribute it names rebuilt whole first
   (``gather_attributes``), so strings, None, dict keys with dots and empty containers
   round-trip (docs/weights.md).  Absent attributes default only where the
   meaning is clear: an Optional (``Tensor?``) is None and ``training`` is False
@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vm import types as T
-from vm.enum_values import EnumValue, parse_member
-from vm.errors import RunError, Span
+from vm.core import types as T
+from vm.core.enum_values import EnumValue, parse_member
+from vm.core.errors import RunError, Span
 
 if TYPE_CHECKING:  # the IR data model is the compiler's: only the static runtime brings it
     from compiler.ir import Graph, Node, Value
@@ -116,8 +116,8 @@ def override(base: Mapping[str, Any], given: Mapping[str, Any], source: str) -> 
 
 def gather_attributes(weights: Mapping[str, Any]) -> dict[str, Any]:
     """``weights`` with each attribute its ``__spec__`` describes rebuilt as one value
-    (``vm.io``'s convention, as for program inputs) in place of its flattened entries."""
-    from vm.io import SPEC_KEY, spec_of, unflatten
+    (``vm.files.npz``'s convention, as for program inputs) in place of its flattened entries."""
+    from vm.files.npz import SPEC_KEY, spec_of, unflatten
 
     if SPEC_KEY not in weights:
         return dict(weights)
@@ -180,7 +180,7 @@ def bind_self(
             + (_PLAIN_HINT if any(not e.endswith(" : Tensor") for e in missing.entries) else ""),
             missing.span,
         )
-    from vm.weight_checks import check_module_structure
+    from vm.binding.weight_checks import check_module_structure
 
     check_module_structure(graph, root)
     return root
@@ -395,7 +395,7 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
     bound only when present.  A bound array whose shape contradicts the declared type is
     an error too.
     """
-    from vm.check_graph import is_tensor_literal
+    from vm.program.check_graph import is_tensor_literal
 
     bound: dict[str, np.ndarray] = {}
     missing = _Missing()
@@ -425,7 +425,7 @@ def constant_keys(name: str) -> list[str]:
     """Where a tensor constant named ``name`` may sit in a weights mapping, in order (the
     same rule as ``compiler.resolve.UnboundTensor.keys``)."""
     # lazy: compiler.resolve imports the operator library, which imports this module
-    from vm.unbound import UnboundTensor
+    from vm.binding.unbound import UnboundTensor
 
     return UnboundTensor(name).keys()
 
@@ -433,7 +433,7 @@ def constant_keys(name: str) -> list[str]:
 def _check_shape(out: Value, array: np.ndarray, node: Node) -> None:
     """The bound array against the constant's declared type: its shape, and its dtype
     (a frozen ``Float(10)`` constant is float32; binding float64 would change the results)."""
-    from vm.inputs import DTYPES
+    from vm.binding.inputs import DTYPES
 
     t = out.type
     sizes = t.sizes if isinstance(t, T.TensorType) else None

@@ -2,7 +2,7 @@
 
 A program read from a ``.irbc`` file names its types as text: the graph's inputs and
 outputs (``Program.input_types``), ``%self``'s attribute reads, the values of the run-time
-check tables (``vm.check_graph``), type constants.  ``str`` of a ``vm.types`` type prints
+check tables (``vm.program.check_graph``), type constants.  ``str`` of a ``vm.core.types`` type prints
 one canonical spelling of each type, so a small recursive-descent reader of that spelling
 is enough, and the VM needs no compiler to understand its own file:
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from vm import types as T
-from vm.errors import BytecodeError
+from vm.core import types as T
+from vm.core.errors import BytecodeError
 
 _TOKEN = re.compile(r"\s*(Enum<[A-Za-z0-9_.]*>|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|-?\d+|\[\]|[()\[\],:?=*])")
 _DTYPES = frozenset(T.SCALAR_TYPE_CODES)

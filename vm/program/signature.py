@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from vm.inputs import DTYPES
+from vm.binding.inputs import DTYPES
 
 _REFINED = re.compile(r"^(\w+)\((.*)\)$")
 

@@ -1,7 +1,7 @@
 """The reference loop: the bytecode executed one instruction at a time, as defined.
 
 ``Interpreter.run_traced`` and ``Interpreter(debug=True)`` run here instead of on the
-pre-decoded fast loop.  Each case is the definition of its opcode in ``vm.bytecode``,
+pre-decoded fast loop.  Each case is the definition of its opcode in ``vm.program.bytecode``,
 on an explicit operand stack; the loop also records every value stored into a register
 under its IR name (``%x.1`` in the entry function, ``fib/%n`` in others) and, with
 ``debug``, prints the stack and the registers before each instruction, like clox's
@@ -13,11 +13,11 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from vm.bytecode import Opcode
-from vm.errors import IRError
+from vm.core.errors import IRError
+from vm.program.bytecode import Opcode
 
 if TYPE_CHECKING:
-    from vm.interpreter import Interpreter
+    from vm.interpreter.machine import Interpreter
 
 
 class _Frame:
@@ -35,7 +35,7 @@ def run(
 ) -> Any:
     """Run the entry function on ``stack`` (its inputs); fill ``values`` (unless None) with
     every value stored."""
-    from vm.outcome import depth_error, failure_error, stack_results
+    from vm.interpreter.outcome import depth_error, failure_error, stack_results
 
     program = interp.program
     frames = [_new_frame(interp, program.entry)]

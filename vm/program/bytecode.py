@@ -12,7 +12,7 @@ Everything here is immutable (frozen attrs classes, tuples), so one ``Program`` 
 shared by any number of threads; a run owns its frames, registers and stack.
 
 ``OPCODES`` is the one table of the instruction set: each opcode with its operand kinds
-and its meaning.  The disassembler below, the file format (``vm.irbc``) and the
+and its meaning.  The disassembler below, the file format (``vm.program.irbc``) and the
 interpreter all read it.  Operand X and N of an instruction mean what the table says:
 
 ========  =======================================================================
@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from vm.errors import Span
+from vm.core.errors import Span
 from vm.ops.registry import OpRef
 
 
@@ -148,14 +148,14 @@ class Program:
     the entry function's inputs (type strings as PyTorch prints them: ``Tensor``,
     ``Float(2, 3)``, ``int``, ``Tensor?``...); a class-typed first input is ``%self``,
     bound from the weights, not passed by callers; ``self_reads`` lists the attributes
-    the program reads from it (``vm.self_reads``).
+    the program reads from it (``vm.program.self_reads``).
 
     ``module`` is the optimized ``compiler.ir.Module`` when there is one in memory: the
     compiler's own object for a program just compiled, or, for a program read from a
     ``.irbc``, the one the static runtime parsed from ``optimized_ir`` when it was built
     (``vm.static.ir_text``, spans restored from ``node_spans``; never re-optimized).  The
     interpreter never needs it: the checks before a run read ``check_table()``
-    (``vm.check_graph``) and ``self_reads`` (``vm.self_reads``).
+    (``vm.program.check_graph``) and ``self_reads`` (``vm.program.self_reads``).
     """
 
     functions: tuple[Function, ...]
@@ -166,7 +166,7 @@ class Program:
     source: str = ""
     output_types: tuple[str, ...] = ()  # the entry's output types, as input_types
     # values for the entry's last ``len(input_defaults)`` inputs when a caller leaves them
-    # out (from a torch.jit.save archive's source; see ``vm.inputs.with_defaults``)
+    # out (from a torch.jit.save archive's source; see ``vm.binding.inputs.with_defaults``)
     input_defaults: tuple[Any, ...] = ()
     # ``module=`` in the constructor (attrs drops the underscore; the alias says so to type checkers)
     _module: Any = attrs.field(default=None, eq=False, repr=False, alias="module")
@@ -202,7 +202,7 @@ class Program:
         return self._module
 
     def check_table(self) -> dict[str, Any] | None:
-        """The table of the IR the checks before a run read (``vm.check_graph``), made
+        """The table of the IR the checks before a run read (``vm.program.check_graph``), made
         (or read from the file) the first time it is asked for."""
         checks: Any = self.checks
         if callable(checks):

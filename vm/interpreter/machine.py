@@ -2,12 +2,12 @@
 
 ``Interpreter(program, weights)`` does all its work up front: it binds ``%self`` and the
 tensor constants from the weights, binds every operator-table entry to its kernel and
-pre-decodes every function into register form (``vm.decode``).  A call then only runs
+pre-decodes every function into register form (``vm.interpreter.decode``).  A call then only runs
 the dispatch loop, so the first call costs what the hundredth does.
 
 The loop (``_run``) keeps everything in locals: ``code``/``pc``/``regs`` of the current
 frame, the shared operand ``stack`` and a list of saved caller frames.  Its cases are
-the decoded instructions (``vm.decode.DecodedOp``, compared as plain int constants): operators in register form first (most executed), then the
+the decoded instructions (``vm.interpreter.decode.DecodedOp``, compared as plain int constants): operators in register form first (most executed), then the
 superinstructions (loop header and back edge, CALLR/RET1, COPY), then the stack forms.
 A call saves the caller and starts the callee with a fresh copy of its register
 template, the arguments put straight into its registers; a return restores the caller
@@ -17,8 +17,8 @@ a deep or runaway recursion ends in a ``RunError`` at ``max_depth`` frames, neve
 Python's RecursionError.  The ``Program`` is immutable and every call has its own
 frames, registers and stack, so one interpreter may be called from many threads.
 
-``run_traced`` and ``debug=True`` use a second loop, ``vm.reference.run``, which executes
-the bytecode itself one instruction at a time, exactly as ``vm.bytecode`` defines it:
+``run_traced`` and ``debug=True`` use a second loop, ``vm.interpreter.reference.run``, which executes
+the bytecode itself one instruction at a time, exactly as ``vm.program.bytecode`` defines it:
 it records every value stored into a register under its IR name, and with ``debug``
 prints the stack and registers before each instruction (clox's DEBUG_TRACE_EXECUTION).
 
@@ -32,26 +32,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vm import decode as D
-from vm.bytecode import Program
+from vm.interpreter import decode as D
+from vm.program.bytecode import Program
 
 # The opcode names stay a grid (isort would put one name per line).
 # isort: off
-from vm.decode import (  # the decoded opcodes (vm.decode.DecodedOp) as plain ints
+from vm.interpreter.decode import (  # the decoded opcodes (vm.interpreter.decode.DecodedOp) as plain ints
     CALL, CALLR, COPY, DROP, DROPR, JF, JFR, JMP, LOOP, LOOPB, LOOPE, OP1, OP1M, OP2, OP2M, OPGM, PUSH, PUSHM,
     RET, RET1, STORE, STOREN,
 )  # fmt: skip
 # isort: on
 
-from vm.errors import BytecodeError, IRError, RunError
+from vm.binding.inputs import InputChecker
+from vm.binding.weights import ModuleObject
+from vm.core.errors import BytecodeError, IRError, RunError
+from vm.core.gc_pause import gc_paused
 from vm.fusion.kernels import enable_fuser
-from vm.gc_pause import gc_paused
-from vm.inputs import InputChecker
+from vm.interpreter.outcome import depth_error, failure_error, stack_results
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
 from vm.ops.registry import OpRef
-from vm.outcome import depth_error, failure_error, stack_results
-from vm.weights import ModuleObject
 
 DEFAULT_MAX_DEPTH = 1000
 
@@ -74,7 +74,7 @@ class Interpreter:
     (None: from the OS), so the same seed gives the same draws call after call.
     """
 
-    @gc_paused()  # decoding builds ~10^5 small lists and tuples: see vm.gc_pause
+    @gc_paused()  # decoding builds ~10^5 small lists and tuples: see vm.core.gc_pause
     def __init__(
         self,
         program: Program,
@@ -133,8 +133,7 @@ class Interpreter:
     def run_traced(self, *args: Any) -> tuple[Any, dict[str, Any]]:
         """Run on the reference loop; returns the result and every value stored, keyed by
         IR name (``%x.1``; ``fib/%n`` for a value of another function)."""
-        from vm import reference
-
+        from vm.interpreter import reference
         stack = self._arguments(args)
         values: dict[str, Any] = {}
         with using_generator(self.generator):
@@ -143,8 +142,7 @@ class Interpreter:
 
     def run_reference(self, *args: Any) -> Any:
         """Run on the reference loop without recording (the fast loop's oracle in tests)."""
-        from vm import reference
-
+        from vm.interpreter import reference
         with using_generator(self.generator):
             return reference.run(self, self._arguments(args), None, debug=self.debug)
 
@@ -349,11 +347,10 @@ def _bind(ref: OpRef, function: str) -> Any:
 
 
 def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | None) -> ModuleObject:
-    from vm import weights as W
-
+    from vm.binding import weights as W
     if isinstance(weights, ModuleObject):
         return weights
-    from vm.self_reads import self_graph
+    from vm.program.self_reads import self_graph
 
     graph = self_graph(program) if program.takes_self else None
     if graph is not None and hasattr(W, "bind_self"):
@@ -363,13 +360,13 @@ def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | Non
 
 
 def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
-    """Check the weights against the shapes and dtypes the graph declares (``vm.preflight``,
-    ``vm.weights.bind_constants``); return the guard of the inputs' dtypes, or None.  The
+    """Check the weights against the shapes and dtypes the graph declares (``vm.binding.preflight``,
+    ``vm.binding.weights.bind_constants``); return the guard of the inputs' dtypes, or None.  The
     checks read the compiler's IR when it is in memory, else the program's check table
-    (``vm.check_graph``): a program read from a file parses no IR."""
+    (``vm.program.check_graph``): a program read from a file parses no IR."""
     module = program.module_if_loaded
     reaches = None
-    main: Any  # the compiler's IR graph, or the check graph (vm.check_graph): same attributes
+    main: Any  # the compiler's IR graph, or the check graph (vm.program.check_graph): same attributes
     functions: list[Any]
     if module is not None:
         main, functions = module.main, list(module.functions.values())
@@ -377,12 +374,12 @@ def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
         table = program.check_table()
         if table is None:
             return None
-        from vm.check_graph import from_table
+        from vm.program.check_graph import from_table
 
         tables = from_table(table)
         main, functions, reaches = tables.main, list(tables.functions), tables.reaches_strict
-    from vm.preflight import check_weights, make_guard
-    from vm.weights import bind_constants
+    from vm.binding.preflight import check_weights, make_guard
+    from vm.binding.weights import bind_constants
 
     flat = weights if isinstance(weights, Mapping) else None
     nodes = list(main.walk())  # one walk for both checks
@@ -396,7 +393,7 @@ def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:
     """Each function's constants, ``<Tensor>`` ones (and rounded literals when the
     weights have them) taken from the weights by name; one RunError lists every miss."""
-    from vm.unbound import UnboundTensor
+    from vm.binding.unbound import UnboundTensor
 
     flat = weights if isinstance(weights, Mapping) else {}
     missing: list[str] = []

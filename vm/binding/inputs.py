@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from vm.bytecode import Program
-from vm.errors import RunError
-from vm.types import NUMPY_DTYPES
+from vm.core.errors import RunError
+from vm.core.types import NUMPY_DTYPES
+from vm.program.bytecode import Program
 
 DTYPES = NUMPY_DTYPES  # the dtype names of refined tensor types, as numpy dtype names
 _DTYPES = DTYPES

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from vm.errors import CompileError
+from vm.core.errors import CompileError
 
 
 @attrs.frozen

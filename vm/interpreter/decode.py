@@ -1,6 +1,6 @@
 """Pre-decoding: bytecode -> the tuples the interpreter's fast loop dispatches on.
 
-The bytecode is a faithful stack machine (``vm.bytecode``): an operator node costs
+The bytecode is a faithful stack machine (``vm.program.bytecode``): an operator node costs
 about four instructions (``MOVE a; LOADC k; OP f; STORE r``), and in CPython every
 dispatched instruction costs 30-90 ns, more than the budget.  So once, when an
 ``Interpreter`` is built, each function is translated into *register form*, the way a
@@ -28,7 +28,7 @@ A fusion never spans a jump target, so control flow is unchanged; jump targets a
 renumbered.  ``origin[i]`` maps decoded instruction ``i`` back to the bytecode
 instruction whose span and node text an error reports.  ``DecodedOp`` is the table of
 this instruction set (each code's operands and meaning), which the interpreter's loop
-and ``listing`` (``tools/disasm.py --decoded``) read, as ``vm.bytecode.Opcode`` is for
+and ``listing`` (``tools/disasm.py --decoded``) read, as ``vm.program.bytecode.Opcode`` is for
 the bytecode.  Kernels are bound here, once
 (``vm.ops.registry.bind``): nothing is looked up while running.
 """
@@ -41,7 +41,7 @@ from typing import Any
 
 import attrs
 
-from vm.bytecode import Function, Instruction, Opcode, Program
+from vm.program.bytecode import Function, Instruction, Opcode, Program
 
 
 class DecodedOp(enum.IntEnum):

@@ -1,13 +1,13 @@
 """The part of the optimized IR that a run checks before its first operator, as the VM
 reads it from an ``.irbc`` file: a few small graph records, no compiler.
 
-Binding weights and refusing what PyTorch would refuse (``vm.weights.bind_self`` and
-``bind_constants``, ``vm.preflight``'s dtype guard, ``vm.weight_checks``) walk the IR:
+Binding weights and refusing what PyTorch would refuse (``vm.binding.weights.bind_self`` and
+``bind_constants``, ``vm.binding.preflight``'s dtype guard, ``vm.binding.weight_checks``) walk the IR:
 ``prim::GetAttr`` chains from ``%self``, tensor constants, the nodes whose argument dtypes
 must agree, and the nodes that carry a dtype from one to the next.  A program compiled in
 this process hands them the compiler's IR; a program read from a file carries a *check
 table* instead (``compiler.program_tables.check_table``, member ``checks.json``): just those
-nodes, with their values' names, types (as printed, read by ``vm.type_text``) and spans,
+nodes, with their values' names, types (as printed, read by ``vm.core.type_text``) and spans,
 inside the blocks that hold them.  ``from_table`` rebuilds it as the records below, which
 have the attributes the checks read on the compiler's ``Node``/``Value``/``Block``/
 ``Graph`` (``kind``, ``inputs``, ``outputs``, ``attrs``, ``blocks``, ``span``, ``owner``,
@@ -15,7 +15,7 @@ have the attributes the checks read on the compiler's ``Node``/``Value``/``Block
 
 A node the table leaves out changes no check: the dtype walk knows nothing of its
 outputs either way.  What needs every node, whether the inputs reach a strict operator at
-all (``vm.preflight``), is decided by the compiler and stored as ``reaches_strict``.
+all (``vm.binding.preflight``), is decided by the compiler and stored as ``reaches_strict``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any
 
 import attrs
 
-from vm.errors import BytecodeError, Span
-from vm.type_text import parse_type_text
+from vm.core.errors import BytecodeError, Span
+from vm.core.type_text import parse_type_text
 
 TABLE_VERSION = 1
 
@@ -99,7 +99,7 @@ class CheckGraph:
 @attrs.frozen
 class CheckTables:
     """The entry graph, each function's tensor constants, and whether any input reaches
-    a strict operator (``vm.preflight``)."""
+    a strict operator (``vm.binding.preflight``)."""
 
     main: CheckGraph
     functions: tuple[CheckGraph, ...]
@@ -161,7 +161,7 @@ class _Reader:
 
 def self_graph(self_type: str, reads: Any) -> CheckGraph:
     """A graph whose ``%self`` (of type ``self_type``) has the GetAttr nodes ``reads``
-    records (``vm.self_reads``), for ``vm.weights.bind_self``."""
+    records (``vm.program.self_reads``), for ``vm.binding.weights.bind_self``."""
     root = CheckValue("self", parse_type_text(self_type))
     block = CheckBlock([root])
     values = [root]
