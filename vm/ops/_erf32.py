@@ -108,13 +108,10 @@ def _gelu_block(x: np.ndarray, out: np.ndarray, z: np.ndarray, acc: np.ndarray) 
     acc *= x
     np.tanh(acc, out=acc)
     acc += F32(1)
-    # PyTorch's order, (1 + erf) * x * 0.5: -0.0 stays, -inf gives nan (0 * -inf), and
-    # (1 + erf) * x overflows to inf near the float32 maximum, as in PyTorch
-    plus_inf = x == np.inf if not x.max() < np.inf else None  # read x before out overwrites it
-    np.multiply(acc, x, out=out)
-    out *= F32(0.5)
-    if plus_inf is not None:  # PyTorch's float32 kernel gives nan at +inf
-        out[plus_inf] = np.nan
+    # PyTorch's order, x * 0.5 * (1 + erf): -0.0 stays, -inf gives nan (-inf * 0), and
+    # +inf and values near the float32 maximum stay finite-or-inf (halved before the product)
+    np.multiply(x, F32(0.5), out=out)
+    out *= acc
 
 
 def gelu_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
