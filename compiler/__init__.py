@@ -7,6 +7,7 @@ The Python API is a contract (keep it stable)::
     program = compiler.compile_file("model.ir")
     module, weights = compiler.load_torchscript("model.pt")   # a torch.jit.save archive
     module = compiler.freeze(module, weights)        # settings folded, as compile_source(weights=)
+    module = compiler.specialize(module, weights)    # the whole specialization pipeline
 """
 
 import compiler.printer  # noqa: F401  (gives compiler.ir.Module its __str__; ir does not import its printer)
@@ -43,6 +44,17 @@ def freeze(module, weights, fusion: bool = True):
     return _freeze(module, weights, fusion=fusion)
 
 
+def specialize(module, weights, *, fusion: bool = True, skip=()):
+    """An optimized ``compiler.ir.Module`` specialized for ``weights`` by the pass manager's
+    ``SPECIALIZE_PIPELINE`` (settings folded, eval BatchNorms folded into their
+    convolutions, activations written in place, small linear weights stored transposed),
+    leaving out the passes named in ``skip``; the tensors the folds made are in its
+    ``folded_tensors``.  ``module`` itself when nothing folds."""
+    from compiler.pipeline import specialize as _specialize
+
+    return _specialize(module, weights, fusion=fusion, skip=skip)[0]
+
+
 def load_torchscript(path, method: str = "forward"):
     """``(Module, weights)`` from a ``torch.jit.save`` archive, read without PyTorch and
     without running any code from the file (``compiler.torchscript``)."""
@@ -54,6 +66,7 @@ def load_torchscript(path, method: str = "forward"):
 __all__ = [
     "load_torchscript",
     "freeze",
+    "specialize",
     "parse",
     "compile_source",
     "compile_file",

@@ -354,6 +354,13 @@ class Module:
     # writes them (a torch.jit.save archive's ``def forward(self, x, scale: float=2.)``);
     # printed IR has none
     input_defaults: tuple[object, ...] = ()
+    # the tensors the specialization passes made from the weights (name -> array: a
+    # BatchNorm folded into its convolution's weight, a weight stored transposed), bound
+    # by name like a frozen graph's ``<Tensor>`` constants (compiler.pipeline.specialize)
+    folded_tensors: dict[str, object] = field(factory=dict)
+    # True once the specialization pipeline has run on it for its weights: the static
+    # runtime then runs no pass of its own
+    specialized: bool = False
 
     def __repr__(self) -> str:
         return f"<Module {self.filename}: main + {len(self.functions)} functions>"
@@ -368,6 +375,8 @@ class Module:
             self.filename,
             dict(self.attributes),
             self.input_defaults,
+            dict(self.folded_tensors),
+            self.specialized,
         )
 
 

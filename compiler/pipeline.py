@@ -17,6 +17,19 @@ phases; we keep the phases that matter for a numpy runtime and drop the autograd
              eliminate_dead_code
     Phase 5  group_fusions                      runNondiffOptimization: FuseGraph
 
+Specializing for weights (``SPECIALIZE_PIPELINE``, ``specialize``) is a pipeline too, run
+on an optimized module when its weights are known (``irc compile --weights``, a ``.pt``
+archive, a program compiled without weights that meets them)::
+
+             fold_module_attributes             freeze: settings become constants
+             (Phases 2, 3 and 5 again)          only when a setting folded
+             fold_batch_norm                    eval BatchNorm into its conv's weights
+             fold_epilogues                     an activation written over a fresh product
+             fold_transposed_weights            small linear weights stored transposed
+
+The passes that read weight values take the weights as input (``WEIGHT_PASSES``) and
+record the tensors they make in ``Module.folded_tensors``.
+
 A ``.graph`` dump leaves out the bodies of standard ``torch.nn`` modules and of
 ``torch.nn.functional`` helpers; ``add_known_methods`` stores irvm's bodies for the first
 (``compiler.known``), and ``inline_calls`` picks one for each call of the second.
@@ -72,6 +85,14 @@ FUSION_PASSES = frozenset({"group_fusions"})
 # Phases 2, 3 and 5 again: the folded settings decide branches, and what they guarded dies.
 FREEZE_PIPELINE: list[str] = DEFAULT_PIPELINE[2:]
 
+# Specialization for the weights' values, after the settings fold and its clean-up (in
+# this order: the BatchNorm fold makes conv -> activation pairs adjacent for the epilogues).
+VALUE_PASSES: list[str] = ["fold_batch_norm", "fold_epilogues", "fold_transposed_weights"]
+SPECIALIZE_PIPELINE: list[str] = ["fold_module_attributes", *FREEZE_PIPELINE, *VALUE_PASSES]
+
+# Passes whose entry takes the weights (``name(module, weights)``).
+WEIGHT_PASSES = frozenset({"fold_module_attributes", "fold_batch_norm", "fold_transposed_weights"})
+
 # Passes that can be named in ``passes=`` (or ``irc --passes``) but are not optimizations.
 EXTRA_PASSES: list[str] = ["insert_drops"]
 
@@ -98,11 +119,12 @@ class PassRecord:
 
 
 def available_passes() -> list[str]:
-    return [*DEFAULT_PIPELINE, *EXTRA_PASSES]
+    return [*DEFAULT_PIPELINE, "fold_module_attributes", *VALUE_PASSES, *EXTRA_PASSES]
 
 
-def get_pass(name: str) -> Callable[[Module], Module]:
-    """The entry function of pass ``name`` (module ``compiler.passes.<name>``)."""
+def get_pass(name: str) -> Callable[..., Module]:
+    """The entry function of pass ``name`` (module ``compiler.passes.<name>``): ``f(module)``,
+    or ``f(module, weights)`` for the passes in ``WEIGHT_PASSES``."""
     if name not in available_passes():
         raise IRError(f"unknown pass {name!r}; the passes are: {', '.join(available_passes())}")
     module = importlib.import_module(f"compiler.passes.{name}")
@@ -131,9 +153,10 @@ def optimize(
     ``verify_each`` runs the verifier after every pass too, as the tests do.
     ``on_pass(name, nodes)`` is called as each pass starts (the progress display).
     Returns the optimized module and one record per pass run, with its wall time.
-    With ``weights`` (the mapping the program will run with), ``fold_module_attributes``
-    runs right after ``inline_calls`` (after ``add_known_methods``, or first, if that is
-    not run either): settings read from
+    With ``weights`` (the mapping the program will run with), the passes that take them
+    get them (``WEIGHT_PASSES``), and when ``passes`` names none of those,
+    ``fold_module_attributes`` runs right after ``inline_calls`` (after
+    ``add_known_methods``, or first, if that is not run either): settings read from
     ``%self`` become constants, as ``torch.jit.freeze`` folds attributes, so that
     propagation removes the branches they decide.  The result holds for those weights
     only (it records the values in ``Module.attributes``).
@@ -145,13 +168,10 @@ def optimize(
     names = list(DEFAULT_PIPELINE if passes is None else passes)
     if not fusion:
         names = [n for n in names if n not in FUSION_PASSES]
-    chosen = [(name, get_pass(name)) for name in names]  # unknown names fail before any work
-    if weights is not None:
-        from compiler.passes.fold_module_attributes import fold_module_attributes
-
+    if weights is not None and not WEIGHT_PASSES.intersection(names):
         after = [n for n in ("inline_calls", "add_known_methods") if n in names]
-        at = names.index(after[0]) + 1 if after else 0
-        chosen.insert(at, ("fold_module_attributes", functools.partial(fold_module_attributes, weights=weights)))
+        names.insert(names.index(after[0]) + 1 if after else 0, "fold_module_attributes")
+    chosen = [(name, _entry(name, weights)) for name in names]  # unknown names fail before any work
     wanted = set(print_after)
     for name in wanted - {"all"}:
         get_pass(name)
@@ -175,6 +195,54 @@ def optimize(
             from compiler.printer import print_module
 
             show(name, print_module(current))
+    return current, records
+
+
+def _entry(name: str, weights: Mapping[str, Any] | None) -> Callable[[Module], Module]:
+    """Pass ``name``'s entry, given ``weights`` when it takes them."""
+    run: Callable[..., Module] = get_pass(name)
+    if name in WEIGHT_PASSES:
+        if weights is None:
+            if name == "fold_module_attributes":
+                raise IRError("the pass fold_module_attributes needs the weights (irc compile --weights)")
+            return run  # the value folds do nothing without weights
+        return functools.partial(run, weights=weights)
+    return run
+
+
+def specialize(
+    module: Module,
+    weights: Mapping[str, Any],
+    *,
+    fusion: bool = True,
+    skip: Iterable[str] = (),
+    print_after: Iterable[str] = (),
+    printer: Callable[[str, str], None] | None = None,
+) -> tuple[Module, list[PassRecord]]:
+    """``module`` (optimized) specialized for ``weights`` by ``SPECIALIZE_PIPELINE``,
+    leaving out the passes named in ``skip``.  Phases 2, 3 and 5 run again only when a
+    setting folded (they would change nothing else); with nothing to fold the result is
+    ``module`` itself.  ``print_after`` and ``printer`` as for ``optimize``; returns the
+    module and one record per pass run."""
+    skipped = set(skip)
+    for name in skipped:
+        get_pass(name)
+    shown = {"print_after": print_after, "printer": printer, "fusion": fusion}
+    records: list[PassRecord] = []
+    current = module
+    if "fold_module_attributes" not in skipped:
+        folded, records = optimize(module, ["fold_module_attributes"], verified=True, weights=weights, **shown)
+        if folded.attributes != module.attributes:
+            current, more = optimize(folded, [n for n in FREEZE_PIPELINE if n not in skipped], **shown)
+            records += more
+    values = [n for n in VALUE_PASSES if n not in skipped]
+    if values:
+        result, more = optimize(current, values, verified=True, weights=weights, **shown)
+        if any(r.changed for r in more) or result.folded_tensors.keys() != current.folded_tensors.keys():
+            current = result
+        records += more
+    if current is not module:
+        current.specialized = True
     return current, records
 
 

@@ -83,7 +83,8 @@ def test_the_vm_imports_the_compiler_only_in_the_static_runtime_and_the_command_
 
 def test_the_static_runtime_reads_only_the_data_model() -> None:
     """vm/static/ imports from compiler only the IR data model and analyses, never a pass
-    or the pipeline (its load-time folds are its own, vm/static/fold_batch_norm.py), and
+    or the pipeline (the specialization passes are the compiler's, reached through its front
+    door ``compiler.specialize``), and
     the compiler's front door for IR text given in place of a program."""
     assert _static_beyond_the_data_model() == STATIC_ON_THE_FLY_COMPILE
 

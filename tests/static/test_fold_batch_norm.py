@@ -1,12 +1,8 @@
-"""Load-time folds (run by the static runtime once weights are bound): golden rewrites
-in ``tests/static/load/<fold>/*.ir`` (``fold_batch_norm``, ``fold_epilogues``,
-``fold_transposed_weights``) and
-differential checks with each rewrite on and off.
-
-A golden case is IR whose ``<Tensor>`` constants get seeded random weights of their
-declared shapes (variances positive); the pass runs with those weights and the FileCheck
-directives pin its output.  Every case also runs in the static runtime with the fold on
-and off, on random inputs: the results agree to float32 rounding.
+"""The specialization passes that fold weight values (``fold_batch_norm``,
+``fold_epilogues``, ``fold_transposed_weights``; their goldens are
+``tests/passes/<pass>/*.ir``, run by tests/passes/test_golden.py) in the static runtime:
+every golden case runs with the fold on and off (its ``StaticOptions`` switch), on
+seeded weights and random inputs, and the results agree to float32 rounding.
 """
 
 from __future__ import annotations
@@ -18,35 +14,14 @@ import pytest
 
 from compiler import parse
 from compiler import types as T
-from compiler.ir import Module, TensorLiteral
-from compiler.printer import print_module
-from compiler.verify import verify
-from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
+from compiler.ir import Module
+from compiler.pipeline import VALUE_PASSES
+from tests.passes.test_golden import case_weights
+from tests.support.filecheck_runner import Case, golden_cases, strip_checks
 from tests.support.paths import TOOLS
 from vm.static import StaticOptions, StaticRuntime
-from vm.static.fold_batch_norm import fold_batch_norm, known_values
-from vm.static.fold_epilogues import fold_epilogues
-from vm.static.fold_transposed_weights import fold_transposed_weights
 
-PASSES = {
-    "fold_batch_norm": fold_batch_norm,
-    "fold_epilogues": lambda module, known: (fold_epilogues(module), {}),  # reads no weights
-    "fold_transposed_weights": fold_transposed_weights,
-}
-CASES = golden_cases(Path(__file__).parent / "load")
-
-
-def _weights(module: Module, seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded float32 arrays for every ``<Tensor>`` constant, by its declared shape."""
-    rng = np.random.default_rng(seed)
-    weights = {}
-    for node in module.main.walk():
-        if node.kind == "prim::Constant" and isinstance(node.attrs.get("value"), TensorLiteral):
-            out = node.outputs[0]
-            assert isinstance(out.type, T.TensorType) and out.type.sizes is not None
-            array = rng.standard_normal(out.type.sizes).astype(np.float32)
-            weights[out.name] = np.abs(array) + 0.1 if "var" in out.name else array
-    return weights
+CASES = [c for c in golden_cases(Path(__file__).parent.parent / "passes") if c.group in VALUE_PASSES]
 
 
 def _inputs(module: Module, seed: int = 1) -> list:
@@ -61,29 +36,15 @@ def _inputs(module: Module, seed: int = 1) -> list:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_golden(case: Case) -> None:
-    name = case.group
-    assert has_checks(case.text), "a golden case without CHECK lines cannot fail"
-    module = parse(strip_checks(case.text), f"{name}.ir")
-    verify(module)
-    weights = _weights(module)
-    known = known_values(module.main, {}, weights)
-    result, arrays = PASSES[name](module, known)
-    verify(result)
-    case.check(print_module(result))
-    assert set(arrays) <= result.main.value_names()
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_fold_on_and_off_agree(case: Case) -> None:
     """The static runtime gives the same results, to float32 rounding, with the rewrite
     switched on (the default) and off (its StaticOptions flag)."""
     name, text = case.group, case.text
     module = parse(strip_checks(text), f"{name}.ir")
-    weights, args = _weights(module), _inputs(module)
+    weights, args = case_weights(module, text), _inputs(module)
 
     def fresh() -> dict[str, np.ndarray]:
-        return {k: v.copy() for k, v in weights.items()}  # training BN writes its stats
+        return {k: np.array(v) for k, v in weights.items()}  # training BN writes its stats
 
     on = StaticRuntime(module, fresh())(*args)
     off = StaticRuntime(module, fresh(), options=StaticOptions(**{name: False}))(*args)

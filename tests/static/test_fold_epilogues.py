@@ -1,6 +1,6 @@
 """Activations written in place into a conv/matmul result (``StaticOptions.fold_epilogues``),
-on real modules: the goldens and the on/off agreement on IR are in test_fold_batch_norm.py
-(``tests/static/load/fold_epilogues``); here, scripted torch modules against torch."""
+on real modules: the on/off agreement on the goldens is in test_fold_batch_norm.py
+(``tests/passes/fold_epilogues``); here, scripted torch modules against torch."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Small linear weights stored transposed (``StaticOptions.fold_transposed_weights``): the
-goldens and the on/off agreement on IR are in test_fold_batch_norm.py
-(``tests/static/load/fold_transposed_weights``); here, what the fold promises of the
+on/off agreement on the goldens is in test_fold_batch_norm.py
+(``tests/passes/fold_transposed_weights``); here, what the fold promises of the
 arrays, and scripted torch modules against torch."""
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 
 from compiler import parse
+from compiler.passes.fold_transposed_weights import MAX_ELEMENTS, fold_transposed_weights
 from tests.support.paths import TOOLS
 from vm.static import StaticModule, StaticOptions, StaticRuntime
-from vm.static.fold_batch_norm import known_values
-from vm.static.fold_transposed_weights import MAX_ELEMENTS, fold_transposed_weights
 
 IR = """
 graph(%x : Float(4, 8)):
@@ -30,7 +29,8 @@ def test_the_new_constant_holds_the_same_values_column_major() -> None:
     (what BLAS reads without packing); the original array is left untouched."""
     module = parse(IR)
     w = np.arange(128, dtype=np.float32).reshape(16, 8)
-    folded, arrays = fold_transposed_weights(module, known_values(module.main, {}, {"w": w}))
+    folded = fold_transposed_weights(module, {"w": w})
+    arrays = folded.folded_tensors
     (name, array), = arrays.items()
     assert name == "w.t" and array.flags.f_contiguous and array.T.flags.c_contiguous
     np.testing.assert_array_equal(array, w)
@@ -44,7 +44,8 @@ def test_a_weight_above_the_bound_is_left_alone() -> None:
     rows = MAX_ELEMENTS // 8 + 1
     module = parse(IR.replace("Float(16, 8)", f"Float({rows}, 8)"))
     w = np.ones((rows, 8), np.float32)
-    folded, arrays = fold_transposed_weights(module, known_values(module.main, {}, {"w": w}))
+    folded = fold_transposed_weights(module, {"w": w})
+    arrays = folded.folded_tensors
     assert folded is module and arrays == {}
 
 
@@ -77,5 +78,6 @@ def test_a_weight_that_contradicts_the_declared_sizes_is_left_to_the_checks() ->
     5-class model) is not rewritten, so the runtime's weight check names it as bound."""
     module = parse(IR.replace("%y : Tensor", "%y : Float(4, 10)"))
     w = np.ones((5, 8), np.float32)
-    folded, arrays = fold_transposed_weights(module, known_values(module.main, {}, {"w": w}))
+    folded = fold_transposed_weights(module, {"w": w})
+    arrays = folded.folded_tensors
     assert folded is module and arrays == {}

@@ -1,9 +1,9 @@
 """What ``StaticModule`` does to the optimized IR before it binds a node (``prepare``):
 the module behind a Program, Module or Graph (``as_module``; IR text is compiled
 first, ``compile_text``); the operators the
-compiler resolved (``resolved_refs``); the load-time folds once weights are bound
-(``fold_weights``: the settings through the compiler's front door, ``freeze``, the others
-in ``vm/static/fold_*.py``); fusion groups expanded into their nodes, each top-level group
+compiler resolved (``resolved_refs``); a program compiled without its weights specialized
+for them (``specialize``: the compiler's specialization pipeline, through its front door
+``compiler.specialize``); fusion groups expanded into their nodes, each top-level group
 keeping its fused kernel (``expand_fusion_groups``); and ``%self`` and tensor constants
 bound from the weights.
 """
@@ -30,19 +30,6 @@ def compile_text(text: str, fusion: bool) -> Any:
     import compiler
 
     return compiler.compile_source(text, fusion=fusion)
-
-
-def freeze(module: Module, weights: Any, fusion: bool) -> Module:
-    """``module`` specialized for the settings its weights hold (``compiler.freeze``: a
-    program compiled without weights gets what ``compile_source(weights=)`` would have
-    given, its ``%self`` settings folded and the branches they decide removed); ``module``
-    itself when there is nothing to fold.  The front door again, like ``compile_text``."""
-    main = module.main
-    if module.attributes or not main.inputs or not isinstance(main.inputs[0].type, T.ClassType):
-        return module  # compiled with its weights already, or no %self to read settings from
-    import compiler
-
-    return compiler.freeze(module, weights, fusion=fusion)
 
 
 def as_module(source: Any) -> Module:
@@ -122,41 +109,30 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
         return None
 
 
-# The StaticOptions switches of the load-time folds, in the order fold_weights runs them.
-LOAD_TIME_FOLDS = ("fold_attributes", "fold_batch_norm", "fold_epilogues", "fold_transposed_weights", "fold_shapes")
+# The StaticOptions switches of the specialization passes (compiler.pipeline.SPECIALIZE_PIPELINE)
+SPECIALIZE_SWITCHES = {
+    "fold_attributes": "fold_module_attributes",
+    "fold_batch_norm": "fold_batch_norm",
+    "fold_epilogues": "fold_epilogues",
+    "fold_transposed_weights": "fold_transposed_weights",
+}
+# ... and of the load-time folds (the four passes, and the per-plan shape-only values)
+LOAD_TIME_FOLDS = (*SPECIALIZE_SWITCHES, "fold_shapes")
 
 
-def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, dict[str, Any]]:
-    """``module`` with the load-time folds ``options`` (``StaticOptions``) switch on
-    applied, in order: settings (``freeze``), BatchNorm (``vm.static.fold_batch_norm``),
-    activations in place (``vm.static.fold_epilogues``), small linear weights stored
-    transposed (``vm.static.fold_transposed_weights``); and the arrays of the constants
-    they added.  Unchanged when the program assigns attributes (its weights are then not
-    constants)."""
-    from vm.static.fold_batch_norm import fold_batch_norm, known_values
-    from vm.static.fold_epilogues import fold_epilogues
-    from vm.static.fold_transposed_weights import fold_transposed_weights
+def specialize(module: Module, weights: Any, options: Any) -> Module:
+    """``module`` specialized for ``weights`` by the compiler's specialization pipeline
+    (``compiler.specialize``, the front door again, like ``compile_text``), the passes
+    whose ``StaticOptions`` switch is off left out; ``module`` itself when it was
+    specialized already (``Module.specialized``) or nothing folds."""
+    if getattr(module, "specialized", False) and all(getattr(options, o) for o in SPECIALIZE_SWITCHES):
+        return module
+    import compiler
 
-    graphs = (module.main, *module.functions.values())
-    kinds = {n.kind for g in graphs for n in g.walk()}
-    if "prim::SetAttr" in kinds:
-        return module, {}  # weights not constant: no copy
-    added: dict[str, Any] = {}
-
-    def known_in(module: Module) -> Any:
-        main, tensors = module.main, {**flat_weights(weights), **added}
-        return known_values(main, bind_self(main, weights, module.attributes), bound_constants(module, tensors))
-
-    if options.fold_attributes:  # fusion groups again only for a program compiled with them
-        module = freeze(module, weights, options.fusion and "prim::FusionGroup" in kinds)
-    if options.fold_batch_norm and "aten::batch_norm" in kinds:
-        module, added = fold_batch_norm(module, known_in(module))
-    if options.fold_epilogues:
-        module = fold_epilogues(module)
-    if options.fold_transposed_weights and "aten::linear" in kinds:
-        module, transposed = fold_transposed_weights(module, known_in(module))
-        added = {**added, **transposed}
-    return module, added
+    kinds = {n.kind for g in (module.main, *module.functions.values()) for n in g.walk()}
+    skip = [name for switch, name in SPECIALIZE_SWITCHES.items() if not getattr(options, switch)]
+    # fusion groups again only for a program compiled with them
+    return compiler.specialize(module, weights, fusion=options.fusion and "prim::FusionGroup" in kinds, skip=skip)
 
 
 def flat_weights(weights: Any) -> Mapping[str, Any]:
@@ -223,7 +199,7 @@ class Prepared:
     refs: dict[Node, Any]  # each operator node's resolved operator
     groups: list[FusionInfo]  # top-level groups that keep a fused kernel
     fallbacks: list[tuple[Any, int]]  # (span, nodes) of groups that always run expanded
-    added: dict[str, Any]  # arrays of the constants the load-time folds made
+    added: dict[str, Any]  # arrays of the constants the specialization passes made
 
 
 def prepare(source: Any, weights: Any, options: Any) -> Prepared:
@@ -235,11 +211,11 @@ def prepare(source: Any, weights: Any, options: Any) -> Prepared:
         source = compile_text(source, options.fusion)
     module = as_module(source)
     recorded = resolved_refs(source, module)
-    added: dict[str, Any] = {}
     if weights is not None:
-        folded, added = fold_weights(module, weights, options)
+        folded = specialize(module, weights, options)
         if folded is not module:  # a new IR: its nodes are resolved again
             module, recorded = folded, None
+    added = dict(module.folded_tensors)
     module, fallbacks, groups, moved = expand_fusion_groups(module, recorded)
     if recorded is not None:
         return Prepared(module, {moved.get(n, n): ref for n, ref in recorded.items()}, groups, fallbacks, added)

@@ -1,7 +1,8 @@
-"""Store a small linear layer's weight transposed, once weights are bound.
+"""Store a small linear layer's weight transposed, given the weights.
 
-A load-time fold of the static runtime (``vm.static.prepare.fold_weights`` runs it), on
-the compiler's IR data model; no pass manager.
+A pass of the specialization pipeline (``compiler.pipeline.SPECIALIZE_PIPELINE``), run
+when the weights are known; it takes them as input and records the arrays it makes in
+``Module.folded_tensors``.
 
 ``aten::linear(x, W, b)`` multiplies by ``W^T``.  The kernels hand ``W.T`` to BLAS, which
 for a row-major ``W`` (``(out, in)``, as a state_dict holds it) means a transposed
@@ -20,40 +21,47 @@ A linear is rewritten when its weight is a known 2-d float array (a ``<Tensor>``
 constant or a ``%self`` attribute read, ``known_values``) not written in place by any
 node, of at most ``MAX_ELEMENTS`` elements, whose shape agrees with the sizes the graph
 declares for the linear's operand and result (weights of another model are left to the
-runtime's checks, which name them as the user does).  Each rewritten linear reads a constant
-``%<weight>.t`` that the returned mapping defines; other uses of the weight keep the
-original array.
+runtime's checks, which name them as the user does).  Postcondition: each rewritten
+linear reads a constant ``%<weight>.t`` that ``folded_tensors`` defines; other uses of
+the weight keep the original array.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from compiler import types as T
+from compiler.analysis.known_values import Known, known_for
+from compiler.analysis.known_values import written as _written
 from compiler.ir import Module, Node, TensorLiteral, Value
-from vm.static.fold_batch_norm import Known, _values, _written
+from compiler.passes import note, owned_copy
 
 MAX_ELEMENTS = 65536  # 256 KiB of float32: BERT-tiny's layers are 4k-8k, ViT-B's 590k
 
 
-def fold_transposed_weights(module: Module, known: Known) -> tuple[Module, dict[str, np.ndarray]]:
-    """A copy of ``module`` whose small linear layers read their weight stored transposed
-    (see the module essay), and the arrays of the constants it added; ``module`` itself
-    and no arrays when no linear qualifies."""
-    chosen = [n for n in module.main.walk() if _weight(n, known) is not None]
-    if not chosen:
-        return module, {}
-    copy = module.clone()
-    originals = {id(new): old for new, old in zip(_values(copy.main), _values(module.main))}
+def fold_transposed_weights(module: Module, weights: Mapping[str, Any] | Any = None) -> Module:
+    """``module`` with its small linear layers reading their weight stored transposed
+    (see the module essay), the arrays it made added to ``folded_tensors``; ``module``
+    itself without weights, when the program assigns attributes or no linear qualifies."""
+    kinds = {n.kind for g in (module.main, *module.functions.values()) for n in g.walk()}
+    if weights is None or "aten::linear" not in kinds or "prim::SetAttr" in kinds:
+        return module
+    known = known_for(module, weights)
+    if not any(_weight(n, known) is not None for n in module.main.walk()):
+        return module
+    copy = owned_copy(module)
+    if copy is not module:
+        known = known_for(copy, weights)
     arrays: dict[str, np.ndarray] = {}
     taken = copy.main.value_names()
     made: dict[int, Value] = {}  # one constant per weight value
     for node in list(copy.main.walk()):
         if node.kind != "aten::linear" or node.owner is None:
             continue
-        source = originals.get(id(node.inputs[1]), node.inputs[1])
+        source = node.inputs[1]
         weight = _weight_of(node.inputs[1], source, known)
         if weight is None or not _fits(node, weight):
             continue
@@ -67,7 +75,9 @@ def fold_transposed_weights(module: Module, known: Known) -> tuple[Module, dict[
             arrays[name] = np.asfortranarray(weight)
             made[id(source)] = const
         node.replace_input(1, const)
-    return copy, arrays
+    note("linear weights transposed", len(arrays))
+    copy.folded_tensors = {**copy.folded_tensors, **arrays}
+    return copy
 
 
 _DTYPES = {"<f2": "Half", "<f4": "Float", "<f8": "Double"}

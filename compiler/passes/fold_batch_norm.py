@@ -1,7 +1,10 @@
-"""Fold an inference BatchNorm into the convolution or linear that feeds it, once weights are bound.
+"""Fold an inference BatchNorm into the convolution or linear that feeds it, given the weights.
 
-A load-time fold of the static runtime (``vm.static.prepare.fold_weights`` runs it when a
-module is built with weights), on the compiler's IR data model; no pass manager.
+A pass of the specialization pipeline (``compiler.pipeline.SPECIALIZE_PIPELINE``), which
+the pass manager runs when the weights are known: ``irc compile --weights``, a ``.pt``
+archive, ``compiler.specialize(module, weights)``.  It takes the weights as its input
+and records the tensors it makes in the module (``Module.folded_tensors``), bound by
+name like a frozen graph's constants.
 
 A convolution followed by an eval-mode ``aten::batch_norm`` computes, per output channel
 ``o``, ``(conv(x, W)[o] + b[o] - mean[o]) / sqrt(var[o] + eps) * gamma[o] + beta[o]``.
@@ -11,9 +14,8 @@ s[o] + beta[o]``, where ``s = gamma / sqrt(var + eps)`` (ONNX Runtime and
 and bias are computed in float64 and rounded once to the weight's dtype, so the folded
 convolution differs from the two nodes by float32 rounding only.
 
-The fold runs where weights are known, so it takes them: a ``known(value)`` function
-gives the load-time value of a graph value, or ``UNKNOWN``.  ``known_values`` builds one
-from the bound ``%self`` object and tensor constants, following ``prim::GetAttr`` chains,
+What the weights make known is ``compiler.analysis.known_values.known_for``: the bound
+``%self`` object and tensor constants, followed through ``prim::GetAttr`` chains,
 constants, ``aten::__not__`` and a ``prim::If`` whose condition is known (torchvision's
 ``bn_training = self.training or ...`` compiles to one).  A pair is folded when:
 
@@ -28,28 +30,27 @@ constants, ``aten::__not__`` and a ``prim::If`` whose condition is known (torchv
 - the convolution's result has no other use but ones that read only its shape, dtype or
   device (torch's ``_check_input_dim`` reads ``dim()``), which the fold keeps; and no
   value involved is written in place by any node (kinds ending in ``_``) or by
-  ``prim::SetAttr`` (the caller checks the program has none).
+  ``prim::SetAttr`` (a program that assigns attributes is left alone).
 
 Each fold adds two ``<Tensor>`` constants named after the BatchNorm's result
 (``%x.3.bn_weight``, ``%x.3.bn_bias``), rewires the convolution to them and removes the
-BatchNorm; the returned mapping holds their arrays, to be bound by name like any frozen
-constant.  Afterwards no folded BatchNorm remains and every rewired convolution reads
-only constants the mapping defines.
+BatchNorm; ``Module.folded_tensors`` holds their arrays.  Postcondition: no folded
+BatchNorm remains, and every rewired convolution reads only constants that
+``folded_tensors`` defines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from compiler import types as T
+from compiler.analysis.known_values import Known, known_for
+from compiler.analysis.known_values import written as _written
 from compiler.ir import Graph, Module, Node, TensorLiteral, Value
-from compiler.resolve import constant_value
-
-UNKNOWN: Any = object()
-Known = Callable[[Value], Any]
+from compiler.passes import note, owned_copy
 
 CONVS = {
     "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution", "aten::convolution",
@@ -60,36 +61,35 @@ _DTYPE_NAMES = {"<f2": "Half", "<f4": "Float", "<f8": "Double"}
 _TRANSPOSED_AT = {"aten::_convolution": 6, "aten::convolution": 6}
 
 
-def fold_batch_norm(module: Module, known: Known) -> tuple[Module, dict[str, np.ndarray]]:
-    """A copy of ``module`` whose main graph has each foldable conv + BatchNorm pair as one
-    convolution (see the module essay), and the arrays of the constants it added.
-
-    ``known`` answers for the values of ``module`` (the input); the copy is matched to it
-    node by node."""
-    copy = module.clone()
-    originals = {id(new): old for new, old in zip(_values(copy.main), _values(module.main))}
+def fold_batch_norm(module: Module, weights: Mapping[str, Any] | Any = None) -> Module:
+    """``module`` with each foldable conv + BatchNorm pair of its main graph as one
+    convolution (see the module essay), the arrays it made added to ``folded_tensors``;
+    ``module`` itself without weights or when the program assigns attributes."""
+    if weights is None or not _foldable(module, "aten::batch_norm"):
+        return module
+    copy = owned_copy(module)
+    known = known_for(copy, weights)
     arrays: dict[str, np.ndarray] = {}
     taken = copy.main.value_names()
 
-    def known_in_copy(value: Value) -> Any:  # a constant a fold made is known by its name
+    def known_here(value: Value) -> Any:  # a constant a fold made is known by its name
         if value.node is not None and value.node.kind == "prim::Constant" and value.name in arrays:
             return arrays[value.name]
-        return known(originals.get(id(value), value))
+        return known(value)
 
     for node in list(copy.main.walk()):
         if node.kind == "aten::batch_norm" and node.owner is not None:
-            _fold(copy.main, node, known_in_copy, arrays, taken)
-    return copy, arrays
+            _fold(copy.main, node, known_here, arrays, taken)
+    note("batch norms folded", len(arrays) // 2)
+    copy.folded_tensors = {**copy.folded_tensors, **arrays}
+    return copy
 
 
-def _values(graph: Graph) -> list[Value]:
-    """Every value of ``graph`` in a fixed order (a clone lists its copies in the same order)."""
-    values = list(graph.inputs)
-    for node in graph.walk():
-        for block in node.blocks:
-            values.extend(block.params)
-        values.extend(node.outputs)
-    return values
+def _foldable(module: Module, kind: str) -> bool:
+    """Whether the module has a ``kind`` node to fold and assigns no attribute (its
+    weights are then constants of the program)."""
+    kinds = {n.kind for g in (module.main, *module.functions.values()) for n in g.walk()}
+    return kind in kinds and "prim::SetAttr" not in kinds
 
 
 def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], taken: set[str]) -> None:
@@ -186,58 +186,3 @@ def _falsy(value: Any) -> bool | None:
 
 def _float_array(value: Any) -> bool:
     return type(value) is np.ndarray and value.dtype.kind == "f"
-
-
-def _written(value: Value) -> bool:
-    """Whether some node may write ``value`` in place (an ``aten::foo_`` or ``out=`` kind)."""
-    return any(
-        isinstance(use.user, Node) and (use.user.kind.endswith("_") or use.user.kind.endswith(".out"))
-        for use in value.uses
-    )
-
-
-def known_values(graph: Graph, bound: Mapping[Value, Any], tensors: Mapping[str, Any]) -> Known:
-    """``known(value)``: the load-time value of ``value`` in ``graph``, or ``UNKNOWN``.
-
-    ``bound`` maps bound graph inputs (``%self``) to their objects, ``tensors`` the names
-    of bound ``<Tensor>`` constants to their arrays.  Follows constants, attribute reads
-    of known objects (``.attributes`` of ``vm.binding.weights.ModuleObject``), ``aten::__not__``
-    and a ``prim::If`` with a known condition, memoized."""
-    memo: dict[Value, Any] = {}
-
-    def known(value: Value) -> Any:
-        if value in memo:
-            return memo[value]
-        memo[value] = UNKNOWN  # cycles (loop-carried values) stay unknown
-        result = _evaluate(value, known, bound, tensors)
-        memo[value] = result
-        return result
-
-    return known
-
-
-def _evaluate(value: Value, known: Known, bound: Mapping[Value, Any], tensors: Mapping[str, Any]) -> Any:
-    node = value.node
-    if node is None:
-        return bound.get(value, UNKNOWN)
-    kind = node.kind
-    if kind == "prim::Constant":
-        if isinstance(node.attrs.get("value"), TensorLiteral):
-            return tensors.get(value.name, UNKNOWN)
-        return constant_value(node)
-    if kind == "prim::GetAttr":
-        owner = known(node.inputs[0])
-        attributes = getattr(owner, "attributes", None)
-        if isinstance(attributes, dict):
-            return attributes.get(node.attrs.get("name"), UNKNOWN)
-        return UNKNOWN
-    if kind == "aten::__not__":
-        operand = known(node.inputs[0])
-        return (not operand) if type(operand) is bool else UNKNOWN
-    if kind == "prim::If" and len(node.blocks) == 2:
-        cond = known(node.inputs[0])
-        if type(cond) is not bool:
-            return UNKNOWN
-        block = node.blocks[0 if cond else 1]
-        return known(block.returns[node.outputs.index(value)])
-    return UNKNOWN

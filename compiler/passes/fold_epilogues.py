@@ -1,8 +1,9 @@
 """Write an activation in place into the output of the convolution or matmul that feeds it.
 
-A load-time fold of the static runtime (``vm.static.prepare.fold_weights`` runs it after
-the BatchNorm fold, which makes ``conv -> activation`` pairs adjacent), on the compiler's
-IR data model; no pass manager.
+A pass of the specialization pipeline (``compiler.pipeline.SPECIALIZE_PIPELINE``), after
+``fold_batch_norm``, which makes ``conv -> activation`` pairs adjacent.  It reads no
+weight, but it belongs with them: the in-place result is the form the static runtime's
+memory plan wants, and the pipeline runs where that runtime's IR is made.
 
 ``%y = aten::conv2d(...)`` followed by ``%z = aten::gelu(%y)`` computes the product into
 one buffer and the activation into a second, which the memory plan must place, and the
@@ -24,12 +25,13 @@ A node is rewritten when:
   matrix products, whose schemas return a fresh tensor) in the same block, used by
   nothing else (no other node, no block return).
 
-Afterwards no rewritten operand has any use but its activation.
+Postcondition: no rewritten operand has any use but its activation.
 """
 
 from __future__ import annotations
 
 from compiler.ir import Module, Node
+from compiler.passes import note, owned_copy
 
 PRODUCERS = frozenset({
     "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution", "aten::convolution",
@@ -48,10 +50,11 @@ def fold_epilogues(module: Module) -> Module:
     node qualifies."""
     if not any(_qualifies(n) for n in module.main.walk()):
         return module
-    copy = module.clone()
+    copy = owned_copy(module)
     for node in list(copy.main.walk()):
         if _qualifies(node):
             node.kind = node.kind + "_"
+            note("activations written in place")
     return copy
 
 
