@@ -56,7 +56,7 @@ def case_weights(module: Module, text: str, seed: int = 0) -> dict[str, object]:
         if node.kind == "prim::Constant" and isinstance(node.attrs.get("value"), TensorLiteral):
             out = node.outputs[0]
             assert isinstance(out.type, T.TensorType) and out.type.sizes is not None
-            array = rng.standard_normal(out.type.sizes).astype(np.float32)
+            array = rng.standard_normal(tuple(1 if n is None else n for n in out.type.sizes)).astype(np.float32)
             weights[out.name] = np.abs(array) + 0.1 if "var" in out.name else array
     return weights
 
