@@ -75,6 +75,9 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         self_reads=self_reads_of(module.main),
         node_spans=node_spans_of(module),
         node_refs=node_refs_of(module, dropped, table.resolved),
+        specialized=module.specialized,
+        folded_tensors=dict(module.folded_tensors),
+        folded_from=dict(module.folded_from),
         print_ir=lambda: _print(module),
         checks=lambda: check_table(module),
     )
@@ -92,7 +95,8 @@ def compile_source(
     weights: Any = None,
 ) -> Program:
     """Parse, optimize (``compiler.pipeline.optimize``) and emit IR text.  With ``weights``
-    the program is specialized for their settings (``fold_module_attributes``)."""
+    the program is specialized for them (``compiler.pipeline.SPECIALIZE_PIPELINE``'s
+    passes: settings folded, and, with the default passes, weight values folded too)."""
     from compiler.parser import parse
     from compiler.pipeline import optimize
 

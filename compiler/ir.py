@@ -358,6 +358,9 @@ class Module:
     # BatchNorm folded into its convolution's weight, a weight stored transposed), bound
     # by name like a frozen graph's ``<Tensor>`` constants (compiler.pipeline.specialize)
     folded_tensors: dict[str, object] = field(factory=dict)
+    # what those folds read: weight key -> digest of the array (vm.binding.folded), so that
+    # other weights given for them are refused rather than silently not used
+    folded_from: dict[str, str] = field(factory=dict)
     # True once the specialization pipeline has run on it for its weights: the static
     # runtime then runs no pass of its own
     specialized: bool = False
@@ -376,6 +379,7 @@ class Module:
             dict(self.attributes),
             self.input_defaults,
             dict(self.folded_tensors),
+            dict(self.folded_from),
             self.specialized,
         )
 

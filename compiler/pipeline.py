@@ -158,14 +158,19 @@ def optimize(
     ``fold_module_attributes`` runs right after ``inline_calls`` (after
     ``add_known_methods``, or first, if that is not run either): settings read from
     ``%self`` become constants, as ``torch.jit.freeze`` folds attributes, so that
-    propagation removes the branches they decide.  The result holds for those weights
-    only (it records the values in ``Module.attributes``).
+    propagation removes the branches they decide; the default pipeline then ends with
+    ``VALUE_PASSES`` (``SPECIALIZE_PIPELINE``'s folds of weight values) and marks the
+    result ``specialized``.  The result holds for those weights only (it records the
+    settings in ``Module.attributes``, the tensors it made in ``folded_tensors`` and what
+    they were made from in ``folded_from``).
     """
     from compiler.verify import verify
 
     if not verified:
         verify(module)  # passes assume a well-formed graph: what the verifier refuses never reaches them
     names = list(DEFAULT_PIPELINE if passes is None else passes)
+    if weights is not None and passes is None:  # the default pipeline, given weights, specializes
+        names += VALUE_PASSES
     if not fusion:
         names = [n for n in names if n not in FUSION_PASSES]
     if weights is not None and not WEIGHT_PASSES.intersection(names):
@@ -195,6 +200,8 @@ def optimize(
             from compiler.printer import print_module
 
             show(name, print_module(current))
+    if weights is not None and passes is None:
+        current.specialized = True
     return current, records
 
 

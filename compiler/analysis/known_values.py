@@ -51,6 +51,32 @@ def known_for(module: Module, weights: Any) -> Known:
     return known_values(main, bound, tensors)
 
 
+def weight_key(value: Value, known: Known) -> str | None:
+    """The key a runtime binds ``value`` from: the dotted path of a ``%self`` attribute read
+    (``layer1.0.bn1.running_mean``), or a ``<Tensor>`` constant's name; None otherwise."""
+    node = value.node
+    if node is None:
+        return None
+    if node.kind == "prim::Constant" and isinstance(node.attrs.get("value"), TensorLiteral):
+        return value.name
+    if node.kind == "prim::GetAttr":
+        dotted = getattr(known(node.inputs[0]), "dotted", None)
+        return dotted(node.attrs.get("name")) if callable(dotted) else None
+    return None
+
+
+def record_sources(module: Module, values: list[Value], known: Known) -> None:
+    """Record in ``module.folded_from`` the key and digest of each weight array among
+    ``values`` that a fold read (``vm.binding.folded``: a runtime given other weights
+    under those keys refuses them)."""
+    from vm.binding.folded import digest
+
+    for value in values:
+        array, key = known(value), weight_key(value, known)
+        if key is not None and type(array).__name__ == "ndarray" and key not in module.folded_from:
+            module.folded_from[key] = digest(array)
+
+
 def values_of(graph: Graph) -> list[Value]:
     """Every value of ``graph`` in a fixed order (a clone lists its copies in the same order)."""
     values = list(graph.inputs)

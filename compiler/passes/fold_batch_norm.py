@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from compiler import types as T
-from compiler.analysis.known_values import Known, known_for
+from compiler.analysis.known_values import Known, known_for, record_sources
 from compiler.analysis.known_values import written as _written
 from compiler.ir import Graph, Module, Node, TensorLiteral, Value
 from compiler.passes import note, owned_copy
@@ -79,7 +79,8 @@ def fold_batch_norm(module: Module, weights: Mapping[str, Any] | Any = None) -> 
 
     for node in list(copy.main.walk()):
         if node.kind == "aten::batch_norm" and node.owner is not None:
-            _fold(copy.main, node, known_here, arrays, taken)
+            read = _fold(copy.main, node, known_here, arrays, taken)
+            record_sources(copy, read, known_here)
     note("batch norms folded", len(arrays) // 2)
     copy.folded_tensors = {**copy.folded_tensors, **arrays}
     return copy
@@ -92,36 +93,38 @@ def _foldable(module: Module, kind: str) -> bool:
     return kind in kinds and "prim::SetAttr" not in kinds
 
 
-def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], taken: set[str]) -> None:
+def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], taken: set[str]) -> list[Value]:
+    """Fold ``bn`` into its producer when the essay's conditions hold; the values whose
+    arrays the fold read (none when it did not fold)."""
     conv = bn.inputs[0].node
     block = bn.owner
     if conv is None or block is None or conv.owner is not block:
-        return
+        return []
     if conv.kind not in CONVS and not (conv.kind == "aten::linear" and _rank(conv.inputs[0], known) == 2):
         return  # a linear's features are BatchNorm's channels only when its result is (N, C)
     y = bn.inputs[0]
     others = [u.user for u in y.uses if u.user is not bn]
     if any(not isinstance(u, Node) or u.kind not in METADATA for u in others) or len(conv.outputs) != 1:
-        return
+        return []
     at = _TRANSPOSED_AT.get(conv.kind)
     if at is not None and known(conv.inputs[at]) is not False:
-        return
+        return []
     if _falsy(known(bn.inputs[5])) is not True:
-        return
+        return []
     weight, bias = known(conv.inputs[1]), known(conv.inputs[2])
     gamma, beta, mean, var = (known(v) for v in bn.inputs[1:5])
     eps = known(bn.inputs[7])
     if not _float_array(weight) or weight.ndim < (2 if conv.kind == "aten::linear" else 3):
-        return
+        return []
     if not isinstance(eps, (int, float)):
-        return
+        return []
     channels = weight.shape[0]
     if not all(_float_array(a) and a.shape == (channels,) for a in (mean, var)):
-        return
+        return []
     if not all(a is None or (_float_array(a) and a.shape == (channels,)) for a in (gamma, beta, bias)):
-        return
+        return []
     if any(_written(v) for v in (*conv.inputs[1:3], *bn.inputs[1:5])):
-        return
+        return []
     scale = 1.0 / np.sqrt(var.astype(np.float64) + float(eps))
     if gamma is not None:
         scale = scale * gamma.astype(np.float64)
@@ -132,6 +135,7 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
         shift = shift + beta.astype(np.float64)
     folded_w = (weight.astype(np.float64) * scale.reshape((-1,) + (1,) * (weight.ndim - 1))).astype(weight.dtype)
     folded_b = shift.astype(weight.dtype)
+    read = [*conv.inputs[1:3], *bn.inputs[1:5]]
     base = bn.output.name
     for index, array, suffix in ((1, folded_w, "bn_weight"), (2, folded_b, "bn_bias")):
         name = graph.fresh_name(f"{base}.{suffix}", taken)
@@ -143,6 +147,7 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
         arrays[name] = array
     bn.output.replace_all_uses_with(y)
     bn.destroy()
+    return read
 
 
 # ops whose result has the rank of their first operand

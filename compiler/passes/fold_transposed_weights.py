@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from compiler import types as T
-from compiler.analysis.known_values import Known, known_for
+from compiler.analysis.known_values import Known, known_for, record_sources
 from compiler.analysis.known_values import written as _written
 from compiler.ir import Module, Node, TensorLiteral, Value
 from compiler.passes import note, owned_copy
@@ -65,6 +65,7 @@ def fold_transposed_weights(module: Module, weights: Mapping[str, Any] | Any = N
         weight = _weight_of(node.inputs[1], source, known)
         if weight is None or not _fits(node, weight):
             continue
+        record_sources(copy, [source], known)
         const = made.get(id(source))
         if const is None:
             name = copy.main.fresh_name(f"{node.inputs[1].name}.t", taken)

@@ -44,6 +44,7 @@ from vm.interpreter.decode import (  # the decoded opcodes (vm.interpreter.decod
 # isort: on
 
 from vm.binding.inputs import InputChecker
+from vm.binding.folded import check_folded_from, with_folded_tensors
 from vm.binding.weights import ModuleObject
 from vm.core.errors import BytecodeError, IRError, RunError
 from vm.core.gc_pause import gc_paused
@@ -96,6 +97,8 @@ class Interpreter:
         self.trace, self.debug = trace, debug
         self.last_trace: dict[str, Any] | None = None
         self.self_object = _bind_self(program, weights) if program.takes_self else None
+        check_folded_from(program.folded_from, weights)  # a program compiled for other weights
+        weights = with_folded_tensors(weights, program.folded_tensors)  # its <Tensor> constants too
         self.constants = _bind_constants(program, weights)
         self.kernels = [[_bind(ref, f.name) for ref in f.operators] for f in program.functions]
         self.fuser_problems = enable_fuser(fuser, (k for ks in self.kernels for k in ks))

@@ -178,6 +178,12 @@ class Program:
     node_refs: tuple[Any, ...] = attrs.field(default=(), eq=False, repr=False)
     self_reads: tuple[tuple[int, str, str, bool, Any], ...] = attrs.field(default=(), eq=False, repr=False)
     folded: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)  # ``Module.attributes`` of a loaded program
+    # compiled for its weights by the specialization pipeline (``Module.specialized``): the
+    # tensors its folds made, bound by name with the weights, and the digests of the weight
+    # arrays they were made from, checked when weights are bound (``vm.binding.folded``)
+    specialized: bool = attrs.field(default=False, eq=False, repr=False)
+    folded_tensors: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+    folded_from: dict[str, str] = attrs.field(factory=dict, eq=False, repr=False)
     print_ir: Any = attrs.field(default=None, eq=False, repr=False)  # the compiler's printer of ``module``
     checks: Any = attrs.field(default=None, eq=False, repr=False)  # the check table, or a function making it
     _lock: Any = attrs.field(factory=threading.Lock, eq=False, repr=False, init=False)

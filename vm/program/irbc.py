@@ -85,6 +85,11 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
         "self_reads": [list(r) for r in program.self_reads],
         **_node_refs_json(program.node_refs, arrays),
     }
+    if program.specialized:  # the tensors its folds made, and what from (vm.binding.folded)
+        body["specialized"] = {
+            "folded_tensors": [[name, _encode(np.asarray(a), arrays)] for name, a in program.folded_tensors.items()],
+            "folded_from": dict(program.folded_from),
+        }
     members: list[tuple[str, bytes]] = [("program.json", json.dumps(body).encode())]
     for name, array in arrays.items():
         buf = io.BytesIO()
@@ -307,11 +312,26 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         node_refs=_node_refs_from_json(body, files, where),
         checks=lambda raw=files["checks.json"]: _read_checks(raw, where),  # read when a run needs it
         folded=_folded(source) or {},
+        **_specialization(body.get("specialized"), files, where),
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
             for parent, name, type_text, required, span in body["self_reads"]
         ),
     )
+
+
+def _specialization(stored: Any, files: dict[str, bytes], where: str) -> dict[str, Any]:
+    """The ``Program`` fields of a program compiled for its weights (none when it was not)."""
+    if stored is None:
+        return {}
+    try:
+        tensors = {str(name): _decode(value, files, where) for name, value in stored["folded_tensors"]}
+        sources = {str(key): str(value) for key, value in stored["folded_from"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise BytecodeError(f"{where}: malformed 'specialized' table") from None
+    if not all(isinstance(a, np.ndarray) for a in tensors.values()):
+        raise BytecodeError(f"{where}: a folded tensor that is no array")
+    return {"specialized": True, "folded_tensors": tensors, "folded_from": sources}
 
 
 def _read_checks(raw: bytes, where: str) -> Any:

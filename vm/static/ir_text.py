@@ -32,6 +32,10 @@ def _parse(program: Any) -> Any:
 
     module = parse(program.optimized_ir, "<optimized IR>")
     module.attributes = dict(program.folded)  # the attribute values it was compiled for
+    # and, compiled for its weights, the tensors its folds made and what from
+    module.specialized = program.specialized
+    module.folded_tensors = dict(program.folded_tensors)
+    module.folded_from = dict(program.folded_from)
     nodes = list(all_nodes(module))
     if len(nodes) == len(program.node_spans):  # else the printed spans stay (never wrong nodes)
         for node, stored in zip(nodes, program.node_spans):

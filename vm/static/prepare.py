@@ -124,8 +124,9 @@ def specialize(module: Module, weights: Any, options: Any) -> Module:
     """``module`` specialized for ``weights`` by the compiler's specialization pipeline
     (``compiler.specialize``, the front door again, like ``compile_text``), the passes
     whose ``StaticOptions`` switch is off left out; ``module`` itself when it was
-    specialized already (``Module.specialized``) or nothing folds."""
-    if getattr(module, "specialized", False) and all(getattr(options, o) for o in SPECIALIZE_SWITCHES):
+    specialized already (``Module.specialized``: compiled with its weights, which runs
+    no pass here) or nothing folds."""
+    if module.specialized:  # the StaticOptions switches cannot undo what the compiler folded
         return module
     import compiler
 
@@ -211,6 +212,10 @@ def prepare(source: Any, weights: Any, options: Any) -> Prepared:
         source = compile_text(source, options.fusion)
     module = as_module(source)
     recorded = resolved_refs(source, module)
+    if module.specialized:  # compiled for its weights: refuse others (vm.binding.folded)
+        from vm.binding.folded import check_folded_from
+
+        check_folded_from(module.folded_from, weights)
     if weights is not None:
         folded = specialize(module, weights, options)
         if folded is not module:  # a new IR: its nodes are resolved again

@@ -1,0 +1,115 @@
+"""A static runtime is built from what the compiler made: a program compiled with its
+weights (specialized by ``compiler.pipeline.SPECIALIZE_PIPELINE``), in memory or read
+back from its ``.irbc``, gives a ``StaticModule`` without running any compiler pass and
+without resolving any overload again.  The pass manager and overload resolution are
+patched to fail while the runtime is built and run; the results are the interpreter's
+and torch's."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import compiler  # noqa: E402
+import compiler.pipeline  # noqa: E402
+import compiler.resolve  # noqa: E402
+import vm  # noqa: E402
+from tests.support.paths import TOOLS  # noqa: E402
+from vm.core.errors import RunError  # noqa: E402
+from vm.static import StaticModule, StaticRuntime  # noqa: E402
+
+
+def _exported() -> tuple[Any, Any, np.ndarray]:
+    sys.path.insert(0, str(TOOLS))
+    import export_torch
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.GELU(), nn.Flatten(), nn.Linear(8 * 5 * 5, 10)
+    )
+    model[1].running_mean.uniform_(-1, 1)
+    model[1].running_var.uniform_(0.5, 2)
+    model.eval()
+    x = torch.randn(2, 3, 5, 5)
+    with torch.no_grad():
+        want = model(x).numpy()
+    return export_torch.export(model, "m", (x,)), x.numpy(), want
+
+
+def _forbid(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the static runtime ran the compiler")
+
+    for target, name in (
+        (compiler.pipeline, "optimize"), (compiler.pipeline, "specialize"), (compiler.pipeline, "get_pass"),
+        (compiler.resolve, "resolve_all"), (compiler.resolve, "resolve_node"), (compiler, "specialize"),
+        (compiler, "freeze"), (compiler, "compile_source"),
+    ):
+        if hasattr(target, name):
+            monkeypatch.setattr(target, name, fail)
+
+
+@pytest.mark.parametrize("from_file", [False, True], ids=["in_memory", "irbc"])
+def test_a_program_compiled_with_its_weights_builds_a_static_runtime_without_the_compiler(
+    from_file: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The program holds the specialized IR (no BatchNorm left, its folded tensors
+    recorded); building and running the static runtime calls no pass and no resolution,
+    and it agrees with the interpreter and with torch."""
+    exp, x, want = _exported()
+    program = compiler.compile_source(exp.ir, weights=exp.weights)
+    assert program.specialized and program.folded_tensors
+    if from_file:
+        vm.save(program, tmp_path / "m.irbc")
+        program = vm.load(tmp_path / "m.irbc")
+    interpreted = vm.Interpreter(program, exp.weights)(x)
+    _forbid(monkeypatch)
+    module = StaticModule(program, exp.weights)
+    kinds = {n.kind for n in module.ir.main.walk()}
+    assert "aten::batch_norm" not in kinds
+    got = StaticRuntime(module)(x)
+    np.testing.assert_allclose(got, interpreted, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_other_weights_for_a_program_that_folded_its_own_are_refused(tmp_path: Path) -> None:
+    """A BatchNorm statistic folded into the convolution cannot be rebound: weights that
+    differ there are refused by both backends, naming the weight, instead of running
+    with the old values."""
+    exp, x, _ = _exported()
+    program = compiler.compile_source(exp.ir, weights=exp.weights)
+    vm.save(program, tmp_path / "m.irbc")
+    other = dict(exp.weights)
+    key = next(k for k in other if k.endswith("running_mean"))
+    other[key] = np.asarray(other[key]) + 1
+    for loaded in (program, vm.load(tmp_path / "m.irbc")):
+        for runtime in (vm.Interpreter, StaticRuntime):
+            with pytest.raises(RunError, match=key.replace(".", r"\.")):
+                runtime(loaded, other)
+    np.testing.assert_allclose(vm.Interpreter(program, exp.weights)(x), StaticRuntime(program, exp.weights)(x), rtol=1e-6)
+
+
+def test_irc_print_after_all_shows_the_specialization_passes(tmp_path: Path) -> None:
+    """``irc compile --weights`` runs the specialization passes by the pass manager, so
+    ``--print-after-all`` prints the IR after each of them."""
+    import subprocess
+
+    exp, _, _ = _exported()
+    (tmp_path / "m.ir").write_text(exp.ir)
+    np.savez(tmp_path / "w.npz", **{k: np.asarray(v) for k, v in exp.weights.items()})
+    root = Path(compiler.__file__).parent.parent
+    out = subprocess.run(
+        [sys.executable, "-m", "compiler.cli", "compile", str(tmp_path / "m.ir"), "--weights", str(tmp_path / "w.npz"),
+         "--print-after-all", "--emit", "ir"],
+        capture_output=True, text=True, cwd=root, timeout=300, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )
+    assert out.returncode == 0, out.stderr
+    for name in compiler.pipeline.VALUE_PASSES:
+        assert f"=== after {name} ===" in out.stdout
