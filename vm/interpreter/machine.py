@@ -43,8 +43,8 @@ from vm.interpreter.decode import (  # the decoded opcodes (vm.interpreter.decod
 )  # fmt: skip
 # isort: on
 
-from vm.binding.inputs import InputChecker
 from vm.binding.folded import check_folded_from, with_folded_tensors
+from vm.binding.inputs import InputChecker
 from vm.binding.weights import ModuleObject
 from vm.core.errors import BytecodeError, IRError, RunError
 from vm.core.gc_pause import gc_paused
