@@ -4,7 +4,8 @@
 
 Reads every module of ``compiler/`` and ``vm/`` with ``ast`` (nothing is imported),
 draws an edge for each ``import``/``from ... import`` of another irvm module wherever it
-stands (module level or inside a function, not under ``if TYPE_CHECKING``; a package whose ``__init__`` imports
+stands (module level, inside a function, or under ``if TYPE_CHECKING``: a type-level
+import is a dependency too, of the reader if not of the interpreter; a package whose ``__init__`` imports
 its modules by name from a ``FAMILIES`` tuple, as ``vm.ops`` does, to each of them), and prints the strongly connected
 components with more than one module: each is a set of modules that import each other,
 directly or not.  ``vm`` below ``compiler`` means no component mixes the two packages.
@@ -43,15 +44,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         for node in tree.body:
             if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "FAMILIES" for t in node.targets):
                 found.update(f"{name}.{m}" for m in ast.literal_eval(node.value) if f"{name}.{m}" in known)
-    typing_only = {  # `if TYPE_CHECKING:` imports are for annotations: never executed
-        id(inner)
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
-        for inner in ast.walk(block)
-    }
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]

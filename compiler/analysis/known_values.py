@@ -61,7 +61,7 @@ def weight_key(value: Value, known: Known) -> str | None:
         return value.name
     if node.kind == "prim::GetAttr":
         dotted = getattr(known(node.inputs[0]), "dotted", None)
-        return dotted(node.attrs.get("name")) if callable(dotted) else None
+        return str(dotted(node.attrs.get("name"))) if callable(dotted) else None
     return None
 
 

@@ -101,7 +101,7 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
     if conv is None or block is None or conv.owner is not block:
         return []
     if conv.kind not in CONVS and not (conv.kind == "aten::linear" and _rank(conv.inputs[0], known) == 2):
-        return  # a linear's features are BatchNorm's channels only when its result is (N, C)
+        return []  # a linear's features are BatchNorm's channels only when its result is (N, C)
     y = bn.inputs[0]
     others = [u.user for u in y.uses if u.user is not bn]
     if any(not isinstance(u, Node) or u.kind not in METADATA for u in others) or len(conv.outputs) != 1:

@@ -70,8 +70,22 @@ def test_the_graph_is_read() -> None:
 
 
 def test_no_import_cycle_at_all() -> None:
-    """No two modules import each other, directly or not (a function-level import counts)."""
+    """No two modules import each other, directly or not (a function-level import counts,
+    and so does one under ``if TYPE_CHECKING``)."""
     assert import_cycles.cycles(GRAPH) == []
+
+
+def test_a_type_level_import_is_an_edge(tmp_path) -> None:
+    """An import under ``if TYPE_CHECKING`` is drawn like any other (issue #30: the
+    type-level cycles interpreter <-> reference and static/module <-> static/plan hid there)."""
+    package = tmp_path / "vm"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from vm.b import B\n")
+    (package / "b.py").write_text("from vm.a import A\n")
+    (tmp_path / "compiler").mkdir()
+    graph = import_cycles.import_graph(tmp_path)
+    assert "vm.b" in graph["vm.a"] and import_cycles.cycles(graph) != []
 
 
 def test_the_vm_imports_the_compiler_only_in_the_static_runtime_and_the_command_line() -> None:

@@ -35,7 +35,7 @@ def digest(array: Any) -> str:
     a = np.ascontiguousarray(array)
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{a.dtype.str}{a.shape}".encode())
-    h.update(memoryview(a).cast("B"))
+    h.update(a.data.cast("B"))
     return h.hexdigest()
 
 

@@ -22,7 +22,7 @@ returns None), so dtype-generic graphs (``x * 2``) take any dtype, as in PyTorch
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias
 
 import attrs
 import numpy as np
@@ -32,8 +32,12 @@ from vm.core.errors import RunError
 from vm.core.gc_pause import gc_paused
 from vm.program.check_graph import is_tensor_literal
 
-if TYPE_CHECKING:  # the compiler's IR, or the check graph a loaded program carries (vm.program.check_graph)
-    from compiler.ir import Block, Graph, Node, Value
+# the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
+# program carries (vm.program.check_graph), read alike: no type names both
+Block: TypeAlias = Any
+Graph: TypeAlias = Any
+Node: TypeAlias = Any
+Value: TypeAlias = Any
 
 # strict op -> positions of the tensor arguments that must share one dtype
 STRICT: dict[str, tuple[int, ...]] = {

@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from vm.core import types as T
 from vm.core.errors import RunError
 
-if TYPE_CHECKING:  # the compiler's IR, or the check graph a loaded program carries (vm.program.check_graph)
-    from compiler.ir import Graph, Node, Value
+# the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
+# program carries (vm.program.check_graph), read alike: no type names both
+Graph: TypeAlias = Any
+Node: TypeAlias = Any
+Value: TypeAlias = Any
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -52,8 +52,11 @@ from vm.core import types as T
 from vm.core.enum_values import EnumValue, parse_member
 from vm.core.errors import RunError, Span
 
-if TYPE_CHECKING:  # the IR data model is the compiler's: only the static runtime brings it
-    from compiler.ir import Graph, Node, Value
+# the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
+# program carries (vm.program.check_graph), read alike: no type names both
+Graph: TypeAlias = Any
+Node: TypeAlias = Any
+Value: TypeAlias = Any
 
 
 class ModuleObject:

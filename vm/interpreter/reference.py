@@ -11,13 +11,21 @@ DEBUG_TRACE_EXECUTION.  Tests run programs on both loops and compare.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from vm.core.errors import IRError
-from vm.program.bytecode import Opcode
+from vm.program.bytecode import Opcode, Program
 
-if TYPE_CHECKING:
-    from vm.interpreter.machine import Interpreter
+
+class Interpreter(Protocol):
+    """What the reference loop reads of the interpreter running it
+    (``vm.interpreter.machine.Interpreter``, which imports this module): its program, its
+    bound kernels and constants per function, and the call-depth bound."""
+
+    program: Program
+    kernels: list[list[Any]]
+    constants: list[list[Any]]
+    max_depth: int
 
 
 class _Frame:

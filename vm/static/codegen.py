@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -43,7 +44,7 @@ from compiler.ir import Block, Graph, Node, Value
 from vm.core.errors import CompileError
 from vm.ops.prepared import UNKNOWN, has_preparer, prepared
 from vm.ops.registry import OpRef
-from vm.static.model import FusionInfo, Mode, ProcessedNode
+from vm.static.model import Binding, FusionInfo, Mode, ProcessedNode, call_too_deep
 
 SKIPPED = frozenset({"prim::Constant", "prim::Drop"})
 _MAX_NESTING = 18  # CPython refuses more than 20 statically nested loops
@@ -205,16 +206,16 @@ class _Factory:
         its first plan adds the plan's names to it instead of copying ~10^4 names then."""
         return dict(self._table_globals(K, OUT, C))
 
-    def __call__(self, K, OUT, C, B, OB, F, R, T, U, _pc, _deep, fused=None, g=None, shapes=None) -> Callable[..., Any]:
-        """Bind the code; names a plan leaves out (a slot it does not plan, a node it does
-        not call fast, a group it does not fuse: ``fused``, None for all) are None.
-        ``g``: a dict from ``globals_for`` to bind into (it becomes the code's globals);
-        ``shapes``: slot -> value of the plan's cached shape-only values (``c<slot>``)."""
-        if g is None:
-            g = self.globals_for(K, OUT, C)
+    def __call__(self, tables: tuple[Any, Any, Any], binding: Binding) -> Callable[..., Any]:
+        """Bind the code to the module's ``tables`` (kernels, out variants, constants) and
+        ``binding``; names a plan leaves out (a slot it does not plan, a node it does not
+        call fast, a group it does not fuse) are None."""
+        K, OUT, C = tables
+        B, U, fused, shapes = binding.views, binding.fast, binding.fused, binding.shapes
+        g = binding.globals_ if binding.globals_ is not None else self.globals_for(K, OUT, C)
         g.update({
-            "_nd": np.ndarray, "OB": OB, "F": F, "R": R, "T": T, "_pc": _pc, "_deep": _deep,
-            "__linemap__": self.linemap,
+            "_nd": np.ndarray, "OB": binding.outputs, "F": binding.callees, "R": binding.record, "T": binding.times,
+            "_pc": time.perf_counter, "_deep": call_too_deep, "__linemap__": self.linemap,
         })  # fmt: skip
         for name, kind, key, part in self.names:
             if kind == "b":

@@ -354,7 +354,7 @@ TIMED_SLOWER = "timed slower than its nodes when the plan was made"
 def groups_to_fuse(
     sm: Any, recorded: Mapping[int, Any], measure: bool = True
 ) -> tuple[frozenset[int], dict[int, str]]:
-    """The fusion groups of ``sm`` (a StaticModule) that this plan runs fused: the recorded
+    """The fusion groups of ``sm`` (a module's ``model.PlanningFacts``) that this plan runs fused: the recorded
     inputs are untainted, share one shape of at least two cache blocks, and (below
     ``MEASURE_BELOW`` elements, when ``measure``) the fused kernel timed faster.  Also,
     for each group that runs as its nodes, why (``irvm profile`` prints it)."""

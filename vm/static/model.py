@@ -4,12 +4,13 @@ modes code is generated in (``vm.static.codegen`` generates it, ``vm.static.plan
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
 from compiler.ir import Node, Value
+from vm.core.errors import RunError
 from vm.ops.registry import OpRef
 
 
@@ -73,3 +74,45 @@ class Mode:
     # slots of their values later nodes read, bound per plan as globals ``c<slot>``
     skip: frozenset[int] = frozenset()
     cached: frozenset[int] = frozenset()
+
+
+@attrs.frozen(eq=False)
+class Binding:
+    """What one binding of a graph's generated code reads besides the module's kernels and
+    constants (``StaticModule.bind``): a plan's slab views, a runtime's tables."""
+
+    views: Mapping[int, Any] = attrs.field(factory=dict)  # slot -> slab view (``b<slot>``)
+    callees: list[Any] | None = None  # the callees' functions (``F``)
+    record: dict[int, Any] | None = None  # slot -> value, filled by a recording run (``R``)
+    times: Any = None  # per-node clock of a timed run (``T``)
+    outputs: list[Any] | None = None  # the output arena (``OB``)
+    fast: Mapping[int, Any] | None = None  # node index -> (ufunc, scalars, guard dtype)
+    fused: frozenset[int] | None = None  # groups run fused (None: every group with a kernel)
+    globals_: dict[str, Any] | None = None  # a dict from ``spare_globals`` to bind into
+    shapes: Mapping[int, Any] | None = None  # the plan's cached shape-only values (``c<slot>``)
+
+
+def call_too_deep(label: str, depth: int) -> None:
+    """What generated code calls when ``prim::CallFunction`` nests too deep."""
+    raise RunError(f"maximum call depth ({depth - 1}) exceeded calling {label}")
+
+
+@attrs.frozen(eq=False)
+class PlanningFacts:
+    """What making a plan's layout reads of its module (``vm.static.plan.make_layout``,
+    ``fastpath.groups_to_fuse``), all decided when the ``StaticModule`` was built: the
+    record the layout code takes instead of the module itself."""
+
+    options: Any  # the module's StaticOptions
+    entry: Any  # the entry graph's code (codegen.GraphCode): slots, constants, factory
+    groups: list[FusionInfo]  # top-level fusion groups with a fused kernel
+    candidates: Mapping[int, int]  # plannable slot -> producing step
+    out_candidates: tuple[int, ...]  # graph outputs an arena may hold
+    used_at: Mapping[int, Any]  # slot -> steps reading it
+    may_alias: Mapping[int, list[int]]  # slot -> slots that may alias it
+    tainted: frozenset[int]  # slots whose shapes the plan key does not fix
+    fast_probes: list[Any]  # (fastpath.Probe, group id or None) per fast candidate
+    by_index: Mapping[int, ProcessedNode]  # node index -> processed node, fast candidates
+    shape_skip: frozenset[int]  # shape-only nodes a plan does not run
+    shape_cached: frozenset[int]  # their values later nodes read
+    generic_mode: Mode | None  # the one planned code of every plan, if there is one

@@ -23,9 +23,8 @@ Per-run state (plans, slabs, the generated functions bound to them) lives in the
 from __future__ import annotations
 
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -39,7 +38,7 @@ from vm.static import fastpath
 from vm.static.analysis import analyze, value_bound_loops
 from vm.static.codegen import LINEMAPS, GraphCode
 from vm.static.inputs import input_checker, typed_inputs
-from vm.static.model import Mode
+from vm.static.model import Binding, Mode, PlanningFacts
 from vm.static.plan import Layout, make_layout
 from vm.static.prepare import (
     bind_self,
@@ -210,6 +209,10 @@ class StaticModule:
                 self.record_mode = Mode(record=True, candidates=self.recorded_slots)
                 self.entry.factory(self.generic_mode)
         self.entry.factory(self.record_mode if self.plannable else Mode())
+        self.planning = PlanningFacts(
+            options, self.entry, self.groups, self.candidates, self.out_candidates, self.used_at, self.may_alias,
+            self.tainted, self.fast_probes, self.by_index, self.shape_skip, self.shape_cached, self.generic_mode,
+        )
         self.callee_functions(False)
         self.layouts_made = 0  # recording runs planned from (a count for tests and profiles)
         self.planned_from_types = False
@@ -320,9 +323,8 @@ class StaticModule:
         value) on each run: a runtime binds one when it is built, not on a first call."""
         recorded: dict[int, Any] = {}
         # (the generic code runs its nodes' kernels when no view, fast call or fused group is bound)
-        return self.bind(
-            self.entry, self.record_mode, {}, self.callee_functions(False), recorded, None, fused=frozenset()
-        ), recorded
+        binding = Binding(callees=self.callee_functions(False), record=recorded, fused=frozenset())
+        return self.bind(self.entry, self.record_mode, binding), recorded
 
     def record(self, key: Any, args: Sequence[Any], recorder: tuple[Any, dict[int, Any]] | None = None) -> tuple[Any, Layout]:
         """Run ``args`` with the allocating kernels, recording every candidate's value:
@@ -333,7 +335,7 @@ class StaticModule:
         recorded.update(zip(self.entry.params, args))
         try:
             result = run(*args)
-            layout = make_layout(self, recorded)
+            layout = make_layout(self.planning, recorded)
         finally:
             recorded.clear()  # the recorded values are not kept alive past the plan
         with self._lock:
@@ -397,47 +399,16 @@ class StaticModule:
             if table is None:
                 table = self._shared_callees[timed] = []
                 table.extend(
-                    self.bind(code, Mode(timed=timed), {}, table, None, None)
+                    self.bind(code, Mode(timed=timed), Binding(callees=table))
                     for code in self.callees
                 )
             return table
 
-    def bind(
-        self,
-        code: GraphCode,
-        mode: Mode,
-        views: Mapping[int, np.ndarray],
-        table: list,
-        rec: Any,
-        times: Any,
-        outputs: list | None = None,
-        fast: Mapping[int, Any] | None = None,
-        factory: Any = None,
-        fused: frozenset[int] | None = None,
-        globals_: dict[str, Any] | None = None,
-        shapes: Mapping[int, Any] | None = None,
-    ) -> Any:
-        """``code``'s function for ``mode``, closed over kernels, constants and buffers
-        (``fast``: index -> (ufunc, scalars, guard dtype) for the nodes ``mode.fast`` names;
-        ``globals_``: a dict from ``spare_globals`` to bind into, else one is copied now;
-        ``shapes``: the plan's cached shape-only values, slot -> value)."""
+    def bind(self, code: GraphCode, mode: Mode, binding: Binding, factory: Any = None) -> Any:
+        """``code``'s function for ``mode`` (``factory``: its compiled code, else compiled or
+        looked up now), bound to the module's kernels and constants and to ``binding``."""
         made = factory or code.factory(mode)
-        return made(
-            code.kernels,
-            code.outs,
-            code.constants,
-            views,
-            outputs,
-            table,
-            rec,
-            times,
-            fast,
-            time.perf_counter,
-            _deep,
-            fused,
-            globals_,
-            shapes,
-        )
+        return made((code.kernels, code.outs, code.constants), binding)
 
     def spare_globals(self) -> dict[str, Any] | None:
         """A fresh globals dict for the generic planned code (``bind(globals_=)``), or
@@ -479,7 +450,3 @@ class StaticModule:
         err.static_node = node
         err.__cause__ = exc
         return err
-
-
-def _deep(label: str, depth: int) -> None:
-    raise RunError(f"maximum call depth ({depth - 1}) exceeded calling {label}")

@@ -11,17 +11,14 @@ module uses it: a runtime only allocates its own slab and binds the code to its 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import numpy as np
 
 from vm.static import fastpath
 from vm.static import memory_planner as mp
-from vm.static.model import Mode
-
-if TYPE_CHECKING:
-    from vm.static.module import StaticModule
+from vm.static.model import Mode, PlanningFacts
 
 
 @attrs.frozen(eq=False)
@@ -37,30 +34,31 @@ class Layout:
     shapes: dict[int, Any] = attrs.field(factory=dict)  # cached shape-only values (vm/static/shape_only.py)
 
 
-def make_layout(sm: StaticModule, recorded: Mapping[int, Any]) -> Layout:
-    """The layout for the run that recorded ``recorded`` (slot -> value)."""
-    opts = sm.options
+def make_layout(facts: PlanningFacts, recorded: Mapping[int, Any]) -> Layout:
+    """The layout for the run that recorded ``recorded`` (slot -> value), from the
+    module's planning facts ``facts``."""
+    opts = facts.options
     fused, unfused_why = (
-        fastpath.groups_to_fuse(sm, recorded, opts.measure_fused)
+        fastpath.groups_to_fuse(facts, recorded, opts.measure_fused)
         if opts.fused_kernels
-        else (frozenset(), {g.gid: "fused kernels turned off" for g in sm.groups})
+        else (frozenset(), {g.gid: "fused kernels turned off" for g in facts.groups})
     )
-    interior = {sm.entry.slots[v] for g in sm.groups if g.gid in fused for n in g.nodes for v in n.outputs}
-    specs = {s: spec for s in sm.candidates if (spec := mp.spec_of(recorded.get(s))) is not None}
+    interior = {facts.entry.slots[v] for g in facts.groups if g.gid in fused for n in g.nodes for v in n.outputs}
+    specs = {s: spec for s in facts.candidates if (spec := mp.spec_of(recorded.get(s))) is not None}
     specs = {s: spec for s, spec in specs.items() if s not in interior and spec.nbytes >= opts.min_managed_bytes}
-    spans = mp.lifetimes({s: sm.candidates[s] for s in specs}, sm.used_at, sm.may_alias)
-    fast = _fast_calls(sm, recorded, fused)
+    spans = mp.lifetimes({s: facts.candidates[s] for s in specs}, facts.used_at, facts.may_alias)
+    fast = _fast_calls(facts, recorded, fused)
     inplace: dict[int, int] = {}
     if not opts.optimize_memory:  # every tensor alive for the whole run: no sharing
         last = max((end for _, end in spans.values()), default=0)
         spans = {s: (0, last) for s in spans}
     else:
-        inplace = _inplace_pairs(sm, fast, specs, spans)
+        inplace = _inplace_pairs(facts, fast, specs, spans)
     memory = mp.plan(specs, spans, opts.planner, inplace)
     mp.validate(memory)
     out_slots = tuple(
         s
-        for s in sm.out_candidates
+        for s in facts.out_candidates
         if (spec := mp.spec_of(recorded.get(s))) and spec.nbytes >= opts.min_managed_bytes and s not in interior
     )
     out_specs = [spec for s in out_slots if (spec := mp.spec_of(recorded[s])) is not None]
@@ -68,12 +66,12 @@ def make_layout(sm: StaticModule, recorded: Mapping[int, Any]) -> Layout:
     tables = {i: (ufunc, [v for kind, v in args if kind == "s"], guard) for i, (ufunc, args, guard) in fast.items()}
     mode = Mode(
         managed=frozenset(memory.offsets), out_managed=out_slots, fast=structure, fused=fused,
-        skip=sm.shape_skip, cached=sm.shape_cached,
+        skip=facts.shape_skip, cached=facts.shape_cached,
     )
     # the module's generic code serves every plan without compiling (only plans that
     # manage graph outputs get code of their own)
-    factory = sm.entry.factory(sm.generic_mode if sm.generic_mode is not None else mode)
-    return Layout(memory, mode, out_specs, tables, unfused_why, factory, cached_values(sm.shape_cached, recorded))
+    factory = facts.entry.factory(facts.generic_mode if facts.generic_mode is not None else mode)
+    return Layout(memory, mode, out_specs, tables, unfused_why, factory, cached_values(facts.shape_cached, recorded))
 
 
 def cached_values(slots: frozenset[int], recorded: Mapping[int, Any]) -> dict[int, Any]:
@@ -90,13 +88,13 @@ def cached_values(slots: frozenset[int], recorded: Mapping[int, Any]) -> dict[in
 
 
 def _fast_calls(
-    sm: StaticModule, recorded: Mapping[int, Any], fused: frozenset[int]
+    facts: PlanningFacts, recorded: Mapping[int, Any], fused: frozenset[int]
 ) -> dict[int, Any]:
     """node index -> (ufunc, args, guard) for the nodes this plan calls as bare ufuncs
     (``vm/static/fastpath.py``), constants of maximum/minimum filled to arrays."""
     fast: dict[int, Any] = {}
     fills: dict[tuple[Any, ...], Any] = {}
-    for probe, gid in sm.fast_probes:  # (only those in the form the generic code calls)
+    for probe, gid in facts.fast_probes:  # (only those in the form the generic code calls)
         if gid is not None and gid in fused:
             continue  # inside a fused kernel: the node does not run
         choice = probe.choose(recorded)
@@ -106,7 +104,7 @@ def _fast_calls(
 
 
 def _inplace_pairs(
-    sm: StaticModule,
+    facts: PlanningFacts,
     fast: Mapping[int, Any],
     specs: Mapping[int, mp.TensorSpec],
     spans: Mapping[int, tuple[int, int]],
@@ -116,7 +114,7 @@ def _inplace_pairs(
     exact with ``out=`` equal to an input; see ``vm/static/memory_planner.py``)."""
     pairs = {}
     for i, (_, args, guard) in fast.items():
-        pn = sm.by_index[i]
+        pn = facts.by_index[i]
         out = pn.outputs[0]
         if guard is not None or out not in specs or pn.ref is None or pn.ref.name not in fastpath.ELEMENTWISE:
             continue  # guarded, unplanned, or not elementwise (linear's matmul reads rows)

@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from vm.static.model import Mode
+from vm.static.model import Binding, Mode
 from vm.static.module import StaticModule, StaticOptions
 from vm.static.runtime import StaticRuntime
 
@@ -197,10 +197,11 @@ def profile(
     for _ in range(runs):  # the median of each node over the runs: robust to preemption
         clock = _Clock(len(sm.processed_nodes))
         arena, fast = (list(plan.arena), plan.fast) if plan is not None else ([], {})
-        timed = sm.bind(
-            sm.entry, mode, views, sm.callee_functions(True), None, clock, arena, fast,
+        binding = Binding(
+            views, sm.callee_functions(True), times=clock, outputs=arena, fast=fast,
             shapes=plan.layout.shapes if plan is not None else None,
         )
+        timed = sm.bind(sm.entry, mode, binding)
         clock.start = t0 = time.perf_counter()
         rt._run(timed, tuple(inputs))
         walls.append(time.perf_counter() - t0)
@@ -262,7 +263,8 @@ def _input_shapes(sm: StaticModule, plan: Any, inputs: Sequence[Any], program: A
     base = plan.mode if plan is not None else Mode()
     mode = attrs.evolve(base, record=True, candidates=slots, skip=frozenset(), cached=frozenset())
     arena, fast = (list(plan.arena), plan.fast) if plan is not None else ([], {})
-    fn = sm.bind(code, mode, plan.views if plan is not None else {}, sm.callee_functions(False), seen, None, arena, fast)
+    views = plan.views if plan is not None else {}
+    fn = sm.bind(code, mode, Binding(views, sm.callee_functions(False), record=seen, outputs=arena, fast=fast))
     fn(*inputs)
     values.update(seen)
     named = _traced_values(program, weights, inputs)
@@ -326,17 +328,11 @@ def _fallbacks(sm: StaticModule, plan: Any, inputs: Sequence[Any]) -> list[str]:
         return []
     seen: dict[int, Any] = {}
     mode = attrs.evolve(plan.mode, record=True, candidates=frozenset(plan.views))
-    fn = sm.bind(
-        sm.entry,
-        mode,
-        plan.views,
-        sm.callee_functions(False),
-        seen,
-        None,
-        list(plan.arena),
-        plan.fast,
+    binding = Binding(
+        plan.views, sm.callee_functions(False), record=seen, outputs=list(plan.arena), fast=plan.fast,
         shapes=plan.layout.shapes,
     )
+    fn = sm.bind(sm.entry, mode, binding)
     fn(*inputs)
     producers = {pn.outputs[0]: pn for pn in sm.entry.pnodes if len(pn.outputs) == 1}
     return [producers[s].node.kind for s, v in seen.items() if v is not plan.views[s]]

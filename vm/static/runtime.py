@@ -25,7 +25,7 @@ from vm.binding.inputs import with_defaults
 from vm.core.errors import RunError
 from vm.ops.random import generator, make_generator, using_generator
 from vm.static import memory_planner as mp
-from vm.static.model import Mode
+from vm.static.model import Binding, Mode
 from vm.static.module import StaticModule, StaticOptions
 from vm.static.plan import Layout
 
@@ -57,7 +57,7 @@ class StaticRuntime:
         self.generator = make_generator(seed)
         self._draws = sm.draws
         self._plain = (
-            None if sm.plannable else sm.bind(sm.entry, Mode(), {}, sm.callee_functions(False), None, None)
+            None if sm.plannable else sm.bind(sm.entry, Mode(), Binding(callees=sm.callee_functions(False)))
         )
         # the recording function, bound now: a first call with a new key only runs it
         self._recorder = sm.recorder() if sm.plannable else None
@@ -163,10 +163,10 @@ class StaticRuntime:
             self._spare_globals = None  # one binding per dict: later plans copy their own
         else:
             spare = None
-        fn = sm.bind(
-            sm.entry, layout.mode, views, table, None, None, outputs, layout.fast, layout.factory, layout.mode.fused, spare,
-            layout.shapes,
+        binding = Binding(
+            views, table, outputs=outputs, fast=layout.fast, fused=layout.mode.fused, globals_=spare, shapes=layout.shapes
         )
+        fn = sm.bind(sm.entry, layout.mode, binding, layout.factory)
         arena = mp.arena(layout.out_specs) if layout.out_specs else []
         return _Plan(layout, slab, views, fn, arena, outputs)
 
