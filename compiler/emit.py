@@ -78,8 +78,7 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         specialized=module.specialized,
         folded_tensors=dict(module.folded_tensors),
         folded_from=dict(module.folded_from),
-        print_ir=lambda: _print(module),
-        checks=lambda: check_table(module),
+        checks=check_table(module),
     )
 
 

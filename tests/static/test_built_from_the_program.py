@@ -113,3 +113,71 @@ def test_irc_print_after_all_shows_the_specialization_passes(tmp_path: Path) -> 
     assert out.returncode == 0, out.stderr
     for name in compiler.pipeline.VALUE_PASSES:
         assert f"=== after {name} ===" in out.stdout
+
+
+def _rehashed(path: Path, edit: Any) -> None:
+    """Rewrite the ``.irbc`` at ``path`` with ``edit(text)`` applied to its optimized IR and
+    its hash made right again (what an edited file looks like to the hash check)."""
+    import json
+    import zipfile
+
+    from vm.files.kinds import MAGIC_MEMBER
+    from vm.program.irbc import _digest
+
+    with zipfile.ZipFile(path) as zf:
+        members = [(n, zf.read(n)) for n in zf.namelist() if n != MAGIC_MEMBER]
+        header = json.loads(zf.read(MAGIC_MEMBER))
+    members = [(n, edit(data.decode()).encode() if n == "optimized.ir" else data) for n, data in members]
+    header["sha256"] = _digest(members)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(MAGIC_MEMBER), json.dumps(header), compress_type=zipfile.ZIP_STORED)
+        for name, data in members:
+            zf.writestr(name, data)
+
+
+IR = """graph(%x : Tensor, %y : Tensor):
+  %1 : int = prim::Constant[value=1]()
+  %z : Tensor = aten::add(%x, %y, %1)
+  %r : Tensor = aten::relu(%z)
+  %s : Tensor = aten::mul(%r, %y)
+  return (%s)
+"""
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t.replace("aten::relu", "aten::sigmoid"),  # another operator
+        lambda t: t.replace("aten::add(%x, %y", "aten::add(%y, %x"),  # operands swapped
+        lambda t: t.replace("aten::mul", "aten::div"),  # another operator of the same arity
+    ],
+    ids=["operator", "operands", "same_arity"],
+)
+def test_an_optimized_ir_edited_after_the_hash_is_refused_by_the_static_runtime(tmp_path: Path, edit: Any) -> None:
+    """The file's hash covers its members, but a re-hashed edit of the optimized IR alone
+    would make the static runtime run another program than the interpreter: building one
+    refuses it (BytecodeError), while the untouched file builds and agrees."""
+    from vm.core.errors import BytecodeError
+
+    program = compiler.compile_source(IR, fusion=False)
+    path = tmp_path / "m.irbc"
+    vm.save(program, path)
+    x, y = np.arange(-2, 2, dtype=np.float32), np.full(4, 2, np.float32)
+    np.testing.assert_array_equal(StaticRuntime(vm.load(path))(x, y), vm.Interpreter(vm.load(path))(x, y))
+    _rehashed(path, edit)
+    edited = vm.load(path)  # the hash holds: loading for the interpreter parses no IR
+    with pytest.raises(BytecodeError, match="does not match the bytecode"):
+        StaticRuntime(edited)
+
+
+def test_a_program_holds_data_not_the_compiler() -> None:
+    """No field of a compiled program is a function or other callable (the printer and
+    the check table were closures over the compiler's module): tables, text, arrays and
+    the IR data model only."""
+    import attrs
+
+    program = compiler.compile_source(IR)
+    for field in attrs.fields(type(program)):
+        value = getattr(program, field.name)
+        assert not callable(value), f"Program.{field.name} is callable"
+    assert program.check_table() is not None and "aten::relu" in program.optimized_text()

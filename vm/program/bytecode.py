@@ -156,6 +156,11 @@ class Program:
     (``vm.static.ir_text``, spans restored from ``node_spans``; never re-optimized).  The
     interpreter never needs it: the checks before a run read ``check_table()``
     (``vm.program.check_graph``) and ``self_reads`` (``vm.program.self_reads``).
+
+    A program is data: tables, text and arrays, no closure and nothing of the compiler's
+    machinery (the module is the IR data model, printed by ``str``).  A program compiled
+    for its weights (``specialized``) also carries the tensors its folds made and digests
+    of the weights they were made from (``vm.binding.folded``).
     """
 
     functions: tuple[Function, ...]
@@ -184,8 +189,8 @@ class Program:
     specialized: bool = attrs.field(default=False, eq=False, repr=False)
     folded_tensors: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
     folded_from: dict[str, str] = attrs.field(factory=dict, eq=False, repr=False)
-    print_ir: Any = attrs.field(default=None, eq=False, repr=False)  # the compiler's printer of ``module``
-    checks: Any = attrs.field(default=None, eq=False, repr=False)  # the check table, or a function making it
+    # the check table (``vm.program.check_graph``): made by the emitter, or read from the file
+    checks: dict[str, Any] | None = attrs.field(default=None, eq=False, repr=False)
     _lock: Any = attrs.field(factory=threading.Lock, eq=False, repr=False, init=False)
 
     @property
@@ -208,19 +213,16 @@ class Program:
         return self._module
 
     def check_table(self) -> dict[str, Any] | None:
-        """The table of the IR the checks before a run read (``vm.program.check_graph``), made
-        (or read from the file) the first time it is asked for."""
-        checks: Any = self.checks
-        if callable(checks):
-            checks = checks()
-            object.__setattr__(self, "checks", checks)  # the same table every time
-        return checks
+        """The table of the IR the checks before a run read (``vm.program.check_graph``),
+        made by the emitter or read from the file."""
+        return self.checks
 
     def optimized_text(self) -> str:
-        """The optimized IR as text (printed by ``print_ir`` when not read from a file)."""
-        if self.optimized_ir or self.print_ir is None:
+        """The optimized IR as text (the module printed, ``str(module)``, when not read
+        from a file)."""
+        if self.optimized_ir or self._module is None:
             return self.optimized_ir
-        return self.print_ir()
+        return str(self._module)
 
 
 def is_class_type(type_text: str) -> bool:

@@ -310,7 +310,7 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         optimized_ir=files["optimized.ir"].decode(),
         node_spans=tuple(None if s is None else tuple(s) for s in json.loads(files["spans.json"])),
         node_refs=_node_refs_from_json(body, files, where),
-        checks=lambda raw=files["checks.json"]: _read_checks(raw, where),  # read when a run needs it
+        checks=_read_checks(files["checks.json"], where),  # the few nodes the checks before a run read
         folded=_folded(source) or {},
         **_specialization(body.get("specialized"), files, where),
         self_reads=tuple(

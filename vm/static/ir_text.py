@@ -8,6 +8,16 @@ nodes (``Program.node_spans``, in ``compiler.program_tables.all_nodes`` order).
 ``optimized_module`` parses that text once per program, when a static runtime is first
 built from it, gives every node back its span, and keeps the module on the program.  It
 never optimizes again.
+
+The text is tied to the bytecode (``tie``): the file's hash covers both, but an edited
+file can be re-hashed, and then the two backends would run different programs.  So the
+parsed IR must have one node per entry of the operator table ``node_refs`` (which the
+emitter wrote from the same IR), and each node with an operator, printed as the emitter
+printed it into the bytecode's node texts (``%y = aten::add(%a, %b, %1)``), must pair
+with its operator exactly as the bytecode's ``OP``/``OPN`` instructions pair their node
+text with their operator-table entry (as multisets over the program: fusion sub-graphs
+are functions of their own in the bytecode).  An operator, an overload, an operand or a
+result changed on one side only is refused with a ``BytecodeError``.
 """
 
 from __future__ import annotations
@@ -31,17 +41,47 @@ def _parse(program: Any) -> Any:
     from vm.program.check_graph import span_of
 
     module = parse(program.optimized_ir, "<optimized IR>")
+    nodes = list(all_nodes(module))
+    tie(program, nodes)
     module.attributes = dict(program.folded)  # the attribute values it was compiled for
     # and, compiled for its weights, the tensors its folds made and what from
     module.specialized = program.specialized
     module.folded_tensors = dict(program.folded_tensors)
     module.folded_from = dict(program.folded_from)
-    nodes = list(all_nodes(module))
     if len(nodes) == len(program.node_spans):  # else the printed spans stay (never wrong nodes)
         for node, stored in zip(nodes, program.node_spans):
             node.span = span_of(stored)
     _restore_enum_values(program, nodes)
     return module
+
+
+def tie(program: Any, nodes: list[Any]) -> None:
+    """Refuse an optimized IR (``nodes``, in ``all_nodes`` order) that is not the one the
+    program's bytecode was emitted from (see the module essay); a program that recorded
+    no operator table (an older file) is not checked."""
+    from collections import Counter
+
+    from vm.core.errors import BytecodeError
+    from vm.program.bytecode import Opcode
+
+    refs = program.node_refs
+    if not refs:
+        return
+    if len(nodes) != len(refs):
+        raise BytecodeError(f"the optimized IR has {len(nodes)} nodes, its operator table {len(refs)}: not the IR the bytecode was emitted from")
+    from_ir = Counter((repr(node), ref) for node, ref in zip(nodes, refs) if ref is not None)
+    from_code = Counter(
+        (function.nodes[pc] if pc < len(function.nodes) else "", function.operators[ins.x])
+        for function in program.functions
+        for pc, ins in enumerate(function.instructions)
+        if ins.op in (Opcode.OP, Opcode.OPN) and function.operators[ins.x].name != "prim::FusedKernel"
+    )
+    if from_ir != from_code:
+        text, ref = next(iter((from_ir - from_code) or (from_code - from_ir)))
+        raise BytecodeError(
+            f"the optimized IR does not match the bytecode at {text} ({ref.name}): the two backends would run "
+            "different programs (an edited file?)"
+        )
 
 
 def _restore_enum_values(program: Any, nodes: list[Any]) -> None:
