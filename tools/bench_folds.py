@@ -4,7 +4,7 @@
 
 For each model (default: ``bench_zoo.DEFAULT``), built and exported as ``tools/bench_zoo.py``
 does (its program compiled *without* weights, as a user who runs ``StaticRuntime(program,
-weights)`` has it), one static runtime per setting of ``vm.static.prepare.LOAD_TIME_FOLDS``:
+weights)`` has it), one static runtime per setting of ``vm.static.module_ir.LOAD_TIME_FOLDS``:
 every fold on (the default), all off, the BatchNorm fold alone (what the runtime did before
 issue #16's folds), and each one off alone.  Reported: the nodes the
 module runs, and the median and 10th-percentile ms per call over interleaved rounds (one
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 def settings() -> dict[str, Any]:
     """Column name -> StaticOptions: all folds on, all off, each off alone."""
     from vm.static import StaticOptions
-    from vm.static.prepare import LOAD_TIME_FOLDS
+    from vm.static.module_ir import LOAD_TIME_FOLDS
 
     off = {f: False for f in LOAD_TIME_FOLDS}
     columns = {

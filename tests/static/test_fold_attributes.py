@@ -116,7 +116,7 @@ def test_every_fold_switch_is_listed() -> None:
     test turns off), and every listed name is a switch that defaults to on."""
     import attrs
 
-    from vm.static.prepare import LOAD_TIME_FOLDS
+    from vm.static.module_ir import LOAD_TIME_FOLDS
 
     switches = {f.name for f in attrs.fields(StaticOptions) if f.name.startswith("fold_")}
     assert switches == set(LOAD_TIME_FOLDS)

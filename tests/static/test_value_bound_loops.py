@@ -10,7 +10,7 @@ import numpy as np
 import compiler
 from vm.interpreter.machine import Interpreter
 from vm.static import StaticModule, StaticOptions, StaticRuntime
-from vm.static.analysis import value_bound_loops
+from vm.static.plannable import value_bound_loops
 
 OPTIONS = StaticOptions(min_managed_bytes=0)
 X = "Float(8, 64, strides=[64, 1], requires_grad=0, device=cpu)"

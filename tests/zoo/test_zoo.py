@@ -99,7 +99,7 @@ def test_zoo_case_matches_torch_with_the_load_time_folds_off(model_name: str, zo
     settings, BatchNorm, in-place epilogues) still gives torch's outputs; the default run
     above has them all on."""
     from vm.static import StaticOptions
-    from vm.static.prepare import LOAD_TIME_FOLDS
+    from vm.static.module_ir import LOAD_TIME_FOLDS
 
     _record(model_name, zoo_case)
     off = StaticOptions(**{name: False for name in LOAD_TIME_FOLDS})

@@ -12,7 +12,7 @@ Two sources, one vocabulary (``Fact``):
   results depend on, which no schema says.
 
 ``compiler.analysis.effects`` answers DCE's, CSE's and fusion's questions from both;
-``compiler.resolve`` and the emitter skip ``CONTROL`` kinds; ``vm.static.analysis`` reads
+``compiler.resolve`` and the emitter skip ``CONTROL`` kinds; ``vm.static.plannable`` reads
 the shape facts for its plan key and the alias facts for its may-alias edges;
 ``vm.static.fastpath`` lets an ``ELEMENTWISE`` node's output take an operand's bytes.
 ``tests/ops/test_facts.py`` checks that the facts of every registered operator agree with

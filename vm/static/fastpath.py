@@ -5,7 +5,7 @@ first finds the result dtype and converts its operands; on a 10-element tensor t
 bookkeeping costs more than the arithmetic (a bare ``np.add`` call ~0.3 us, the kernel
 ~2x that, some unary kernels ~5x).  Once a plan exists, the static runtime knows more:
 the recording run saw every tensor of the entry block, and for values whose dtypes and
-shapes follow from the plan key (the untainted values of ``vm/static/analysis.py``) what
+shapes follow from the plan key (the untainted values of ``vm/static/plannable.py``) what
 it saw holds for every run with that key.
 
 So when the recording run shows that a node of the table below took float tensors of one

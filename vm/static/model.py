@@ -1,5 +1,5 @@
 """The static runtime's data model: processed nodes, expanded fusion groups, and the
-modes code is generated in (``vm.static.codegen`` generates it, ``vm.static.plan`` and
+modes code is generated in (``vm.static.codegen`` generates it, ``vm.static.layout`` and
 ``vm.static.module`` choose the modes)."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def call_too_deep(label: str, depth: int) -> None:
 
 @attrs.frozen(eq=False)
 class PlanningFacts:
-    """What making a plan's layout reads of its module (``vm.static.plan.make_layout``,
+    """What making a plan's layout reads of its module (``vm.static.layout.make_layout``,
     ``fastpath.groups_to_fuse``), all decided when the ``StaticModule`` was built: the
     record the layout code takes instead of the module itself."""
 

@@ -5,14 +5,14 @@ once from a compiled program and its weights, then only read, so any number of
 ``StaticRuntime`` objects (``vm/static/runtime.py``), one per thread, share it.  Building
 one:
 
-* takes the optimized IR of the program (``vm/static/prepare.py``): fusion groups
+* takes the optimized IR of the program (``vm/static/module_ir.py``): fusion groups
   expanded into their nodes, each top-level group keeping its fused kernel, and the
   load-time folds applied once the weights are known;
 * binds every operator (as the compiler resolved it), converts every constant, binds ``%self`` and
   frozen tensor constants from the weights (``vm.binding.weights``), refusing weights torch
   would refuse (``vm.binding.preflight``);
 * flattens each graph into slots and processed nodes (``vm/static/codegen.py``), and
-  computes the slot-level facts the memory planner needs (``vm/static/analysis.py``);
+  computes the slot-level facts the memory planner needs (``vm/static/plannable.py``);
 * builds the entry check, which refuses a bad input and computes the plan key;
 * decides what a plan reads of a recording (``fastpath.Probe`` per fast candidate, the
   recorded slots), and plans now when the input types fix every shape and dtype.
@@ -35,18 +35,18 @@ from vm.core.gc_pause import gc_paused
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
 from vm.static import fastpath
-from vm.static.analysis import analyze, value_bound_loops
 from vm.static.codegen import LINEMAPS, GraphCode
-from vm.static.inputs import input_checker, typed_inputs
+from vm.static.entry_check import input_checker, typed_inputs
+from vm.static.layout import Layout, make_layout
 from vm.static.model import Binding, Mode, PlanningFacts
-from vm.static.plan import Layout, make_layout
-from vm.static.prepare import (
+from vm.static.module_ir import (
     bind_self,
     bound_constants,
     constant,
     flat_weights,
     prepare,
 )
+from vm.static.plannable import analyze, value_bound_loops
 from vm.static.shape_only import shape_only
 
 
@@ -349,7 +349,7 @@ class StaticModule:
         """Make the plan for inputs shaped like ``example_inputs`` now, by one recording
         run (random operators draw from a generator of their own); runtimes built after
         this start with that plan bound.  A plan holds for any inputs of the same shapes
-        and dtypes, whatever their values (``vm/static/analysis.py``)."""
+        and dtypes, whatever their values (``vm/static/plannable.py``)."""
         key, args = self._enter(*example_inputs)
         if self.dtype_guard is not None:  # checked once per input dtypes: now, not on the first call
             self.dtype_guard(args)
@@ -379,7 +379,7 @@ class StaticModule:
         attribute or may write one in place (batch norm in training mode updates its
         running statistics) is not run here: the run would change the module's state; nor is one with
         a loop whose trip count or condition may follow from tensor contents
-        (``analysis.value_bound_loops``): on zeros it could run for any time, or forever."""
+        (``plannable.value_bound_loops``): on zeros it could run for any time, or forever."""
         if not self.plannable or self.assigns_attributes:
             return
         made = typed_inputs(self.inputs)

@@ -25,9 +25,9 @@ from vm.binding.inputs import with_defaults
 from vm.core.errors import RunError
 from vm.ops.random import generator, make_generator, using_generator
 from vm.static import memory_planner as mp
+from vm.static.layout import Layout
 from vm.static.model import Binding, Mode
 from vm.static.module import StaticModule, StaticOptions
-from vm.static.plan import Layout
 
 
 class StaticRuntime:
@@ -180,7 +180,7 @@ PAGE = 4096
 
 @attrs.define
 class _Plan:
-    """A layout of the module (``vm/static/plan.py``) with this runtime's buffers."""
+    """A layout of the module (``vm/static/layout.py``) with this runtime's buffers."""
 
     layout: Layout
     slab: np.ndarray

@@ -17,7 +17,7 @@ A top-level node of the entry graph is *shape-only* when
   once: ``bound``; a weight's slice is computed once as well), a shape-only
   value, or, for a shape query (``aten::size``, ``prim::dtype``...: ``facts.SHAPE_QUERIES``)
   and the metadata operand of ``new_ones``/``zeros_like``... (``METADATA_OPERAND``), a
-  tensor whose shape and dtype follow from the key (not tainted, ``vm/static/analysis.py``);
+  tensor whose shape and dtype follow from the key (not tainted, ``vm/static/plannable.py``);
 * its outputs are safe to share between calls: no node may write them or anything that
   may alias them (``effects.may_be_written``), and nothing that may alias them reaches a
   graph output (the caller owns outputs) or module state.
@@ -37,7 +37,7 @@ from vm.core import types as T
 from vm.ops.facts import SHAPE_QUERIES, SUBGRAPH_KINDS
 from vm.ops.random import RANDOM_KINDS
 from vm.ops.registry import OpRef
-from vm.static.analysis import BlockFacts, _taints
+from vm.static.plannable import BlockFacts, _taints
 
 # factories that read only the dtype (and, for ``*_like``, the shape) of their first operand
 METADATA_OPERAND = frozenset({
