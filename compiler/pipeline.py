@@ -154,8 +154,8 @@ def optimize(
     ``on_pass(name, nodes)`` is called as each pass starts (the progress display).
     Returns the optimized module and one record per pass run, with its wall time.
     With ``weights`` (the mapping the program will run with), the passes that take them
-    get them (``WEIGHT_PASSES``), and when ``passes`` names none of those,
-    ``fold_module_attributes`` runs right after ``inline_calls`` (after
+    get them (``WEIGHT_PASSES``), and unless ``passes`` names it or names only
+    ``VALUE_PASSES``, ``fold_module_attributes`` runs right after ``inline_calls`` (after
     ``add_known_methods``, or first, if that is not run either): settings read from
     ``%self`` become constants, as ``torch.jit.freeze`` folds attributes, so that
     propagation removes the branches they decide; the default pipeline then ends with
@@ -173,7 +173,9 @@ def optimize(
         names += VALUE_PASSES
     if not fusion:
         names = [n for n in names if n not in FUSION_PASSES]
-    if weights is not None and not WEIGHT_PASSES.intersection(names):
+    # a compile given weights folds the settings; a list of value passes alone (the tail
+    # of ``specialize``) runs on a module whose settings are folded already
+    if weights is not None and "fold_module_attributes" not in names and not set(names) <= set(VALUE_PASSES):
         after = [n for n in ("inline_calls", "add_known_methods") if n in names]
         names.insert(names.index(after[0]) + 1 if after else 0, "fold_module_attributes")
     chosen = [(name, _entry(name, weights)) for name in names]  # unknown names fail before any work

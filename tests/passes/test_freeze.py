@@ -45,10 +45,12 @@ def test_freeze_without_any_setting_in_the_weights_is_the_identity() -> None:
     assert compiler.freeze(module, {"w": 1.0}) is module
 
 
-def test_freeze_on_a_scripted_shufflenet_unit_matches_compiling_with_the_weights() -> None:
-    """A scripted torchvision ShuffleNetV2 unit: the frozen module has the node kinds, node
-    count and recorded settings of the module compiled with the weights (value names and
-    constant order may differ)."""
+def test_specialize_on_a_scripted_shufflenet_unit_matches_compiling_with_the_weights() -> None:
+    """A scripted torchvision ShuffleNetV2 unit: the module specialized after compiling
+    (``compiler.specialize``: settings, then BatchNorms folded into their convolutions...)
+    has the node kinds, node count, recorded settings and folded tensors of the module
+    compiled with the weights (value names and constant order may differ); ``freeze``,
+    the settings alone, leaves the BatchNorms."""
     pytest.importorskip("torch")
     import types
 
@@ -62,12 +64,16 @@ def test_freeze_on_a_scripted_shufflenet_unit_matches_compiling_with_the_weights
 
     model = torch.nn.Sequential(InvertedResidual(8, 16, 2), InvertedResidual(16, 16, 1)).eval()
     exp = export_torch.export(model, "shuffle", (torch.randn(1, 8, 8, 8),))
-    frozen = compiler.freeze(compiler.compile_source(exp.ir, "s.ir").module, exp.weights)
+    compiled = compiler.compile_source(exp.ir, "s.ir").module
+    frozen = compiler.freeze(compiled, exp.weights)
+    specialized = compiler.specialize(compiled, exp.weights)
     direct = compiler.compile_source(exp.ir, "s.ir", weights=exp.weights).module
-    verify(frozen)
+    verify(specialized)
 
     def kinds(module: compiler.ir.Module) -> Counter[str]:
         return Counter(n.kind for n in module.main.walk())
 
-    assert kinds(frozen) == kinds(direct) and "prim::If" not in kinds(frozen)
-    assert frozen.attributes == direct.attributes
+    assert kinds(specialized) == kinds(direct) and "prim::If" not in kinds(specialized)
+    assert specialized.attributes == direct.attributes == frozen.attributes
+    assert len(specialized.folded_tensors) == len(direct.folded_tensors) > 0 and specialized.specialized
+    assert "aten::batch_norm" in kinds(frozen) and "aten::batch_norm" not in kinds(direct)
