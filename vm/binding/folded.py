@@ -15,7 +15,9 @@ specialized for its weights needs only the weights it still reads.
 
 ``digest(array)`` is the fingerprint (dtype, shape and BLAKE2b of the bytes);
 ``check_folded_from(folded_from, weights)`` the check; ``with_folded_tensors`` the
-weights a runtime binds: the caller's, plus the tensors the folds made, under their names.
+weights a runtime binds: the caller's, plus the tensors the folds made, under their names;
+``stored_folds`` and ``folds_from_stored`` the ``.irbc`` table of both
+(``program.json``'s ``specialized``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from vm.binding.unbound import UnboundTensor
-from vm.core.errors import RunError
+from vm.core.errors import BytecodeError, RunError
 
 
 def digest(array: Any) -> str:
@@ -66,3 +68,27 @@ def with_folded_tensors(weights: Any, folded_tensors: Mapping[str, Any]) -> Any:
     if isinstance(weights, Mapping):
         return {**weights, **folded_tensors}
     return weights
+
+
+def stored_folds(program: Any, encode: Any) -> dict[str, Any]:
+    """The ``.irbc`` table of a specialized program's folds (``encode``: the file's constant
+    encoder, which stores arrays as ``.npy`` members)."""
+    return {
+        "folded_tensors": [[name, encode(np.asarray(a))] for name, a in program.folded_tensors.items()],
+        "folded_from": dict(program.folded_from),
+    }
+
+
+def folds_from_stored(stored: Any, decode: Any, where: str) -> dict[str, Any]:
+    """The ``Program`` fields of a table from ``stored_folds`` (none for a program compiled
+    without weights); a malformed table is a ``BytecodeError``."""
+    if stored is None:
+        return {}
+    try:
+        tensors = {str(name): decode(value) for name, value in stored["folded_tensors"]}
+        sources = {str(key): str(value) for key, value in stored["folded_from"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise BytecodeError(f"{where}: malformed 'specialized' table") from None
+    if not all(isinstance(a, np.ndarray) for a in tensors.values()):
+        raise BytecodeError(f"{where}: a folded tensor that is no array")
+    return {"specialized": True, "folded_tensors": tensors, "folded_from": sources}

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from vm.binding.folded import folds_from_stored, stored_folds
 from vm.core.errors import BytecodeError, IRError, Span
 from vm.core.gc_pause import gc_paused
 from vm.files.kinds import MAGIC_MEMBER, has_magic, is_irbc
@@ -86,10 +87,7 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
         **_node_refs_json(program.node_refs, arrays),
     }
     if program.specialized:  # the tensors its folds made, and what from (vm.binding.folded)
-        body["specialized"] = {
-            "folded_tensors": [[name, _encode(np.asarray(a), arrays)] for name, a in program.folded_tensors.items()],
-            "folded_from": dict(program.folded_from),
-        }
+        body["specialized"] = stored_folds(program, lambda value: _encode(value, arrays))
     members: list[tuple[str, bytes]] = [("program.json", json.dumps(body).encode())]
     for name, array in arrays.items():
         buf = io.BytesIO()
@@ -312,26 +310,12 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         node_refs=_node_refs_from_json(body, files, where),
         checks=_read_checks(files["checks.json"], where),  # the few nodes the checks before a run read
         folded=_folded(source) or {},
-        **_specialization(body.get("specialized"), files, where),
+        **folds_from_stored(body.get("specialized"), lambda value: _decode(value, files, where), where),
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
             for parent, name, type_text, required, span in body["self_reads"]
         ),
     )
-
-
-def _specialization(stored: Any, files: dict[str, bytes], where: str) -> dict[str, Any]:
-    """The ``Program`` fields of a program compiled for its weights (none when it was not)."""
-    if stored is None:
-        return {}
-    try:
-        tensors = {str(name): _decode(value, files, where) for name, value in stored["folded_tensors"]}
-        sources = {str(key): str(value) for key, value in stored["folded_from"].items()}
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise BytecodeError(f"{where}: malformed 'specialized' table") from None
-    if not all(isinstance(a, np.ndarray) for a in tensors.values()):
-        raise BytecodeError(f"{where}: a folded tensor that is no array")
-    return {"specialized": True, "folded_tensors": tensors, "folded_from": sources}
 
 
 def _read_checks(raw: bytes, where: str) -> Any:
