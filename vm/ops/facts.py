@@ -21,31 +21,11 @@ each other.
 
 from __future__ import annotations
 
-import enum
+from collections.abc import Iterator, Set
+from typing import Any
 
 from vm.ops import registry
-from vm.ops.registry import OpInfo
-
-
-class Fact(enum.Flag):
-    """One fact about an operator or node kind; a kind's facts are an or of these."""
-
-    NONE = 0
-    PURE = enum.auto()  # no side effect, whatever the registry says: removable, movable
-    EFFECT = enum.auto()  # always a side effect: never removed, merged or moved
-    ALIASING = enum.auto()  # outputs are (or contain) inputs rather than fresh values
-    CONTROL = enum.auto()  # no operator entry: the emitter and the runtimes handle the node
-    SUBGRAPH = enum.auto()  # runs other IR (blocks, a callee, a fusion group's subgraph)
-    CONTAINER = enum.auto()  # packs, unpacks or casts containers: computes no new data
-    SHAPE_QUERY = enum.auto()  # reads a tensor's metadata (size, dtype...), not its contents
-    DATA_DEPENDENT_SHAPE = enum.auto()  # the result's shape depends on tensor contents
-    SHAPE_ONLY_LIST = enum.auto()  # a list of pieces whose number and shapes follow from shapes
-    SIMPLE_MAP = enum.auto()  # PyTorch's isSimpleMap by kind: fusible when no overload is known
-    # per overload, from the registration
-    ELEMENTWISE = enum.auto()  # a pointwise map: fusion may group it; output may reuse an operand
-    OUT_VARIANT = enum.auto()  # has out(buffer, *args): the memory planner may hand it a buffer
-    MUTATES = enum.auto()  # writes an argument annotated (a!)
-    VIEW = enum.auto()  # a return annotated (a): may share memory with an argument
+from vm.ops.registry import Fact, OpInfo
 
 
 F = Fact
@@ -127,27 +107,59 @@ _add(tuple(f"aten::{name}" for name in (
     "type_as", "_cast_Float")), F.SIMPLE_MAP)  # fmt: skip
 
 
+class _KindSet(Set[str]):
+    """The kinds with one fact: the table's and every registration's, kept current as
+    operators register (a custom op registered after import is seen too)."""
+
+    def __init__(self, fact: Fact):
+        self.fact = fact
+        self._version = -1
+        self._kinds: frozenset[str] = frozenset()
+
+    def _current(self) -> frozenset[str]:
+        if self._version != registry.version():
+            self._kinds = kinds_with(self.fact)
+            self._version = registry.version()
+        return self._kinds
+
+    @classmethod
+    def _from_iterable(cls, it: Any) -> frozenset[str]:  # what &, | and - make
+        return frozenset(it)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._current()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+
 def kinds_with(fact: Fact) -> frozenset[str]:
-    """Every node kind the table gives ``fact``."""
-    return frozenset(k for k, facts in KINDS.items() if fact in facts)
+    """Every node kind the table or a registration gives ``fact``."""
+    table = {k for k, facts in KINDS.items() if fact in facts}
+    return frozenset(table | {k for k in registry.kinds() if fact in registry.declared_facts(k)})
 
 
 # the sets the hot paths test membership in
-PURE_KINDS = kinds_with(F.PURE)
-EFFECT_KINDS = kinds_with(F.EFFECT)
-ALIASING_KINDS = kinds_with(F.ALIASING)
-CONTROL_KINDS = kinds_with(F.CONTROL)
-SUBGRAPH_KINDS = kinds_with(F.SUBGRAPH)
-CONTAINER_KINDS = kinds_with(F.CONTAINER)
-SHAPE_QUERIES = kinds_with(F.SHAPE_QUERY)
-DATA_DEPENDENT_SHAPES = kinds_with(F.DATA_DEPENDENT_SHAPE)
-SHAPE_ONLY_LISTS = kinds_with(F.SHAPE_ONLY_LIST)
-SIMPLE_MAPS = kinds_with(F.SIMPLE_MAP)
+PURE_KINDS = _KindSet(F.PURE)
+EFFECT_KINDS = _KindSet(F.EFFECT)
+ALIASING_KINDS = _KindSet(F.ALIASING)
+CONTROL_KINDS = _KindSet(F.CONTROL)
+SUBGRAPH_KINDS = _KindSet(F.SUBGRAPH)
+CONTAINER_KINDS = _KindSet(F.CONTAINER)
+SHAPE_QUERIES = _KindSet(F.SHAPE_QUERY)
+DATA_DEPENDENT_SHAPES = _KindSet(F.DATA_DEPENDENT_SHAPE)
+SHAPE_ONLY_LISTS = _KindSet(F.SHAPE_ONLY_LIST)
+SIMPLE_MAPS = _KindSet(F.SIMPLE_MAP)
+RANDOM_KINDS = _KindSet(F.RANDOM)
 
 
 def kind_facts(kind: str) -> Fact:
-    """The facts the table gives node kind ``kind`` (``Fact.NONE`` when it lists none)."""
-    return KINDS.get(kind, F.NONE)
+    """The facts the table and the registrations give node kind ``kind`` (``Fact.NONE``
+    when none does)."""
+    return KINDS.get(kind, F.NONE) | registry.declared_facts(kind)
 
 
 def info_facts(info: OpInfo) -> Fact:

@@ -28,6 +28,10 @@ import numpy as np
 from vm.ops.nn._util import copying_out, write_out
 from vm.ops.registry import kernel
 
+# with the batch's statistics, the running statistics are updated in place (no schema
+# annotation says so): the writes unless the switch argument is the constant off value
+_RUNNING = ("running_mean", "running_var")
+
 
 def _channel_shape(x: np.ndarray) -> tuple[int, ...]:
     """Broadcast shape of a per-channel vector against ``x`` (channels on axis 1)."""
@@ -101,7 +105,8 @@ def bn_affine(
 
 @kernel(
     "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
-    "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"
+    "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+    writes_unless=("training", False, _RUNNING),
 )
 def batch_norm(
     x: np.ndarray,
@@ -394,7 +399,8 @@ def instance_norm_impl(
 @copying_out
 @kernel(
     "aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
-    "Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor"
+    "Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+    writes_unless=("use_input_stats", False, _RUNNING),
 )
 def instance_norm(
     x: np.ndarray,

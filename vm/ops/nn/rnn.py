@@ -27,7 +27,7 @@ import numpy as np
 
 from vm.ops.nn._util import copying_out, sigmoid
 from vm.ops.random import dropout_impl
-from vm.ops.registry import kernel
+from vm.ops.registry import Fact, kernel
 
 Array = np.ndarray
 
@@ -228,9 +228,11 @@ def run_rnn(
 
 
 _TAIL = "bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first"
+# dropout between layers draws only in training, with dropout > 0 and more than one layer
+_DRAWS = dict(facts=Fact.RANDOM, draws_unless=(("dropout", 0.0), ("train", False), ("num_layers", 1)))
 
 
-@kernel(f"aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor, Tensor)")
+@kernel(f"aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor, Tensor)", **_DRAWS)
 def lstm(
     x: np.ndarray,
     hx: Sequence[np.ndarray],
@@ -246,7 +248,7 @@ def lstm(
 
 
 def _register_single_state(kind: str) -> None:
-    @kernel(f"aten::{kind}.input(Tensor input, Tensor hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor)")
+    @kernel(f"aten::{kind}.input(Tensor input, Tensor hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor)", **_DRAWS)
     def fused(
         x: np.ndarray,
         hx: np.ndarray,
