@@ -1,22 +1,25 @@
 """Op facts: what the passes, fusion, the memory planner and the fast path may assume about
-an operator, in one table.
+an operator, as queries over the registry.
 
-Two sources, one vocabulary (``Fact``):
+Two sources, one vocabulary (``Fact``, defined in ``vm.ops.registry``):
 
 * an **overload** (``aten::add.Tensor``) gets its facts from its registration
   (``op_facts``): ``EFFECT`` when registered ``pure=False`` (print, raise, random numbers),
   ``MUTATES`` for a ``(a!)`` argument, ``VIEW`` for a ``(a)`` return, ``ELEMENTWISE`` for a
   pointwise map fusion may group, ``OUT_VARIANT`` when it can write into a given buffer;
-* a **node kind** (``prim::If``, ``aten::size``) gets the facts below (``kind_facts``):
-  the prim nodes no schema describes, and the groupings of aten kinds by what their
-  results depend on, which no schema says.
+* a **node kind** (``prim::If``, ``aten::size``) gets the kind-level facts its overloads
+  declare at registration (``facts=Fact.SHAPE_QUERY`` on ``aten::size``), or, for node
+  kinds no registration describes, the table below: the prim nodes the emitter and the
+  runtimes handle themselves, aten kinds irvm has no kernel for (so an unknown node is
+  still classified), and PyTorch's isSimpleMap list (a fact about PyTorch, by kind).
 
-``compiler.analysis.effects`` answers DCE's, CSE's and fusion's questions from both;
-``compiler.resolve`` and the emitter skip ``CONTROL`` kinds; ``vm.static.analysis`` reads
-the shape facts for its plan key and the alias facts for its may-alias edges;
-``vm.static.fastpath`` lets an ``ELEMENTWISE`` node's output take an operand's bytes.
-``tests/ops/test_facts.py`` checks that the facts of every registered operator agree with
-each other.
+The kind sets (``EFFECT_KINDS``...) are live views: a custom operator registered after
+import shows up in them.  ``compiler.analysis.effects`` answers DCE's, CSE's and fusion's
+questions from both; ``compiler.resolve`` and the emitter skip ``CONTROL`` kinds;
+``vm.static.analysis`` reads the shape facts for its plan key and the alias facts for its
+may-alias edges; ``vm.static.fastpath`` lets an ``ELEMENTWISE`` node's output take an
+operand's bytes.  ``tests/ops/test_facts.py`` checks that the facts of every registered
+operator agree with each other.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from vm.ops.registry import Fact, OpInfo
 F = Fact
 _CONTAINER = F.PURE | F.ALIASING | F.CONTAINER
 
-# node kind -> its facts
+# node kind -> its facts, for kinds no registration describes
 KINDS: dict[str, Fact] = {
     # control: nodes with blocks, calls, constants, drops
     "prim::If": F.PURE | F.CONTROL | F.SUBGRAPH,
@@ -50,29 +53,19 @@ KINDS: dict[str, Fact] = {
     "prim::DictConstruct": _CONTAINER,
     "prim::GetAttr": _CONTAINER,
     "prim::unchecked_cast": _CONTAINER,
-    "aten::__getitem__": F.CONTAINER,
-    "aten::list": F.CONTAINER,
     # other prims without effects
     "prim::NumToTensor": F.PURE,
     "prim::Uninitialized": F.PURE,
-    "aten::__is__": F.PURE,
-    "aten::__isnot__": F.PURE,
     # effects
     "prim::RaiseException": F.EFFECT,
     "prim::Print": F.EFFECT,
-    "aten::warn": F.EFFECT,
     "prim::SetAttr": F.EFFECT,
     "prim::Enter": F.EFFECT,
     "prim::Exit": F.EFFECT,
     "prim::AddStatValue": F.EFFECT,
     "prim::TimePoint": F.EFFECT,
     # metadata queries
-    "aten::size": F.SHAPE_QUERY,
-    "aten::dim": F.SHAPE_QUERY,
-    "aten::numel": F.SHAPE_QUERY,
-    "aten::len": F.SHAPE_QUERY,
     "aten::sym_size": F.SHAPE_QUERY,
-    "aten::is_floating_point": F.SHAPE_QUERY,
     "aten::get_device": F.SHAPE_QUERY,
     "prim::dtype": F.PURE | F.SHAPE_QUERY,
     "prim::device": F.PURE | F.SHAPE_QUERY,
@@ -88,14 +81,11 @@ def _add(names: tuple[str, ...], fact: Fact) -> None:
 
 
 # shapes that depend on data
-_add(("aten::nonzero", "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_consecutive",
-      "aten::unique_dim", "aten::masked_select", "aten::index", "aten::argwhere", "aten::repeat_interleave",
-      "aten::nonzero_numpy", "aten::bincount", "aten::histc", "aten::multinomial"),
+_add(("aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_consecutive", "aten::unique_dim",
+      "aten::nonzero_numpy", "aten::bincount", "aten::histc"),
      F.DATA_DEPENDENT_SHAPE)  # fmt: skip
 # splits whose pieces follow from the input shapes (chunk(gates, 4, 1) in an LSTM cell)
-_add(("aten::chunk", "aten::unsafe_chunk", "aten::split", "aten::unsafe_split", "aten::split_with_sizes",
-      "aten::unsafe_split_with_sizes", "aten::unbind", "aten::broadcast_tensors", "aten::meshgrid"),
-     F.SHAPE_ONLY_LIST)  # fmt: skip
+_add(("aten::unsafe_split_with_sizes",), F.SHAPE_ONLY_LIST)
 # PyTorch's isSimpleMap set (graph_fuser.cpp), by kind: what fusion may group when a
 # node's overload is not known (the registry's ELEMENTWISE decides when it is)
 _add(tuple(f"aten::{name}" for name in (

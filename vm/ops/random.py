@@ -81,9 +81,9 @@ def conditional_draws() -> dict[str, tuple[tuple[str, Any], ...]]:
     return {info.schema.name: info.draws_unless for info in registry.all_ops() if info.draws_unless}
 
 
-def _random(schema: str) -> Any:
-    """``@kernel(schema, pure=False)``, declaring the operator random."""
-    return kernel(schema, pure=False, facts=Fact.RANDOM)
+def _random(schema: str, facts: Fact = Fact.NONE) -> Any:
+    """``@kernel(schema, pure=False)``, declaring the operator random (and ``facts``)."""
+    return kernel(schema, pure=False, facts=Fact.RANDOM | facts)
 
 
 def _no_generator(gen: Any) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from vm.ops._common import write_inplace
 from vm.ops._dtypes import DEFAULT_FLOAT, INT64, to_dtype
 from vm.ops.factory import check_device, checked_shape
+from vm.ops.registry import Fact
 from vm.ops.random import (
     _need_float,
     _no_generator,
@@ -221,7 +222,8 @@ def random_to(self: Array, high: int, gen: Any) -> Array:
 
 @_random(
     "aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, "
-    "Generator? generator=None) -> Tensor"
+    "Generator? generator=None) -> Tensor",
+    Fact.DATA_DEPENDENT_SHAPE,
 )
 def multinomial(probs: Array, num_samples: int, replacement: bool, gen: Any) -> Array:
     _no_generator(gen)

@@ -23,8 +23,8 @@ import numpy as np
 from vm.ops import registry
 
 
-def _fallback(schema: str, fn: Callable[..., Any]) -> None:
-    registry.register_op(schema, fn, priority=registry.FALLBACK)
+def _fallback(schema: str, fn: Callable[..., Any], facts: registry.Fact = registry.Fact.NONE) -> None:
+    registry.register_op(schema, fn, priority=registry.FALLBACK, facts=facts)
 
 
 def _unsafe_chunk(x: np.ndarray, chunks: int, dim: int) -> list[np.ndarray]:
@@ -37,7 +37,7 @@ def _unsafe_chunk(x: np.ndarray, chunks: int, dim: int) -> list[np.ndarray]:
 
 
 _fallback("aten::is_floating_point(Tensor self) -> bool", lambda x: bool(x.dtype.kind in "fc"))
-_fallback("aten::unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]", _unsafe_chunk)
+_fallback("aten::unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]", _unsafe_chunk, registry.Fact.SHAPE_ONLY_LIST)
 _fallback("prim::is_nested(Tensor a) -> bool", lambda x: False)
 _fallback("aten::is_grad_enabled() -> bool", lambda: False)
 _fallback("aten::is_autocast_enabled() -> bool", lambda: False)
