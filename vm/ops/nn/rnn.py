@@ -22,6 +22,7 @@ with probability ``dropout`` (``vm.ops.random``'s generator), as ATen's ``_rnn_i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -233,34 +234,15 @@ _DRAWS = dict(facts=Fact.RANDOM, draws_unless=(("dropout", 0.0), ("train", False
 
 
 @kernel(f"aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor, Tensor)", **_DRAWS)
-def lstm(
-    x: np.ndarray,
-    hx: Sequence[np.ndarray],
-    params: Sequence[np.ndarray],
-    has_biases: bool,
-    num_layers: int,
-    dropout: float,
-    train: bool,
-    bidirectional: bool,
-    batch_first: bool,
-) -> tuple[np.ndarray, ...]:
-    return run_rnn("lstm", x, list(hx), params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+def lstm(x: np.ndarray, hx: Sequence[np.ndarray], *rest: Any) -> tuple[np.ndarray, ...]:
+    """``rest``: params and the ``_TAIL`` arguments, as ``run_rnn`` takes them."""
+    return run_rnn("lstm", x, list(hx), *rest)
 
 
 def _register_single_state(kind: str) -> None:
     @kernel(f"aten::{kind}.input(Tensor input, Tensor hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor)", **_DRAWS)
-    def fused(
-        x: np.ndarray,
-        hx: np.ndarray,
-        params: Sequence[np.ndarray],
-        has_biases: bool,
-        num_layers: int,
-        dropout: float,
-        train: bool,
-        bidirectional: bool,
-        batch_first: bool,
-    ) -> tuple[np.ndarray, ...]:
-        return run_rnn(kind, x, [hx], params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    def fused(x: np.ndarray, hx: np.ndarray, *rest: Any) -> tuple[np.ndarray, ...]:
+        return run_rnn(kind, x, [hx], *rest)
 
 
 for _kind in ("gru", "rnn_tanh", "rnn_relu"):
