@@ -216,6 +216,25 @@ def declare(qualified: str, **fields: Any) -> None:
         _derive_out_overload(_REGISTRY[qualified])
 
 
+def unregister(qualified: str) -> None:
+    """Remove an overload (and the out= overload derived from it); for custom operators
+    and tests.  KeyError if it is not registered."""
+    info = _REGISTRY.pop(qualified)
+    _ORDER.pop(qualified)
+    _BY_NAME[info.schema.name].remove(qualified)
+    if not _BY_NAME[info.schema.name]:
+        del _BY_NAME[info.schema.name]
+    for derived in [i.name for i in _REGISTRY.values() if i.out_of == qualified]:
+        unregister(derived)
+    _VERSION[0] += 1
+    _KIND_FACTS.clear()
+
+
+def pending() -> dict[str, dict[str, Any]]:
+    """Declarations made for overloads that never registered (a typo in ``@prepares``)."""
+    return {q: dict(fields) for q, fields in _PENDING.items()}
+
+
 def kernel(*schemas: str, **declared: Any) -> Callable[[Callable[..., Any]], _Registered]:
     """Decorator form of ``register_op``; several schemas register the one kernel under each."""
 
