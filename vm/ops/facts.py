@@ -30,7 +30,6 @@ from typing import Any
 from vm.ops import registry
 from vm.ops.registry import Fact, OpInfo
 
-
 F = Fact
 _CONTAINER = F.PURE | F.ALIASING | F.CONTAINER
 

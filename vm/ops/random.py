@@ -30,13 +30,13 @@ from typing import Any
 
 import numpy as np
 
+from vm.ops import facts, registry
 from vm.ops._common import write_inplace
 from vm.ops._dtypes import (
     dtype_name,
     is_floating,
     to_code,
 )
-from vm.ops import facts, registry
 from vm.ops.registry import Fact, kernel
 
 Array = np.ndarray

@@ -22,7 +22,6 @@ import numpy as np
 from vm.ops._common import write_inplace
 from vm.ops._dtypes import DEFAULT_FLOAT, INT64, to_dtype
 from vm.ops.factory import check_device, checked_shape
-from vm.ops.registry import Fact
 from vm.ops.random import (
     _need_float,
     _no_generator,
@@ -33,6 +32,7 @@ from vm.ops.random import (
     randint_array,
     uniform_array,
 )
+from vm.ops.registry import Fact
 
 Array = np.ndarray
 _OPTS = "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None"

@@ -272,8 +272,8 @@ def _derive_out_overload(functional: OpInfo) -> None:
     existing = _REGISTRY.get(parsed.qualified)
     if existing is not None and existing.out_of != functional.name:
         return  # a family registered this out overload itself
-    fields = dict(pure=functional.pure, out_of=functional.name, priority=FALLBACK, module=functional.module)
-    _store(OpInfo(parsed, _out_overload(functional), **fields))
+    made = OpInfo(parsed, _out_overload(functional), pure=functional.pure, priority=FALLBACK)
+    _store(attrs.evolve(made, out_of=functional.name, module=functional.module))
 
 
 # ---------------------------------------------------------------------------------------

@@ -122,7 +122,7 @@ def max_pool2d_with_indices(
 )
 def max_pool2d(x: np.ndarray, *geometry: Any) -> np.ndarray:
     """``geometry``: kernel_size, stride, padding, dilation, ceil_mode, as in the schema."""
-    return max_pool2d_with_indices(x, *geometry, False)[0]
+    return max_pool2d_with_indices(x, *geometry, want_indices=False)[0]
 
 
 @kernel(
