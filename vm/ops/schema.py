@@ -64,17 +64,18 @@ def generality(schema: Schema) -> int:
     return sum(_type_generality(a.type) for a in schema.arguments)
 
 
+_CONCRETE = frozenset({"int", "float", "bool", "str", "complex", "number"})
+
+
 def _type_generality(text: str) -> int:
     text = text.strip()
     if text.endswith("?"):
         return 1 + _type_generality(text[:-1])
     if text.endswith("]"):
         return _type_generality(text[: text.index("[")])
-    if text == "Any" or (text.isidentifier() and text.islower() and len(text) <= 2):
-        return 3
-    if text in ("Scalar", "number"):
-        return 2
-    return 0
+    if text == "Any" or (text.isidentifier() and text[0].islower() and text not in _CONCRETE):
+        return 3  # a type variable: t, t1, tVal
+    return 2 if text in ("Scalar", "number") else 0
 
 
 # ---------------------------------------------------------------------------------------
