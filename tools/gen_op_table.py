@@ -39,28 +39,59 @@ that is missing here (with `--models hf,tv,timm` it builds and dumps model zoos 
 Columns: **out**: has an out variant (`out(buffer, *args)`, used by the static runtime's
 memory planner); **traits**: `elementwise` (a pointwise map the fusion pass may group),
 `mutates` (an argument annotated `(a!)`: in-place), `view` (the result aliases an
-input, `Tensor(a)`), `impure` (a side effect: not removed or reordered by the passes).
+input, `Tensor(a)`), `impure` (a side effect: not removed or reordered by the passes),
+`prepared` (a construction-time form, `vm/ops/prepared.py`), `out=` (PyTorch's `out=`
+overload of a functional overload, registered with it).
 
-You can add your own operator with `vm.ops.registry.register_op(schema, kernel)`; such
-operators work everywhere but are not listed here.
+## Adding an operator: one place
+
+Everything irvm knows about an operator is declared where it is registered, in its
+family module; every table the compiler, the runtimes and fusion read is a query over
+the registry (`vm/ops/registry.py` lists what may be declared).  For example `relu`
+(`vm/ops/unary.py` registers it from a table of ufunc-based kernels; spelled out):
+
+```python
+from vm.ops.registry import kernel
+
+@kernel("aten::relu(Tensor self) -> Tensor", elementwise=True)  # schema(s) and facts
+def relu(x): ...
+
+@relu.out                        # out variant: writes into a planned buffer
+def relu_out(out, x): ...
+
+@relu.prepare                    # optional: work its constant arguments decide, done once
+def relu_prepared(known, kernel, out): ...
+```
+
+- **Several schemas, one kernel**: `@kernel(schema_a, schema_b)`; the convolution is one
+  kernel under `aten::convolution`, `aten::_convolution` and `aten::_convolution.deprecated`
+  (the extra backend flags arrive as `*_flags`).  No `*_impl` plus a forwarding wrapper.
+- **Facts no schema states**: `facts=Fact.SHAPE_QUERY` (`aten::size`),
+  `Fact.DATA_DEPENDENT_SHAPE` (`aten::nonzero`), `Fact.SHAPE_ONLY_LIST` (`aten::chunk`),
+  `Fact.RANDOM`; `draws_unless=` / `writes_unless=` for draws or writes a constant argument
+  switches off (`aten::batch_norm`: `writes_unless=("training", False, ("running_mean",
+  "running_var"))`).  Mutation and aliasing come from the schema's `(a!)` / `(a)`.
+- **out= overloads**: PyTorch's `aten::relu.out(Tensor self, *, Tensor(a!) out)` registers
+  with `aten::relu` by itself (from PyTorch's schema in `vm/ops/_out_schemas.py`) and
+  runs its out variant.
+- **Overload choice** does not depend on import order: higher `priority` first
+  (`priority=FALLBACK` stands aside for any other registration), then the more specific
+  schema, then the registering module and the order within it.
+
+A custom operator is registered the same way, at run time, with
+`vm.ops.registry.register_op(schema, kernel, ...)` or `@kernel(...)`; it works everywhere
+but is not listed here.
 """
 
 
 def _families(infos: list[object]) -> dict[str, list[object]]:
-    """Group by the ``vm/ops`` module that registered each op.
-
-    That is the kernel's module; a kernel defined elsewhere (``math.floor``, a builtin)
-    belongs to the module registering just before it, since the modules of ``vm.ops`` are
-    imported, and so register, one after another.
-    """
+    """Group by the ``vm/ops`` module that registered each op (``OpInfo.module``; an
+    ``out=`` overload belongs to its functional overload's module)."""
     families: dict[str, list[object]] = defaultdict(list)
-    current = ""
     for info in infos:
-        module = getattr(info.kernel, "__module__", None) or ""
-        if module.startswith("vm.ops.") and module != "vm.ops.registry":
-            current = module.removeprefix("vm.ops.")
-        if current:
-            families[current].append(info)
+        module = info.module  # type: ignore[attr-defined]
+        if module.startswith("vm.ops."):
+            families[module.removeprefix("vm.ops.")].append(info)
     return families
 
 
@@ -75,6 +106,10 @@ def _traits(info: object) -> str:
         out.append("view")
     if not info.pure:  # type: ignore[attr-defined]
         out.append("impure")
+    if info.prepare is not None:  # type: ignore[attr-defined]
+        out.append("prepared")
+    if info.out_of is not None:  # type: ignore[attr-defined]
+        out.append("out=")
     return ", ".join(out)
 
 

@@ -4,7 +4,8 @@ For every irvm operator that returns one Tensor and mutates nothing, look up the
 operator of the same qualified name in PyTorch and the out overload whose arguments are
 that operator's arguments plus a trailing ``Tensor(a!) out`` (PyTorch's names vary:
 ``div.out`` for ``div.Tensor``, ``div.out_mode`` for ``div.Tensor_mode``, ``norm.dtype_out``
-...).  The table is data: vm/ops/out_overloads.py registers it without torch.
+...).  The table is data: vm/ops/registry.py registers each out overload with its
+functional overload, without torch.
 Run: python tools/gen_out_schemas.py
 """
 

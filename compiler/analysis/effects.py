@@ -23,7 +23,6 @@ from compiler import types as T
 from compiler.ir import Graph, Node, Value
 from vm.ops import registry
 from vm.ops.facts import ALIASING_KINDS, EFFECT_KINDS, PURE_KINDS
-from vm.ops.random import CONDITIONAL_DRAWS
 from vm.ops.registry import OpInfo
 
 _INFO_CACHE: dict[tuple[object, ...], OpInfo | None] = {}
@@ -78,7 +77,7 @@ def has_side_effects(node: Node) -> bool:
     if kind in PURE_KINDS:
         return False
     info = op_info(node)
-    if kind in CONDITIONAL_DRAWS and info is not None and _may_draw(node, info, CONDITIONAL_DRAWS[kind]):
+    if info is not None and info.draws_unless and _may_draw(node, info, info.draws_unless):
         return True
     if info is not None:
         return not info.pure
@@ -92,7 +91,7 @@ def has_side_effects(node: Node) -> bool:
 
 def _may_draw(node: Node, info: OpInfo, switches: tuple[tuple[str, object], ...]) -> bool:
     """Can this call of a conditionally random operator draw?  No when a constant argument
-    turns its dropout off (``vm.ops.random.CONDITIONAL_DRAWS``); yes otherwise."""
+    turns its dropout off (the registration's ``draws_unless``); yes otherwise."""
     from compiler.resolve import constant_value
 
     names = [a.name for a in info.schema.arguments]
@@ -105,24 +104,15 @@ def _may_draw(node: Node, info: OpInfo, switches: tuple[tuple[str, object], ...]
     return True
 
 
-# Operators that write inputs their schemas (as PyTorch's) do not annotate, for some
-# arguments: batch and instance norm using the batch's statistics update the running
-# statistics in place.  kind -> (switch argument, the constant that turns the writes off,
-# the arguments written).
-CONDITIONAL_WRITES: dict[str, tuple[str, object, tuple[str, ...]]] = {
-    "aten::batch_norm": ("training", False, ("running_mean", "running_var")),
-    "aten::instance_norm": ("use_input_stats", False, ("running_mean", "running_var")),
-}
-
-
 def mutated_inputs(node: Node) -> list[int]:
     """Indices of the inputs ``node`` writes to (from ``(a!)`` schema annotations, and
-    ``CONDITIONAL_WRITES`` unless a constant argument turns them off)."""
+    the registration's ``writes_unless``, for the inputs its schema does not annotate, unless
+    a constant argument turns them off: batch norm with the batch's statistics)."""
     info = op_info(node)
     if info is not None:
         args = info.schema.arguments
         written = [i for i, arg in enumerate(args[: len(node.inputs)]) if arg.mutated]
-        conditional = CONDITIONAL_WRITES.get(node.kind)
+        conditional = info.writes_unless
         if conditional is not None:
             written += _conditional_writes(node, [a.name for a in args], conditional)
         return written

@@ -1,6 +1,7 @@
-"""vm/ops/out_overloads.py: every generated out overload is PyTorch's own schema, and
-its kernel writes into ``out`` (returning it) when the result fits, else returns a new
-array (numpy cannot resize ``out`` in place as PyTorch does: the documented limit)."""
+"""The out= overloads registered with their functional overloads (vm/ops/registry.py):
+every one is PyTorch's own schema, and its kernel writes into ``out`` (returning it) when
+the result fits, else returns a new array (numpy cannot resize ``out`` in place as
+PyTorch does: the documented limit)."""
 
 import numpy as np
 import pytest

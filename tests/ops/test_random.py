@@ -14,7 +14,7 @@ import pytest
 import compiler
 import vm
 from tests.support.nn import op
-from vm.ops.random import CONDITIONAL_DRAWS, RANDOM_KINDS, make_generator, using_generator
+from vm.ops.random import RANDOM_KINDS, conditional_draws, make_generator, using_generator
 
 torch = pytest.importorskip("torch")
 
@@ -259,7 +259,7 @@ def test_every_random_operator_is_impure() -> None:
     impure (those that draw only for some arguments are decided per call, below)."""
     from vm.ops.registry import overloads
 
-    infos = [info for kind in RANDOM_KINDS - set(CONDITIONAL_DRAWS) for info in overloads(kind)]
+    infos = [info for kind in RANDOM_KINDS - set(conditional_draws()) for info in overloads(kind)]
     assert len(infos) > 40 and not any(info.pure or info.elementwise for info in infos)
 
 

@@ -5,10 +5,12 @@ reductions (``reduction``, ``order_stats``), shapes and views (``shape``, ``rear
 kernels), random operators, and the prim side (scalars, lists, dicts, strings, enums,
 prim:: nodes).  ``vm.ops.registry`` holds the table they fill.
 
-The modules import in the order of ``FAMILIES``.  The order is part of the semantics:
-when two overloads fit a node equally well, overload resolution picks the one registered
-first, and the last two entries only fill gaps the others left (``nn.fallbacks``) or add
-``out=`` overloads of what everything before them registered (``out_overloads``).
+Each family declares its operators where it registers them (``vm.ops.registry`` says
+how, with an example); every table the compiler and the runtimes read is a query over
+that one registry.  The order below is only the order of imports: overload choice does
+not depend on it (``registry.overloads`` orders by a rule), ``nn.fallbacks`` registers
+at the lowest priority, and PyTorch's ``out=`` overloads register with their functional
+overloads.  ``docs/operators.md`` walks through adding an operator.
 """
 
 import importlib
@@ -49,8 +51,7 @@ FAMILIES = (
     "order_stats",
     "strings",
     "unary",
-    "nn.fallbacks",  # only what no family registered
-    "out_overloads",  # out= overloads of everything above
+    "nn.fallbacks",  # at FALLBACK priority: what no family registers
 )
 
 for _name in FAMILIES:

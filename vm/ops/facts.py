@@ -1,57 +1,39 @@
 """Op facts: what the passes, fusion, the memory planner and the fast path may assume about
-an operator, in one table.
+an operator, as queries over the registry.
 
-Two sources, one vocabulary (``Fact``):
+Two sources, one vocabulary (``Fact``, defined in ``vm.ops.registry``):
 
 * an **overload** (``aten::add.Tensor``) gets its facts from its registration
   (``op_facts``): ``EFFECT`` when registered ``pure=False`` (print, raise, random numbers),
   ``MUTATES`` for a ``(a!)`` argument, ``VIEW`` for a ``(a)`` return, ``ELEMENTWISE`` for a
   pointwise map fusion may group, ``OUT_VARIANT`` when it can write into a given buffer;
-* a **node kind** (``prim::If``, ``aten::size``) gets the facts below (``kind_facts``):
-  the prim nodes no schema describes, and the groupings of aten kinds by what their
-  results depend on, which no schema says.
+* a **node kind** (``prim::If``, ``aten::size``) gets the kind-level facts its overloads
+  declare at registration (``facts=Fact.SHAPE_QUERY`` on ``aten::size``), or, for node
+  kinds no registration describes, the table below: the prim nodes the emitter and the
+  runtimes handle themselves, aten kinds irvm has no kernel for (so an unknown node is
+  still classified), and PyTorch's isSimpleMap list (a fact about PyTorch, by kind).
 
-``compiler.analysis.effects`` answers DCE's, CSE's and fusion's questions from both;
-``compiler.resolve`` and the emitter skip ``CONTROL`` kinds; ``vm.static.plannable`` reads
-the shape facts for its plan key and the alias facts for its may-alias edges;
-``vm.static.fastpath`` lets an ``ELEMENTWISE`` node's output take an operand's bytes.
-``tests/ops/test_facts.py`` checks that the facts of every registered operator agree with
-each other.
+The kind sets (``EFFECT_KINDS``...) are live views: a custom operator registered after
+import shows up in them.  ``compiler.analysis.effects`` answers DCE's, CSE's and fusion's
+questions from both; ``compiler.resolve`` and the emitter skip ``CONTROL`` kinds;
+``vm.static.plannable`` reads the shape facts for its plan key and the alias facts for its
+may-alias edges; ``vm.static.fastpath`` lets an ``ELEMENTWISE`` node's output take an
+operand's bytes.  ``tests/ops/test_facts.py`` checks that the facts of every registered
+operator agree with each other.
 """
 
 from __future__ import annotations
 
-import enum
+from collections.abc import Iterator, Set
+from typing import Any
 
 from vm.ops import registry
-from vm.ops.registry import OpInfo
-
-
-class Fact(enum.Flag):
-    """One fact about an operator or node kind; a kind's facts are an or of these."""
-
-    NONE = 0
-    PURE = enum.auto()  # no side effect, whatever the registry says: removable, movable
-    EFFECT = enum.auto()  # always a side effect: never removed, merged or moved
-    ALIASING = enum.auto()  # outputs are (or contain) inputs rather than fresh values
-    CONTROL = enum.auto()  # no operator entry: the emitter and the runtimes handle the node
-    SUBGRAPH = enum.auto()  # runs other IR (blocks, a callee, a fusion group's subgraph)
-    CONTAINER = enum.auto()  # packs, unpacks or casts containers: computes no new data
-    SHAPE_QUERY = enum.auto()  # reads a tensor's metadata (size, dtype...), not its contents
-    DATA_DEPENDENT_SHAPE = enum.auto()  # the result's shape depends on tensor contents
-    SHAPE_ONLY_LIST = enum.auto()  # a list of pieces whose number and shapes follow from shapes
-    SIMPLE_MAP = enum.auto()  # PyTorch's isSimpleMap by kind: fusible when no overload is known
-    # per overload, from the registration
-    ELEMENTWISE = enum.auto()  # a pointwise map: fusion may group it; output may reuse an operand
-    OUT_VARIANT = enum.auto()  # has out(buffer, *args): the memory planner may hand it a buffer
-    MUTATES = enum.auto()  # writes an argument annotated (a!)
-    VIEW = enum.auto()  # a return annotated (a): may share memory with an argument
-
+from vm.ops.registry import Fact, OpInfo
 
 F = Fact
 _CONTAINER = F.PURE | F.ALIASING | F.CONTAINER
 
-# node kind -> its facts
+# node kind -> its facts, for kinds no registration describes
 KINDS: dict[str, Fact] = {
     # control: nodes with blocks, calls, constants, drops
     "prim::If": F.PURE | F.CONTROL | F.SUBGRAPH,
@@ -70,29 +52,19 @@ KINDS: dict[str, Fact] = {
     "prim::DictConstruct": _CONTAINER,
     "prim::GetAttr": _CONTAINER,
     "prim::unchecked_cast": _CONTAINER,
-    "aten::__getitem__": F.CONTAINER,
-    "aten::list": F.CONTAINER,
     # other prims without effects
     "prim::NumToTensor": F.PURE,
     "prim::Uninitialized": F.PURE,
-    "aten::__is__": F.PURE,
-    "aten::__isnot__": F.PURE,
     # effects
     "prim::RaiseException": F.EFFECT,
     "prim::Print": F.EFFECT,
-    "aten::warn": F.EFFECT,
     "prim::SetAttr": F.EFFECT,
     "prim::Enter": F.EFFECT,
     "prim::Exit": F.EFFECT,
     "prim::AddStatValue": F.EFFECT,
     "prim::TimePoint": F.EFFECT,
     # metadata queries
-    "aten::size": F.SHAPE_QUERY,
-    "aten::dim": F.SHAPE_QUERY,
-    "aten::numel": F.SHAPE_QUERY,
-    "aten::len": F.SHAPE_QUERY,
     "aten::sym_size": F.SHAPE_QUERY,
-    "aten::is_floating_point": F.SHAPE_QUERY,
     "aten::get_device": F.SHAPE_QUERY,
     "prim::dtype": F.PURE | F.SHAPE_QUERY,
     "prim::device": F.PURE | F.SHAPE_QUERY,
@@ -108,14 +80,11 @@ def _add(names: tuple[str, ...], fact: Fact) -> None:
 
 
 # shapes that depend on data
-_add(("aten::nonzero", "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_consecutive",
-      "aten::unique_dim", "aten::masked_select", "aten::index", "aten::argwhere", "aten::repeat_interleave",
-      "aten::nonzero_numpy", "aten::bincount", "aten::histc", "aten::multinomial"),
+_add(("aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_consecutive", "aten::unique_dim",
+      "aten::nonzero_numpy", "aten::bincount", "aten::histc"),
      F.DATA_DEPENDENT_SHAPE)  # fmt: skip
 # splits whose pieces follow from the input shapes (chunk(gates, 4, 1) in an LSTM cell)
-_add(("aten::chunk", "aten::unsafe_chunk", "aten::split", "aten::unsafe_split", "aten::split_with_sizes",
-      "aten::unsafe_split_with_sizes", "aten::unbind", "aten::broadcast_tensors", "aten::meshgrid"),
-     F.SHAPE_ONLY_LIST)  # fmt: skip
+_add(("aten::unsafe_split_with_sizes",), F.SHAPE_ONLY_LIST)
 # PyTorch's isSimpleMap set (graph_fuser.cpp), by kind: what fusion may group when a
 # node's overload is not known (the registry's ELEMENTWISE decides when it is)
 _add(tuple(f"aten::{name}" for name in (
@@ -127,27 +96,59 @@ _add(tuple(f"aten::{name}" for name in (
     "type_as", "_cast_Float")), F.SIMPLE_MAP)  # fmt: skip
 
 
+class _KindSet(Set[str]):
+    """The kinds with one fact: the table's and every registration's, kept current as
+    operators register (a custom op registered after import is seen too)."""
+
+    def __init__(self, fact: Fact):
+        self.fact = fact
+        self._version = -1
+        self._kinds: frozenset[str] = frozenset()
+
+    def _current(self) -> frozenset[str]:
+        if self._version != registry.version():
+            self._kinds = kinds_with(self.fact)
+            self._version = registry.version()
+        return self._kinds
+
+    @classmethod
+    def _from_iterable(cls, it: Any) -> frozenset[str]:  # what &, | and - make
+        return frozenset(it)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._current()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+
 def kinds_with(fact: Fact) -> frozenset[str]:
-    """Every node kind the table gives ``fact``."""
-    return frozenset(k for k, facts in KINDS.items() if fact in facts)
+    """Every node kind the table or a registration gives ``fact``."""
+    table = {k for k, facts in KINDS.items() if fact in facts}
+    return frozenset(table | {k for k in registry.kinds() if fact in registry.declared_facts(k)})
 
 
 # the sets the hot paths test membership in
-PURE_KINDS = kinds_with(F.PURE)
-EFFECT_KINDS = kinds_with(F.EFFECT)
-ALIASING_KINDS = kinds_with(F.ALIASING)
-CONTROL_KINDS = kinds_with(F.CONTROL)
-SUBGRAPH_KINDS = kinds_with(F.SUBGRAPH)
-CONTAINER_KINDS = kinds_with(F.CONTAINER)
-SHAPE_QUERIES = kinds_with(F.SHAPE_QUERY)
-DATA_DEPENDENT_SHAPES = kinds_with(F.DATA_DEPENDENT_SHAPE)
-SHAPE_ONLY_LISTS = kinds_with(F.SHAPE_ONLY_LIST)
-SIMPLE_MAPS = kinds_with(F.SIMPLE_MAP)
+PURE_KINDS = _KindSet(F.PURE)
+EFFECT_KINDS = _KindSet(F.EFFECT)
+ALIASING_KINDS = _KindSet(F.ALIASING)
+CONTROL_KINDS = _KindSet(F.CONTROL)
+SUBGRAPH_KINDS = _KindSet(F.SUBGRAPH)
+CONTAINER_KINDS = _KindSet(F.CONTAINER)
+SHAPE_QUERIES = _KindSet(F.SHAPE_QUERY)
+DATA_DEPENDENT_SHAPES = _KindSet(F.DATA_DEPENDENT_SHAPE)
+SHAPE_ONLY_LISTS = _KindSet(F.SHAPE_ONLY_LIST)
+SIMPLE_MAPS = _KindSet(F.SIMPLE_MAP)
+RANDOM_KINDS = _KindSet(F.RANDOM)
 
 
 def kind_facts(kind: str) -> Fact:
-    """The facts the table gives node kind ``kind`` (``Fact.NONE`` when it lists none)."""
-    return KINDS.get(kind, F.NONE)
+    """The facts the table and the registrations give node kind ``kind`` (``Fact.NONE``
+    when none does)."""
+    return KINDS.get(kind, F.NONE) | registry.declared_facts(kind)
 
 
 def info_facts(info: OpInfo) -> Fact:

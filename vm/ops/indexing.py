@@ -22,7 +22,7 @@ import numpy as np
 
 from vm.ops._common import copy_out, norm_dim
 from vm.ops._dtypes import BOOL, INT64, UINT8, scalar_for
-from vm.ops.registry import kernel
+from vm.ops.registry import Fact, kernel
 
 Array = np.ndarray
 
@@ -43,7 +43,7 @@ def _index_tuple(self: Array, indices: Sequence[Array | None]) -> tuple[Any, ...
     return tuple(out)
 
 
-@kernel("aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor")
+@kernel("aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", facts=Fact.DATA_DEPENDENT_SHAPE)
 def index(self: Array, indices: Sequence[Array | None]) -> Array:
     r = self[_index_tuple(self, indices)]
     return r.copy() if np.shares_memory(r, self) else np.asarray(r)
@@ -201,7 +201,7 @@ masked_scatter.out(copy_out(masked_scatter))
 kernel("aten::masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)")(_masked_scatter_)
 
 
-@kernel("aten::masked_select(Tensor self, Tensor mask) -> Tensor")
+@kernel("aten::masked_select(Tensor self, Tensor mask) -> Tensor", facts=Fact.DATA_DEPENDENT_SHAPE)
 def masked_select(self: Array, mask: Array) -> Array:
     if mask.dtype != BOOL:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
@@ -212,7 +212,7 @@ def masked_select(self: Array, mask: Array) -> Array:
 masked_select.out(copy_out(masked_select))
 
 
-@kernel("aten::nonzero(Tensor self) -> Tensor")
+@kernel("aten::nonzero(Tensor self) -> Tensor", facts=Fact.DATA_DEPENDENT_SHAPE)
 def nonzero(self: Array) -> Array:
     if self.ndim == 0:
         return np.zeros((1 if self.item() else 0, 0), INT64)
@@ -227,7 +227,7 @@ def where_single(condition: Array) -> list[Array]:
     return [c.astype(INT64, copy=False) for c in np.nonzero(np.atleast_1d(condition))]
 
 
-@kernel("aten::argwhere(Tensor self) -> Tensor")
+@kernel("aten::argwhere(Tensor self) -> Tensor", facts=Fact.DATA_DEPENDENT_SHAPE)
 def argwhere(self: Array) -> Array:
     return np.argwhere(self).astype(INT64, copy=False)
 

@@ -23,7 +23,7 @@ import vm.ops.pointwise_math
 import vm.ops.reduction
 import vm.ops.unary  # noqa: F401  (the functional kernels below register on import)
 from vm.ops._common import write_inplace
-from vm.ops.registry import _REGISTRY, register_op
+from vm.ops.registry import find, register_op
 
 # in-place schema (PyTorch's text) -> the functional overload it writes back
 INPLACE: dict[str, str] = {
@@ -65,7 +65,7 @@ def _inplace(functional: Callable[..., Any]) -> Callable[..., Any]:
 
 def _register_all() -> None:
     for schema, functional in INPLACE.items():
-        info = _REGISTRY.get(functional)
+        info = find(functional)
         if info is None:
             raise ImportError(f"vm.ops.inplace: {functional} is not registered (needed for {schema.split('(')[0]})")
         register_op(schema, _inplace(info.kernel))

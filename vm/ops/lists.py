@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.ops.registry import register_op
+from vm.ops.registry import Fact, register_op
 
 _ELEMS = ("int", "float", "bool", "Tensor", "str")
 
@@ -165,8 +165,9 @@ _PURE = {
     "aten::copy.t(t[](a) self) -> t[]": list,
     "aten::sorted.any(t[](a) self) -> t[]": sorted_,
 }
+_CONTAINER = ("aten::__getitem__.t", "aten::list.t")  # pick an element, copy: compute no data
 for _schema, _fn in {**_MUTATING, **_PURE}.items():
-    register_op(_schema, _fn)
+    register_op(_schema, _fn, facts=Fact.CONTAINER if _schema.split("(")[0] in _CONTAINER else Fact.NONE)
 
 for _elem in _ELEMS:
     register_op(f"aten::remove.{_elem}({_elem}[](a!) self, {_elem} el) -> ()", remove)

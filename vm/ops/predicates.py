@@ -16,7 +16,7 @@ import numpy as np
 from vm.ops._common import copy_out
 from vm.ops._dtypes import BOOL, FLOAT_CAT, category, float_type, result_type, to_python, wrap
 from vm.ops.pointwise import _conv
-from vm.ops.registry import kernel
+from vm.ops.registry import Fact, kernel
 
 Array = np.ndarray
 
@@ -63,7 +63,7 @@ kernel("aten::allclose(Tensor self, Tensor other, float rtol=1.0000000000000001e
 kernel("aten::equal(Tensor self, Tensor other) -> bool")(
     lambda self, other: self.shape == other.shape and bool(np.array_equal(self, other))
 )
-kernel("aten::is_floating_point(Tensor self) -> bool")(lambda self: category(self.dtype) == FLOAT_CAT)
+kernel("aten::is_floating_point(Tensor self) -> bool", facts=Fact.SHAPE_QUERY)(lambda self: category(self.dtype) == FLOAT_CAT)
 
 
 @kernel("aten::is_nonzero(Tensor self) -> bool")

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from vm.ops import registry
 from vm.ops.registry import OpRef
 
 UNKNOWN: Any = object()  # an argument whose value only a run knows
@@ -81,27 +82,25 @@ def first_argument_forms(
 # fn(known, kernel, out) -> a prepared kernel, Forms, or None (keep the kernel)
 Preparer = Callable[[Known, Callable[..., Any], "Callable[..., Any] | None"], "Callable[..., Any] | Forms | None"]
 
-_PREPARERS: dict[str, Preparer] = {}
-_SEES_TENSORS: set[str] = set()  # overloads whose preparers are given constant arrays
-
-
 def prepares(qualified: str, tensors: bool = False) -> Callable[[Preparer], Preparer]:
-    """Register ``fn(known, kernel, out) -> callable | Forms | None`` as the preparer of an
-    overload; ``kernel`` and ``out`` are the bound kernel and out variant (or None), which
-    the prepared forms fall back to.  ``tensors``: constant ``np.ndarray`` arguments reach
+    """Declare ``fn(known, kernel, out) -> callable | Forms | None`` the preparer of an
+    overload (the registry's ``prepare``; ``@k.prepare`` on a ``@kernel`` says the same);
+    ``kernel`` and ``out`` are the bound kernel and out variant (or None), which the
+    prepared forms fall back to.  ``tensors``: constant ``np.ndarray`` arguments reach
     ``known`` as themselves (else ``UNKNOWN``)."""
 
     def wrap(fn: Preparer) -> Preparer:
-        _PREPARERS[qualified] = fn
-        if tensors:
-            _SEES_TENSORS.add(qualified)
+        registry.declare(qualified, prepare=fn, prepare_tensors=tensors)
         return fn
 
     return wrap
 
 
 def has_preparer(qualified: str) -> bool:
-    return qualified in _PREPARERS
+    try:
+        return registry.lookup(qualified).prepare is not None
+    except KeyError:
+        return False
 
 
 def known_value(value: Any) -> Any:
@@ -122,11 +121,12 @@ def prepared(
     ``known`` (one entry per node input, ``UNKNOWN`` where a run decides; the defaults the
     node leaves out are appended here), or None when the operator offers none or declines.
     A form the preparer does not make is the bound one."""
-    preparer = _PREPARERS.get(ref.name)
-    if preparer is None:
+    info = registry.find(ref.name)
+    preparer = None if info is None else info.prepare
+    if info is None or preparer is None:
         return None
     args = tuple(known_value(v) for v in known) + tuple(known_value(v) for v in ref.defaults)
-    if ref.name in _SEES_TENSORS:
+    if info.prepare_tensors:
         args = tuple(
             v if type(v) is np.ndarray else a for v, a in zip((*known, *ref.defaults), args, strict=True)
         )

@@ -27,7 +27,7 @@ from vm.binding.weights import ModuleObject
 from vm.core import types as T
 from vm.ops import _dtypes
 from vm.ops.dicts import dict_key
-from vm.ops.registry import kernel, prim_factory
+from vm.ops.registry import Fact, kernel, prim_factory
 from vm.ops.strings import to_str
 
 
@@ -244,7 +244,7 @@ def print_values(*values: Any) -> None:
     sys.stdout.write(" ".join(to_str(v) for v in values) + "\n")
 
 
-@kernel("aten::warn(str message, int stacklevel=2) -> ()", pure=False)
+@kernel("aten::warn(str message, int stacklevel=2) -> ()", pure=False, facts=Fact.EFFECT)
 def warn(message: str, stacklevel: int) -> None:
     warnings.warn(message, UserWarning, stacklevel=2)
 
@@ -281,12 +281,12 @@ def same_identity(a: Any, b: Any) -> bool:
     return a is b
 
 
-@kernel("aten::__is__(t1 self, t2 obj) -> bool")
+@kernel("aten::__is__(t1 self, t2 obj) -> bool", facts=Fact.PURE)
 def is_(a: Any, b: Any) -> bool:
     return same_identity(a, b)
 
 
-@kernel("aten::__isnot__(t1 self, t2 obj) -> bool")
+@kernel("aten::__isnot__(t1 self, t2 obj) -> bool", facts=Fact.PURE)
 def isnot(a: Any, b: Any) -> bool:
     return not same_identity(a, b)
 
@@ -490,7 +490,7 @@ def bool_float(a: float) -> bool:
     return a != 0.0
 
 
-@kernel("aten::len.Tensor(Tensor t) -> int")
+@kernel("aten::len.Tensor(Tensor t) -> int", facts=Fact.SHAPE_QUERY)
 def len_tensor(t: np.ndarray) -> int:
     if t.ndim == 0:
         raise RuntimeError("len() of a 0-d tensor")

@@ -30,13 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from vm.ops import facts, registry
 from vm.ops._common import write_inplace
 from vm.ops._dtypes import (
     dtype_name,
     is_floating,
     to_code,
 )
-from vm.ops.registry import kernel
+from vm.ops.registry import Fact, kernel
 
 Array = np.ndarray
 
@@ -66,32 +67,23 @@ def make_generator(seed: int | None) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-# Every operator kind registered through ``_random`` (here and in ``random_draws``): a
-# runtime whose program uses one installs its generator for each call.  One set, filled
-# in place, so that every module importing it sees the later registrations too.
-RANDOM_KINDS: set[str] = set()
+# Every operator kind whose registration declares ``Fact.RANDOM`` (``_random`` here and in
+# ``random_draws``; the fused dropouts of ``nn.attention`` and ``nn.rnn``): a runtime whose
+# program uses one installs its generator for each call.  A live view of the registry.
+RANDOM_KINDS = facts.RANDOM_KINDS
 
 
-# Operators that draw from the generator only for some arguments (training-mode dropout
-# inside a fused operator).  A call draws nothing when one of its "off switches", an
-# argument name and the value that turns the dropout off, holds.  A runtime installs its
-# generator for them too, and the compiler treats a call as random unless a constant
-# argument switches the draw off (``compiler.analysis.effects``).
-_RNN_SWITCHES = (("dropout", 0.0), ("train", False), ("num_layers", 1))
-CONDITIONAL_DRAWS: dict[str, tuple[tuple[str, Any], ...]] = {
-    "aten::scaled_dot_product_attention": (("dropout_p", 0.0),),
-    "aten::lstm": _RNN_SWITCHES,
-    "aten::gru": _RNN_SWITCHES,
-    "aten::rnn_tanh": _RNN_SWITCHES,
-    "aten::rnn_relu": _RNN_SWITCHES,
-}
-RANDOM_KINDS.update(CONDITIONAL_DRAWS)
+def conditional_draws() -> dict[str, tuple[tuple[str, Any], ...]]:
+    """Kind -> the "off switches" of operators that draw only for some arguments
+    (training-mode dropout inside a fused operator; ``draws_unless=`` at registration): a
+    call draws nothing when one (argument name, value) pair holds.  The compiler treats a
+    call as random unless a constant argument switches the draw off."""
+    return {info.schema.name: info.draws_unless for info in registry.all_ops() if info.draws_unless}
 
 
-def _random(schema: str) -> Any:
-    """``@kernel(schema, pure=False)``, recording the operator as random."""
-    RANDOM_KINDS.add(schema.split("(")[0].split(".")[0])
-    return kernel(schema, pure=False)
+def _random(schema: str, facts: Fact = Fact.NONE) -> Any:
+    """``@kernel(schema, pure=False)``, declaring the operator random (and ``facts``)."""
+    return kernel(schema, pure=False, facts=Fact.RANDOM | facts)
 
 
 def _no_generator(gen: Any) -> None:

@@ -32,6 +32,7 @@ from vm.ops.random import (
     randint_array,
     uniform_array,
 )
+from vm.ops.registry import Fact
 
 Array = np.ndarray
 _OPTS = "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None"
@@ -221,7 +222,8 @@ def random_to(self: Array, high: int, gen: Any) -> Array:
 
 @_random(
     "aten::multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, "
-    "Generator? generator=None) -> Tensor"
+    "Generator? generator=None) -> Tensor",
+    Fact.DATA_DEPENDENT_SHAPE,
 )
 def multinomial(probs: Array, num_samples: int, replacement: bool, gen: Any) -> Array:
     _no_generator(gen)

@@ -15,7 +15,7 @@ import numpy as np
 
 from vm.ops._common import copy_out, norm_dim
 from vm.ops._dtypes import INT64, wrap
-from vm.ops.registry import kernel
+from vm.ops.registry import Fact, kernel
 from vm.ops.shape import _join_dtype
 
 Array = np.ndarray
@@ -72,7 +72,7 @@ def mT(self: Array) -> Array:
 kernel("aten::numpy_T(Tensor(a) self) -> Tensor(a)")(lambda self: self.T)
 
 
-@kernel("aten::broadcast_tensors(Tensor[] tensors) -> Tensor[]")
+@kernel("aten::broadcast_tensors(Tensor[] tensors) -> Tensor[]", facts=Fact.SHAPE_ONLY_LIST)
 def broadcast_tensors(tensors: Sequence[Array]) -> list[Array]:
     return list(np.broadcast_arrays(*tensors))
 
@@ -83,7 +83,7 @@ def _meshgrid(tensors: Sequence[Array], indexing: str) -> list[Array]:
     return list(np.meshgrid(*[t.reshape(-1) for t in tensors], indexing=indexing, copy=False, sparse=False))
 
 
-kernel("aten::meshgrid(Tensor[] tensors) -> Tensor[]")(lambda tensors: _meshgrid(tensors, "ij"))
+kernel("aten::meshgrid(Tensor[] tensors) -> Tensor[]", facts=Fact.SHAPE_ONLY_LIST)(lambda tensors: _meshgrid(tensors, "ij"))
 kernel("aten::meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]")(_meshgrid)
 
 
@@ -96,7 +96,7 @@ def _repeat_interleave(self: Array, repeats: Any, dim: int | None, output_size: 
 
 
 kernel("aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) "
-       "-> Tensor")(_repeat_interleave).out(copy_out(_repeat_interleave))
+       "-> Tensor", facts=Fact.DATA_DEPENDENT_SHAPE)(_repeat_interleave).out(copy_out(_repeat_interleave))
 kernel("aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) "
        "-> Tensor")(_repeat_interleave).out(copy_out(_repeat_interleave))
 def _repeat_index(repeats: Array, output_size: int | None) -> Array:
@@ -108,7 +108,7 @@ kernel("aten::repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=No
 )
 
 
-@kernel("aten::unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]")
+@kernel("aten::unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]", facts=Fact.SHAPE_ONLY_LIST)
 def unsafe_split(self: Array, split_size: int, dim: int) -> list[Array]:
     from vm.ops.shape import split
 

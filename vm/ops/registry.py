@@ -1,14 +1,39 @@
-"""The operator registry: schemas in PyTorch's notation, kernels, out variants, op facts.
+"""The operator registry: one entry per overload holding everything irvm knows about it.
 
-Every operator is registered once with its schema text::
+An operator is declared in one place, the registration in its family module::
 
-    @kernel("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
-    def add_tensor(self, other, alpha):
-        ...
+    @kernel(
+        "aten::relu(Tensor self) -> Tensor",
+        elementwise=True,                      # a pointwise map: fusion may group it
+    )
+    def relu(x): ...
 
-    @add_tensor.out          # the out variant writes into a given buffer and returns it
-    def add_tensor_out(out, self, other, alpha):
-        ...
+    @relu.out                                  # writes into a given buffer and returns it
+    def relu_out(out, x): ...
+
+    @relu.prepare                              # work its constant arguments decide, done once
+    def relu_prepared(known, kernel, out): ...  (``vm.ops.prepared`` says what it promises)
+
+What a registration may declare (``register_op``'s keywords; ``@kernel`` takes the same):
+the schema (several schemas for one kernel: ``@kernel(text1, text2)``, the kernel taking
+the longest argument list, with ``*rest`` for trailing arguments it ignores), the out
+variant (``out=`` or ``@k.out``), the prepared form (``prepare=`` or ``@k.prepare``),
+``pure`` (False: print, raise, random), ``elementwise``, kind-level ``facts`` no schema
+states (``Fact.SHAPE_QUERY``, ``DATA_DEPENDENT_SHAPE``...), ``draws_unless`` / ``writes_unless``
+(random draws or writes that a constant argument switches off), and ``priority``
+(``FALLBACK`` registers only what nothing else registers).  Mutation and aliasing come
+from the schema's ``(a!)`` / ``(a)`` annotations.  PyTorch's ``out=`` overload of a
+functional overload (``aten::relu.out``) is registered with it, from PyTorch's schema
+(``vm.ops._out_schemas``), running the functional's out variant.
+
+Every table the passes, the runtimes and fusion read is a query over these entries:
+``lookup``, ``overloads``, ``all_ops``, ``declared_facts``, ``bind``/``bind_out`` here,
+``vm.ops.facts`` (per-overload and per-kind facts), ``vm.ops.prepared.prepared``.
+
+Overload order, which decides a tie when two overloads fit a node equally well, is a rule
+and not the order modules happen to be imported in: higher ``priority`` first, then the
+more specific schema (``schema.generality``: fewer ``Scalar``/``Any``/type-variable/
+optional arguments), then the registering module's name and the order within it.
 
 Calling convention (shared by the interpreter and the static runtime): a kernel takes
 every schema argument positionally, in schema order, defaults already filled in by the
@@ -17,74 +42,74 @@ are numpy arrays (0-dim tensors are 0-dim arrays, never numpy scalars), ``int``/
 ``bool`` are Python scalars, ``ScalarType`` is PyTorch's integer code (6 = float32),
 ``Device`` a string such as ``"cpu"``, lists are Python lists and tuples Python tuples.
 
-Op facts that passes read (DCE, CSE, fusion, the memory planner) come from the schema
-and the registration: a ``(a!)`` annotation marks a mutated argument, ``(a)`` a result
-that may alias an argument; ``pure=False`` marks side effects (print, raise, random).
-``vm.ops.facts`` puts them in one table with the facts of node kinds no schema states.
-
 The table is full whenever this module can be used: it lives inside ``vm.ops``, and
 Python runs a package's ``__init__`` (which imports every family, ``vm.ops.FAMILIES``)
-before any module of it, so the registry never imports the kernels itself (that import
-would be a cycle: each family imports the registry to register).
+before any module of it, so the registry never imports the kernels itself.
 """
 
 from __future__ import annotations
 
-import ast
-import re
+import enum
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-MISSING: Any = attrs.NOTHING
+from vm.ops._common import copy_out
+from vm.ops._out_schemas import OUT_SCHEMAS
+from vm.ops.schema import MISSING, Argument, Schema, generality, parse_schema
+
+__all__ = ["MISSING", "Argument", "Fact", "OpInfo", "OpRef", "Schema", "bind", "bind_out", "kernel",
+           "lookup", "overloads", "parse_schema", "register_op"]
+
+FALLBACK = -100  # priority of a registration that stands aside for any other
 
 
-@attrs.frozen
-class Argument:
-    name: str
-    type: str  # schema notation without alias annotation: "Tensor", "int[]", "Scalar?"
-    default: Any = MISSING
-    kwarg_only: bool = False
-    alias: str | None = None  # "a" or "a!" from "Tensor(a!)"
+class Fact(enum.Flag):
+    """One fact about an operator or node kind; a kind's facts are an or of these."""
 
-    @property
-    def mutated(self) -> bool:
-        return bool(self.alias and self.alias.endswith("!"))
+    NONE = 0
+    PURE = enum.auto()  # no side effect, whatever the registry says: removable, movable
+    EFFECT = enum.auto()  # always a side effect: never removed, merged or moved
+    ALIASING = enum.auto()  # outputs are (or contain) inputs rather than fresh values
+    CONTROL = enum.auto()  # no operator entry: the emitter and the runtimes handle the node
+    SUBGRAPH = enum.auto()  # runs other IR (blocks, a callee, a fusion group's subgraph)
+    CONTAINER = enum.auto()  # packs, unpacks or casts containers: computes no new data
+    SHAPE_QUERY = enum.auto()  # reads a tensor's metadata (size, dtype...), not its contents
+    DATA_DEPENDENT_SHAPE = enum.auto()  # the result's shape depends on tensor contents
+    SHAPE_ONLY_LIST = enum.auto()  # a list of pieces whose number and shapes follow from shapes
+    SIMPLE_MAP = enum.auto()  # PyTorch's isSimpleMap by kind: fusible when no overload is known
+    RANDOM = enum.auto()  # draws from the runtime's generator (always, or unless draws_unless holds)
+    # per overload, from the registration
+    ELEMENTWISE = enum.auto()  # a pointwise map: fusion may group it; output may reuse an operand
+    OUT_VARIANT = enum.auto()  # has out(buffer, *args): the memory planner may hand it a buffer
+    MUTATES = enum.auto()  # writes an argument annotated (a!)
+    VIEW = enum.auto()  # a return annotated (a): may share memory with an argument
 
 
-@attrs.frozen
-class Schema:
-    name: str  # "aten::add"
-    overload: str  # "Tensor" ("" for the default overload)
-    arguments: tuple[Argument, ...]
-    returns: tuple[Argument, ...]
-    vararg: bool = False  # "..." among the arguments
-    text: str = attrs.field(default="", eq=False)
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.name}.{self.overload}" if self.overload else self.name
-
-    @property
-    def mutates(self) -> bool:
-        return any(a.mutated for a in self.arguments)
-
-    @property
-    def returns_alias(self) -> bool:
-        return any(r.alias for r in self.returns)
-
-    def __str__(self) -> str:
-        return self.text or self.qualified
+# fn(known, kernel, out) -> a prepared kernel, Forms, or None (vm.ops.prepared)
+Preparer = Callable[..., Any]
+Switches = tuple[tuple[str, Any], ...]
 
 
 @attrs.frozen
 class OpInfo:
+    """One registered overload and everything declared with it."""
+
     schema: Schema
     kernel: Callable[..., Any]
     out: Callable[..., Any] | None = None  # out(out_buffer, *args) -> out_buffer
     pure: bool = True  # no side effect beyond what the schema's (a!) annotations say
     elementwise: bool = False  # a pointwise map the fusion pass may group
+    facts: Fact = Fact.NONE  # kind-level facts no schema states (SHAPE_QUERY...)
+    prepare: Preparer | None = None  # the construction-time form (vm.ops.prepared)
+    prepare_tensors: bool = False  # the preparer sees constant arrays (bound weights)
+    priority: int = 0
+    draws_unless: Switches = ()  # random unless one (argument, value) switch holds
+    writes_unless: tuple[str, Any, tuple[str, ...]] | None = None  # (switch, off value, written)
+    out_of: str | None = None  # for a derived out= overload: the functional overload it writes
+    module: str = ""  # the registering module (overload order, diagnostics)
 
     @property
     def name(self) -> str:
@@ -93,14 +118,21 @@ class OpInfo:
 
 _REGISTRY: dict[str, OpInfo] = {}
 _BY_NAME: dict[str, list[str]] = {}
+_ORDER: dict[str, tuple[Any, ...]] = {}
+_SEQ: dict[str, int] = {}  # registrations so far per module
+_PENDING: dict[str, dict[str, Any]] = {}  # declarations made before their overload registered
+_VERSION = [0]
+_KIND_FACTS: dict[str, Fact] = {}  # declared_facts, cleared by every registration
 
 
 class _Registered:
-    """What ``@kernel`` returns: the function, plus ``.out`` to register an out variant."""
+    """What ``@kernel`` returns: the function, plus ``.out`` and ``.prepare`` to declare its
+    out variant and prepared form (for every schema it registered)."""
 
-    def __init__(self, fn: Callable[..., Any], qualified: str):
+    def __init__(self, fn: Callable[..., Any], qualified: str, also: tuple[str, ...] = ()):
         self._fn = fn
         self.qualified = qualified
+        self.names = (qualified, *also)
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", qualified)
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -109,9 +141,21 @@ class _Registered:
         return self._fn(*args)
 
     def out(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        info = _REGISTRY[self.qualified]
-        _REGISTRY[self.qualified] = attrs.evolve(info, out=fn)
+        for name in self.names:
+            declare(name, out=fn)
         return fn
+
+    def prepare(self, fn: Preparer) -> Preparer:
+        for name in self.names:
+            declare(name, prepare=fn)
+        return fn
+
+
+def _caller_module() -> str:
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return "" if frame is None else str(frame.f_globals.get("__name__", ""))
 
 
 def register_op(
@@ -122,27 +166,118 @@ def register_op(
     pure: bool = True,
     elementwise: bool = False,
     replace: bool = False,
+    **declared: Any,
 ) -> OpInfo:
-    """Register an operator from its schema text and a kernel; the public custom-op API."""
+    """Register an operator from its schema text and a kernel; the public custom-op API.
+    ``declared``: any other ``OpInfo`` field (``facts``, ``prepare``, ``priority``...)."""
     parsed = parse_schema(schema)
-    if parsed.qualified in _REGISTRY and not replace:
-        raise ValueError(f"operator {parsed.qualified} is already registered")
-    info = OpInfo(parsed, fn, out, pure, elementwise)
-    _REGISTRY[parsed.qualified] = info
-    names = _BY_NAME.setdefault(parsed.name, [])
-    if parsed.qualified not in names:
-        names.append(parsed.qualified)
+    q = parsed.qualified
+    old = _REGISTRY.get(q)
+    priority = declared.get("priority", 0)
+    if old is not None and not replace:
+        if priority == FALLBACK:
+            return old  # a fallback stands aside
+        if old.priority != FALLBACK:
+            raise ValueError(f"operator {q} is already registered")
+    declared.setdefault("module", _caller_module())
+    info = OpInfo(parsed, fn, out, pure, elementwise, **declared)
+    info = attrs.evolve(info, **_PENDING.pop(q, {}))
+    _store(info)
+    _derive_out_overload(info)
     return info
 
 
-def kernel(schema: str, *, pure: bool = True, elementwise: bool = False) -> Callable[[Callable[..., Any]], _Registered]:
-    """Decorator form of ``register_op``."""
+def _store(info: OpInfo) -> None:
+    q = info.name
+    _REGISTRY[q] = info
+    old = _ORDER.get(q)
+    if old is not None and old[2] == info.module:
+        seq = old[3]
+    else:
+        seq = _SEQ[info.module] = _SEQ.get(info.module, -1) + 1
+    _ORDER[q] = (-info.priority, generality(info.schema), info.module, seq)
+    names = _BY_NAME.setdefault(info.schema.name, [])
+    if q not in names:
+        names.append(q)
+    names.sort(key=_ORDER.__getitem__)
+    _VERSION[0] += 1
+    _KIND_FACTS.clear()
+
+
+def declare(qualified: str, **fields: Any) -> None:
+    """Add declarations (``out``, ``prepare``, ``facts``...) to a registered overload; made
+    before it registers (another module's import came first), they wait for it."""
+    info = _REGISTRY.get(qualified)
+    if info is None:
+        _PENDING.setdefault(qualified, {}).update(fields)
+        return
+    _store(attrs.evolve(info, **fields))
+    if "out" in fields:
+        _derive_out_overload(_REGISTRY[qualified])
+
+
+def unregister(qualified: str) -> None:
+    """Remove an overload (and the out= overload derived from it); for custom operators
+    and tests.  KeyError if it is not registered."""
+    info = _REGISTRY.pop(qualified)
+    _ORDER.pop(qualified)
+    _BY_NAME[info.schema.name].remove(qualified)
+    if not _BY_NAME[info.schema.name]:
+        del _BY_NAME[info.schema.name]
+    for derived in [i.name for i in _REGISTRY.values() if i.out_of == qualified]:
+        unregister(derived)
+    _VERSION[0] += 1
+    _KIND_FACTS.clear()
+
+
+def pending() -> dict[str, dict[str, Any]]:
+    """Declarations made for overloads that never registered (a typo in ``@prepares``)."""
+    return {q: dict(fields) for q, fields in _PENDING.items()}
+
+
+def kernel(*schemas: str, **declared: Any) -> Callable[[Callable[..., Any]], _Registered]:
+    """Decorator form of ``register_op``; several schemas register the one kernel under each."""
 
     def wrap(fn: Callable[..., Any]) -> _Registered:
-        info = register_op(schema, fn, pure=pure, elementwise=elementwise)
-        return _Registered(fn, info.name)
+        declared.setdefault("module", _caller_module())
+        infos = [register_op(schema, fn, **declared) for schema in schemas]
+        return _Registered(fn, infos[0].name, tuple(i.name for i in infos[1:]))
 
     return wrap
+
+
+# ---------------------------------------------------------------------------------------
+# PyTorch's out= overloads, registered with their functional overloads
+
+
+def _out_overload(functional: OpInfo) -> Callable[..., Any]:
+    """``f(*args, out)``: the functional's out variant into ``out`` (the documented limits:
+    ``vm.ops._common.copy_out``)."""
+    write = functional.out or copy_out(functional.kernel)
+
+    def run(*args: Any) -> Any:
+        return write(args[-1], *args[:-1])
+
+    run.__name__ = f"{functional.schema.name.split('::')[-1]}_out_overload"
+    return run
+
+
+def _derive_out_overload(functional: OpInfo) -> None:
+    text = OUT_SCHEMAS.get(functional.name)
+    if text is None:
+        return
+    parsed = parse_schema(text)
+    if len(parsed.arguments) != len(functional.schema.arguments) + 1:
+        return
+    existing = _REGISTRY.get(parsed.qualified)
+    if existing is not None and existing.out_of != functional.name:
+        return  # a family registered this out overload itself
+    made = OpInfo(parsed, _out_overload(functional), pure=functional.pure, priority=FALLBACK)
+    _store(attrs.evolve(made, out_of=functional.name, module=functional.module))
+
+
+# ---------------------------------------------------------------------------------------
+# Queries
 
 
 def lookup(qualified: str) -> OpInfo:
@@ -150,8 +285,13 @@ def lookup(qualified: str) -> OpInfo:
     return _REGISTRY[qualified]
 
 
+def find(qualified: str) -> OpInfo | None:
+    """The operator registered under ``qualified``, or None."""
+    return _REGISTRY.get(qualified)
+
+
 def overloads(name: str) -> list[OpInfo]:
-    """Every overload registered for ``aten::add``, in registration order."""
+    """Every overload registered for ``aten::add``, in overload order (the module docstring)."""
     return [_REGISTRY[q] for q in _BY_NAME.get(name, [])]
 
 
@@ -159,110 +299,25 @@ def all_ops() -> list[OpInfo]:
     return list(_REGISTRY.values())
 
 
-# ---------------------------------------------------------------------------------------
-# Schema parsing: "ns::name.overload(args) -> returns"
-
-_SCHEMA_RE = re.compile(r"^\s*([\w:]+?)(?:\.(\w+))?\s*\((.*)\)\s*->\s*(.*?)\s*$", re.S)
-_ALIAS_RE = re.compile(r"\(([a-z*|]+!?)(?:\s*->\s*[^)]*)?\)")
-
-
-def parse_schema(text: str) -> Schema:
-    m = _SCHEMA_RE.match(text)
-    if not m:
-        raise ValueError(f"malformed schema: {text!r}")
-    name, overload, args_text, ret_text = m.group(1), m.group(2) or "", m.group(3), m.group(4)
-    arguments: list[Argument] = []
-    kwarg_only = vararg = False
-    for part in _split_top(args_text):
-        if part == "*":
-            kwarg_only = True
-            continue
-        if part == "...":
-            vararg = True
-            continue
-        arguments.append(_parse_argument(part, kwarg_only, text))
-    ret_text = ret_text.strip()
-    if ret_text.startswith("(") and _matching_paren(ret_text) == len(ret_text) - 1:
-        returns = tuple(_parse_argument(p, False, text, is_return=True) for p in _split_top(ret_text[1:-1]))
-    else:
-        returns = (_parse_argument(ret_text, False, text, is_return=True),)
-    return Schema(name, overload, tuple(arguments), returns, vararg, text.strip())
+def declared_facts(kind: str) -> Fact:
+    """The kind-level facts the overloads of ``kind`` declare at registration (an or)."""
+    facts = _KIND_FACTS.get(kind)
+    if facts is None:
+        facts = Fact.NONE
+        for q in _BY_NAME.get(kind, ()):
+            facts |= _REGISTRY[q].facts
+        _KIND_FACTS[kind] = facts
+    return facts
 
 
-def _parse_argument(part: str, kwarg_only: bool, schema: str, is_return: bool = False) -> Argument:
-    part = part.strip()
-    default: Any = MISSING
-    if "=" in part and not is_return:
-        part, raw = part.split("=", 1)
-        default = _parse_default(raw.strip())
-        part = part.strip()
-    alias = None
-    am = _ALIAS_RE.search(part)
-    if am:
-        alias = am.group(1)
-        part = part[: am.start()] + part[am.end() :]
-    # the type is everything up to the last top-level space; a return may have no name
-    type_text, _, name = part.rpartition(" ") if " " in _strip_nested(part) else (part, "", "")
-    if not type_text:
-        type_text, name = part, ""
-    if "(" not in type_text and " " in type_text:
-        raise ValueError(f"malformed argument {part!r} in schema {schema!r}")
-    return Argument(name.strip(), type_text.strip(), default, kwarg_only, alias)
+def kinds() -> list[str]:
+    """Every operator name with a registered overload (``aten::add``)."""
+    return list(_BY_NAME)
 
 
-def _parse_default(raw: str) -> Any:
-    if raw == "None":
-        return None
-    if raw in ("True", "False"):
-        return raw == "True"
-    try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        return raw  # symbolic defaults such as contiguous_format, Mean, long
-    return list(value) if isinstance(value, tuple) else value
-
-
-def _strip_nested(text: str) -> str:
-    """``text`` with everything inside parentheses removed (to find top-level spaces)."""
-    out, depth = [], 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out)
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    tail = "".join(cur).strip()
-    if tail:
-        parts.append(tail)
-    return parts
-
-
-def _matching_paren(text: str) -> int:
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
+def version() -> int:
+    """A number that changes whenever a registration does (for caches of derived tables)."""
+    return _VERSION[0]
 
 
 # ---------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import numpy as np
 
 from vm.ops._common import copy_out, into, norm_dim, norm_dims
 from vm.ops._dtypes import result_type, to_dtype
-from vm.ops.registry import kernel
+from vm.ops.registry import Fact, kernel
 
 Array = np.ndarray
 
@@ -36,24 +36,24 @@ Array = np.ndarray
 # size queries
 
 
-@kernel("aten::size(Tensor self) -> int[]")
+@kernel("aten::size(Tensor self) -> int[]", facts=Fact.SHAPE_QUERY)
 def size(self: Array) -> list[int]:
     return list(self.shape)
 
 
-@kernel("aten::size.int(Tensor self, int dim) -> int")
+@kernel("aten::size.int(Tensor self, int dim) -> int", facts=Fact.SHAPE_QUERY)
 def size_int(self: Array, dim: int) -> int:
     if self.ndim == 0:
         raise IndexError("dimension specified as 0 but tensor has no dimensions")
     return self.shape[norm_dim(dim, self.ndim)]
 
 
-@kernel("aten::dim(Tensor self) -> int")
+@kernel("aten::dim(Tensor self) -> int", facts=Fact.SHAPE_QUERY)
 def dim(self: Array) -> int:
     return self.ndim
 
 
-@kernel("aten::numel(Tensor self) -> int")
+@kernel("aten::numel(Tensor self) -> int", facts=Fact.SHAPE_QUERY)
 def numel(self: Array) -> int:
     return self.size
 
@@ -293,7 +293,7 @@ def _pieces(self: Array, dim: int, sizes: Sequence[int]) -> list[Array]:
     return out
 
 
-@kernel("aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]")
+@kernel("aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", facts=Fact.SHAPE_ONLY_LIST)
 def split(self: Array, split_size: int, dim: int) -> list[Array]:
     n = self.shape[norm_dim(dim, self.ndim)]
     if split_size <= 0:
@@ -306,10 +306,10 @@ def split(self: Array, split_size: int, dim: int) -> list[Array]:
 
 for _sig in ("split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0)",
              "split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0)"):
-    kernel(f"aten::{_sig} -> Tensor(a)[]")(lambda self, sizes, dim: _pieces(self, dim, sizes))
+    kernel(f"aten::{_sig} -> Tensor(a)[]", facts=Fact.SHAPE_ONLY_LIST)(lambda self, sizes, dim: _pieces(self, dim, sizes))
 
 
-@kernel("aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]")
+@kernel("aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", facts=Fact.SHAPE_ONLY_LIST)
 def chunk(self: Array, chunks: int, dim: int) -> list[Array]:
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0")
@@ -317,7 +317,7 @@ def chunk(self: Array, chunks: int, dim: int) -> list[Array]:
     return split(self, -(-n // chunks), dim) if n else [self.view() for _ in range(chunks)]
 
 
-@kernel("aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]")
+@kernel("aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", facts=Fact.SHAPE_ONLY_LIST)
 def unbind(self: Array, dim: int) -> list[Array]:
     d = norm_dim(dim, self.ndim)
     lead = (slice(None),) * d

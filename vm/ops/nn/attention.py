@@ -27,7 +27,7 @@ from vm.ops._softmax import safe_softmax
 from vm.ops.linalg import flat_matmul
 from vm.ops.nn._util import copying_out
 from vm.ops.random import dropout_impl
-from vm.ops.registry import kernel, lookup
+from vm.ops.registry import Fact, kernel, lookup
 
 Array = np.ndarray
 
@@ -41,7 +41,9 @@ def _repeat_heads(t: Array, heads: int) -> Array:
 
 @kernel(
     "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
-    "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor"
+    "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
+    facts=Fact.RANDOM,
+    draws_unless=(("dropout_p", 0.0),),
 )
 def scaled_dot_product_attention(
     q: np.ndarray,

@@ -194,177 +194,37 @@ def conv_transpose_nd(
 # Registrations
 
 
+def _through_out(fn: Any) -> Any:
+    """The out variant of a kernel that computes into a keyword ``out`` (the forward
+    convolution's GEMM writes into it, where ``copying_out`` would copy)."""
+
+    def out_variant(out: np.ndarray, *args: Any) -> np.ndarray:
+        return fn(*args, out=out)
+
+    out_variant.__name__ = f"{fn.__name__}_out"
+    return out_variant
+
+
 def _register_conv(dims: int) -> None:
     zeros, ones = [0] * dims, [1] * dims
     base = f"Tensor input, Tensor weight, Tensor? bias=None, SymInt[{dims}] stride={ones}"
     tail = f"SymInt[{dims}] dilation={ones}, SymInt groups=1) -> Tensor"
     name = f"aten::conv{dims}d"
-
-    @kernel(f"{name}({base}, SymInt[{dims}] padding={zeros}, {tail}")
-    def conv(
-        x: np.ndarray,
-        weight: np.ndarray,
-        bias: np.ndarray | None,
-        stride: Ints,
-        padding: Ints,
-        dilation: Ints,
-        groups: int,
-    ) -> np.ndarray:
-        return conv_nd(x, weight, bias, stride, padding, dilation, groups)
-
-    @conv.out
-    def conv_out(
-        out: np.ndarray,
-        x: np.ndarray,
-        weight: np.ndarray,
-        bias: np.ndarray | None,
-        stride: Ints,
-        padding: Ints,
-        dilation: Ints,
-        groups: int,
-    ) -> np.ndarray:
-        return conv_nd(x, weight, bias, stride, padding, dilation, groups, out)
-
-    @kernel(f'{name}.padding({base}, str padding="valid", {tail}')
-    def conv_str(
-        x: np.ndarray,
-        weight: np.ndarray,
-        bias: np.ndarray | None,
-        stride: Ints,
-        padding: str,
-        dilation: Ints,
-        groups: int,
-    ) -> np.ndarray:
-        return conv_padding_str(x, weight, bias, stride, padding, dilation, groups)
-
-    @conv_str.out
-    def conv_str_out(
-        out: np.ndarray,
-        x: np.ndarray,
-        weight: np.ndarray,
-        bias: np.ndarray | None,
-        stride: Ints,
-        padding: str,
-        dilation: Ints,
-        groups: int,
-    ) -> np.ndarray:
-        return conv_padding_str(x, weight, bias, stride, padding, dilation, groups, out)
+    kernel(f"{name}({base}, SymInt[{dims}] padding={zeros}, {tail}", out=_through_out(conv_nd))(conv_nd)
+    kernel(f'{name}.padding({base}, str padding="valid", {tail}', out=_through_out(conv_padding_str))(conv_padding_str)
 
 
 for _dims in (1, 2, 3):
     _register_conv(_dims)
 
-
-def _convolution(
-    x: np.ndarray,
-    weight: np.ndarray,
-    bias: np.ndarray | None,
-    stride: Ints,
-    padding: Ints,
-    dilation: Ints,
-    transposed: bool,
-    output_padding: Ints,
-    groups: int,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
-    """The forward or transposed convolution; the forward one computes into ``out``."""
-    if transposed:
-        result = conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation)
-        return result if out is None else write_out(out, result)
-    return conv_nd(x, weight, bias, stride, padding, dilation, groups, out)
-
-
-def _out_through(registered: Any) -> Any:
-    """Give a ``_convolution``-like kernel the out variant that passes ``out`` down (the
-    forward convolution's GEMM writes into it, where ``copying_out`` would copy)."""
-
-    def out_variant(out: np.ndarray, *args: Any) -> np.ndarray:
-        return _convolution(*args[:9], out=out)
-
-    out_variant.__name__ = f"{registered.__name__}_out"
-    registered.out(out_variant)
-    return registered
-
-
-@_out_through
-@kernel(
-    "aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
-    "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, "
-    "bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor"
-)
-def underscore_convolution(
-    x: np.ndarray,
-    weight: np.ndarray,
-    bias: np.ndarray | None,
-    stride: Ints,
-    padding: Ints,
-    dilation: Ints,
-    transposed: bool,
-    output_padding: Ints,
-    groups: int,
-    *_flags: bool,
-) -> np.ndarray:
-    """What traced graphs emit for every nn.ConvNd; the trailing backend flags are ignored."""
-    return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
-
-
-@_out_through
-@kernel(
-    "aten::_convolution.deprecated(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, "
-    "SymInt[] padding, SymInt[] dilation, bool transposed, int[] output_padding, SymInt groups, "
-    "bool benchmark, bool deterministic, bool cudnn_enabled) -> Tensor"
-)
-def underscore_convolution_deprecated(
-    x: np.ndarray,
-    weight: np.ndarray,
-    bias: np.ndarray | None,
-    stride: Ints,
-    padding: Ints,
-    dilation: Ints,
-    transposed: bool,
-    output_padding: Ints,
-    groups: int,
-    *_flags: bool,
-) -> np.ndarray:
-    return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
-
-
-@kernel(
+# what a traced ``nn.ConvNd(padding="same"/"valid")`` records
+kernel(
     "aten::_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, "
-    "SymInt[] dilation, SymInt groups) -> Tensor"
-)
-def convolution_mode(
-    x: np.ndarray,
-    weight: np.ndarray,
-    bias: np.ndarray | None,
-    stride: Ints,
-    padding: str,
-    dilation: Ints,
-    groups: int,
-) -> np.ndarray:
-    """What a traced ``nn.ConvNd(padding="same"/"valid")`` records."""
-    return conv_padding_str(x, weight, bias, stride, padding, dilation, groups)
+    "SymInt[] dilation, SymInt groups) -> Tensor",
+    out=_through_out(conv_padding_str),
+)(conv_padding_str)
 
 
-@convolution_mode.out
-def convolution_mode_out(
-    out: np.ndarray,
-    x: np.ndarray,
-    weight: np.ndarray,
-    bias: np.ndarray | None,
-    stride: Ints,
-    padding: str,
-    dilation: Ints,
-    groups: int,
-) -> np.ndarray:
-    return conv_padding_str(x, weight, bias, stride, padding, dilation, groups, out)
-
-
-@_out_through
-@kernel(
-    "aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
-    "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"
-)
 def convolution(
     x: np.ndarray,
     weight: np.ndarray,
@@ -375,32 +235,39 @@ def convolution(
     transposed: bool,
     output_padding: Ints,
     groups: int,
+    *_flags: bool,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    return _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    """The forward or transposed convolution; the forward one computes into ``out``.
+    ``_flags``: the backend flags ``_convolution`` adds (benchmark, deterministic...),
+    which change nothing here."""
+    if transposed:
+        result = conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation)
+        return result if out is None else write_out(out, result)
+    return conv_nd(x, weight, bias, stride, padding, dilation, groups, out)
+
+
+_CONV = "Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation"
+kernel(
+    f"aten::convolution({_CONV}, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
+    # what traced graphs emit for every nn.ConvNd
+    f"aten::_convolution({_CONV}, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, "
+    "bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor",
+    f"aten::_convolution.deprecated({_CONV}, bool transposed, int[] output_padding, SymInt groups, "
+    "bool benchmark, bool deterministic, bool cudnn_enabled) -> Tensor",
+    out=_through_out(convolution),
+)(convolution)
 
 
 def _register_conv_transpose(dims: int) -> None:
     zeros, ones = [0] * dims, [1] * dims
     suffix = ".input" if dims == 2 else ""
-
-    @kernel(
+    schema = (
         f"aten::conv_transpose{dims}d{suffix}(Tensor input, Tensor weight, Tensor? bias=None, "
         f"SymInt[{dims}] stride={ones}, SymInt[{dims}] padding={zeros}, SymInt[{dims}] output_padding={zeros}, "
         f"SymInt groups=1, SymInt[{dims}] dilation={ones}) -> Tensor"
     )
-    def conv_transpose(
-        x: np.ndarray,
-        weight: np.ndarray,
-        bias: np.ndarray | None,
-        stride: Ints,
-        padding: Ints,
-        output_padding: Ints,
-        groups: int,
-        dilation: Ints,
-    ) -> np.ndarray:
-        return conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation)
-
-    copying_out(conv_transpose)
+    copying_out(kernel(schema)(conv_transpose_nd))
 
 
 for _dims in (1, 2):

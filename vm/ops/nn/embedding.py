@@ -124,7 +124,10 @@ def _argmax_rows(
 @kernel(
     "aten::embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, "
     "int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) "
-    "-> (Tensor, Tensor, Tensor, Tensor)"
+    "-> (Tensor, Tensor, Tensor, Tensor)",
+    "aten::embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, "
+    "int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) "
+    "-> (Tensor, Tensor, Tensor, Tensor)",
 )
 def embedding_bag(
     weight: np.ndarray,
@@ -135,26 +138,9 @@ def embedding_bag(
     sparse: bool,
     per_sample_weights: np.ndarray | None,
     include_last_offset: bool,
+    padding_idx: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    return embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, None)
-
-
-@kernel(
-    "aten::embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, "
-    "int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) "
-    "-> (Tensor, Tensor, Tensor, Tensor)"
-)
-def embedding_bag_padding_idx(
-    weight: np.ndarray,
-    indices: np.ndarray,
-    offsets: np.ndarray,
-    scale_grad_by_freq: bool,
-    mode: str,
-    sparse: bool,
-    per_sample_weights: np.ndarray | None,
-    include_last_offset: bool,
-    padding_idx: int | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Both overloads (the first has no ``padding_idx``); the gradient flags change nothing."""
     return embedding_bag_impl(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
 
 

@@ -1,14 +1,13 @@
 """Operators outside the nn family that scripted and traced nn modules call, registered
-here only when no family has registered them.
+as fallbacks (``priority=FALLBACK``): a family's registration of the same overload, made
+before or after this module is imported, replaces them.
 
 A scripted ``nn.MultiheadAttention`` or ``nn.TransformerEncoderLayer`` decides between
 its fused fast path and the decomposed one with ``aten::is_grad_enabled()``,
 ``aten::is_autocast_enabled()``, ``prim::is_nested`` and ``aten::is_floating_point``; a
 traced ``nn.LSTMCell`` splits its gates with ``aten::unsafe_chunk``.  These belong to the
 prim and tensor families; until those register them, the nn end-to-end models would not
-compile.  ``vm.ops`` imports this module after every family (its ``FAMILIES`` order), so each
-registration below first checks that nobody else has made it: the owning family can add
-its own at any time and this file then stands aside.
+compile.  The owning family can add its own at any time and this file then stands aside.
 
 At inference, irvm answers the mode queries as PyTorch's inference mode does: gradients
 and autocast are off, and numpy arrays are never nested tensors.
@@ -24,11 +23,8 @@ import numpy as np
 from vm.ops import registry
 
 
-def _fallback(schema: str, fn: Callable[..., Any]) -> None:
-    try:
-        registry.lookup(registry.parse_schema(schema).qualified)
-    except KeyError:
-        registry.register_op(schema, fn)
+def _fallback(schema: str, fn: Callable[..., Any], facts: registry.Fact = registry.Fact.NONE) -> None:
+    registry.register_op(schema, fn, priority=registry.FALLBACK, facts=facts)
 
 
 def _unsafe_chunk(x: np.ndarray, chunks: int, dim: int) -> list[np.ndarray]:
@@ -41,7 +37,7 @@ def _unsafe_chunk(x: np.ndarray, chunks: int, dim: int) -> list[np.ndarray]:
 
 
 _fallback("aten::is_floating_point(Tensor self) -> bool", lambda x: bool(x.dtype.kind in "fc"))
-_fallback("aten::unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]", _unsafe_chunk)
+_fallback("aten::unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]", _unsafe_chunk, registry.Fact.SHAPE_ONLY_LIST)
 _fallback("prim::is_nested(Tensor a) -> bool", lambda x: False)
 _fallback("aten::is_grad_enabled() -> bool", lambda: False)
 _fallback("aten::is_autocast_enabled() -> bool", lambda: False)

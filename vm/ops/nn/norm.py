@@ -28,6 +28,10 @@ import numpy as np
 from vm.ops.nn._util import copying_out, write_out
 from vm.ops.registry import kernel
 
+# with the batch's statistics, the running statistics are updated in place (no schema
+# annotation says so): the writes unless the switch argument is the constant off value
+_RUNNING = ("running_mean", "running_var")
+
 
 def _channel_shape(x: np.ndarray) -> tuple[int, ...]:
     """Broadcast shape of a per-channel vector against ``x`` (channels on axis 1)."""
@@ -64,7 +68,13 @@ def _update_running(
         running_var += (momentum * unbiased).astype(running_var.dtype)
 
 
-def batch_norm_impl(
+@copying_out
+@kernel(
+    "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+    "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+    writes_unless=("training", False, _RUNNING),
+)
+def batch_norm(
     x: np.ndarray,
     weight: np.ndarray | None,
     bias: np.ndarray | None,
@@ -73,6 +83,7 @@ def batch_norm_impl(
     training: bool,
     momentum: float,
     eps: float,
+    *_cudnn_enabled: bool,
 ) -> np.ndarray:
     shape = _channel_shape(x)
     if training or running_mean is None or running_var is None:
@@ -100,40 +111,6 @@ def bn_affine(
 
 
 @kernel(
-    "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
-    "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"
-)
-def batch_norm(
-    x: np.ndarray,
-    weight: np.ndarray | None,
-    bias: np.ndarray | None,
-    running_mean: np.ndarray | None,
-    running_var: np.ndarray | None,
-    training: bool,
-    momentum: float,
-    eps: float,
-    cudnn_enabled: bool,
-) -> np.ndarray:
-    return batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps)
-
-
-@batch_norm.out
-def batch_norm_out(
-    out: np.ndarray,
-    x: np.ndarray,
-    weight: np.ndarray | None,
-    bias: np.ndarray | None,
-    running_mean: np.ndarray | None,
-    running_var: np.ndarray | None,
-    training: bool,
-    momentum: float,
-    eps: float,
-    cudnn_enabled: bool,
-) -> np.ndarray:
-    return write_out(out, batch_norm_impl(x, weight, bias, running_mean, running_var, training, momentum, eps))
-
-
-@kernel(
     "aten::_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, "
     "Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)"
 )
@@ -147,7 +124,7 @@ def native_batch_norm_no_training(
     eps: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     empty = np.empty((0,), x.dtype)
-    return batch_norm_impl(x, weight, bias, running_mean, running_var, False, momentum, eps), empty, empty.copy()
+    return batch_norm(x, weight, bias, running_mean, running_var, False, momentum, eps), empty, empty.copy()
 
 
 def _layer_stats(x: np.ndarray, n_axes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -156,7 +133,11 @@ def _layer_stats(x: np.ndarray, n_axes: int) -> tuple[np.ndarray, np.ndarray]:
     return x64.mean(axis=axes, keepdims=True), x64.var(axis=axes, keepdims=True)
 
 
-def layer_norm_impl(
+@kernel(
+    "aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
+    "float eps) -> (Tensor, Tensor, Tensor)"
+)
+def native_layer_norm(
     x: np.ndarray,
     normalized_shape: Sequence[int],
     weight: np.ndarray | None,
@@ -185,7 +166,7 @@ def layer_norm(
     cudnn_enable: bool,
 ) -> np.ndarray:
     fast = _layer_norm_direct(x, normalized_shape, weight, bias, eps, None)
-    return fast if fast is not None else layer_norm_impl(x, normalized_shape, weight, bias, eps)[0]
+    return fast if fast is not None else native_layer_norm(x, normalized_shape, weight, bias, eps)[0]
 
 
 @copying_out
@@ -307,39 +288,10 @@ def layer_norm_out(
     direct = type(out) is np.ndarray and out.shape == x.shape and out.dtype == x.dtype and out.flags.c_contiguous
     if direct and not np.shares_memory(out, x) and _layer_norm_direct(x, normalized_shape, weight, bias, eps, out) is not None:
         return out
-    return write_out(out, layer_norm_impl(x, normalized_shape, weight, bias, eps)[0])
+    return write_out(out, native_layer_norm(x, normalized_shape, weight, bias, eps)[0])
 
 
-@kernel(
-    "aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
-    "float eps) -> (Tensor, Tensor, Tensor)"
-)
-def native_layer_norm(
-    x: np.ndarray,
-    normalized_shape: Sequence[int],
-    weight: np.ndarray | None,
-    bias: np.ndarray | None,
-    eps: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return layer_norm_impl(x, normalized_shape, weight, bias, eps)
-
-
-def group_norm_impl(
-    x: np.ndarray,
-    num_groups: int,
-    weight: np.ndarray | None,
-    bias: np.ndarray | None,
-    eps: float,
-) -> np.ndarray:
-    n, c = x.shape[:2]
-    if c % num_groups:
-        raise ValueError(f"group_norm: {c} channels are not divisible into {num_groups} groups")
-    grouped = x.reshape(n, num_groups, -1)
-    mean, var = _layer_stats(grouped, 1)
-    y = _normalize(grouped, mean, var, eps).reshape(x.shape)
-    return _affine(y, weight, bias, _channel_shape(x)).astype(x.dtype, copy=False)
-
-
+@copying_out
 @kernel(
     "aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
     "float eps=1.0000000000000001e-05, bool cudnn_enabled=True) -> Tensor"
@@ -350,51 +302,22 @@ def group_norm(
     weight: np.ndarray | None,
     bias: np.ndarray | None,
     eps: float,
-    cudnn_enabled: bool,
+    *_cudnn_enabled: bool,
 ) -> np.ndarray:
-    return group_norm_impl(x, num_groups, weight, bias, eps)
-
-
-@group_norm.out
-def group_norm_out(
-    out: np.ndarray,
-    x: np.ndarray,
-    num_groups: int,
-    weight: np.ndarray | None,
-    bias: np.ndarray | None,
-    eps: float,
-    cudnn_enabled: bool,
-) -> np.ndarray:
-    return write_out(out, group_norm_impl(x, num_groups, weight, bias, eps))
-
-
-def instance_norm_impl(
-    x: np.ndarray,
-    weight: np.ndarray | None,
-    bias: np.ndarray | None,
-    running_mean: np.ndarray | None,
-    running_var: np.ndarray | None,
-    use_input_stats: bool,
-    momentum: float,
-    eps: float,
-) -> np.ndarray:
-    if not use_input_stats:
-        if running_mean is None or running_var is None:
-            raise ValueError("instance_norm: running_mean and running_var are needed when use_input_stats is False")
-        return batch_norm_impl(x, weight, bias, running_mean, running_var, False, momentum, eps)
     n, c = x.shape[:2]
-    flat = x.reshape(n, c, -1)
-    mean, var = _layer_stats(flat, 1)
-    if running_mean is not None or running_var is not None:
-        _update_running(running_mean, running_var, mean.mean(axis=0)[:, 0], var.mean(axis=0)[:, 0], flat.shape[2], momentum)
-    y = _normalize(flat, mean, var, eps).reshape(x.shape)
+    if c % num_groups:
+        raise ValueError(f"group_norm: {c} channels are not divisible into {num_groups} groups")
+    grouped = x.reshape(n, num_groups, -1)
+    mean, var = _layer_stats(grouped, 1)
+    y = _normalize(grouped, mean, var, eps).reshape(x.shape)
     return _affine(y, weight, bias, _channel_shape(x)).astype(x.dtype, copy=False)
 
 
 @copying_out
 @kernel(
     "aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
-    "Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor"
+    "Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor",
+    writes_unless=("use_input_stats", False, _RUNNING),
 )
 def instance_norm(
     x: np.ndarray,
@@ -405,6 +328,16 @@ def instance_norm(
     use_input_stats: bool,
     momentum: float,
     eps: float,
-    cudnn_enabled: bool,
+    *_cudnn_enabled: bool,
 ) -> np.ndarray:
-    return instance_norm_impl(x, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: running_mean and running_var are needed when use_input_stats is False")
+        return batch_norm(x, weight, bias, running_mean, running_var, False, momentum, eps)
+    n, c = x.shape[:2]
+    flat = x.reshape(n, c, -1)
+    mean, var = _layer_stats(flat, 1)
+    if running_mean is not None or running_var is not None:
+        _update_running(running_mean, running_var, mean.mean(axis=0)[:, 0], var.mean(axis=0)[:, 0], flat.shape[2], momentum)
+    y = _normalize(flat, mean, var, eps).reshape(x.shape)
+    return _affine(y, weight, bias, _channel_shape(x)).astype(x.dtype, copy=False)

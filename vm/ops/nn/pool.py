@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from types import EllipsisType
+from typing import Any
 
 import numpy as np
 
@@ -119,30 +120,17 @@ def max_pool2d_with_indices(
     "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
     "int[2] dilation=1, bool ceil_mode=False) -> Tensor"
 )
-def max_pool2d(
-    x: np.ndarray,
-    kernel_size: Ints,
-    stride: Ints,
-    padding: Ints,
-    dilation: Ints,
-    ceil_mode: bool,
-) -> np.ndarray:
-    return max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode, False)[0]
+def max_pool2d(x: np.ndarray, *geometry: Any) -> np.ndarray:
+    """``geometry``: kernel_size, stride, padding, dilation, ceil_mode, as in the schema."""
+    return max_pool2d_with_indices(x, *geometry, want_indices=False)[0]
 
 
 @kernel(
     "aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
     "int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"
 )
-def max_pool2d_with_indices_kernel(
-    x: np.ndarray,
-    kernel_size: Ints,
-    stride: Ints,
-    padding: Ints,
-    dilation: Ints,
-    ceil_mode: bool,
-) -> tuple[np.ndarray, np.ndarray]:
-    out, idx = max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)
+def max_pool2d_with_indices_kernel(x: np.ndarray, *geometry: Any) -> tuple[np.ndarray, np.ndarray]:
+    out, idx = max_pool2d_with_indices(x, *geometry)
     assert idx is not None  # want_indices=True
     return out, idx.astype(np.int64)
 
@@ -160,15 +148,23 @@ def max_pool1d(
     dilation: Ints,
     ceil_mode: bool,
 ) -> np.ndarray:
-    stride2 = [] if stride in ([], None) else [1, expand(stride, 1)[0]]
-    out, _ = max_pool2d_with_indices(
-        x[..., None, :], [1, expand(kernel_size, 1)[0]], stride2, [0, expand(padding, 1)[0]],
-        [1, expand(dilation, 1)[0]], ceil_mode, False,
-    )
+    k, s, p = _as_2d(kernel_size, stride, padding)
+    out, _ = max_pool2d_with_indices(x[..., None, :], k, s, p, [1, expand(dilation, 1)[0]], ceil_mode, False)
     return out[..., 0, :]
 
 
-def avg_pool2d_impl(
+def _as_2d(kernel_size: Ints, stride: Ints, padding: Ints) -> tuple[list[int], list[int], list[int]]:
+    """A 1-d pool's geometry as a 2-d pool's over a height of 1."""
+    stride2 = [] if stride in ([], None) else [1, expand(stride, 1)[0]]
+    return [1, expand(kernel_size, 1)[0]], stride2, [0, expand(padding, 1)[0]]
+
+
+@copying_out
+@kernel(
+    "aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+    "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"
+)
+def avg_pool2d(
     x: np.ndarray,
     kernel_size: Ints,
     stride: Ints,
@@ -207,23 +203,6 @@ def _window_counts(size: int, n_out: int, k: int, s: int, p: int, include_pad: b
 
 @copying_out
 @kernel(
-    "aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
-    "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"
-)
-def avg_pool2d(
-    x: np.ndarray,
-    kernel_size: Ints,
-    stride: Ints,
-    padding: Ints,
-    ceil_mode: bool,
-    count_include_pad: bool,
-    divisor_override: int | None,
-) -> np.ndarray:
-    return avg_pool2d_impl(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-
-
-@copying_out
-@kernel(
     "aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
     "bool ceil_mode=False, bool count_include_pad=True) -> Tensor"
 )
@@ -235,11 +214,7 @@ def avg_pool1d(
     ceil_mode: bool,
     count_include_pad: bool,
 ) -> np.ndarray:
-    stride2 = [] if stride in ([], None) else [1, expand(stride, 1)[0]]
-    out = avg_pool2d_impl(
-        x[..., None, :], [1, expand(kernel_size, 1)[0]], stride2, [0, expand(padding, 1)[0]],
-        ceil_mode, count_include_pad, None,
-    )
+    out = avg_pool2d(x[..., None, :], *_as_2d(kernel_size, stride, padding), ceil_mode, count_include_pad, None)
     return out[..., 0, :]
 
 

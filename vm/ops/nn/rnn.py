@@ -22,12 +22,13 @@ with probability ``dropout`` (``vm.ops.random``'s generator), as ATen's ``_rnn_i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from vm.ops.nn._util import copying_out, sigmoid
 from vm.ops.random import dropout_impl
-from vm.ops.registry import kernel
+from vm.ops.registry import Fact, kernel
 
 Array = np.ndarray
 
@@ -228,37 +229,20 @@ def run_rnn(
 
 
 _TAIL = "bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first"
+# dropout between layers draws only in training, with dropout > 0 and more than one layer
+_DRAWS = dict(facts=Fact.RANDOM, draws_unless=(("dropout", 0.0), ("train", False), ("num_layers", 1)))
 
 
-@kernel(f"aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor, Tensor)")
-def lstm(
-    x: np.ndarray,
-    hx: Sequence[np.ndarray],
-    params: Sequence[np.ndarray],
-    has_biases: bool,
-    num_layers: int,
-    dropout: float,
-    train: bool,
-    bidirectional: bool,
-    batch_first: bool,
-) -> tuple[np.ndarray, ...]:
-    return run_rnn("lstm", x, list(hx), params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+@kernel(f"aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor, Tensor)", **_DRAWS)
+def lstm(x: np.ndarray, hx: Sequence[np.ndarray], *rest: Any) -> tuple[np.ndarray, ...]:
+    """``rest``: params and the ``_TAIL`` arguments, as ``run_rnn`` takes them."""
+    return run_rnn("lstm", x, list(hx), *rest)
 
 
 def _register_single_state(kind: str) -> None:
-    @kernel(f"aten::{kind}.input(Tensor input, Tensor hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor)")
-    def fused(
-        x: np.ndarray,
-        hx: np.ndarray,
-        params: Sequence[np.ndarray],
-        has_biases: bool,
-        num_layers: int,
-        dropout: float,
-        train: bool,
-        bidirectional: bool,
-        batch_first: bool,
-    ) -> tuple[np.ndarray, ...]:
-        return run_rnn(kind, x, [hx], params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    @kernel(f"aten::{kind}.input(Tensor input, Tensor hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor)", **_DRAWS)
+    def fused(x: np.ndarray, hx: np.ndarray, *rest: Any) -> tuple[np.ndarray, ...]:
+        return run_rnn(kind, x, [hx], *rest)
 
 
 for _kind in ("gru", "rnn_tanh", "rnn_relu"):
