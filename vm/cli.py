@@ -248,7 +248,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if out is not None:
         import json
 
-        out.write_text(json.dumps(report.chrome_trace()))
+        from vm.files.atomic import atomic_write_bytes
+
+        atomic_write_bytes(out, json.dumps(report.chrome_trace()).encode())
         print(f"wrote {args.chrome_trace} (open it in https://ui.perfetto.dev)", file=sys.stderr)
     return 0
 

@@ -49,6 +49,7 @@ import numpy as np
 
 from vm.core.errors import BytecodeError, IRError, Span
 from vm.core.gc_pause import gc_paused
+from vm.files.atomic import atomic_write
 from vm.files.kinds import MAGIC_MEMBER, has_magic, is_irbc
 from vm.ops import registry
 from vm.ops.registry import OpRef
@@ -100,14 +101,16 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
     members.append(("spans.json", json.dumps(list(program.node_spans)).encode()))
     members.append(("checks.json", json.dumps(program.check_table()).encode()))
     header = {"format": FORMAT_VERSION, "producer": PRODUCER, "sha256": _digest(members)}
-    tmp = Path(str(path) + ".tmp")
-    with zipfile.ZipFile(tmp, "w") as zf:
-        zf.writestr(zipfile.ZipInfo(MAGIC_MEMBER), json.dumps(header), compress_type=zipfile.ZIP_STORED)
-        for name, data in members:
-            # the fastest deflate level: a 40k-node program's members are ~60 MB of text and
-            # arrays, which level 6 took a second to squeeze by a few percent more
-            zf.writestr(zipfile.ZipInfo(name), data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
-    tmp.replace(path)  # never leave a half-written file under the real name
+
+    def write(f: Any) -> None:
+        with zipfile.ZipFile(f, "w") as zf:
+            zf.writestr(zipfile.ZipInfo(MAGIC_MEMBER), json.dumps(header), compress_type=zipfile.ZIP_STORED)
+            for name, data in members:
+                # the fastest deflate level: a 40k-node program's members are ~60 MB of text and
+                # arrays, which level 6 took a second to squeeze by a few percent more
+                zf.writestr(zipfile.ZipInfo(name), data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
+
+    atomic_write(path, write)  # a fresh temporary file, renamed: never half a file, never another's file
 
 
 def _digest(members: list[tuple[str, bytes]]) -> str:
