@@ -302,6 +302,18 @@ class SafeUnpickler(pickle._Unpickler):  # the Python one: iterative, and its op
             raise ArchiveError(f"{self._what}: INST/OBJ of {_brief(klass)}: only __torch__ classes are built")
         self.append(klass(*args))
 
+    def _int64_top(self, opcode: bytes) -> None:
+        """Run ``opcode``'s own reader, then refuse an integer outside int64 (TorchScript's
+        int; torch's unpickler reads at most 8 bytes of a LONG1)."""
+        pickle._Unpickler.dispatch[opcode[0]](self)
+        value = self.stack[-1]
+        if isinstance(value, int) and not isinstance(value, bool) and not -INT64 <= value < INT64:
+            raise ArchiveError(f"{self._what}: an integer outside int64 ({value.bit_length()} bits)")
+
+    for _op in (pickle.INT, pickle.LONG, pickle.LONG1, pickle.LONG4):
+        dispatch[_op[0]] = lambda self, _op=_op: self._int64_top(_op)
+    del _op
+
     dispatch[pickle.REDUCE[0]] = load_reduce
     dispatch[pickle.MARK[0]] = load_mark
     dispatch[pickle.BUILD[0]] = load_build

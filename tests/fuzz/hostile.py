@@ -284,3 +284,22 @@ def mutant(rng: random.Random) -> bytes:
     for _ in range(rng.randint(1, 3)):
         rng.choice(MEMBER_EDITS)(rng, members)
     return zip_bytes(members, rng)
+
+
+def attempt(data: bytes, scratch: Path) -> str:
+    """Read, compile and run one archive as ``irvm run`` does: ``"ok"`` or ``"error"`` (one of
+    irvm's errors); anything else raises ``tests.support.mutations.Escape``."""
+    from tests.support.mutations import classify
+
+    scratch.write_bytes(data)
+
+    def run() -> None:
+        import compiler.torchscript as ts
+        from vm.files.kinds import expect
+        from vm.interpreter.machine import Interpreter
+
+        expect(scratch, "program")
+        program, weights = ts.compile_archive(scratch)
+        Interpreter(program, weights)(np.ones(3, np.float32))
+
+    return classify(run)

@@ -162,6 +162,9 @@ def outputs_as_list(result: Any, n_outputs: int) -> list[Any]:
 def read_npz(path: str | Path) -> dict[str, np.ndarray]:
     """Every array of an .npz file, loaded eagerly (no pickle), but irvm's ``__irvm__``
     mark, which says who wrote the file and is no value."""
+    from vm.files.arrays import check_npz
+
+    check_npz(path)  # every header against the file's size, before numpy allocates
     with np.load(path, allow_pickle=False) as data:
         return {k: data[k] for k in data.files if k != MARK_KEY}
 

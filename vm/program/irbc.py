@@ -32,7 +32,8 @@ command line can compile it again: the VM itself never compiles), the hash, the 
 ``verify``: opcodes known; register, constant, operator and function indices in range;
 jump targets inside the function; the stack depth the same on every path into an
 instruction, never negative, and equal to the outputs at RET; operator names resolvable
-with a consistent arity.  Every failure is a ``BytecodeError`` naming the file and what
+with a consistent arity; then the other tables (``vm.program.irbc_tables``: ``self_reads``,
+node spans).  Every failure is a ``BytecodeError`` naming the file and what
 is wrong.
 """
 
@@ -53,6 +54,7 @@ from vm.files.atomic import atomic_write
 from vm.files.kinds import MAGIC_MEMBER, has_magic, is_irbc
 from vm.ops import registry
 from vm.ops.registry import OpRef
+from vm.program.irbc_tables import check_tables
 from vm.program.bytecode import (
     Function,
     Instruction,
@@ -266,6 +268,7 @@ def _load_bytes(data: bytes, where: str) -> Program:
     body = json.loads(files["program.json"])
     program = _program_from_json(body, files, where, source)
     verify(program, where)
+    check_tables(program, where)  # self_reads, node spans: vm.program.irbc_tables
     return program
 
 
