@@ -196,7 +196,7 @@ def _pt_worker_init(memory_mib: int) -> None:
     signal.signal(signal.SIGALRM, _alarm)
 
 
-def _pt_batch(job: tuple[int, int, int, float]) -> tuple[collections.Counter[str], list[tuple[str, int, str]]]:
+def _pt_batch(job: tuple[Any, int, int, float]) -> tuple[collections.Counter[str], list[tuple[str, int, str]]]:
     """Attempts ``first..last-1`` of seed ``seed`` in this worker: counts, and failures as
     ``(signature, attempt, traceback)``."""
     import os
@@ -234,7 +234,7 @@ def run_pt(args: argparse.Namespace) -> int:
     first = 0
     if args.replay:
         _, seed, n = args.replay.split(":")
-        args.seed, first, args.n = int(seed), int(n), int(n) + 1
+        args.seed, first, args.n = seed, int(n), int(n) + 1  # a seed is any text ("ci" for the CI slice)
     counts: collections.Counter[str] = collections.Counter()
     failures: collections.Counter[str] = collections.Counter()
     out = Path(args.out) / "pt"

@@ -9,6 +9,12 @@
 source of ``code/``; ``frontend`` compiles a method of the module object, with every
 call inlined, to the IR the text parser produces; ``weights`` flattens the module object
 into the dotted-key weights mapping the runtimes bind ``%self`` from.
+
+Reading is bounded (``limits``: one ``ReadLimits`` record, ``IRVM_LIMITS`` to change it;
+``docs/bounds.md``): member sizes and compression ratios, the pickles' nesting and paths,
+the source's nesting and literal sizes are checked before the work they bound, and
+``source_bounds`` parses the source within them.  A hostile or damaged archive is one
+``ArchiveError`` (exit 65).
 """
 
 from __future__ import annotations

@@ -149,9 +149,14 @@ class Archive:
         """``code/__torch__/....py`` members (relative paths) -> their source text."""
         files: dict[str, str] = {}
         code = [m for m in sorted(self.members) if m.startswith("code/") and m.endswith(".py")]
-        total = sum(self.zip.getinfo(self.members[m]).file_size for m in code)
+        infos = [self.zip.getinfo(self.members[m]) for m in code]
+        total = sum(i.file_size for i in infos)
         if total > self.limits.source_bytes:
             raise ArchiveError(f"{self.path}: {over('the size of its source (code/)', total, 'source_bytes', self.limits.source_bytes)}")
+        squeezed = sum(i.compress_size for i in infos)
+        if total > RATIO_FLOOR and total // max(squeezed, 1) > self.limits.ratio:  # many small bombs make a big one
+            ratio = total // max(squeezed, 1)
+            raise ArchiveError(f"{self.path}: code/: a zip bomb? {over('its compression ratio', ratio, 'ratio', self.limits.ratio)}")
         for member in code:
             try:
                 files[member] = self.read(member).decode("utf-8")

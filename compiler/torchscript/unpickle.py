@@ -132,8 +132,8 @@ def _rebuild_tensor(storage: Any, offset: Any, size: Any, stride: Any, *_rest: A
     """A tensor as torch keeps it: a view of ``storage`` (a 1-d array), never a copy.
     ``size``/``stride``/``offset`` count elements; each is checked (exact Python integers,
     before numpy sees them) to be an int64 and to keep every element inside the storage,
-    so a crafted archive can neither read past it nor make numpy overflow.  A view that
-    repeats elements (a stride of 0) is read-only, as torch refuses to write through one."""
+    so a crafted archive can neither read past it nor make numpy overflow.  A view whose
+    elements overlap (a stride of 0) is read-only, as torch refuses to write through one."""
     if not isinstance(storage, np.ndarray) or storage.ndim != 1:
         raise ArchiveError(f"a tensor refers to {type(storage).__name__}, not a storage")
     if not (_is_int_tuple(size) and _is_int_tuple(stride) and _is_int(offset)) or len(size) != len(stride):
@@ -159,11 +159,21 @@ def _rebuild_tensor(storage: Any, offset: Any, size: Any, stride: Any, *_rest: A
     if stride == _contiguous_strides(size) or not size:
         return storage[offset : offset + numel].reshape(size)
     item = storage.itemsize
-    repeats = any(s == 0 and n > 1 for n, s in zip(size, stride)) or numel > last - offset + 1
     return np.lib.stride_tricks.as_strided(
         storage[offset : last + 1], shape=tuple(size), strides=tuple(s * item for s in stride),
-        writeable=not repeats and storage.flags.writeable,
+        writeable=_non_overlapping(size, stride) and storage.flags.writeable,
     )
+
+
+def _non_overlapping(size: Any, stride: Any) -> bool:
+    """True when no two elements of the view share a storage element (each stride, taken
+    in increasing order, steps past everything the smaller ones reach)."""
+    reach = 0
+    for s, n in sorted((s, n) for n, s in zip(size, stride) if n > 1):
+        if s <= reach:
+            return False
+        reach += (n - 1) * s
+    return True
 
 
 def _brief(value: Any) -> str:
@@ -233,6 +243,9 @@ _GLOBALS: dict[tuple[str, str], Any] = {
 }
 
 
+_PY_UNPICKLER: Any = pickle._Unpickler  # whose opcode readers the overrides below call
+
+
 def _allowed_call(func: Any) -> bool:
     """What REDUCE may call: a rebuild function of the table above, or a ``__torch__``
     class (an enum built from its value)."""
@@ -258,6 +271,7 @@ class SafeUnpickler(pickle._Unpickler):  # the Python one: iterative, and its op
     dispatch: ClassVar[dict[int, Callable[..., None]]] = dict(pickle._Unpickler.dispatch)
     stack: list[Any]  # the working stack, which load() sets up
     metastack: list[list[Any]]
+    append: Callable[[Any], None]
 
     def load_reduce(self) -> None:
         stack = self.stack
@@ -273,7 +287,7 @@ class SafeUnpickler(pickle._Unpickler):  # the Python one: iterative, and its op
     def load_mark(self) -> None:
         if len(self.metastack) >= self._limits.depth:
             raise ArchiveError(f"{self._what}: {over('the nesting of MARKs', len(self.metastack) + 1, 'depth', self._limits.depth)}")
-        pickle._Unpickler.load_mark(self)
+        _PY_UNPICKLER.load_mark(self)
 
     def load_build(self) -> None:
         state = self.stack.pop()
@@ -305,7 +319,7 @@ class SafeUnpickler(pickle._Unpickler):  # the Python one: iterative, and its op
     def _int64_top(self, opcode: bytes) -> None:
         """Run ``opcode``'s own reader, then refuse an integer outside int64 (TorchScript's
         int; torch's unpickler reads at most 8 bytes of a LONG1)."""
-        pickle._Unpickler.dispatch[opcode[0]](self)
+        _PY_UNPICKLER.dispatch[opcode[0]](self)
         value = self.stack[-1]
         if isinstance(value, int) and not isinstance(value, bool) and not -INT64 <= value < INT64:
             raise ArchiveError(f"{self._what}: an integer outside int64 ({value.bit_length()} bits)")

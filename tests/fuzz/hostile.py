@@ -245,7 +245,7 @@ def seed_members() -> list[dict[str, bytes]]:
     """The archives the campaign mutates, as member dicts (a plain module, a 2x3 weight
     seen transposed, a nested module with a list)."""
     plain = _members(data_pkl())
-    transposed = _members(data_pkl(w=weight(6, (3, 2), (1, 3))), {"0": np.arange(6, dtype="<f4").tobytes()})
+    transposed = _members(data_pkl(w=weight(6, (2, 3), (1, 2))), {"0": np.arange(6, dtype="<f4").tobytes()})
     inner = P.module("__torch__.N", {"training": b"\x89", "v": P.list_(P.int_(1), P.int_(2))})
     nested = _members(data_pkl(extra={"n": inner}))
     return [plain, transposed, nested]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from vm.core.errors import RunError
 MAX_RATIO = 1100  # deflate's best is 1032:1; a member claiming more inflated bytes is damaged
 
 
-def _header_bytes(f: BinaryIO, where: str) -> tuple[tuple[int, ...], np.dtype, int]:
+def _header_bytes(f: IO[bytes], where: str) -> tuple[tuple[int, ...], np.dtype, int]:
     """``(shape, dtype, header length)`` of the array starting at ``f``'s position."""
     fmt = np.lib.format
     start = f.tell()
@@ -72,7 +72,7 @@ def check_npz(path: str | Path) -> None:
                 if not info.filename.endswith(".npy"):
                     continue
                 with zf.open(info) as f:
-                    shape, dtype, header = _header_bytes(f, where)  # type: ignore[arg-type]
+                    shape, dtype, header = _header_bytes(f, where)
                 _check(shape, dtype, info.file_size - header, where)
     except RunError:
         raise

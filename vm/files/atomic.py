@@ -33,7 +33,7 @@ def _create_unique(target: Path) -> tuple[int, Path]:
     raise FileExistsError(f"{target.parent}: cannot create a temporary file beside {target.name}")
 
 
-def atomic_write(path: str | Path, write: Callable[[BinaryIO], None]) -> None:
+def atomic_write(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
     """Write ``path`` through ``write(file)`` atomically (see the module docstring)."""
     target = Path(path)
     fd, tmp = _create_unique(target)

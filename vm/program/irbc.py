@@ -54,7 +54,6 @@ from vm.files.atomic import atomic_write
 from vm.files.kinds import MAGIC_MEMBER, has_magic, is_irbc
 from vm.ops import registry
 from vm.ops.registry import OpRef
-from vm.program.irbc_tables import check_tables
 from vm.program.bytecode import (
     Function,
     Instruction,
@@ -64,6 +63,7 @@ from vm.program.bytecode import (
     loop_exit_effect,
     stack_effect,
 )
+from vm.program.irbc_tables import check_tables
 
 FORMAT_VERSION = 3
 PRODUCER = "irvm 0.1.0"
