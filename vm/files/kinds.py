@@ -309,17 +309,19 @@ def _chrome_trace_marked(path: Path) -> bool:
 
 def mark_picture(path: Path) -> None:
     """Put irvm's mark into a picture just written (.svg, .dot, .png; others unchanged)."""
+    from vm.files.atomic import atomic_write_bytes
+
     data = path.read_bytes()
     comment = f"<!-- {PICTURE_MARK} -->\n".encode()
     if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        path.write_bytes(_png_with_text(data, "Software", PICTURE_MARK))
+        atomic_write_bytes(path, _png_with_text(data, "Software", PICTURE_MARK))
     elif data.lstrip().startswith(b"<?xml"):
         end = data.index(b"?>") + 2
-        path.write_bytes(data[:end] + b"\n" + comment + data[end:].lstrip(b"\n"))
+        atomic_write_bytes(path, data[:end] + b"\n" + comment + data[end:].lstrip(b"\n"))
     elif data.lstrip().startswith(b"<"):
-        path.write_bytes(comment + data)
+        atomic_write_bytes(path, comment + data)
     elif path.suffix.lower() == ".dot" or data.lstrip().startswith((b"digraph", b"graph", b"strict")):
-        path.write_bytes(f"// {PICTURE_MARK}\n".encode() + data)
+        atomic_write_bytes(path, f"// {PICTURE_MARK}\n".encode() + data)
 
 
 def _picture_marked(path: Path) -> bool:
