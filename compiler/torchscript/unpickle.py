@@ -142,13 +142,20 @@ def _rebuild_tensor(storage: Any, offset: Any, size: Any, stride: Any, *_rest: A
         raise ArchiveError(
             f"malformed tensor: a size, stride or offset outside 0..2^63-1 ({_brief(size)}, {_brief(stride)}, {_brief(offset)})"
         )
-    numel = 1
-    for n in size:
+    if len(size) > 64:  # numpy's (and torch's practical) bound on dimensions
+        raise ArchiveError(f"malformed tensor: {len(size)} dimensions (at most 64)")
+    numel = 0 if 0 in size else 1
+    for n in size if numel else ():
         numel *= n
-    if numel >= INT64:
-        raise ArchiveError(f"malformed tensor: {_brief(size)} has 2^63 or more elements")
+        if numel >= INT64:  # stop before the product grows: it is checked once per factor
+            raise ArchiveError(f"malformed tensor: {_brief(size)} has 2^63 or more elements")
+    if numel * storage.itemsize >= INT64:
+        raise ArchiveError(f"malformed tensor: {_brief(size)} spans 2^63 or more bytes")
     if numel == 0:
-        return storage[:0].reshape(size)
+        try:
+            return storage[:0].reshape(size)
+        except ValueError:  # numpy bounds even an empty array's other dimensions
+            raise ArchiveError(f"malformed tensor: an empty tensor of size {_brief(size)}, too large for numpy") from None
     stride = tuple(s if n > 1 else 0 for n, s in zip(size, stride))  # a size-1 dimension's stride is never used
     last = offset + sum((n - 1) * s for n, s in zip(size, stride))
     if last >= storage.shape[0]:
