@@ -259,8 +259,14 @@ def _allowed_call(func: Any) -> bool:
     return _is_record_type(func) or any(func is known for known in _GLOBALS.values())
 
 
+# The classes whose objects a pickle may build (NEWOBJ/OBJ/INST) and give a state (BUILD):
+# ``__torch__`` objects, including TorchScript custom classes (``__torch__.torch.classes.*``).
+# A reader of a new kind of object adds its class here (it must define ``__setstate__``).
+BUILDABLE: tuple[type, ...] = (Record,)
+
+
 def _is_record_type(cls: Any) -> bool:
-    return isinstance(cls, type) and issubclass(cls, Record)
+    return isinstance(cls, type) and issubclass(cls, BUILDABLE)
 
 
 class SafeUnpickler(pickle._Unpickler):  # the Python one: iterative, and its opcodes are ours to restrict
@@ -299,7 +305,7 @@ class SafeUnpickler(pickle._Unpickler):  # the Python one: iterative, and its op
     def load_build(self) -> None:
         state = self.stack.pop()
         inst = self.stack[-1]
-        if not isinstance(inst, Record):
+        if not isinstance(inst, BUILDABLE):
             raise ArchiveError(f"{self._what}: BUILD of a {type(inst).__name__}: only __torch__ objects take a state")
         inst.__setstate__(state)
 
