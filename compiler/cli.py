@@ -216,10 +216,13 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
     given = [Path(args.file), *([Path(args.weights)] if args.weights else [])]
     check_writable(out, inputs=given, force=args.force, kind="irbc")
-    timed("save", lambda: save(program, out, options={"fusion": not args.no_fusion, "passes": passes}))
-    from compiler.torchscript import save_archive_weights
+    from compiler.torchscript import prepare_archive_weights
 
-    save_archive_weights(args.file, out, force=args.force)  # a .pt's weights go beside the .irbc
+    # every output is checked before any is written: a .pt's weights go beside the .irbc
+    pending = prepare_archive_weights(args.file, out, force=args.force)
+    timed("save", lambda: save(program, out, options={"fusion": not args.no_fusion, "passes": passes}))
+    if pending is not None:
+        pending.write()
     if args.verbose:
         for name, seconds in timings[2:]:
             print(f"[{name}: {_ms(seconds)}]", file=sys.stderr)

@@ -1,8 +1,16 @@
 """The long mutation fuzz campaign: mutated real dumps into ``compiler.compile_source``,
-mutated ``.irbc`` files into ``vm.load`` and an interpreter run.
+mutated ``.irbc`` files into ``vm.load`` and an interpreter run, and mutated ``.pt``
+archives (``pt``: zip structure, pickle opcodes, storages, records, source; the edits of
+``tests/fuzz/hostile.py``) compiled and run as ``irvm run`` does.
 
     python3 tools/fuzz_campaign.py --n 100000 --out /tmp/fuzz-failures
     python3 tools/fuzz_campaign.py --n 2000 --only irbc --seed 7
+    python3 tools/fuzz_campaign.py --n 100000 --only pt --memory 2048
+
+Archive mutants run in a worker process under an address-space limit (``--memory`` MiB,
+``RLIMIT_AS``; a ``MemoryError`` there is a failure: a bound was missed) and the
+``--timeout``; a worker that dies or does not answer is replaced and the case counts as
+a failure ("killed" or "hang").
 
 Each attempt draws 1-3 edits (tests/support/mutations.py) from a generator seeded by ``--seed``
 and the attempt number, so a failure is replayed with ``--replay ir:SEED:N``.  An attempt
@@ -106,13 +114,16 @@ def _signature(err: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1000, help="attempts of each kind (default 1000)")
-    ap.add_argument("--only", choices=("ir", "irbc"), help="run one kind only")
+    ap.add_argument("--only", choices=("ir", "irbc", "pt"), help="run one kind only")
+    ap.add_argument("--memory", type=int, default=2048, help="address-space limit of the pt worker, MiB (default 2048)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds before an attempt counts as a hang")
     ap.add_argument("--out", default="fuzz-failures", help="folder for failing inputs (default ./fuzz-failures)")
     ap.add_argument("--replay", metavar="KIND:SEED:N", help="rerun one attempt and print its traceback")
     args = ap.parse_args(argv)
 
+    if args.only == "pt" or (args.replay or "").startswith("pt:"):
+        return run_pt(args)
     texts = [(str(p.relative_to(ROOT)), p.read_text()) for p in ir_seeds()]
     out = Path(args.out)
     signal.signal(signal.SIGALRM, _alarm)
@@ -172,6 +183,93 @@ def main(argv: list[str] | None = None) -> int:
             status = 1
     scratch.unlink(missing_ok=True)
     return status
+
+
+# -- archive mutants, in a worker under memory and time limits ---------------------------------
+
+
+def _pt_worker_init(memory_mib: int) -> None:
+    import resource
+
+    limit = memory_mib << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    signal.signal(signal.SIGALRM, _alarm)
+
+
+def _pt_batch(job: tuple[Any, int, int, float]) -> tuple[collections.Counter[str], list[tuple[str, int, str]]]:
+    """Attempts ``first..last-1`` of seed ``seed`` in this worker: counts, and failures as
+    ``(signature, attempt, traceback)``."""
+    import os
+
+    from tests.fuzz.hostile import attempt, mutant
+
+    seed, first, last, timeout = job
+    scratch = Path(f"/tmp/fuzz-pt-{os.getpid()}.pt")
+    counts: collections.Counter[str] = collections.Counter()
+    failures: list[tuple[str, int, str]] = []
+    for i in range(first, last):
+        data = mutant(random.Random(f"pt:{seed}:{i}"))
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            counts[attempt(data, scratch)] += 1
+        except Escape as esc:
+            counts["escape"] += 1
+            failures.append((_signature(esc.error), i, esc.trace))
+        except _Timeout:
+            counts["hang"] += 1
+            failures.append(("hang", i, f"no answer in {timeout} s\n"))
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    scratch.unlink(missing_ok=True)
+    return counts, failures
+
+
+def run_pt(args: argparse.Namespace) -> int:
+    """The ``pt`` kind: ``args.n`` archive mutants (``tests/fuzz/hostile.py``) in batches
+    of 100 on one worker process under ``--memory`` and ``--timeout``."""
+    import multiprocessing
+
+    from tests.fuzz.hostile import mutant
+
+    first = 0
+    if args.replay:
+        _, seed, n = args.replay.split(":")
+        args.seed, first, args.n = seed, int(n), int(n) + 1  # a seed is any text ("ci" for the CI slice)
+    counts: collections.Counter[str] = collections.Counter()
+    failures: collections.Counter[str] = collections.Counter()
+    out = Path(args.out) / "pt"
+    start = time.perf_counter()
+    batch = 100
+    jobs = [(args.seed, lo, min(lo + batch, args.n), args.timeout) for lo in range(first, args.n, batch)]
+    ctx = multiprocessing.get_context("fork")
+    pool = ctx.Pool(1, initializer=_pt_worker_init, initargs=(args.memory,), maxtasksperchild=20)
+    done = 0
+    for job in jobs:
+        try:
+            got, failed = pool.apply_async(_pt_batch, (job,)).get(timeout=args.timeout * (job[2] - job[1]) + 60)
+        except Exception as err:  # noqa: BLE001 - the worker died (killed at the memory limit) or hung
+            pool.terminate()
+            pool = ctx.Pool(1, initializer=_pt_worker_init, initargs=(args.memory,), maxtasksperchild=20)
+            got, failed = collections.Counter({"killed": job[2] - job[1]}), [(f"killed-{type(err).__name__}", job[1], repr(err))]
+        counts.update(got)
+        for sig, i, trace in failed:
+            failures[sig] += 1
+            if args.replay:
+                print(trace)
+            if failures[sig] <= 3:
+                folder = out / f"{sig.replace(':', '_').replace('@', '-')}-{failures[sig]}"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "mutant.pt").write_bytes(mutant(random.Random(f"pt:{args.seed}:{i}")))
+                (folder / "info.txt").write_text(f"replay: --replay pt:{args.seed}:{i}\n\n{trace}")
+        done += job[2] - job[1]
+        if done % 5000 < batch:
+            print(f"  pt {done}/{args.n - first} {dict(counts)} {time.perf_counter() - start:.0f} s", flush=True)
+    pool.close()
+    elapsed = time.perf_counter() - start
+    print(f"pt: {args.n - first} mutants in {elapsed:.0f} s: {dict(counts)}")
+    for sig, n in failures.most_common():
+        print(f"  {n:6d}  {sig}")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

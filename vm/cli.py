@@ -204,6 +204,9 @@ def read_inputs(path: str | None, program: Any) -> list[Any]:
                 f"{path} is an .npy (one array), but the program takes {len(names)} inputs ({listing}): "
                 f"give an .npz with one entry per input (numpy.savez)"
             )
+        from vm.files.arrays import check_npy
+
+        check_npy(path)  # the header against the file's size, before numpy allocates
         try:
             array = np.load(path, allow_pickle=False)
         except ValueError as err:
@@ -248,7 +251,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if out is not None:
         import json
 
-        out.write_text(json.dumps(report.chrome_trace()))
+        from vm.files.atomic import atomic_write_bytes
+
+        atomic_write_bytes(out, json.dumps(report.chrome_trace()).encode())
         print(f"wrote {args.chrome_trace} (open it in https://ui.perfetto.dev)", file=sys.stderr)
     return 0
 

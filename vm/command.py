@@ -70,6 +70,9 @@ def load_npz(path: str | None, role: str = "weights") -> dict[str, Any]:
     from vm.files.kinds import MARK_KEY, expect
 
     expect(path, role)
+    from vm.files.arrays import check_npz
+
+    check_npz(path)  # every header against the file's size, before numpy allocates
     try:
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files if k != MARK_KEY}

@@ -9,6 +9,12 @@
 source of ``code/``; ``frontend`` compiles a method of the module object, with every
 call inlined, to the IR the text parser produces; ``weights`` flattens the module object
 into the dotted-key weights mapping the runtimes bind ``%self`` from.
+
+Reading is bounded (``limits``: one ``ReadLimits`` record, ``IRVM_LIMITS`` to change it;
+``docs/bounds.md``): member sizes and compression ratios, the pickles' nesting and paths,
+the source's nesting and literal sizes are checked before the work they bound, and
+``source_bounds`` parses the source within them.  A hostile or damaged archive is one
+``ArchiveError`` (exit 65).
 """
 
 from __future__ import annotations
@@ -33,7 +39,10 @@ def load_torchscript(path: str | Path, method: str = "forward") -> tuple[Any, di
         constants = archive.constants()
     finally:
         archive.close()  # memory maps keep their own handle
-    module = compile_method(index, root, constants, method, str(path))
+    try:
+        module = compile_method(index, root, constants, method, str(path))
+    except RecursionError:  # calls inlined into calls past Python's stack: source_bounds bounds one tree, not the chain
+        raise ArchiveError(f"{path}: the source's calls nest deeper than irvm can inline") from None
     return module, flatten(root, constants)
 
 
@@ -110,31 +119,71 @@ def weights_path(program_path: str | Path) -> Path:
     return out.with_name(out.stem + ".weights.npz")
 
 
-def save_archive_weights(source: str | Path, program_path: str | Path, force: bool = False) -> Path | None:
-    """Write the weights of archive ``source`` beside ``program_path`` (see ``weights_path``);
-    nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads."""
-    import sys
+class PendingWeights:
+    """The weights of an archive, checked and ready to write beside a program
+    (``prepare_archive_weights``): every check is done, nothing is written yet."""
 
+    def __init__(self, out: Path, arrays: dict[str, Any], program_path: str | Path) -> None:
+        self.out, self.arrays, self.program_path = out, arrays, program_path
+
+    def write(self) -> Path:
+        import sys
+
+        from vm.files.npz import save_marked
+
+        save_marked(self.out, self.arrays, "weights")
+        print(f"wrote {self.out} (the archive's weights: irvm run {self.program_path} --weights {self.out})", file=sys.stderr)
+        return self.out
+
+
+def prepare_archive_weights(
+    source: str | Path, program_path: str | Path, force: bool = False, limits: Any = None
+) -> PendingWeights | None:
+    """The weights of archive ``source`` to write beside ``program_path`` (see
+    ``weights_path``), after every check: the target may be written (``check_writable``)
+    and no tensor that repeats its storage's elements (a stride-0 view) expands past
+    ``limits.expanded_bytes`` (an ``.npz`` holds whole arrays: a 32768x32768 view of one
+    float would be a 4 GiB file).  None when ``source`` is not an archive."""
     import numpy as np
 
+    from compiler.torchscript.limits import current, over
     from vm.files.kinds import check_writable
 
     if not is_torchscript_archive(source):
         return None
     from compiler.torchscript.weights import flatten
 
-    archive = Archive(source)
+    limits = limits or current()
+    out = weights_path(program_path)
+    check_writable(out, inputs=[Path(source), Path(program_path)], force=force, kind="weights")
+    archive = Archive(source, limits)
     try:
         weights = flatten(archive.module(), archive.constants(), arrays_only=True)
     finally:
         archive.close()  # memory maps keep their own handle
-    out = weights_path(program_path)
-    check_writable(out, inputs=[Path(source)], force=force, kind="weights")
-    from vm.files.npz import save_marked
+    arrays = {k: np.asarray(v) for k, v in weights.items()}
+    for key, array in arrays.items():
+        extra = array.nbytes - _footprint(array)
+        if extra > 0 and array.nbytes > limits.expanded_bytes:
+            raise ArchiveError(
+                f"{source}: weight {key} (shape {list(array.shape)}) repeats elements of its storage; written out, "
+                f"{over('it', array.nbytes, 'expanded_bytes', limits.expanded_bytes)} bytes"
+            )
+    return PendingWeights(out, arrays, program_path)
 
-    save_marked(out, {k: np.asarray(v) for k, v in weights.items()}, "weights")
-    print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)
-    return out
+
+def _footprint(array: Any) -> int:
+    """The bytes of memory a (possibly strided) array spans."""
+    if array.size == 0:
+        return 0
+    return sum((n - 1) * abs(s) for n, s in zip(array.shape, array.strides)) + array.itemsize
+
+
+def save_archive_weights(source: str | Path, program_path: str | Path, force: bool = False) -> Path | None:
+    """Write the weights of archive ``source`` beside ``program_path`` (see ``weights_path``);
+    nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads."""
+    pending = prepare_archive_weights(source, program_path, force)
+    return None if pending is None else pending.write()
 
 
 __all__ = [
@@ -146,6 +195,7 @@ __all__ = [
     "is_torchscript_archive",
     "load_torchscript",
     "method_defaults",
+    "prepare_archive_weights",
     "save_archive_weights",
     "weights_path",
 ]

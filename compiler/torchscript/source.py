@@ -22,6 +22,7 @@ import attrs
 
 from compiler import types as T
 from compiler.diagnostics import Span
+from compiler.torchscript import source_bounds
 from compiler.torchscript.unpickle import ArchiveError
 
 _LEAVES: dict[str, T.Type] = {
@@ -101,14 +102,7 @@ class SourceIndex:
         prefix = path.replace("/", ".")
         lines = text.split("\n")
         self.lines[member] = lines
-        try:
-            tree = ast.parse(text, filename=member)
-        except SyntaxError as err:
-            line = err.lineno or 0
-            raise ArchiveError(
-                f"not TorchScript source: {err.msg}",
-                Span(member, line, err.offset or 0, lines[line - 1] if 0 < line <= len(lines) else None),
-            ) from None
+        tree = source_bounds.parse(text, member, lines)  # bounded depth and literal sizes (docs/bounds.md)
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef):
                 info = self._class(f"{prefix}.{stmt.name}", stmt, member, lines)

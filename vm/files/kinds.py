@@ -13,6 +13,7 @@ first bytes, never from the name:
     NPY           one numpy array (numpy.save)
     ONNX          an ONNX protobuf (``.onnx``)
     ZIP           any other zip
+    DAMAGED_ZIP   starts as a zip but its directory cannot be read (truncated, corrupt)
     DIRECTORY, MISSING, TEXT (UTF-8), BINARY (anything else)
 
 Files irvm writes carry a mark, and an existing file is replaced only when it has the
@@ -48,6 +49,7 @@ class FileKind(enum.Enum):
     CHECKPOINT = "PyTorch checkpoint (torch.save)"
     ONNX = "ONNX model"
     ZIP = "zip archive"
+    DAMAGED_ZIP = "damaged zip archive"
     TEXT = "text file"
     BINARY = "binary file"
 
@@ -145,8 +147,8 @@ def _zip_kind(p: Path) -> FileKind:
     try:
         with zipfile.ZipFile(p) as zf:
             names = zf.namelist()
-    except Exception:  # noqa: BLE001  (a damaged zip, whatever zipfile raises): a zip, no more
-        return FileKind.ZIP
+    except Exception:  # noqa: BLE001  (a damaged zip, whatever zipfile raises)
+        return FileKind.DAMAGED_ZIP
     if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
         code = any("/code/" in f"/{n}" for n in names)
         return FileKind.TORCHSCRIPT if code else FileKind.CHECKPOINT
@@ -193,6 +195,9 @@ def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
         todo = "irvm runs TorchScript graph IR: export the PyTorch model with `python tools/export_torch.py`"
     elif kind is FileKind.DIRECTORY:
         todo = f"give a file as the {role}"
+    elif kind is FileKind.DAMAGED_ZIP:
+        todo = ("it starts as a zip (a .pt, .irbc or .npz) but its directory cannot be read: the file is "
+                "truncated or corrupt; copy or save it again")
     elif kind is FileKind.NPY and role == "weights":
         todo = "weights are an .npz of dotted state_dict keys (numpy.savez)"
     elif role == "program":
@@ -304,17 +309,19 @@ def _chrome_trace_marked(path: Path) -> bool:
 
 def mark_picture(path: Path) -> None:
     """Put irvm's mark into a picture just written (.svg, .dot, .png; others unchanged)."""
+    from vm.files.atomic import atomic_write_bytes
+
     data = path.read_bytes()
     comment = f"<!-- {PICTURE_MARK} -->\n".encode()
     if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        path.write_bytes(_png_with_text(data, "Software", PICTURE_MARK))
+        atomic_write_bytes(path, _png_with_text(data, "Software", PICTURE_MARK))
     elif data.lstrip().startswith(b"<?xml"):
         end = data.index(b"?>") + 2
-        path.write_bytes(data[:end] + b"\n" + comment + data[end:].lstrip(b"\n"))
+        atomic_write_bytes(path, data[:end] + b"\n" + comment + data[end:].lstrip(b"\n"))
     elif data.lstrip().startswith(b"<"):
-        path.write_bytes(comment + data)
+        atomic_write_bytes(path, comment + data)
     elif path.suffix.lower() == ".dot" or data.lstrip().startswith((b"digraph", b"graph", b"strict")):
-        path.write_bytes(f"// {PICTURE_MARK}\n".encode() + data)
+        atomic_write_bytes(path, f"// {PICTURE_MARK}\n".encode() + data)
 
 
 def _picture_marked(path: Path) -> bool:

@@ -44,6 +44,7 @@ import numpy as np
 from vm.core import types as T
 from vm.core.enum_values import EnumValue, parse_member, stored
 from vm.core.errors import RunError
+from vm.files.atomic import atomic_write
 from vm.files.kinds import MARK_KEY
 
 SPEC_KEY = "__spec__"
@@ -137,11 +138,16 @@ def save_values(path: str | Path, named: Mapping[str, Any]) -> None:
 def write_npz(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write ``arrays`` to exactly ``path`` as ``numpy.savez`` would (a zip of ``NAME.npy``
     members, no pickle), for any names: ``numpy.savez(**arrays)`` takes its own
-    keywords ``file`` and ``allow_pickle`` out of them, so an input named ``file`` broke it."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-        for name, array in arrays.items():
-            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+    keywords ``file`` and ``allow_pickle`` out of them, so an input named ``file`` broke it.
+    Written atomically (``vm.files.atomic``)."""
+
+    def write(f: Any) -> None:
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for name, array in arrays.items():
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+    atomic_write(path, write)  # vm.files.atomic: a fresh temporary file, renamed over the target
 
 
 def outputs_as_list(result: Any, n_outputs: int) -> list[Any]:
@@ -156,6 +162,9 @@ def outputs_as_list(result: Any, n_outputs: int) -> list[Any]:
 def read_npz(path: str | Path) -> dict[str, np.ndarray]:
     """Every array of an .npz file, loaded eagerly (no pickle), but irvm's ``__irvm__``
     mark, which says who wrote the file and is no value."""
+    from vm.files.arrays import check_npz
+
+    check_npz(path)  # every header against the file's size, before numpy allocates
     with np.load(path, allow_pickle=False) as data:
         return {k: data[k] for k in data.files if k != MARK_KEY}
 

@@ -32,7 +32,8 @@ command line can compile it again: the VM itself never compiles), the hash, the 
 ``verify``: opcodes known; register, constant, operator and function indices in range;
 jump targets inside the function; the stack depth the same on every path into an
 instruction, never negative, and equal to the outputs at RET; operator names resolvable
-with a consistent arity.  Every failure is a ``BytecodeError`` naming the file and what
+with a consistent arity; then the other tables (``vm.program.irbc_tables``: ``self_reads``,
+node spans).  Every failure is a ``BytecodeError`` naming the file and what
 is wrong.
 """
 
@@ -50,6 +51,7 @@ import numpy as np
 from vm.binding.folded import folds_from_stored, stored_folds
 from vm.core.errors import BytecodeError, IRError, Span
 from vm.core.gc_pause import gc_paused
+from vm.files.atomic import atomic_write
 from vm.files.kinds import MAGIC_MEMBER, has_magic, is_irbc
 from vm.ops import registry
 from vm.ops.registry import OpRef
@@ -62,6 +64,7 @@ from vm.program.bytecode import (
     loop_exit_effect,
     stack_effect,
 )
+from vm.program.irbc_tables import check_tables
 
 FORMAT_VERSION = 3
 PRODUCER = "irvm 0.1.0"
@@ -103,14 +106,16 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
     members.append(("spans.json", json.dumps(list(program.node_spans)).encode()))
     members.append(("checks.json", json.dumps(program.check_table()).encode()))
     header = {"format": FORMAT_VERSION, "producer": PRODUCER, "sha256": _digest(members)}
-    tmp = Path(str(path) + ".tmp")
-    with zipfile.ZipFile(tmp, "w") as zf:
-        zf.writestr(zipfile.ZipInfo(MAGIC_MEMBER), json.dumps(header), compress_type=zipfile.ZIP_STORED)
-        for name, data in members:
-            # the fastest deflate level: a 40k-node program's members are ~60 MB of text and
-            # arrays, which level 6 took a second to squeeze by a few percent more
-            zf.writestr(zipfile.ZipInfo(name), data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
-    tmp.replace(path)  # never leave a half-written file under the real name
+
+    def write(f: Any) -> None:
+        with zipfile.ZipFile(f, "w") as zf:
+            zf.writestr(zipfile.ZipInfo(MAGIC_MEMBER), json.dumps(header), compress_type=zipfile.ZIP_STORED)
+            for name, data in members:
+                # the fastest deflate level: a 40k-node program's members are ~60 MB of text and
+                # arrays, which level 6 took a second to squeeze by a few percent more
+                zf.writestr(zipfile.ZipInfo(name), data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
+
+    atomic_write(path, write)  # a fresh temporary file, renamed: never half a file, never another's file
 
 
 def _digest(members: list[tuple[str, bytes]]) -> str:
@@ -266,6 +271,7 @@ def _load_bytes(data: bytes, where: str) -> Program:
     body = json.loads(files["program.json"])
     program = _program_from_json(body, files, where, source)
     verify(program, where)
+    check_tables(program, where)  # self_reads, node spans: vm.program.irbc_tables
     return program
 
 

@@ -1,0 +1,80 @@
+"""Checking an ``.npy`` or ``.npz`` against its own size before numpy allocates for it.
+
+``numpy.load`` trusts an array's header: it allocates ``prod(shape) * itemsize`` bytes and
+only then reads, so a 200-byte ``.npy`` whose header claims a shape of 2^45 elements is a
+32 TiB allocation (a ``MemoryError``, or the machine swapping).  ``check_npy`` and
+``check_npz`` read each header first and refuse an array that claims more bytes than the
+file can hold: for an ``.npy``, the bytes after its header; for a member of an ``.npz``,
+the member's inflated size, which itself must be possible (a stored member's size is its
+stored size, and deflate inflates at most ~1032 to 1, so a member claiming more than
+``MAX_RATIO`` times its compressed size is a lie).  Reading is then ``numpy.load``'s, with
+every allocation bounded by the file.  Failures are ``RunError``s naming the file and entry.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from vm.core.errors import RunError
+
+MAX_RATIO = 1100  # deflate's best is 1032:1; a member claiming more inflated bytes is damaged
+
+
+def _header_bytes(f: IO[bytes], where: str) -> tuple[tuple[int, ...], np.dtype, int]:
+    """``(shape, dtype, header length)`` of the array starting at ``f``'s position."""
+    fmt = np.lib.format
+    start = f.tell()
+    try:
+        version = fmt.read_magic(f)
+        reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, _fortran, dtype = reader(f)
+    except (ValueError, EOFError, OSError, SyntaxError, TypeError, zipfile.BadZipFile) as err:
+        raise RunError(f"{where}: not a readable .npy array ({err})") from None
+    return tuple(shape), np.dtype(dtype), f.tell() - start
+
+
+def _check(shape: tuple[int, ...], dtype: np.dtype, available: int, where: str) -> None:
+    count = 1
+    for n in shape:
+        count *= n
+    need = count * dtype.itemsize
+    if need > available:
+        raise RunError(
+            f"{where}: the header claims an array of shape {list(shape)} ({dtype}, {need:,} bytes), "
+            f"but the file holds {max(available, 0):,} bytes of data: the file is damaged or hostile"
+        )
+
+
+def check_npy(path: str | Path) -> None:
+    """Refuse the ``.npy`` at ``path`` when its header claims more bytes than follow it."""
+    size = Path(path).stat().st_size
+    with open(path, "rb") as f:
+        shape, dtype, header = _header_bytes(f, str(path))
+    _check(shape, dtype, size - header, str(path))
+
+
+def check_npz(path: str | Path) -> None:
+    """Refuse the ``.npz`` at ``path`` when a member's header claims more bytes than the
+    member holds, or the member claims an impossible inflated size."""
+    size = Path(path).stat().st_size
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                where = f"{path}: entry {info.filename}"
+                stored = info.compress_type == zipfile.ZIP_STORED
+                if (stored and info.file_size > size) or info.file_size > MAX_RATIO * max(info.compress_size, 1):
+                    raise RunError(f"{where}: claims {info.file_size:,} bytes, more than its {info.compress_size:,} "
+                                   "stored bytes can hold: the file is damaged or hostile")
+                if not info.filename.endswith(".npy"):
+                    continue
+                with zf.open(info) as f:
+                    shape, dtype, header = _header_bytes(f, where)
+                _check(shape, dtype, info.file_size - header, where)
+    except RunError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError, RuntimeError) as err:
+        raise RunError(f"{path}: damaged .npz archive ({type(err).__name__}: {err})") from None
