@@ -127,11 +127,34 @@ class Frontend(ExprCompiler):
                 self.stmt(ctx, stmt)
             last = body[-1]
             if isinstance(last, ast.Return):
-                return self.expr(ctx, last.value) if last.value is not None else self.b.constant(None, None)
+                result = self.expr(ctx, last.value) if last.value is not None else self.b.constant(None, None)
+                self._check_return(ctx, fdef, result, last)
+                return result
             self.stmt(ctx, last)
+            self._check_return(ctx, fdef, None, last)
             return self.b.constant(None, None)
         finally:
             self._depth -= 1
+
+    def _check_return(self, ctx: Context, fdef: ast.FunctionDef, result: Any, last: ast.stmt) -> None:
+        """Refuse, as ``torch.jit.load`` does, a body that does not produce its declared return
+        type: no ``return`` at the end of a function not declared ``-> None`` (or Optional), or
+        a ``return None`` there.  (A tensor returned for an ``int`` is no error: torch converts
+        it, ``aten::IntImplicit``.)"""
+        if fdef.returns is None:
+            return
+        declared = self.index.type_of(fdef.returns, ctx.file)
+        if result is None:
+            if declared != T.NONE and not isinstance(declared, T.OptionalType) and declared != T.ANY:
+                raise CompileError(
+                    f"function {fdef.name} is declared to return {declared} but does not return along all "
+                    f"paths (torch.jit.load refuses this file)", self.span(ctx, last))
+            return
+        got = result.type if isinstance(result, Value) else None
+        if got == T.NONE and declared not in (T.NONE, T.ANY) and not isinstance(declared, T.OptionalType):
+            raise CompileError(
+                f"function {fdef.name}: return value was annotated as having type {declared} but is actually "
+                f"of type NoneType (torch.jit.load refuses this file)", self.span(ctx, last))
 
     def call_method(self, obj: Value, name: str, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
         record = self.records.get(id(obj))

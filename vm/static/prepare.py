@@ -226,16 +226,21 @@ class Prepared:
     added: dict[str, Any]  # arrays of the constants the load-time folds made
 
 
-def prepare(source: Any, weights: Any, options: Any) -> Prepared:
+def prepare(source: Any, weights: Any, options: Any, strict: bool = False) -> Prepared:
     """The static runtime's IR of ``source`` (a Program, Module, Graph or IR text): its
     operators as the compiler resolved them when the program recorded them, else resolved
     here, every unsupported node reported at once.  ``options``: the ``StaticOptions``
-    (``fusion`` and the load-time folds' switches)."""
+    (``fusion`` and the load-time folds' switches); ``strict``: the weights' keys checked
+    against what the program reads, before any fold (``vm.binding.strict``)."""
     if isinstance(source, str):
         source = compile_text(source, options.fusion)
     module = as_module(source)
     recorded = resolved_refs(source, module)
     added: dict[str, Any] = {}
+    if strict and isinstance(weights, Mapping):
+        from vm.binding.strict import check_keys, module_reads
+
+        check_keys(module_reads(module), weights)
     if weights is not None:
         folded, added = fold_weights(module, weights, options)
         if folded is not module:  # a new IR: its nodes are resolved again
