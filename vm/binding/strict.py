@@ -14,8 +14,9 @@ the key itself is read by nothing.  So before anything runs, both runtimes compa
 A key nothing reads is *unexpected*; a read the weights do not hold is *missing*.  A
 missing read of an Optional attribute is how a state_dict says None (``bias=False``), so
 it is refused only together with an unexpected key (that pair is the misspelling);
-buffers a program never reads but every state_dict holds (``num_batches_tracked``) are
-expected anywhere.  Each name in the error comes with its closest counterpart
+``training`` and the buffers a program never reads but every state_dict holds
+(``num_batches_tracked``) are expected anywhere; an RNN's ``_flat_weights`` reads its
+named parameters (``weight_ih_l0``...).  Each name in the error comes with its closest counterpart
 (``difflib``).  ``strict=False`` (``--weights-partial``) skips the comparison.
 
 The weights a ``torch.jit.save`` archive holds are the module's own state: every key
@@ -34,8 +35,9 @@ import numpy as np
 from vm.core import types as T
 from vm.core.errors import RunError
 
-# buffers in every state_dict of their module that no inference graph reads
-_ALWAYS_EXPECTED = ("num_batches_tracked",)
+# what every module has (``training``) and buffers in every state_dict of their module
+# that no inference graph reads
+_ALWAYS_EXPECTED = ("num_batches_tracked", "training")
 _SPEC = "__spec__"
 PARTIAL_HINT = "(--weights-partial on the command line, strict=False in the API, accepts them)"
 
@@ -91,6 +93,8 @@ def _walk(value: Any, path: str, reads: Reads) -> None:
             reads.other.add(dotted)
             continue
         out_type = node.outputs[0].type
+        if name == "_flat_weights":  # an RNN's: built from its named parameters (weight_ih_l0...)
+            reads.wholes.add(path)
         if isinstance(out_type, T.ClassType):
             _walk(node.outputs[0], dotted, reads)
         elif isinstance(out_type, T.OptionalType) or out_type == T.NONE or name == "training":
