@@ -20,7 +20,7 @@ from vm.core.errors import RunError
 
 torch = pytest.importorskip("torch")
 
-from typing import Dict, List, Tuple  # noqa: E402  (TorchScript reads typing's names)
+X
 
 
 class KeysAppend(torch.nn.Module):
