@@ -20,7 +20,7 @@ from vm.core.errors import RunError
 
 torch = pytest.importorskip("torch")
 
-X
+from typing import Dict, List, Tuple  # noqa: E402, UP035  (TorchScript reads typing's names)
 
 
 class KeysAppend(torch.nn.Module):
