@@ -37,6 +37,7 @@ FAMILIES = (
     "predicates",
     "pointwise_math",
     "prim",
+    "properties",
     "random",
     "random_draws",
     "reduction",
