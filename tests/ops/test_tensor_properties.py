@@ -4,7 +4,6 @@ is_leaf, grad, is_cpu / is_meta / is_sparse..., itemsize, nbytes, storage_offset
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import compiler

@@ -67,7 +67,7 @@ def conj(self: Array) -> Array:
 
 @kernel("aten::real(Tensor(a) self) -> Tensor(a)")
 def real(self: Array) -> Array:
-    return self.real if self.dtype.kind == "c" else self
+    return np.real(self) if self.dtype.kind == "c" else self  # a view of the real parts
 
 
 def _adjoint(self: Array) -> Array:
