@@ -126,6 +126,8 @@ def mutated_inputs(node: Node) -> list[int]:
         if conditional is not None:
             written += _conditional_writes(node, [a.name for a in args], conditional)
         return written
+    if node.kind == "prim::SetAttr":  # writes its object, storing the value in it (read back by GetAttr)
+        return [0]
     if node.kind in ("prim::CallFunction", "prim::CallMethod"):  # a callee may write its arguments
         return [i for i, v in enumerate(node.inputs) if is_mutable_type(v.type)]
     if node.kind in PURE_KINDS or node.kind in EFFECT_KINDS:
