@@ -81,6 +81,18 @@ class Ctx:
 
     def __exit__(self, a: Any, b: Any, c: Any):
         self.log.append(2)
+
+
+@torch.jit.script
+class Scope:
+    def __init__(self, v: int):
+        self.v = v
+
+    def __enter__(self) -> int:
+        return self.v * 2
+
+    def __exit__(self, a: Any, b: Any, c: Any):
+        self.v = 0
 '''
 
 # name -> body of forward(self, x: Tensor) (its return annotation first, then the body)
@@ -189,6 +201,8 @@ PROGRAMS: dict[str, tuple[str, str]] = {
     "class_sort_lt": ("List[int]", "cs = [Counter(3), Counter(1), Counter(2)]\ncs.sort()\nreturn [c.n for c in cs]"),
     "class_attr_list_alias": ("List[int]", "log: List[int] = []\nc = Ctx(log)\nc.log.append(5)\nreturn log"),
     "with_block": ("List[int]", "log: List[int] = []\nwith Ctx(log):\n    log.append(7)\nreturn log"),
+    "with_as_value": ("Tuple[int, int]", "s = Scope(4)\nwith s as d:\n    r = d + s.v\nreturn r, s.v"),
+    "with_nested": ("List[int]", "log: List[int] = []\nwith Ctx(log), Ctx(log):\n    log.append(9)\nreturn log"),
     # enums
     "enum_value_name": ("Tuple[int, str]", "c = Color.GREEN\nreturn c.value, c.name"),
     "enum_compare": ("bool", "return Color.RED == Color.RED and Color.RED != Color.GREEN"),

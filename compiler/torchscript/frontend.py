@@ -207,12 +207,30 @@ class Frontend(ExprCompiler):
             self.for_(ctx, s)
         elif isinstance(s, ast.Pass):
             return
+        elif isinstance(s, ast.With):
+            self.with_(ctx, s)
         elif isinstance(s, ast.Return):
             raise self.error(ctx, s, "`return` before the end of a function (not produced by torch.jit.save)")
         else:
             what = {ast.Break: "break", ast.Continue: "continue", ast.With: "with", ast.Delete: "del",
                     ast.AugAssign: "augmented assignment", ast.Raise: "raise", ast.Assert: "assert"}
             raise self.error(ctx, s, f"unsupported statement `{what.get(type(s), type(s).__name__)}` in serialized TorchScript")
+
+    def with_(self, ctx: Context, s: ast.With) -> None:
+        """``with obj as v: body``: ``obj.__enter__()`` (bound to ``v``), the body, then
+        ``obj.__exit__(None, None, None)``, each method inlined as any call is.  (A raise in
+        the body ends the program before ``__exit__``: its effects cannot be seen then.)"""
+        entered = []
+        for item in s.items:
+            obj = self.value(ctx, item.context_expr)
+            value = self.call_method(obj, "__enter__", [], {}, self.span(ctx, item.context_expr))
+            if item.optional_vars is not None:
+                self.assign(ctx, item.optional_vars, value, s)
+            entered.append((obj, item.context_expr))
+        self.block(ctx, s.body)
+        for obj, where in reversed(entered):
+            none = self.b.constant(None, None)
+            self.call_method(obj, "__exit__", [none, none, none], {}, self.span(ctx, where))
 
     def assign(self, ctx: Context, target: ast.expr, value: Any, where: ast.AST) -> None:
         if isinstance(target, ast.Name):
