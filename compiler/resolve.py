@@ -265,7 +265,17 @@ def _describe(node: Node) -> str:
     return f"{node.kind}({args})"
 
 
+_WITHOUT_BODY = {
+    "prim::Enter": "a `with` block: prim::Enter calls the object's __enter__",
+    "prim::Exit": "a `with` block: prim::Exit calls the object's __exit__",
+}
+
+
 def _unknown_operator(node: Node) -> CompileError:
+    if node.kind in _WITHOUT_BODY:
+        return CompileError(
+            f"{_WITHOUT_BODY[node.kind]}, whose body a printed graph does not hold; run the module's "
+            "torch.jit.save archive (.pt), whose source has it", node.span)
     by_base: dict[str, list[str]] = {}
     for info in registry.all_ops():
         by_base.setdefault(info.schema.name.rpartition("::")[2], []).append(info.schema.name)

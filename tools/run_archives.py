@@ -86,6 +86,7 @@ def run_case(path: Path) -> dict[str, str]:
     import vm
     from compiler.diagnostics import IRError
     from compiler.torchscript import compile_archive, method_defaults
+    from vm.binding.strict import ArchiveState
 
     with open(path.with_suffix(".case.pkl"), "rb") as f:
         case = pickle.load(f)  # our own file, written by tools/torchscript_archives.py
@@ -102,7 +103,8 @@ def run_case(path: Path) -> dict[str, str]:
     results: dict[str, str] = {}
     for backend, runtime in (("interp", vm.Interpreter), ("static", vm.StaticRuntime)):
         try:
-            fresh = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in weights.items()}  # a run may update buffers
+            # a run may update buffers; the copy is still the archive's own state (vm.binding.strict)
+            fresh = ArchiveState({k: v.copy() if isinstance(v, np.ndarray) else v for k, v in weights.items()})
             if "error" in case:
                 try:
                     got = runtime(program, fresh)(*_copy(inputs))

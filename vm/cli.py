@@ -84,6 +84,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", help=".ir (compiled on the fly) or .irbc")
     p.add_argument("--inputs", help="npz with one array per graph input")
     p.add_argument("--weights", help="npz with the module's weights (dotted state_dict keys)")
+    p.add_argument(
+        "--weights-partial", action="store_true",
+        help="accept weights whose keys do not match what the model reads (load_state_dict(strict=False))",
+    )
     p.add_argument("--no-fusion", action="store_true", help="compile without fusion groups (.ir only)")
     p.add_argument(
         "--seed", type=int, default=None,
@@ -162,17 +166,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_writable(Path(args.trace), inputs=given, force=args.force, kind="trace")
     given = load_npz(args.weights)
     program, own = load_program_and_weights(args.program, fusion=not args.no_fusion, weights=given if args.weights else None)
-    weights = override(own, given, args.program)
+    weights = _given_weights(own, given, args)
     inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
         from vm.static import StaticOptions, StaticRuntime
 
-        result = StaticRuntime(program, weights, StaticOptions(fuser=args.fuser), seed=args.seed)(*inputs)
+        options = StaticOptions(fuser=args.fuser)
+        result = StaticRuntime(program, weights, options, seed=args.seed, strict=not args.weights_partial)(*inputs)
         trace = None
     else:
         from vm.interpreter.machine import Interpreter
 
-        interp = Interpreter(program, weights, fuser=args.fuser, seed=args.seed)
+        interp = Interpreter(program, weights, fuser=args.fuser, seed=args.seed, strict=not args.weights_partial)
         if args.trace:
             result, trace = interp.run_traced(*inputs)
         else:
@@ -186,6 +191,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for i, value in enumerate(results):
             print(f"out{i} = {_show(value)}")
     return 0
+
+
+def _given_weights(own: dict[str, Any], given: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The weights of the run: ``--weights`` over a ``.pt``'s own, compared with them key by key
+    first unless ``--weights-partial`` (vm.binding.strict)."""
+    if own and args.weights and not args.weights_partial:
+        from vm.binding.strict import check_given
+
+        check_given(own, given, args.program)
+    return override(own, given, args.program)
 
 
 def read_inputs(path: str | None, program: Any) -> list[Any]:
@@ -241,12 +256,15 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         check_writable(out, inputs=given, force=args.force, kind="chrome-trace")
     given = load_npz(args.weights)
     program, own = load_program_and_weights(args.program, fusion=not args.no_fusion, weights=given if args.weights else None)
-    weights = override(own, given, args.program)
+    weights = _given_weights(own, given, args)
     inputs = read_inputs(args.inputs, program)
     from vm.static import StaticOptions
 
     options = StaticOptions(fuser=args.fuser)
-    report = profile(program, inputs, weights=weights, runs=args.runs, options=options, seed=args.seed)
+    report = profile(
+        program, inputs, weights=weights, runs=args.runs, options=options, seed=args.seed,
+        strict=not args.weights_partial,
+    )
     print(report)
     if out is not None:
         import json

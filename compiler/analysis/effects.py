@@ -116,6 +116,8 @@ def mutated_inputs(node: Node) -> list[int]:
         if conditional is not None:
             written += _conditional_writes(node, [a.name for a in args], conditional)
         return written
+    if node.kind == "prim::SetAttr":  # writes its object, storing the value in it (read back by GetAttr)
+        return [0]
     if node.kind in ("prim::CallFunction", "prim::CallMethod"):  # a callee may write its arguments
         return [i for i, v in enumerate(node.inputs) if is_mutable_type(v.type)]
     if node.kind in PURE_KINDS or node.kind in EFFECT_KINDS:
@@ -183,7 +185,14 @@ def _template(node: Node) -> _Template:
     written = tuple(mutated_inputs(node))
     if info is not None:
         annotated = tuple(i for i, arg in enumerate(info.schema.arguments[: len(node.inputs)]) if arg.alias)
-        return ("schema", annotated, info.schema.returns_alias or info.schema.mutates, written)
+        aliases = info.schema.returns_alias or info.schema.mutates
+        if aliases and not annotated:
+            # a wildcard result (``keys(Dict) -> str[](*)``, ``d[k] -> t(*)``): memory of its own
+            # (the new list keys() returns) or any element its mutable inputs hold (the stored
+            # tensor d[k] returns), as TorchScript's alias analysis takes a wildcard
+            mutable = tuple(i for i, v in enumerate(node.inputs) if is_mutable_type(v.type))
+            return ("other", mutable, True, written)
+        return ("schema", annotated, aliases, written)
     mutable = tuple(i for i, v in enumerate(node.inputs) if is_mutable_type(v.type))
     return ("other", mutable, returns_alias(node), written)
 

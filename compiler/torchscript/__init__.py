@@ -59,13 +59,15 @@ def compile_archive(
     from compiler.emit import emit
     from compiler.pipeline import optimize
     from compiler.verify import verify
+    from vm.binding.strict import ArchiveState
 
     module, weights = load_torchscript(path, method)
     verify(module)
     fused = options.pop("fused_kernels", True)
     options.setdefault("weights", weights if freeze else None)
     optimized, _ = optimize(module, options.pop("passes", None), verified=True, **options)
-    return emit(optimized, fused_kernels=fused), weights
+    # the module's own state: every key is the model's, read or not (vm.binding.strict)
+    return emit(optimized, fused_kernels=fused), ArchiveState(weights)
 
 
 def method_defaults(path: str | Path, method: str = "forward") -> list[Any]:

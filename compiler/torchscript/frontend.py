@@ -127,11 +127,34 @@ class Frontend(ExprCompiler):
                 self.stmt(ctx, stmt)
             last = body[-1]
             if isinstance(last, ast.Return):
-                return self.expr(ctx, last.value) if last.value is not None else self.b.constant(None, None)
+                result = self.expr(ctx, last.value) if last.value is not None else self.b.constant(None, None)
+                self._check_return(ctx, fdef, result, last)
+                return result
             self.stmt(ctx, last)
+            self._check_return(ctx, fdef, None, last)
             return self.b.constant(None, None)
         finally:
             self._depth -= 1
+
+    def _check_return(self, ctx: Context, fdef: ast.FunctionDef, result: Any, last: ast.stmt) -> None:
+        """Refuse, as ``torch.jit.load`` does, a body that does not produce its declared return
+        type: no ``return`` at the end of a function not declared ``-> None`` (or Optional), or
+        a ``return None`` there.  (A tensor returned for an ``int`` is no error: torch converts
+        it, ``aten::IntImplicit``.)"""
+        if fdef.returns is None:
+            return
+        declared = self.index.type_of(fdef.returns, ctx.file)
+        if result is None:
+            if declared != T.NONE and not isinstance(declared, T.OptionalType) and declared != T.ANY:
+                raise CompileError(
+                    f"function {fdef.name} is declared to return {declared} but does not return along all "
+                    f"paths (torch.jit.load refuses this file)", self.span(ctx, last))
+            return
+        got = result.type if isinstance(result, Value) else None
+        if got == T.NONE and declared not in (T.NONE, T.ANY) and not isinstance(declared, T.OptionalType):
+            raise CompileError(
+                f"function {fdef.name}: return value was annotated as having type {declared} but is actually "
+                f"of type NoneType (torch.jit.load refuses this file)", self.span(ctx, last))
 
     def call_method(self, obj: Value, name: str, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
         record = self.records.get(id(obj))
@@ -184,12 +207,30 @@ class Frontend(ExprCompiler):
             self.for_(ctx, s)
         elif isinstance(s, ast.Pass):
             return
+        elif isinstance(s, ast.With):
+            self.with_(ctx, s)
         elif isinstance(s, ast.Return):
             raise self.error(ctx, s, "`return` before the end of a function (not produced by torch.jit.save)")
         else:
             what = {ast.Break: "break", ast.Continue: "continue", ast.With: "with", ast.Delete: "del",
                     ast.AugAssign: "augmented assignment", ast.Raise: "raise", ast.Assert: "assert"}
             raise self.error(ctx, s, f"unsupported statement `{what.get(type(s), type(s).__name__)}` in serialized TorchScript")
+
+    def with_(self, ctx: Context, s: ast.With) -> None:
+        """``with obj as v: body``: ``obj.__enter__()`` (bound to ``v``), the body, then
+        ``obj.__exit__(None, None, None)``, each method inlined as any call is.  (A raise in
+        the body ends the program before ``__exit__``: its effects cannot be seen then.)"""
+        entered = []
+        for item in s.items:
+            obj = self.value(ctx, item.context_expr)
+            value = self.call_method(obj, "__enter__", [], {}, self.span(ctx, item.context_expr))
+            if item.optional_vars is not None:
+                self.assign(ctx, item.optional_vars, value, s)
+            entered.append((obj, item.context_expr))
+        self.block(ctx, s.body)
+        for obj, where in reversed(entered):
+            none = self.b.constant(None, None)
+            self.call_method(obj, "__exit__", [none, none, none], {}, self.span(ctx, where))
 
     def assign(self, ctx: Context, target: ast.expr, value: Any, where: ast.AST) -> None:
         if isinstance(target, ast.Name):

@@ -225,11 +225,15 @@ def test_an_unknown_operator_is_reported_at_the_archive_member_line_and_column(t
 
 
 def test_an_unsupported_statement_names_itself(tmp_path: Path) -> None:
-    """Python that torch.jit.save never prints (a ``with`` block) is a compile error that
-    names the construct at its line."""
-    code = CODE.replace("    w = self.w\n", "    with x:\n      pass\n    w = self.w\n")
+    """Python that torch.jit.save never prints (a ``del``) is a compile error that names the
+    construct at its line; a ``with`` on a tensor (no ``__enter__``) says so at its line."""
+    code = CODE.replace("    w = self.w\n", "    del x\n    w = self.w\n")
     path = _simple(tmp_path / "m.pt", np.ones((2, 2), np.float32), code)
-    with pytest.raises(CompileError, match=r"code/__torch__\.py:8:5: unsupported statement `with`"):
+    with pytest.raises(CompileError, match=r"code/__torch__\.py:8:5: unsupported statement `del`"):
+        compiler.load_torchscript(path)
+    code = CODE.replace("    w = self.w\n", "    with x:\n      pass\n    w = self.w\n")
+    path = _simple(tmp_path / "w.pt", np.ones((2, 2), np.float32), code)
+    with pytest.raises(CompileError, match=r"code/__torch__\.py:8:10: method __enter__ called on a value of type Tensor"):
         compiler.load_torchscript(path)
 
 

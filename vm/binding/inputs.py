@@ -6,7 +6,9 @@ program read from a file needs no compiler to check them.  The check is what a c
 gets wrong: the count, a tensor where a scalar is declared or the reverse, a dtype that
 contradicts a refined tensor type, a list or tuple where something else is declared.  A
 numpy scalar or 0-d array passed for an ``int``/``float``/``bool`` becomes the Python
-scalar (the runtime value convention).  Every error is a ``RunError`` naming the input.
+scalar (the runtime value convention), when torch would take it: an ``int`` is an integer
+within int64 (never 2.7, ``'3'`` or a uint64 of 2^64-1), a ``float`` a real number, a
+``bool`` a bool (``check_scalar``).  Every error is a ``RunError`` naming the input.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ class InputChecker:
     def __call__(self, args: Sequence[Any]) -> list[Any]:
         if len(args) == self.count:
             for kind, value in zip(self.fast, args):
-                if kind is None or type(value) is not kind:
+                if kind is None or type(value) is not kind or kind is int and not _INT64[0] <= value <= _INT64[1]:
                     break
             else:
                 return list(args)
@@ -94,6 +96,8 @@ def check_value(what: str, value: Any, type_text: str) -> Any:
     if t == "bool":
         return _scalar(what, value, t, (bool,), bool)
     if t in ("str", "Device"):
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind == "U":
+            value = str(value.item())
         if not isinstance(value, str):
             raise _mismatch(what, value, t)
         return value
@@ -104,10 +108,25 @@ def check_value(what: str, value: Any, type_text: str) -> Any:
     if t.startswith("(") and t.endswith(")"):
         if not isinstance(value, tuple):
             raise _mismatch(what, value, t)
-        return value
+        elems = _split_top(t[1:-1])
+        if len(elems) != len(value):
+            raise RunError(f"{what} is declared {t} but got a tuple of {len(value)} element(s)")
+        return tuple(check_value(f"{what}[{i}]", v, e) for i, (v, e) in enumerate(zip(value, elems)))
     if t.startswith("Dict(") and not isinstance(value, dict):
         raise _mismatch(what, value, t)
     return value
+
+
+def _split_top(text: str) -> list[str]:
+    """The comma-separated parts of ``text`` at bracket depth 0 (``int, Tensor[]``)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([" and 1 or ch in ")]" and -1 or 0
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    return [*parts, tail] if tail else parts
 
 
 def _check_tensor(what: str, value: Any, t: str) -> Any:
@@ -120,14 +139,34 @@ def _check_tensor(what: str, value: Any, t: str) -> Any:
     return value
 
 
-def _scalar(what: str, value: Any, t: str, accepted: tuple[type, ...], convert: type) -> Any:
-    if isinstance(value, np.ndarray) and value.ndim == 0 or isinstance(value, np.generic):
+_INT64 = (-(2**63), 2**63 - 1)
+# what each scalar type takes, as torch's argument checks take it (a bool is an int in Python,
+# and a ``bool`` argument takes any number): the numpy kinds of a scalar or 0-d array
+# (b bool, i/u integers, f floats), as the Python types below
+_KINDS = {"int": "biu", "float": "biuf", "bool": "biuf"}
+_PYTHON: dict[str, tuple[type, ...]] = {"int": (int,), "float": (int, float), "bool": (int, float, type(None))}
+
+
+def check_scalar(what: str, value: Any, t: str) -> Any:
+    """``value`` as the Python ``int``/``float``/``bool`` a ``t`` argument is, or a RunError,
+    as torch checks a call: an ``int`` takes an integer only (Python, numpy, or a 0-d integer
+    array) that fits int64, never 2.7 or ``'3'``; a ``float`` a real number; a ``bool`` a
+    number or None (its truth, as torch takes them); a string is only ever a ``str``."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        if value.ndim != 0 or value.dtype.kind not in _KINDS[t]:
+            raise _mismatch(what, value, t)
         value = value.item()
-    if isinstance(value, bool) and convert is not bool:
+    elif not isinstance(value, _PYTHON[t]):
         raise _mismatch(what, value, t)
-    if not isinstance(value, accepted):
-        raise _mismatch(what, value, t)
-    return convert(value)
+    if t == "int" and not _INT64[0] <= value <= _INT64[1]:
+        raise RunError(f"{what} is declared int but got {value}, which does not fit in int64 "
+                       f"(torch refuses it: value cannot be converted without overflow)")
+    return {"int": int, "float": float, "bool": bool}[t](value)
+
+
+def _scalar(what: str, value: Any, t: str, accepted: tuple[type, ...], convert: type) -> Any:
+    del accepted, convert  # the rule is check_scalar's
+    return check_scalar(what, value, t)
 
 
 def _mismatch(what: str, value: Any, t: str) -> RunError:
@@ -142,4 +181,4 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__} ({value!r:.40})"
 
 
-__all__ = ["InputChecker", "check_inputs", "check_value", "with_defaults"]
+__all__ = ["InputChecker", "check_inputs", "check_scalar", "check_value", "with_defaults"]

@@ -114,7 +114,10 @@ def override(base: Mapping[str, Any], given: Mapping[str, Any], source: str) -> 
     if clashes:
         raise RunError("size mismatch: the weights given do not fit the model's own (another model's weights?): "
                        + "; ".join(clashes))
-    return {**base, **given}
+    from vm.binding.strict import ArchiveState
+
+    merged = {**base, **given}
+    return ArchiveState(merged) if isinstance(base, ArchiveState) else merged
 
 
 def gather_attributes(weights: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,23 @@ prints it in a graph dump, so the printer never needs to know about types.
     'int[]'
     >>> str(TensorType(dtype="Float", sizes=(2, None)))
     'Float(2, *)'
+
+Run-time values, as both backends hold them: a ``Tensor`` is a numpy array (a view shares
+its base's memory), ``int``/``float``/``bool``/``str`` are Python scalars, ``T[]`` a Python
+list, ``Dict(K, V)`` a dict (insertion-ordered, as TorchScript's), a tuple a Python tuple,
+``NoneType`` None, an object of a class a record of its attributes, a module a
+``vm.binding.weights.ModuleObject``.  As in TorchScript, lists, dicts, objects, modules and
+tensors are *references*: ``d[k]``, ``l[i]``, ``t[0]`` (a tuple holding a list) and
+``getattr`` return the stored object itself, so a tensor taken out of a dict and changed in
+place (``add_``) is changed in the dict and for the caller who passed it, and a list taken
+out of a dict and appended to grows in the dict; ``d.keys()``, ``d.values()``, ``l.copy()``,
+``l[a:b]`` and ``l + m`` return new lists, ``append`` writes its list and returns None to
+the program; tuples, strings and scalars are immutable values.  The compiler's alias
+analysis (``compiler.analysis.effects``) follows these rules, so no pass removes or reorders
+a write that one of those references can see.  Comparing containers compares their
+elements as TorchScript does: tensors by ``eq`` and its truth, never by identity (``[t] ==
+[t]`` with a multi-element ``t`` raises "Boolean value of Tensor with more than one value is
+ambiguous").
 """
 
 from __future__ import annotations

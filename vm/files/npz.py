@@ -206,12 +206,10 @@ def _rebuild(flat: Mapping[str, np.ndarray], key: str, kind: Kind) -> Any:
 def _scalar(array: np.ndarray, kind: str, key: str) -> Any:
     if array.ndim != 0:
         raise RunError(f"{key!r} should be a 0-d array holding a {kind}, got shape {array.shape}")
-    if kind == "int":
-        return int(array)
-    if kind == "float":
-        return float(array)
-    if kind == "bool":
-        return bool(array)
+    if kind in ("int", "float", "bool"):
+        from vm.binding.inputs import check_scalar
+
+        return check_scalar(f"input {key!r}", array, kind)
     if kind == "str":
         return str(array)
     raise RunError(f"{key!r}: unknown kind {kind!r}")
@@ -359,7 +357,7 @@ def _by_type(flat: Mapping[str, np.ndarray], key: str, type_: Any) -> Any:
         return _scalar(flat[key], type_.name, key) if key in flat else _missing(key)
     if isinstance(type_, T.ListType):
         if key in flat:  # a list of scalars given as one 1-d array
-            return [_convert_item(x, type_.elem) for x in flat[key].tolist()]
+            return [_convert_item(x, type_.elem) for x in flat[key].reshape(-1)]
         items, i = [], 0
         while f"{key}.{i}" in flat or any(k.startswith(f"{key}.{i}.") for k in flat):
             items.append(_by_type(flat, f"{key}.{i}", type_.elem))
@@ -374,7 +372,9 @@ def _by_type(flat: Mapping[str, np.ndarray], key: str, type_: Any) -> Any:
 
 def _convert_item(x: Any, elem: Any) -> Any:
     if isinstance(elem, T.NamedType) and elem.name in ("int", "float", "bool"):
-        return {"int": int, "float": float, "bool": bool}[elem.name](x)
+        from vm.binding.inputs import check_scalar
+
+        return check_scalar("an element of a list input", x, elem.name)
     return x
 
 

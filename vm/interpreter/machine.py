@@ -73,6 +73,8 @@ class Interpreter:
     with numba now (``vm.fusion.kernels``); ``"blocked"`` (the default) uses numpy alone.
     Random operators draw from ``self.generator``, a numpy Generator seeded by ``seed``
     (None: from the OS), so the same seed gives the same draws call after call.
+    ``strict`` (the default) refuses weights with keys the program does not read, as
+    ``load_state_dict(strict=True)`` does (``vm.binding.strict``).
     """
 
     @gc_paused()  # decoding builds ~10^5 small lists and tuples: see vm.core.gc_pause
@@ -86,8 +88,13 @@ class Interpreter:
         debug: bool = False,
         fuser: str = "blocked",
         seed: int | None = None,
+        strict: bool = True,
     ):
         self.program = program
+        if strict and isinstance(weights, Mapping):  # keys nothing reads: refused (vm.binding.strict)
+            from vm.binding.strict import check_keys, program_reads
+
+            check_keys(program_reads(program), weights)
         # random operators draw from this runtime's own generator (vm.ops.random)
         self.generator = make_generator(seed)
         self._draws = any(
@@ -111,7 +118,9 @@ class Interpreter:
         self.dtype_guard = _dtype_guard(program, self.self_object, weights)
         self._takes_self = program.takes_self
         # the argument types that need no checking (arrays for Tensors, ints for ints...)
-        self._fast_kinds = None if trace or debug or None in self.checker.fast else self.checker.fast
+        # (an int must also fit int64: those go through the checker)
+        fast = self.checker.fast
+        self._fast_kinds = None if trace or debug or None in fast or int in fast else fast
 
     def use_decoded(self, decoded: tuple[D.Decoded, ...]) -> None:
         """Run ``decoded`` from now on (tools that instrument kernels re-decode with them)."""

@@ -39,6 +39,7 @@ FAMILIES = (
     "predicates",
     "pointwise_math",
     "prim",
+    "properties",
     "random",
     "random_draws",
     "reduction",

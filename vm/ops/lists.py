@@ -30,10 +30,9 @@ def _norm(lst: list[Any], idx: int) -> int:
 
 
 def equal(a: Any, b: Any) -> bool:
-    """TorchScript's element equality; tensors by identity, else a one-element ``==``."""
+    """TorchScript's element equality: tensors by ``eq`` then their truth, never by identity
+    (``[t] == [t]`` of a multi-element ``t`` raises, of a nan is False, as in torch)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        if a is b:
-            return True
         result = np.equal(a, b)
         if result.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")

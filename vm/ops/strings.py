@@ -190,6 +190,73 @@ def format_(fmt: str, *args: Any) -> str:
         begin = loc + 2
 
 
+@kernel("aten::percentFormat(str self, ...) -> str")
+def percent_format(fmt: str, *args: Any) -> str:
+    """``"%d of %s" % (n, name)``, as TorchScript's ``percentFormat`` does it: the operand is
+    one value or a tuple of them; ``%s`` is ``str()``, ``%d``/``%i`` a number truncated
+    (a float through a C ``int``: beyond int32, or nan, gives -2147483648), ``%f``/``%e``/``%E``
+    a number printed as a float32 is, ``%c`` an int's byte or a one-character string, ``%%``
+    a percent; any other specifier, a missing or an extra argument raise torch's errors."""
+    values = list(args[0]) if len(args) == 1 and isinstance(args[0], tuple) else list(args)
+    out, used, i = [], 0, 0
+    while i < len(fmt):
+        loc = fmt.find("%", i)
+        if loc < 0:
+            out.append(fmt[i:])
+            break
+        out.append(fmt[i:loc])
+        if loc + 1 >= len(fmt):
+            raise RuntimeError("Incomplete format specifier")
+        spec = fmt[loc + 1]
+        i = loc + 2
+        if spec == "%":
+            out.append("%")
+            continue
+        if spec not in "dis" + "feE" + "c":
+            raise RuntimeError(f"The specifier %{spec} is not supported in TorchScript format strings")
+        if used >= len(values):
+            raise RuntimeError("Too few arguments for format string")
+        out.append(_percent_one(spec, values[used]))
+        used += 1
+    if used < len(values):
+        raise RuntimeError("Too many arguments for format string")
+    return "".join(out)
+
+
+_KIND_NAMES = {str: "String", float: "Double", bool: "Bool", list: "List", tuple: "Tuple", dict: "GenericDict"}
+
+
+def _percent_one(spec: str, value: Any) -> str:
+    if spec == "s":
+        return to_str(value)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if spec in "di":
+        if not number:
+            raise RuntimeError(f"%{spec} requires a number for formatting, but got {_kind_name(value)}")
+        if isinstance(value, float):
+            return str(int(value) if math.isfinite(value) and -(2**31) <= int(value) < 2**31 else -(2**31))
+        return str(value)
+    if spec in "feE":
+        if not number:
+            raise RuntimeError(f"%{spec} requires a number for formatting, but got {_kind_name(value)}")
+        return ("%" + spec) % float(np.float32(value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value & 0xFF >= 0x80:  # torch makes a one-byte string that is no UTF-8 text
+            raise RuntimeError(f"%c of {value} gives the byte {value & 0xFF:#x}, which is not UTF-8 text")
+        return chr(value & 0xFF)
+    if isinstance(value, str) and len(value) == 1:
+        return value
+    raise RuntimeError(f"%c requires an int or char for formatting, but got {_kind_name(value)}")
+
+
+def _kind_name(value: Any) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, np.ndarray):
+        return "Tensor"
+    return _KIND_NAMES.get(type(value), type(value).__name__)
+
+
 @kernel("aten::add.str(str a, str b) -> str")
 def add_str(a: str, b: str) -> str:
     return a + b

@@ -104,15 +104,17 @@ class StaticModule:
         options: StaticOptions | None = None,
         *,
         example_inputs: Sequence[Any] | None = None,
+        strict: bool = True,
     ):
         """``example_inputs``: plan for inputs of these shapes now, so that a runtime's
-        first call with such inputs is a steady call (``plan_for``)."""
+        first call with such inputs is a steady call (``plan_for``).  ``strict``: weights with
+        keys the program does not read are refused (``vm.binding.strict``)."""
         self.options = options = options or StaticOptions()
         if options.planner not in ("standard", "precomputed"):
             raise ValueError(
                 f"unknown planner {options.planner!r} (standard or precomputed)"
             )
-        prepared = prepare(source, weights, options)
+        prepared = prepare(source, weights, options, strict)
         module, refs = prepared.module, prepared.refs
         self.ir, self.groups, self.fusion_fallbacks = module, prepared.groups, prepared.fallbacks
         from vm.fusion.kernels import enable_fuser

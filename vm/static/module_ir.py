@@ -203,11 +203,12 @@ class Prepared:
     added: dict[str, Any]  # arrays of the constants the specialization passes made
 
 
-def prepare(source: Any, weights: Any, options: Any) -> Prepared:
+def prepare(source: Any, weights: Any, options: Any, strict: bool = False) -> Prepared:
     """The static runtime's IR of ``source`` (a Program, Module, Graph or IR text): its
     operators as the compiler resolved them when the program recorded them, else resolved
     here, every unsupported node reported at once.  ``options``: the ``StaticOptions``
-    (``fusion`` and the load-time folds' switches)."""
+    (``fusion`` and the load-time folds' switches); ``strict``: the weights' keys checked
+    against what the program reads, before any fold (``vm.binding.strict``)."""
     if isinstance(source, str):
         source = compile_text(source, options.fusion)
     module = as_module(source)
@@ -216,6 +217,10 @@ def prepare(source: Any, weights: Any, options: Any) -> Prepared:
         from vm.binding.folded import check_folded_from
 
         check_folded_from(module.folded_from, weights)
+    if strict and isinstance(weights, Mapping):
+        from vm.binding.strict import check_keys, module_reads
+
+        check_keys(module_reads(module), weights)
     if weights is not None:
         folded = specialize(module, weights, options)
         if folded is not module:  # a new IR: its nodes are resolved again

@@ -167,15 +167,16 @@ def profile(
     runs: int = 20,
     options: StaticOptions | None = None,
     seed: int | None = None,
+    strict: bool = True,
 ) -> ProfileReport:
     """Profile ``program_or_module`` (anything ``StaticModule`` accepts) on ``inputs``
-    (random operators seeded by ``seed``)."""
+    (random operators seeded by ``seed``; ``strict`` as ``StaticModule``'s)."""
     runs = max(1, runs)
     t0 = time.perf_counter()
     sm = (
         program_or_module
         if isinstance(program_or_module, StaticModule)
-        else StaticModule(program_or_module, weights, options)
+        else StaticModule(program_or_module, weights, options, strict=strict)
     )
     setup = time.perf_counter() - t0
     rt = StaticRuntime(sm, seed=seed)

@@ -35,7 +35,8 @@ class StaticRuntime:
 
     Returns one value, or a tuple when the graph returns several (as ``vm.Interpreter``).
     Not thread-safe: use one per thread, or a ``RuntimePool``.  Random operators draw
-    from ``self.generator``, this runtime's numpy Generator seeded by ``seed``.
+    from ``self.generator``, this runtime's numpy Generator seeded by ``seed``.  ``strict``
+    (the default) refuses weights with keys the program does not read (``vm.binding.strict``).
     """
 
     def __init__(
@@ -45,13 +46,14 @@ class StaticRuntime:
         options: StaticOptions | None = None,
         *,
         seed: int | None = None,
+        strict: bool = True,
     ):
         if isinstance(module_or_program, StaticModule):
             if weights is not None or options is not None:
                 raise ValueError("weights and options belong to the StaticModule")
             self.module = module_or_program
         else:
-            self.module = StaticModule(module_or_program, weights, options)
+            self.module = StaticModule(module_or_program, weights, options, strict=strict)
         sm = self.module
         # random operators draw from this runtime's own generator (vm.ops.random)
         self.generator = make_generator(seed)

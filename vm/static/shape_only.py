@@ -22,8 +22,8 @@ A top-level node of the entry graph is *shape-only* when
   may alias them (``effects.may_be_written``), and nothing that may alias them reaches a
   graph output (the caller owns outputs) or module state.
 
-A shape-only value read by a node that is not shape-only is a *cached* value: recorded,
-then bound (read-only) as a constant of the plan's code.
+A shape-only value read by a node that is not shape-only, or returned by the graph, is a
+*cached* value: recorded, then bound (read-only) as a constant of the plan's code.
 """
 
 from __future__ import annotations
@@ -114,6 +114,9 @@ def _search(
             for v in reads(node):
                 if v in values:
                     read_later[v] = None
+    for v in graph.outputs:  # returned: the plan's code returns the recorded value
+        if v in values:
+            read_later[v] = None
     return ShapeOnly(frozenset(nodes), tuple(read_later))
 
 

@@ -1,0 +1,183 @@
+"""Strict weights: the keys of a weights mapping against the keys the program reads, as
+PyTorch's ``load_state_dict(strict=True)`` compares a state_dict with a module's own keys.
+
+A misspelled key is the worst kind of mistake a weights file can hold: the attribute it
+was meant for is an Optional (a convolution's ``bias``), so it silently becomes None, and
+the key itself is read by nothing.  So before anything runs, both runtimes compare:
+
+- the *reads*: every dotted path the program reads from ``%self`` (the ``prim::GetAttr``
+  chains, ``reads_of``), the paths whose whole object it uses (a sub-module passed to a
+  function: every key below is read), the settings it was compiled for
+  (``Module.attributes``), and the names its ``<Tensor>`` constants are looked up under;
+- the keys given.
+
+A key nothing reads is *unexpected*; a read the weights do not hold is *missing*.  A
+missing read of an Optional attribute is how a state_dict says None (``bias=False``), so
+it is refused only together with an unexpected key (that pair is the misspelling);
+``training`` and the buffers a program never reads but every state_dict holds
+(``num_batches_tracked``) are expected anywhere; an RNN's ``_flat_weights`` reads its
+named parameters (``weight_ih_l0``...).  Each name in the error comes with its closest counterpart
+(``difflib``).  ``strict=False`` (``--weights-partial``) skips the comparison.
+
+The weights a ``torch.jit.save`` archive holds are the module's own state: every key
+belongs to the model, read or not (``ArchiveState``); weights given over them are
+compared with them instead (``check_given``), as ``load_state_dict`` would.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from vm.core import types as T
+from vm.core.errors import RunError
+
+# what every module has (``training``) and buffers in every state_dict of their module
+# that no inference graph reads
+_ALWAYS_EXPECTED = ("num_batches_tracked", "training")
+_SPEC = "__spec__"
+PARTIAL_HINT = "(--weights-partial on the command line, strict=False in the API, accepts them)"
+
+
+class ArchiveState(dict[str, Any]):
+    """The weights read from a ``torch.jit.save`` archive: the module's own state, so no key is
+    unexpected (a parameter ``forward`` never reads is still the model's)."""
+
+
+class Reads:
+    """What a program reads from its weights (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.required: set[str] = set()
+        self.optional: set[str] = set()  # Optional attributes (and ``training``): absent is None
+        self.other: set[str] = set()  # folded settings, assigned attributes, tensor constants' names
+        self.wholes: set[str] = set()  # sub-module paths used as objects: every key below is read
+
+    def expects(self, key: str) -> bool:
+        if key in self.required or key in self.optional or key in self.other or key == _SPEC:
+            return True
+        if key.rsplit(".", 1)[-1] in _ALWAYS_EXPECTED:
+            return True
+        return any(key.startswith(prefix + ".") or prefix == "" for prefix in self.wholes) or any(
+            key.startswith(path + ".") for path in self.required | self.optional | self.other  # entries of a container
+        )
+
+
+def reads_of(graph: Any, constant_names: Iterable[str] = (), folded: Iterable[str] = ()) -> Reads:
+    """The reads of a program whose entry graph is ``graph`` (the compiler's IR or a check
+    graph), whose tensor constants are named ``constant_names``, compiled for the settings
+    ``folded`` (dotted paths)."""
+    from vm.binding.unbound import UnboundTensor
+
+    reads = Reads()
+    reads.other.update(folded)
+    for name in constant_names:
+        reads.other.update(UnboundTensor(name).keys())
+    if graph is not None and graph.inputs and isinstance(graph.inputs[0].type, T.ClassType):
+        _walk(graph.inputs[0], "", reads)
+    return reads
+
+
+def _walk(value: Any, path: str, reads: Reads) -> None:
+    for use in value.uses:
+        node = use.user
+        if getattr(node, "kind", None) not in ("prim::GetAttr", "prim::SetAttr") or use.index != 0:
+            reads.wholes.add(path)  # the object itself goes somewhere: all of it may be read
+            continue
+        name = str(node.attrs.get("name"))
+        dotted = f"{path}.{name}" if path else name
+        if node.kind == "prim::SetAttr":
+            reads.other.add(dotted)
+            continue
+        out_type = node.outputs[0].type
+        if name == "_flat_weights":  # an RNN's: built from its named parameters (weight_ih_l0...)
+            reads.wholes.add(path)
+        if isinstance(out_type, T.ClassType):
+            _walk(node.outputs[0], dotted, reads)
+        elif isinstance(out_type, T.OptionalType) or out_type == T.NONE or name == "training":
+            reads.optional.add(dotted)
+        else:
+            reads.required.add(dotted)
+
+
+def check_keys(reads: Reads, weights: Mapping[str, Any] | None) -> None:
+    """Raise a RunError naming the unexpected keys of ``weights`` (and the Optional reads they
+    were likely meant for) with their closest names; nothing for an ``ArchiveState``."""
+    if not weights or isinstance(weights, ArchiveState):
+        return
+    unexpected = sorted(k for k in weights if not reads.expects(k))
+    if not unexpected:
+        return
+    read = sorted(reads.required | reads.optional)
+    missing = [
+        k for k in read
+        if k not in weights and not k.endswith("training") and not any(w.startswith(k + ".") for w in weights)
+    ]
+    raise RunError(_message(unexpected, missing, read, list(weights)))
+
+
+def program_reads(program: Any) -> Reads:
+    """``reads_of`` a compiled ``Program`` (its IR when in memory, else its recorded tables)."""
+    from vm.binding.unbound import UnboundTensor
+    from vm.program.self_reads import self_graph
+
+    names = []
+    for function in program.functions:
+        for k, value in enumerate(function.constants):
+            if isinstance(value, UnboundTensor):
+                names.append(value.name)
+            elif k < len(function.constant_names) and function.constant_names[k] and hasattr(value, "shape"):
+                names.append(function.constant_names[k])
+    module = program.module_if_loaded
+    folded = module.attributes if module is not None else program.folded
+    return reads_of(self_graph(program), names, folded or ())
+
+
+def module_reads(module: Any) -> Reads:
+    """``reads_of`` an IR ``Module`` (the static runtime's source, before its load-time folds)."""
+    from vm.program.check_graph import is_tensor_literal
+
+    names = [
+        node.outputs[0].name
+        for graph in (module.main, *module.functions.values())
+        for node in graph.walk()
+        if node.kind == "prim::Constant" and node.outputs and is_tensor_literal(node.attrs.get("value"))
+    ]
+    return reads_of(module.main, names, module.attributes)
+
+
+def check_given(own: Mapping[str, Any], given: Mapping[str, Any], source: str) -> None:
+    """Weights ``given`` over a model's own (``own``, read from ``source``): refused, as
+    ``load_state_dict(strict=True)`` refuses, when a key is not the model's or one of the
+    model's parameters (a floating-point tensor) is not given."""
+    unexpected = sorted(k for k in given if k not in own and k != _SPEC)
+    missing = sorted(
+        k for k, v in own.items()
+        if k not in given and isinstance(v, np.ndarray) and v.dtype.kind in "fc" and v.ndim > 0
+    )
+    if unexpected or missing:
+        raise RunError(_message(unexpected, missing, sorted(own), list(given), source))
+
+
+def _message(unexpected: list[str], missing: list[str], read: list[str], given: list[str], source: str = "") -> str:
+    whose = f"of the model in {source}" if source else "the program reads"
+    lines = [f"the weights do not match the keys {whose}, as load_state_dict(strict=True) refuses them:"]
+    if unexpected:
+        lines.append(f"unexpected key(s) ({len(unexpected)}):")
+        lines += [f"  {k}{_closest(k, [r for r in read if r not in given] or read)}" for k in unexpected[:20]]
+    if missing:
+        lines.append(f"missing key(s) ({len(missing)}):")
+        lines += [f"  {k}{_closest(k, unexpected or given)}" for k in missing[:20]]
+    lines.append(PARTIAL_HINT)
+    return "\n".join(lines)
+
+
+def _closest(key: str, candidates: list[str]) -> str:
+    found = difflib.get_close_matches(key, candidates, n=1, cutoff=0.5)
+    return f" (closest: {found[0]})" if found else ""
+
+
+__all__ = ["PARTIAL_HINT", "ArchiveState", "Reads", "check_given", "check_keys", "module_reads", "program_reads", "reads_of"]
