@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.torchscript.quantized import restore_modules
 from compiler.torchscript.unpickle import ArchiveError, Record, safe_loads
 
 MEMMAP_BYTES = 1 << 20  # storages at least this big are memory-mapped
@@ -134,7 +135,9 @@ class Archive:
                 cache[key] = self._storage(f"{name}/{key}", dtype, numel)
             return cache[key]
 
-        return safe_loads(self.read(member), storage, f"{self.path}:{member}")
+        loaded = safe_loads(self.read(member), storage, f"{self.path}:{member}")
+        restore_modules(loaded)  # the __setstate__ of torch.ao's quantized conv modules
+        return loaded
 
     def module(self) -> Record:
         root = self.load_pickle("data")

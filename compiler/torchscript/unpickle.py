@@ -163,10 +163,6 @@ def _refuse_tensor_table(*_args: Any) -> Any:
     raise ArchiveError("this archive refers to a tensor table (an old TorchScript format irvm does not read)")
 
 
-def _refuse_quantized(*_args: Any) -> Any:
-    raise ArchiveError("quantized tensors (torch._utils._rebuild_qtensor) are not supported")
-
-
 def _device(name: Any, *_rest: Any) -> str:
     return str(name)
 
@@ -177,7 +173,6 @@ def _complex(real: Any, imag: Any = 0.0) -> complex:
 
 _GLOBALS: dict[tuple[str, str], Any] = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
-    ("torch._utils", "_rebuild_qtensor"): _refuse_quantized,
     ("torch.jit._pickle", "build_intlist"): _first,
     ("torch.jit._pickle", "build_doublelist"): _first,
     ("torch.jit._pickle", "build_boollist"): _first,
@@ -188,6 +183,13 @@ _GLOBALS: dict[tuple[str, str], Any] = {
     ("builtins", "complex"): _complex,
     ("torch", "device"): _device,
 }
+
+
+def allow_globals(table: dict[tuple[str, str], Any], storages: dict[str, str]) -> None:
+    """Add ``(module, name) -> callable`` entries and storage types to the table (the
+    quantized ones of ``compiler.torchscript.quantized`` register themselves so)."""
+    _GLOBALS.update(table)
+    STORAGE_DTYPES.update(storages)
 
 
 class SafeUnpickler(pickle._Unpickler):  # the Python one: REDUCE is ours
