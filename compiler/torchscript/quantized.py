@@ -229,3 +229,17 @@ def _restore_conv(obj: Record) -> None:
         weight, bias, stride, padding, dilation, fields["groups"], out_pad, fields["transposed"]
     )
     obj.state = None
+
+
+def quantized_type(value: Any) -> Any:
+    """The IR type of a quantized value: Tensor for a QTensor, torch's class for packed
+    parameters (what a frozen graph declares for its ``object(0x...)`` constants)."""
+    from compiler import types as T
+
+    if isinstance(value, ConvPacked):
+        return T.ClassType(f"__torch__.torch.classes.quantized.Conv{value.spatial}dPackedParamsBase")
+    if isinstance(value, LinearPacked):
+        return T.ClassType("__torch__.torch.classes.quantized.LinearPackedParamsBase")
+    if isinstance(value, CellParams):
+        return T.ClassType("__torch__.torch.classes.rnn.CellParamsBase")
+    return T.TENSOR

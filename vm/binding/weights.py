@@ -51,6 +51,7 @@ import numpy as np
 from vm.core import types as T
 from vm.core.enum_values import EnumValue, parse_member
 from vm.core.errors import RunError, Span
+from vm.core.quantized import PACKED_TYPES, QTensor
 
 if TYPE_CHECKING:  # the IR data model is the compiler's: only the static runtime brings it
     from compiler.ir import Graph, Node, Value
@@ -238,7 +239,7 @@ def _bind_reads(value: Value, obj: ModuleObject, missing: _Missing) -> None:
             continue
         name = str(node.attrs["name"])
         out = node.outputs[0]
-        if isinstance(out.type, T.ClassType):
+        if isinstance(out.type, T.ClassType) and not out.type.qualname.startswith(TORCHBIND):
             child = obj.attributes.get(name)
             if not isinstance(child, ModuleObject):  # a parameterless submodule (ReLU)
                 child = ModuleObject(obj.dotted(name))
@@ -270,6 +271,7 @@ def _bind_leaf(obj: ModuleObject, name: str, type_: T.Type | None, node: Node, m
 
 
 _ABSENT: Any = object()
+TORCHBIND = "__torch__.torch.classes."  # torch's C++ classes (packed parameters): values, not modules
 NONE_MARKER = "None"  # a stored 0-d string array "None" is None for an Optional attribute
 
 
@@ -290,7 +292,7 @@ def convert_attribute(raw: Any, type_: T.Type) -> Any:
     if isinstance(type_, T.TensorType):
         if isinstance(raw, ModuleObject):
             raise TypeError("expected one array, found a group of entries")
-        return raw if isinstance(raw, np.ndarray) else np.asarray(raw)
+        return raw if isinstance(raw, (np.ndarray, QTensor)) else np.asarray(raw)
     if type_ in _SCALARS:
         array = np.asarray(raw)
         if array.size != 1:
@@ -410,7 +412,11 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
             if literal.values is None:
                 missing.add(f"%{out.name} : {out.type or 'Tensor'} (tried {', '.join(keys)})", node.span)
             continue
-        array = np.asarray(weights[key])
+        raw = weights[key]
+        if isinstance(raw, (QTensor, *PACKED_TYPES)):  # a quantized tensor, a frozen object(0x...)
+            bound[out.name] = raw
+            continue
+        array = np.asarray(raw)
         _check_shape(out, array, node)
         bound[out.name] = array
     if missing.entries:

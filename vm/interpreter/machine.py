@@ -433,6 +433,10 @@ def _read_only(value: Any) -> Any:
 def _as_array(value: Any) -> Any:
     import numpy as np
 
+    from vm.core.quantized import PACKED_TYPES, QTensor
+
+    if isinstance(value, (QTensor, *PACKED_TYPES)):
+        return value  # a quantized tensor or a frozen packed-parameters object(0x...)
     return np.asarray(value)
 
 

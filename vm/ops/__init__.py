@@ -51,6 +51,7 @@ FAMILIES = (
     "unary",
     "nn.fallbacks",  # only what no family registered
     "out_overloads",  # out= overloads of everything above
+    "quantized",  # quantized tensors' operators; wraps some above to dispatch on them
 )
 
 for _name in FAMILIES:

@@ -1,0 +1,323 @@
+"""Quantized elementwise ops, pooling and concatenation: ``quantized::add``/``mul``/``cat``/
+``hardswish``..., and the aten operators torch also runs on quantized tensors.
+
+The ``quantized::`` ops here follow ATen's quantized CPU kernels: both operands dequantized
+to float32 (``q * scale + (-zero_point * scale)``, one fused multiply-add as ATen's vectorized
+``dequantize`` does), the float operation, and the result quantized to the output's
+parameters (``vm.ops.quantized.arith.quantize``).
+
+An aten operator such as ``aten::max_pool2d`` or ``aten::flatten`` is resolved at compile time
+by its argument *types*, and a quantized tensor is typed ``Tensor`` like any other; which
+kernel runs is known only from the value, as in torch's dispatcher.  ``install`` therefore
+wraps the registered kernels (and prepared forms) of the operators listed in ``QUANTIZED``:
+the wrapper sends a ``QTensor`` first argument to the quantized implementation and anything
+else to the original kernel, so float models pay one ``isinstance`` per call of those ops.
+An aten operator not listed refuses a quantized tensor with an error naming it
+(``QTensor.__array__``), never computes on its integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from vm.core.errors import RunError
+from vm.core.quantized import QTensor
+from vm.ops import prepared as P
+from vm.ops import registry as R
+from vm.ops.quantized.arith import quantize, requantize_values
+from vm.ops.quantized.tensors import qtensor
+from vm.ops.registry import kernel
+
+
+def fdequant(q: QTensor) -> np.ndarray:
+    """float32 values as ATen's vectorized dequantize computes them (a fused multiply-add
+    ``q * scale + (-zp * scale)``, emulated exactly in float64: the product of an 8-bit
+    integer and a float32 is exact there)."""
+    scale, zp = q.channel_params()
+    s32 = np.asarray(scale, np.float32)
+    premul = (-np.asarray(zp, np.float32) * s32).astype(np.float32)
+    return (q.int_repr.astype(np.float64) * s32.astype(np.float64) + premul).astype(np.float32)
+
+
+def _binary(op: Callable[[np.ndarray, np.ndarray], np.ndarray], relu: bool, name: str) -> Callable[..., QTensor]:
+    def run(a: Any, b: Any, scale: float, zero_point: int) -> QTensor:
+        qa, qb = qtensor(a, name), qtensor(b, name)
+        if qa.code != qb.code:
+            raise RunError(f"{name}: both operands must have the same quantized dtype ({qa.qdtype}, {qb.qdtype})")
+        y = op(fdequant(qa), fdequant(qb)).astype(np.float32)
+        if relu:
+            y = np.maximum(y, np.float32(0))
+        return quantize(y, scale, zero_point, qa.code)
+
+    return run
+
+
+for _name, _op in (("add", np.add), ("mul", np.multiply)):
+    for _relu in (False, True):
+        _full = f"quantized::{_name}{'_relu' if _relu else ''}"
+        kernel(f"{_full}(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc")(_binary(_op, _relu, _full))
+
+
+def _scalar(op: Callable[[np.ndarray, Any], np.ndarray], name: str) -> Callable[..., QTensor]:
+    def run(a: Any, b: Any) -> QTensor:
+        qa = qtensor(a, name)
+        y = op(fdequant(qa), np.float32(b)).astype(np.float32)
+        lo, hi = float(y.min()) if y.size else 0.0, float(y.max()) if y.size else 0.0
+        from vm.ops.quantized.arith import choose_qparams, storage_dtype
+
+        _, qmin, qmax = storage_dtype(qa.code)
+        scale, zp = choose_qparams(lo, hi, qmin, qmax)
+        return quantize(y, scale, zp, qa.code)
+
+    return run
+
+
+kernel("quantized::add.Scalar(Tensor qa, Scalar b) -> Tensor qc")(_scalar(np.add, "quantized::add.Scalar"))
+kernel("quantized::mul.Scalar(Tensor qa, Scalar b) -> Tensor qc")(_scalar(np.multiply, "quantized::mul.Scalar"))
+
+
+def _cat(xs: list[Any], dim: int, scale: float | None, zero_point: int | None, relu: bool) -> QTensor:
+    qs = [qtensor(x, "quantized::cat") for x in xs]
+    if not qs:
+        raise RunError("quantized::cat: no tensors to concatenate")
+    first = qs[0]
+    scale = first.scale if scale is None else scale
+    zero_point = first.zero_point if zero_point is None else zero_point
+    y = np.concatenate([fdequant(q) for q in qs], axis=dim)
+    return requantize_values(y, float(scale), int(zero_point), first.code, relu)
+
+
+@kernel("quantized::cat(Tensor[] qx, int dim, float? scale, int? zero_point) -> Tensor")
+def qcat(xs: list[Any], dim: int, scale: float | None, zero_point: int | None) -> QTensor:
+    return _cat(xs, dim, scale, zero_point, False)
+
+
+@kernel("quantized::cat_relu(Tensor[] qx, int dim, float? scale, int? zero_point) -> Tensor")
+def qcat_relu(xs: list[Any], dim: int, scale: float | None, zero_point: int | None) -> QTensor:
+    return _cat(xs, dim, scale, zero_point, True)
+
+
+def _unary_float(fn: Callable[[np.ndarray], np.ndarray], name: str) -> Callable[..., QTensor]:
+    def run(x: Any, scale: float, zero_point: int) -> QTensor:
+        q = qtensor(x, name)
+        return quantize(fn(fdequant(q)).astype(np.float32), scale, zero_point, q.code)
+
+    return run
+
+
+def _hardswish(x: np.ndarray) -> np.ndarray:
+    return x * np.clip(x + np.float32(3), 0, 6) / np.float32(6)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32)
+
+
+kernel("quantized::hardswish(Tensor input, float output_scale, int output_zero_point) -> Tensor")(
+    _unary_float(_hardswish, "quantized::hardswish"))
+kernel("quantized::sigmoid(Tensor qx, float output_scale, int output_zero_point) -> Tensor")(
+    _unary_float(_sigmoid, "quantized::sigmoid"))
+
+
+@kernel("quantized::relu6(Tensor qx, bool inplace=False) -> Tensor")
+def qrelu6(x: Any, inplace: bool) -> QTensor:
+    return _hardtanh(qtensor(x, "quantized::relu6"), 0.0, 6.0)
+
+
+# --- aten operators on quantized tensors -------------------------------------------
+
+
+def _relu(q: QTensor, *_rest: Any) -> QTensor:
+    if q.per_channel:
+        _, zp = q.channel_params()
+        return q.like(np.maximum(q.int_repr, zp.astype(q.int_repr.dtype)))
+    return q.like(np.maximum(q.int_repr, np.array(q.zero_point).astype(q.int_repr.dtype)))
+
+
+def _hardtanh(q: QTensor, lo: float, hi: float, *_rest: Any) -> QTensor:
+    qlo = quantize(np.array([lo], np.float32), q.scale, q.zero_point, q.code).int_repr[0]
+    qhi = quantize(np.array([hi], np.float32), q.scale, q.zero_point, q.code).int_repr[0]
+    return q.like(np.clip(q.int_repr, qlo, qhi))
+
+
+def _fixed_output(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., QTensor]:
+    """hardsigmoid, sigmoid: torch quantizes the output with fixed parameters (quint8:
+    scale 1/256, zero point 0; qint8: 1/256, -128)."""
+
+    def run(q: QTensor, *_rest: Any) -> QTensor:
+        zp = -128 if q.code == 12 else 0
+        return quantize(fn(fdequant(q)).astype(np.float32), 1.0 / 256.0, zp, q.code)
+
+    return run
+
+
+def _hardsigmoid(x: np.ndarray) -> np.ndarray:
+    return np.clip(x + np.float32(3), 0, 6) / np.float32(6)
+
+
+def _adaptive_avg_pool2d(q: QTensor, output_size: Any) -> QTensor:
+    """Averages of the integers, rounded once: ``zp + lrintf((sum - zp * n) * (1 / n))``."""
+    x = q.int_repr
+    oh, ow = (list(output_size) * 2)[:2] if len(output_size) == 1 else list(output_size)
+    h, w = x.shape[-2:]
+    oh, ow = h if oh is None else oh, w if ow is None else ow
+    out = np.empty(x.shape[:-2] + (oh, ow), x.dtype)
+    _, qmin, qmax = _range(q)
+    for i in range(oh):
+        h0, h1 = (i * h) // oh, -((-(i + 1) * h) // oh)
+        for j in range(ow):
+            w0, w1 = (j * w) // ow, -((-(j + 1) * w) // ow)
+            n = (h1 - h0) * (w1 - w0)
+            acc = x[..., h0:h1, w0:w1].astype(np.int64).sum(axis=(-2, -1)) - q.zero_point * n
+            mult = np.float32(1.0) / np.float32(n)
+            out[..., i, j] = np.clip(np.rint(acc.astype(np.float32) * mult) + q.zero_point, qmin, qmax)
+    return q.like(out)
+
+
+def _range(q: QTensor) -> tuple[Any, int, int]:
+    from vm.ops.quantized.arith import storage_dtype
+
+    return storage_dtype(q.code)
+
+
+def _on_values(original: Callable[..., Any]) -> Callable[..., Any]:
+    """An op that only moves or selects values (a view, a max, a nearest resize): the float
+    kernel on the integers, exact in float32, cast back, the quantizer kept."""
+
+    def run(q: QTensor, *rest: Any) -> Any:
+        if q.per_channel:
+            raise RunError("a per-channel quantized tensor reached a layout operator (irvm supports per-tensor ones)")
+        result = original(q.int_repr.astype(np.float32), *rest)
+        if isinstance(result, (list, tuple)):
+            return type(result)(q.like(r.astype(q.int_repr.dtype)) for r in result)
+        return q.like(np.asarray(result).astype(q.int_repr.dtype))
+
+    return run
+
+
+def _on_ints(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A view op on the integers themselves (reshape, flatten, transpose...)."""
+
+    def run(q: QTensor, *rest: Any) -> Any:
+        if q.per_channel:
+            raise RunError("a per-channel quantized tensor reached a view operator (irvm supports per-tensor ones)")
+        result = original(q.int_repr, *rest)
+        if isinstance(result, (list, tuple)):
+            return type(result)(q.like(r) for r in result)
+        return q.like(result)
+
+    return run
+
+
+def _shape_query(original: Callable[..., Any]) -> Callable[..., Any]:
+    def run(q: QTensor, *rest: Any) -> Any:
+        return original(q.int_repr, *rest)
+
+    return run
+
+
+def _cat_list(xs: list[Any], dim: int) -> Any:
+    return _cat(xs, dim, None, None, False)
+
+
+# op -> how a quantized first argument is handled (given the original kernel)
+QUANTIZED: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    "aten::relu": lambda _k: _relu,
+    "aten::relu_": lambda _k: _relu,
+    "aten::hardtanh": lambda _k: _hardtanh,
+    "aten::hardtanh_": lambda _k: _hardtanh,
+    "aten::relu6": lambda _k: lambda q: _hardtanh(q, 0.0, 6.0),
+    "aten::hardsigmoid": lambda _k: _fixed_output(_hardsigmoid),
+    "aten::hardsigmoid_": lambda _k: _fixed_output(_hardsigmoid),
+    "aten::sigmoid": lambda _k: _fixed_output(_sigmoid),
+    "aten::hardswish": lambda _k: lambda q: quantize(_hardswish(fdequant(q)).astype(np.float32), q.scale,
+                                                     q.zero_point, q.code),
+    "aten::adaptive_avg_pool2d": lambda _k: _adaptive_avg_pool2d,
+    "aten::max_pool1d": _on_values,
+    "aten::max_pool2d": _on_values,
+    "aten::max_pool3d": _on_values,
+    "aten::upsample_nearest2d": _on_values,
+    "aten::upsample_nearest2d.vec": _on_values,
+    "aten::flatten.using_ints": _on_ints,
+    "aten::reshape": _on_ints,
+    "aten::view": _on_ints,
+    "aten::contiguous": _on_ints,
+    "aten::transpose.int": _on_ints,
+    "aten::permute": _on_ints,
+    "aten::unsqueeze": _on_ints,
+    "aten::squeeze": _on_ints,
+    "aten::squeeze.dim": _on_ints,
+    "aten::chunk": _on_ints,
+    "aten::split.Tensor": _on_ints,
+    "aten::select.int": _on_ints,
+    "aten::slice.Tensor": _on_ints,
+    "aten::clone": _on_ints,
+    "aten::dropout": lambda _k: lambda q, p, train: q,
+    "aten::size": _shape_query,
+    "aten::size.int": _shape_query,
+    "aten::dim": _shape_query,
+    "aten::numel": _shape_query,
+    "aten::len.Tensor": _shape_query,
+    "prim::dtype": lambda _k: lambda q: q.code,
+}
+
+
+def _wrap(original: Callable[..., Any], quantized: Callable[..., Any]) -> Callable[..., Any]:
+    def dispatch(*args: Any) -> Any:
+        if args and isinstance(args[0], QTensor):
+            return quantized(*args)
+        return original(*args)
+
+    dispatch.__name__ = getattr(original, "__name__", "dispatch")
+    dispatch.__wrapped__ = original  # type: ignore[attr-defined]
+    return dispatch
+
+
+def _wrap_out(original: Callable[..., Any]) -> Callable[..., Any]:
+    def dispatch_out(out: Any, *args: Any) -> Any:
+        if args and isinstance(args[0], QTensor):
+            raise RunError("a quantized tensor reached an out variant (its value cannot be planned)")
+        return original(out, *args)
+
+    return dispatch_out
+
+
+def install() -> None:
+    """Wrap the kernels of ``QUANTIZED`` (and ``aten::cat``) to dispatch on quantized tensors."""
+    table = R._REGISTRY
+    for qualified, make in QUANTIZED.items():
+        info = table.get(qualified)
+        if info is None:
+            continue
+        handler = make(info.kernel)
+        table[qualified] = attrs.evolve(info, kernel=_wrap(info.kernel, handler),
+                                        out=None if info.out is None else _wrap_out(info.out))
+        preparer = P._PREPARERS.get(qualified)
+        if preparer is not None:
+            P._PREPARERS[qualified] = _wrap_preparer(preparer, handler)
+    info = table.get("aten::cat")
+    if info is not None:
+        original = info.kernel
+
+        def cat(tensors: list[Any], dim: int) -> Any:
+            if tensors and isinstance(tensors[0], QTensor):
+                return _cat_list(tensors, dim)
+            return original(tensors, dim)
+
+        table["aten::cat"] = attrs.evolve(info, kernel=cat)
+
+
+def _wrap_preparer(preparer: Any, handler: Callable[..., Any]) -> Any:
+    def prepare(known: Any, kernel_: Any, out: Any, *rest: Any) -> Any:
+        made = preparer(known, kernel_, out, *rest)
+        if made is None:
+            return None
+        if isinstance(made, P.Forms):
+            return P.Forms(_wrap(made.kernel, handler), None if made.out is None else _wrap_out(made.out))
+        return _wrap(made, handler)
+
+    return prepare
