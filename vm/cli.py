@@ -90,6 +90,10 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="seed of the runtime's random generator (rand, dropout in training...); not torch's stream",
     )
     p.add_argument(
+        "--quantized-engine", choices=["fbgemm", "qnnpack"], default="fbgemm",
+        help="whose arithmetic quantized operators follow: fbgemm (torch's default on x86) or qnnpack (ARM, mobile)",
+    )
+    p.add_argument(
         "--fuser", choices=["blocked", "numba"], default="blocked",
         help="how fusion groups run on big tensors: cache-blocked numpy (default) or numba (pip install irvm[fast])",
     )
@@ -167,12 +171,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.backend == "static":
         from vm.static import StaticOptions, StaticRuntime
 
-        result = StaticRuntime(program, weights, StaticOptions(fuser=args.fuser), seed=args.seed)(*inputs)
+        result = StaticRuntime(
+            program, weights, StaticOptions(fuser=args.fuser), seed=args.seed, quantized_engine=args.quantized_engine
+        )(*inputs)
         trace = None
     else:
         from vm.interpreter.machine import Interpreter
 
-        interp = Interpreter(program, weights, fuser=args.fuser, seed=args.seed)
+        interp = Interpreter(program, weights, fuser=args.fuser, seed=args.seed, quantized_engine=args.quantized_engine)
         if args.trace:
             result, trace = interp.run_traced(*inputs)
         else:

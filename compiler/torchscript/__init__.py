@@ -132,7 +132,16 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
     check_writable(out, inputs=[Path(source)], force=force, kind="weights")
     from vm.files.npz import save_marked
 
-    save_marked(out, {k: np.asarray(v) for k, v in weights.items()}, "weights")
+    from vm.core.quantized import PACKED_TYPES, QTensor
+    from vm.files.quantized import encode
+
+    flat: dict[str, np.ndarray] = {}
+    for key, value in weights.items():
+        if isinstance(value, (QTensor, *PACKED_TYPES)):
+            encode(key, value, flat)  # quantized entries (vm/files/quantized.py)
+        else:
+            flat[key] = np.asarray(value)
+    save_marked(out, flat, "weights")
     print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)
     return out
 

@@ -50,6 +50,7 @@ from vm.core.gc_pause import gc_paused
 from vm.fusion.kernels import enable_fuser
 from vm.interpreter.outcome import depth_error, failure_error, stack_results
 from vm.ops import registry
+from vm.ops.quantized.arith import check_engine, engine, using_engine
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
 from vm.ops.registry import OpRef
 
@@ -85,8 +86,12 @@ class Interpreter:
         debug: bool = False,
         fuser: str = "blocked",
         seed: int | None = None,
+        quantized_engine: str | None = None,
     ):
         self.program = program
+        # quantized kernels round as this engine does (vm.ops.quantized.arith); None: fbgemm,
+        # or the engine a caller set with vm.ops.quantized.using_engine
+        self.quantized_engine = None if quantized_engine is None else check_engine(quantized_engine)
         # random operators draw from this runtime's own generator (vm.ops.random)
         self.generator = make_generator(seed)
         self._draws = any(
@@ -119,6 +124,9 @@ class Interpreter:
     def __call__(self, *args: Any) -> Any:
         if self._draws and generator() is not self.generator:
             with using_generator(self.generator):
+                return self(*args)
+        if self.quantized_engine is not None and engine() != self.quantized_engine:
+            with using_engine(self.quantized_engine):
                 return self(*args)
         if self._fast_kinds is not None and tuple(map(type, args)) == self._fast_kinds:
             if self.dtype_guard is not None:
