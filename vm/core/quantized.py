@@ -35,14 +35,24 @@ CODE_OF_NAME = {"qint8": 12, "quint8": 13, "qint32": 14}
 CODE_OF_STORAGE = {np.dtype(np.int8): 12, np.dtype(np.uint8): 13, np.dtype(np.int32): 14}
 
 
+class QuantizedValueError(RunError, AttributeError):
+    """A float kernel read an attribute a quantized tensor does not have (``.dtype``...):
+    a RunError naming it, and an AttributeError for ``hasattr``."""
+
+
 class QTensor:
     """A quantized tensor (see the module docstring).  ``scale``/``zero_point`` are a float
     and an int per tensor; arrays of ``shape[axis]`` entries per channel."""
 
-    __slots__ = ("axis", "int_repr", "scale", "zero_point")
+    __slots__ = ("axis", "channels_last", "int_repr", "scale", "zero_point")
     __array_priority__ = 1000
 
-    def __init__(self, int_repr: np.ndarray, scale: Any, zero_point: Any, axis: int | None = None) -> None:
+    def __init__(
+        self, int_repr: np.ndarray, scale: Any, zero_point: Any, axis: int | None = None, channels_last: bool = False
+    ) -> None:
+        # torch's memory format of the tensor (quantized convolutions write NHWC): it decides
+        # which elements ATen's elementwise kernels reach in their scalar tail
+        self.channels_last = channels_last and int_repr.ndim == 4
         if int_repr.dtype not in CODE_OF_STORAGE:
             raise RunError(f"a quantized tensor holds uint8, int8 or int32 values, not {int_repr.dtype}")
         self.int_repr = int_repr
@@ -90,8 +100,15 @@ class QTensor:
         return self.axis is not None
 
     def like(self, int_repr: np.ndarray) -> QTensor:
-        """A tensor with this one's quantizer over other values (a view, a max, a pool)."""
-        return QTensor(int_repr, self.scale, self.zero_point, self.axis)
+        """A tensor with this one's quantizer over other values (a view, a max, a pool); it
+        keeps the memory format when it keeps the rank."""
+        return QTensor(int_repr, self.scale, self.zero_point, self.axis, self.channels_last and int_repr.ndim == 4)
+
+    def __getattr__(self, name: str) -> Any:
+        raise QuantizedValueError(
+            f"a quantized tensor ({self.qdtype}) reached an operation that takes float tensors (it read .{name}); "
+            "irvm runs it only through the quantized operators (dequantize it first)"
+        )
 
     def channel_params(self, ndim: int | None = None) -> tuple[Any, Any]:
         """``(scale, zero_point)`` shaped to broadcast against the values."""

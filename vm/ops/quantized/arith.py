@@ -73,7 +73,22 @@ def storage_dtype(code: int) -> tuple[type, int, int]:
 
 
 def quantize(x: np.ndarray, scale: Any, zero_point: Any, code: int, axis: int | None = None) -> QTensor:
-    """``quantize_per_tensor`` (``axis`` None) or ``quantize_per_channel``."""
+    """``quantize_per_tensor`` (``axis`` None) or ``quantize_per_channel``, as ATen computes
+    them: an 8-bit per-tensor one through fbgemm's ``Quantize``, which rounds one fused
+    multiply-add ``x * (1 / scale) + zero_point``; the others ``zero_point + nearbyint(x *
+    (1 / scale))`` (``quantize_val``)."""
+    dtype, qmin, qmax = storage_dtype(code)
+    x = np.asarray(x, dtype=np.float32)
+    if axis is None and code in (12, 13):
+        inv = np.float64(np.float32(1.0) / np.float32(scale))
+        q = np.rint((x.astype(np.float64) * inv + float(zero_point)).astype(np.float32)).astype(np.float64)
+        return QTensor(np.clip(q, qmin, qmax).astype(dtype), scale, zero_point)
+    return quantize_vec(x, scale, zero_point, code, axis)
+
+
+def quantize_vec(x: np.ndarray, scale: Any, zero_point: Any, code: int, axis: int | None = None) -> QTensor:
+    """``zero_point + nearbyint(x * (1 / scale))`` in float32: ATen's ``quantize_val`` and its
+    vectorized ``Vectorized<q>::quantize`` (the elementwise quantized kernels' last step)."""
     dtype, qmin, qmax = storage_dtype(code)
     x = np.asarray(x, dtype=np.float32)
     if axis is None:
@@ -81,7 +96,7 @@ def quantize(x: np.ndarray, scale: Any, zero_point: Any, code: int, axis: int | 
     else:
         shape = [1] * x.ndim
         shape[axis] = -1
-        inv = (1.0 / np.asarray(scale, np.float64)).astype(np.float32).reshape(shape)
+        inv = (np.float32(1.0) / np.asarray(scale, np.float64).astype(np.float32)).reshape(shape)
         zp = np.asarray(zero_point, np.int64).reshape(shape)
     q = np.rint(x * inv).astype(np.float64) + zp
     return QTensor(np.clip(q, qmin, qmax).astype(dtype), scale, zero_point, axis)
@@ -119,7 +134,7 @@ def weight_scales(w: QTensor, channels: int) -> np.ndarray:
 
 def requantize(
     acc: np.ndarray, x_scale: float, w_scale: np.ndarray, bias: np.ndarray | None, y_scale: float, y_zp: int,
-    code: int, relu: bool, channel_axis: int,
+    code: int, relu: bool, channel_axis: int, per_channel: bool = False,
 ) -> QTensor:
     """The int32 accumulator ``acc`` (exact, float64) as the output tensor, rounded as the
     current engine rounds (module docstring); ``w_scale`` has one entry per output channel,
@@ -138,7 +153,11 @@ def requantize(
     else:
         raw = acc.astype(np.float32)
         if bias is not None:
-            raw = raw + (bias.astype(np.float32) / act_w).reshape(shape)
+            if not per_channel:  # per tensor: times the reciprocal, taken in double
+                scaled_bias = bias.astype(np.float32) * np.float32(1.0 / np.float64(act_w[0]))
+            else:  # per channel: divided
+                scaled_bias = bias.astype(np.float32) / act_w
+            raw = raw + scaled_bias.astype(np.float32).reshape(shape)
         scaled = raw * multiplier
     q = np.rint(scaled).astype(np.float64) + y_zp
     low = max(qmin, y_zp) if relu else qmin

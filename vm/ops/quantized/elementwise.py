@@ -28,7 +28,7 @@ from vm.core.errors import RunError
 from vm.core.quantized import QTensor
 from vm.ops import prepared as P
 from vm.ops import registry as R
-from vm.ops.quantized.arith import quantize, requantize_values
+from vm.ops.quantized.arith import quantize, quantize_vec, requantize_values, storage_dtype
 from vm.ops.quantized.tensors import qtensor
 from vm.ops.registry import kernel
 
@@ -43,23 +43,91 @@ def fdequant(q: QTensor) -> np.ndarray:
     return (q.int_repr.astype(np.float64) * s32.astype(np.float64) + premul).astype(np.float32)
 
 
+def sdequant(q: QTensor) -> np.ndarray:
+    """float32 values as ATen's scalar ``dequantize_val`` computes them: ``(float(q) - zp)``
+    times the scale in double, rounded to float."""
+    scale, zp = q.channel_params()
+    centered = (q.int_repr.astype(np.float32) - np.asarray(zp, np.float32)).astype(np.float64)
+    return (centered * np.asarray(scale, np.float32).astype(np.float64)).astype(np.float32)
+
+
+VEC_BYTES = 32  # elements of an 8-bit Vectorized<q> on AVX2 (64 on AVX-512)
+
+
+def split_vectorized(n: int, itemsize: int = 1) -> int:
+    """How many leading elements ATen's ``cpu_kernel_vec`` runs vectorized: whole blocks of
+    two vectors; the rest (fewer than 2 * 32 8-bit elements on AVX2) runs its scalar lambda,
+    whose rounding can differ."""
+    block = 2 * (VEC_BYTES // itemsize)
+    return n // block * block
+
+
+def elementwise(qs: list[QTensor], fn: Callable[..., np.ndarray], scale: float, zp: int, code: int) -> QTensor:
+    """``fn`` of the dequantized operands, quantized to (scale, zp): the vectorized part with
+    the fused dequantize, the tail with the scalar one (see ``split_vectorized``)."""
+    n = qs[0].size
+    cut = split_vectorized(n, qs[0].int_repr.itemsize)
+    nhwc = qs[0].channels_last  # the tail is the last elements in memory order
+
+    def memory_order(a: np.ndarray) -> np.ndarray:
+        return (a.transpose(0, 2, 3, 1) if nhwc else a).reshape(-1)
+
+    flat = fn(*(memory_order(fdequant(q)) for q in qs)).astype(np.float32)
+    if cut < n:
+        flat[cut:] = fn(*(memory_order(sdequant(q))[cut:] for q in qs)).astype(np.float32)
+    shape = qs[0].shape
+    values = flat.reshape((shape[0], shape[2], shape[3], shape[1])).transpose(0, 3, 1, 2) if nhwc else flat.reshape(shape)
+    out = quantize_vec(values, scale, zp, code)
+    out.channels_last = nhwc
+    return out
+
+
 def _binary(op: Callable[[np.ndarray, np.ndarray], np.ndarray], relu: bool, name: str) -> Callable[..., QTensor]:
     def run(a: Any, b: Any, scale: float, zero_point: int) -> QTensor:
         qa, qb = qtensor(a, name), qtensor(b, name)
         if qa.code != qb.code:
             raise RunError(f"{name}: both operands must have the same quantized dtype ({qa.qdtype}, {qb.qdtype})")
-        y = op(fdequant(qa), fdequant(qb)).astype(np.float32)
-        if relu:
-            y = np.maximum(y, np.float32(0))
-        return quantize(y, scale, zero_point, qa.code)
+        if qa.shape != qb.shape:
+            qa, qb = _broadcast(qa, qb)
+
+        def fn(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            c = op(x, y).astype(np.float32)
+            return np.maximum(c, np.float32(0)) if relu else c
+
+        return elementwise([qa, qb], fn, scale, zero_point, qa.code)
 
     return run
 
 
-for _name, _op in (("add", np.add), ("mul", np.multiply)):
-    for _relu in (False, True):
-        _full = f"quantized::{_name}{'_relu' if _relu else ''}"
-        kernel(f"{_full}(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc")(_binary(_op, _relu, _full))
+def _broadcast(a: QTensor, b: QTensor) -> tuple[QTensor, QTensor]:
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    return (a.like(np.ascontiguousarray(np.broadcast_to(a.int_repr, shape))),
+            b.like(np.ascontiguousarray(np.broadcast_to(b.int_repr, shape))))
+
+
+def _mul(relu: bool, name: str) -> Callable[..., QTensor]:
+    """ATen's qmul: the integer product of the centred values, requantized by
+    ``float32(sa * sb * (1 / s))`` (the same in its vector and scalar paths)."""
+
+    def run(a: Any, b: Any, scale: float, zero_point: int) -> QTensor:
+        qa, qb = qtensor(a, name), qtensor(b, name)
+        if qa.shape != qb.shape:
+            qa, qb = _broadcast(qa, qb)
+        _, qmin, qmax = storage_dtype(qa.code)
+        c = (qa.int_repr.astype(np.int64) - qa.zero_point) * (qb.int_repr.astype(np.int64) - qb.zero_point)
+        multiplier = np.float32(qa.scale) * np.float32(qb.scale) * (np.float32(1.0) / np.float32(scale))
+        q = np.rint(c.astype(np.float32) * np.float32(multiplier)).astype(np.float64) + zero_point
+        low = max(qmin, zero_point) if relu else qmin
+        return QTensor(np.clip(q, low, qmax).astype(qa.int_repr.dtype), scale, zero_point)
+
+    return run
+
+
+for _relu in (False, True):
+    _full = f"quantized::add{'_relu' if _relu else ''}"
+    kernel(f"{_full}(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc")(_binary(np.add, _relu, _full))
+    _full = f"quantized::mul{'_relu' if _relu else ''}"
+    kernel(f"{_full}(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc")(_mul(_relu, _full))
 
 
 def _scalar(op: Callable[[np.ndarray, Any], np.ndarray], name: str) -> Callable[..., QTensor]:
@@ -87,7 +155,7 @@ def _cat(xs: list[Any], dim: int, scale: float | None, zero_point: int | None, r
     first = qs[0]
     scale = first.scale if scale is None else scale
     zero_point = first.zero_point if zero_point is None else zero_point
-    y = np.concatenate([fdequant(q) for q in qs], axis=dim)
+    y = np.concatenate([q.dequantize() for q in qs], axis=dim)  # Tensor.dequantize, then quantize_per_tensor
     return requantize_values(y, float(scale), int(zero_point), first.code, relu)
 
 
@@ -104,7 +172,7 @@ def qcat_relu(xs: list[Any], dim: int, scale: float | None, zero_point: int | No
 def _unary_float(fn: Callable[[np.ndarray], np.ndarray], name: str) -> Callable[..., QTensor]:
     def run(x: Any, scale: float, zero_point: int) -> QTensor:
         q = qtensor(x, name)
-        return quantize(fn(fdequant(q)).astype(np.float32), scale, zero_point, q.code)
+        return elementwise([q], fn, scale, zero_point, q.code)
 
     return run
 
@@ -150,7 +218,7 @@ def _fixed_output(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., QTens
 
     def run(q: QTensor, *_rest: Any) -> QTensor:
         zp = -128 if q.code == 12 else 0
-        return quantize(fn(fdequant(q)).astype(np.float32), 1.0 / 256.0, zp, q.code)
+        return elementwise([q], fn, 1.0 / 256.0, zp, q.code)
 
     return run
 
@@ -160,7 +228,9 @@ def _hardsigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _adaptive_avg_pool2d(q: QTensor, output_size: Any) -> QTensor:
-    """Averages of the integers, rounded once: ``zp + lrintf((sum - zp * n) * (1 / n))``."""
+    """Averages of the integers, ``(sum - zp * n) / n`` rounded as ATen rounds it: NCHW
+    ``zp + nearbyint(acc * (1 / n))``; NHWC (conv outputs) fbgemm's ``nearbyint(acc * (1 / n)
+    + zp)`` in one fused multiply-add, which breaks ties differently."""
     x = q.int_repr
     oh, ow = (list(output_size) * 2)[:2] if len(output_size) == 1 else list(output_size)
     h, w = x.shape[-2:]
@@ -173,8 +243,12 @@ def _adaptive_avg_pool2d(q: QTensor, output_size: Any) -> QTensor:
             w0, w1 = (j * w) // ow, -((-(j + 1) * w) // ow)
             n = (h1 - h0) * (w1 - w0)
             acc = x[..., h0:h1, w0:w1].astype(np.int64).sum(axis=(-2, -1)) - q.zero_point * n
-            mult = np.float32(1.0) / np.float32(n)
-            out[..., i, j] = np.clip(np.rint(acc.astype(np.float32) * mult) + q.zero_point, qmin, qmax)
+            inv = np.float32(1.0) / (np.float32(1.0) / (np.float32(1.0) / np.float32(n)))  # 1 / (1 / multiplier)
+            if q.channels_last:  # the NHWC kernel quantizes with fbgemm (one fused multiply-add)
+                rounded = np.rint((acc.astype(np.float32).astype(np.float64) * inv + q.zero_point).astype(np.float32))
+            else:
+                rounded = np.rint(acc.astype(np.float32) * inv) + q.zero_point
+            out[..., i, j] = np.clip(rounded, qmin, qmax)
     return q.like(out)
 
 
@@ -220,6 +294,19 @@ def _shape_query(original: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def _through_float(original: Callable[..., Any]) -> Callable[..., Any]:
+    """ATen's generic quantized fallback (``aten::mean`` on a quantized tensor): dequantize,
+    the float kernel, quantized again with the input's parameters."""
+
+    def run(q: QTensor, *rest: Any) -> QTensor:
+        if q.per_channel:
+            raise RunError("a per-channel quantized tensor reached a reduction (irvm supports per-tensor ones)")
+        y = np.asarray(original(q.dequantize(), *rest), np.float32)
+        return quantize(y, q.scale, q.zero_point, q.code)
+
+    return run
+
+
 def _cat_list(xs: list[Any], dim: int) -> Any:
     return _cat(xs, dim, None, None, False)
 
@@ -234,9 +321,9 @@ QUANTIZED: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     "aten::hardsigmoid": lambda _k: _fixed_output(_hardsigmoid),
     "aten::hardsigmoid_": lambda _k: _fixed_output(_hardsigmoid),
     "aten::sigmoid": lambda _k: _fixed_output(_sigmoid),
-    "aten::hardswish": lambda _k: lambda q: quantize(_hardswish(fdequant(q)).astype(np.float32), q.scale,
-                                                     q.zero_point, q.code),
+    "aten::hardswish": lambda _k: lambda q: elementwise([q], _hardswish, q.scale, q.zero_point, q.code),
     "aten::adaptive_avg_pool2d": lambda _k: _adaptive_avg_pool2d,
+    "aten::mean.dim": _through_float,
     "aten::max_pool1d": _on_values,
     "aten::max_pool2d": _on_values,
     "aten::max_pool3d": _on_values,

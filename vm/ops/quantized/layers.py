@@ -60,8 +60,13 @@ def qconv(x: Any, packed: Any, scale: float, zero_point: int, relu: bool, op: st
             )
         acc = conv_nd(xs, w, None, p.stride, p.padding, p.dilation, p.groups)
         channels = p.weight.shape[0]
-    out = requantize(acc, x.scale, weight_scales(p.weight, channels), p.bias, scale, zero_point, x.code, relu, 1)
-    return out.like(out.int_repr[:, :, 0, :]) if squeeze else out
+    out = requantize(
+        acc, x.scale, weight_scales(p.weight, channels), p.bias, scale, zero_point, x.code, relu, 1, p.weight.per_channel
+    )
+    if squeeze:
+        return out.like(out.int_repr[:, :, 0, :])
+    out.channels_last = out.ndim == 4  # torch's quantized convolutions write NHWC
+    return out
 
 
 def _register_convs() -> None:
@@ -136,7 +141,7 @@ def qlinear(x: Any, packed: Any, scale: float, zero_point: int, relu: bool, op: 
         raise RunError(f"{op}: an input of {x.shape[-1]} features does not fit the weight {list(p.weight.shape)}")
     acc = _linear_acc(x, p.weight)
     w_scale = weight_scales(p.weight, p.weight.shape[0])
-    return requantize(acc, x.scale, w_scale, p.bias, scale, zero_point, x.code, relu, acc.ndim - 1)
+    return requantize(acc, x.scale, w_scale, p.bias, scale, zero_point, x.code, relu, acc.ndim - 1, p.weight.per_channel)
 
 
 @kernel(f"quantized::linear(Tensor X, {LINEAR} W_prepack, float Y_scale_i, int Y_zero_point_i) -> Tensor Y")
