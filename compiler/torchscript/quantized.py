@@ -152,7 +152,7 @@ class PickledCellParams(CellParams):
         what = "RNN cell params"
         if not (isinstance(state, tuple) and len(state) == 5 and isinstance(state[0], str)):
             raise ArchiveError(f"{what}: malformed state {state!r:.60}")
-        kind, tensors, _doubles, _longs, packed = state
+        kind, tensors, _doubles, longs, packed = state
         if kind not in ("quantized_dynamic", "quantized_fp16") or not isinstance(packed, list) or len(packed) != 2:
             raise ArchiveError(f"{what}: cells of kind {kind!r} are not supported (irvm reads quantized_dynamic and "
                                "quantized_fp16)")
@@ -165,7 +165,8 @@ class PickledCellParams(CellParams):
             b_ih, b_hh = (_bias(t, what) for t in tensors)
         else:
             b_ih, b_hh = ih.bias, hh.bias
-        CellParams.__init__(self, kind, ih, hh, b_ih, b_hh)
+        reduce_range = bool(longs[0]) if isinstance(longs, list) and longs else False
+        CellParams.__init__(self, kind, ih, hh, b_ih, b_hh, reduce_range)
 
 
 # the globals the unpickler's table takes from here: (module, name) -> what it builds

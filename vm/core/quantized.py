@@ -207,10 +207,13 @@ class CellParams:
     (``quantized_dynamic``, ``quantized_dynamic_fp16``), ``ih``/``hh`` the packed input and
     hidden weights, ``b_ih``/``b_hh`` the float biases."""
 
-    __slots__ = ("b_hh", "b_ih", "hh", "ih", "kind")
+    __slots__ = ("b_hh", "b_ih", "hh", "ih", "kind", "reduce_range")
 
-    def __init__(self, kind: str, ih: LinearPacked, hh: LinearPacked, b_ih: Any, b_hh: Any) -> None:
+    def __init__(
+        self, kind: str, ih: LinearPacked, hh: LinearPacked, b_ih: Any, b_hh: Any, reduce_range: bool = False
+    ) -> None:
         self.kind, self.ih, self.hh, self.b_ih, self.b_hh = kind, ih, hh, b_ih, b_hh
+        self.reduce_range = reduce_range
 
     def __repr__(self) -> str:
         return f"<CellParams {self.kind} ih {list(self.ih.weight.shape)}>"

@@ -17,7 +17,7 @@ of entries under their attribute's dotted name ``P``, ``P:packed`` naming the ki
                          P:transpose (0-d)
     P:packed = "linear"  P:weight (quantized; or float32 for the fp16 form), P:bias (optional)
     P:packed = "cell"    P:kind (``quantized_dynamic`` / ``quantized_fp16``), P:ih and P:hh (two
-                         linear groups), P:b_ih, P:b_hh (optional)
+                         linear groups), P:b_ih, P:b_hh (optional), P:reduce_range (0-d bool)
 
 ``encode`` writes a value so; ``decode`` turns a flat mapping back (every other entry kept as
 it is), refusing an incomplete or contradictory group by name.
@@ -64,6 +64,7 @@ def encode(prefix: str, value: Any, into: dict[str, np.ndarray]) -> None:
     elif isinstance(value, CellParams):
         into[prefix + ":packed"] = np.array("cell")
         into[prefix + ":kind"] = np.array(value.kind)
+        into[prefix + ":reduce_range"] = np.array(value.reduce_range)
         encode(prefix + ":ih", value.ih, into)
         encode(prefix + ":hh", value.hh, into)
         for name in ("b_ih", "b_hh"):
@@ -102,6 +103,7 @@ def _value(prefix: str, flat: Mapping[str, Any]) -> Any:
         return CellParams(
             str(np.asarray(_need(flat, prefix + ":kind")).item()), _linear(prefix + ":ih", flat),
             _linear(prefix + ":hh", flat), _optional(flat, prefix + ":b_ih"), _optional(flat, prefix + ":b_hh"),
+            bool(flat.get(prefix + ":reduce_range", False)),
         )
     raise RunError(f"{prefix}:packed names an unknown kind of packed parameters {kind!r} (conv, linear, cell)")
 

@@ -11,9 +11,9 @@ the packed-parameter types beside it.  This family is imported last (``vm.ops.FA
 it wraps kernels the others registered.
 """
 
-from vm.ops.quantized import elementwise, layers, tensors
+from vm.ops.quantized import elementwise, layers, rnn, tensors
 from vm.ops.quantized.arith import ENGINES, engine, using_engine
 
 elementwise.install()
 
-__all__ = ["ENGINES", "engine", "layers", "tensors", "using_engine"]
+__all__ = ["ENGINES", "elementwise", "engine", "layers", "rnn", "tensors", "using_engine"]
