@@ -191,7 +191,7 @@ def _bert() -> Any:
 
     config = transformers.BertConfig(
         vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-        max_position_embeddings=32, torchscript=True,
+        max_position_embeddings=32, torchscript=True, return_dict=False,
     )
     model = transformers.BertModel(config)
     return _dynamic(model, (torch.randint(0, 100, (1, 12)),), {torch.nn.Linear})

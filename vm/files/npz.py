@@ -194,6 +194,8 @@ def _rebuild(flat: Mapping[str, np.ndarray], key: str, kind: Kind) -> Any:
             return {k: _rebuild(flat, f"{key}.{k}", sub) for k, sub in items}
         rebuilt = [_rebuild(flat, f"{key}.{i}", sub) for i, sub in enumerate(items)]
         return tuple(rebuilt) if container == "tuple" else rebuilt
+    if kind == "QTensor":
+        return quantized.decode({k: v for k, v in flat.items() if k == key or k.startswith(key + ":")})[key]
     if key not in flat:
         raise RunError(f"missing entry {key!r}")
     array = flat[key]
