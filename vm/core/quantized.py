@@ -121,8 +121,10 @@ class QTensor:
     def dequantize(self) -> np.ndarray:
         """float32 values, as torch's dequantize computes them: ``(q - zp) * scale`` in float."""
         scale, zp = self.channel_params()
-        centered = self.int_repr.astype(np.int64) - zp
-        return (centered.astype(np.float32) * np.asarray(scale, dtype=np.float32)).astype(np.float32)
+        centered = (self.int_repr.astype(np.int64) - zp).astype(np.float32)
+        if self.axis is not None:  # ATen's per-channel loop multiplies by the float64 scale
+            return (centered.astype(np.float64) * scale).astype(np.float32)
+        return centered * np.float32(scale)
 
     def __array__(self, *_args: Any, **_kwargs: Any) -> np.ndarray:
         raise RunError(
