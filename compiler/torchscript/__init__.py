@@ -130,9 +130,8 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
         archive.close()  # memory maps keep their own handle
     out = weights_path(program_path)
     check_writable(out, inputs=[Path(source)], force=force, kind="weights")
-    from vm.files.npz import save_marked
-
     from vm.core.quantized import PACKED_TYPES, QTensor
+    from vm.files.npz import save_marked
     from vm.files.quantized import encode
 
     flat: dict[str, np.ndarray] = {}

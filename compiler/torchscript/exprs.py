@@ -28,8 +28,8 @@ from compiler.diagnostics import CompileError, Span
 from compiler.ir import Value
 from compiler.torchscript.builder import GraphBuilder, unify
 from compiler.torchscript.fold import NOT_FOLDED, fold
-from compiler.torchscript.source import SourceIndex, dotted
 from compiler.torchscript.quantized import quantized_type
+from compiler.torchscript.source import SourceIndex, dotted
 from compiler.torchscript.unpickle import Record
 from vm.core.quantized import PACKED_TYPES, QTensor
 

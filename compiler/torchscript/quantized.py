@@ -215,7 +215,7 @@ def _is_conv_state(state: Any) -> bool:
 
 
 def _restore_conv(obj: Record) -> None:
-    fields = dict(zip(_CONV_FIELDS, obj.state))
+    fields: dict[str, Any] = dict(zip(_CONV_FIELDS, obj.state))
     weight, bias = fields.pop("weight"), _bias(fields.pop("bias"), obj.qualname)
     d = weight.ndim - 2
     stride, padding, dilation = (list(fields[k]) for k in ("stride", "padding", "dilation"))
@@ -225,7 +225,8 @@ def _restore_conv(obj: Record) -> None:
     if d == 1:  # conv1d_prepack: a 2-d convolution over a unit height
         weight = weight.like(weight.int_repr[:, :, None, :]) if weight.axis in (None, 0) else weight
         stride, padding, dilation, out_pad = [1, *stride], [0, *padding], [1, *dilation], [0, *out_pad]
-    obj.attributes = fields
+    obj.attributes.clear()
+    obj.attributes.update(fields)
     obj.attributes["_packed_params"] = ConvPacked(
         weight, bias, stride, padding, dilation, fields["groups"], out_pad, fields["transposed"]
     )

@@ -107,8 +107,9 @@ def test_printed_ir_matches_torch(qmodel: str, mode: str, tmp_path: Path) -> Non
     """``tools/export_torch.py`` writes the model's printed graph and its quantized weights
     (packed parameters, quantized tensors) into ``weights.npz`` in the documented form;
     the graph compiled from the text, with those weights, gives torch's output."""
-    import compiler
     import export_torch
+
+    import compiler
     import vm
     from vm.command import load_npz
 

@@ -387,7 +387,7 @@ def _rnn_flat_weights(obj: ModuleObject) -> Any:
     return [value for _, value in sorted(found, key=lambda kv: kv[0])] if found else _ABSENT
 
 
-def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Node] | None = None) -> dict[str, np.ndarray]:
+def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Node] | None = None) -> dict[str, Any]:
     """The arrays for ``graph``'s tensor constants, keyed by value name (``"self.0.weight"``).
 
     Each ``prim::Constant`` holding a tensor literal is looked up in ``weights`` under its
@@ -399,7 +399,7 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
     """
     from vm.program.check_graph import is_tensor_literal
 
-    bound: dict[str, np.ndarray] = {}
+    bound: dict[str, Any] = {}  # arrays; quantized tensors and packed parameters as they are
     missing = _Missing()
     for node in graph.walk() if nodes is None else nodes:
         literal: Any = node.attrs.get("value") if node.kind == "prim::Constant" else None

@@ -46,6 +46,8 @@ class QTensor:
 
     __slots__ = ("axis", "channels_last", "int_repr", "scale", "zero_point")
     __array_priority__ = 1000
+    scale: Any  # float per tensor, float64 array per channel
+    zero_point: Any  # int per tensor, int64 array per channel
 
     def __init__(
         self, int_repr: np.ndarray, scale: Any, zero_point: Any, axis: int | None = None, channels_last: bool = False
@@ -143,7 +145,7 @@ class QTensor:
             and np.array_equal(self.zero_point, other.zero_point)
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # pyright: ignore[reportAssignmentType]  (mutable: not hashable)
 
     def __repr__(self) -> str:
         values = np.array2string(self.dequantize(), separator=", ", prefix="tensor(")

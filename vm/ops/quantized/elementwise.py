@@ -143,11 +143,11 @@ def _mul(relu: bool, name: str) -> Callable[..., QTensor]:
     return run
 
 
-for _relu in (False, True):
-    _full = f"quantized::add{'_relu' if _relu else ''}"
-    kernel(f"{_full}(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc")(_binary(np.add, _relu, _full))
-    _full = f"quantized::mul{'_relu' if _relu else ''}"
-    kernel(f"{_full}(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc")(_mul(_relu, _full))
+for _fused in (False, True):
+    _full = f"quantized::add{'_relu' if _fused else ''}"
+    kernel(f"{_full}(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc")(_binary(np.add, _fused, _full))
+    _full = f"quantized::mul{'_relu' if _fused else ''}"
+    kernel(f"{_full}(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc")(_mul(_fused, _full))
 
 
 def _scalar(op: Callable[[np.ndarray, Any], np.ndarray], name: str) -> Callable[..., QTensor]:
@@ -173,12 +173,14 @@ def _cat(xs: list[Any], dim: int, scale: float | None, zero_point: int | None, r
     if not qs:
         raise RunError("quantized::cat: no tensors to concatenate")
     first = qs[0]
-    scale = first.scale if scale is None else scale
-    zero_point = first.zero_point if zero_point is None else zero_point
+    if first.per_channel:
+        raise RunError("quantized::cat: per-channel quantized tensors are not supported")
+    out_scale = float(first.scale if scale is None else scale)
+    out_zp = int(first.zero_point if zero_point is None else zero_point)
     if all(q.channels_last for q in qs) and dim in (1, -3):
-        return _cat_nhwc(qs, float(scale), int(zero_point), relu)
+        return _cat_nhwc(qs, out_scale, out_zp, relu)
     y = np.concatenate([q.dequantize() for q in qs], axis=dim)  # Tensor.dequantize, then quantize_per_tensor
-    return requantize_values(y, float(scale), int(zero_point), first.code, relu)
+    return requantize_values(y, out_scale, out_zp, first.code, relu)
 
 
 def _cat_nhwc(qs: list[QTensor], scale: float, zero_point: int, relu: bool) -> QTensor:
