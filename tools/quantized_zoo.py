@@ -55,6 +55,15 @@ class QModel:
         torch.manual_seed(zlib.crc32(self.name.encode()))
         return self.make()
 
+    def build_float(self) -> tuple[torch.nn.Module, tuple[Any, ...]]:
+        """The same model with the same weights before quantization (QuantStubs are identities)."""
+        global FLOAT_ONLY
+        FLOAT_ONLY = True
+        try:
+            return self.build()
+        finally:
+            FLOAT_ONLY = False
+
 
 def _redraw_batchnorm(model: torch.nn.Module) -> None:
     for m in model.modules():
@@ -72,6 +81,8 @@ def _static(model: torch.nn.Module, engine: str, shape: tuple[int, ...], fuse: C
 
     model.eval()
     _redraw_batchnorm(model)
+    if FLOAT_ONLY:
+        return model, (torch.randn(*shape),)
     fuse()
     model.qconfig = tq.get_default_qconfig(engine)
     tq.prepare(model, inplace=True)
@@ -160,8 +171,13 @@ class GRUNet(torch.nn.Module):
         return self.out(h)
 
 
+FLOAT_ONLY = False  # build_float: the models before quantization, for the benchmarks
+
+
 def _dynamic(model: torch.nn.Module, inputs: tuple[Any, ...], types: set[type]) -> Any:
     model.eval()
+    if FLOAT_ONLY:
+        return model, inputs
     q = torch.ao.quantization.quantize_dynamic(model, types, dtype=torch.qint8)
     return q, inputs
 
