@@ -15,7 +15,10 @@ imported, and the only callables a pickle can reach are the small functions belo
 - ``collections.OrderedDict`` (a tensor's unused backward hooks), ``builtins.complex``,
   ``torch.device`` (a device string);
 - ``__torch__.<qualified name>``: a module or class object, built as a ``Record`` (its
-  qualified name and attribute dict), never as the class itself.
+  qualified name and attribute dict), never as the class itself;
+- quantized tensors (``torch._utils._rebuild_qtensor``, the ``QInt8``/``QUInt8``/``QInt32``
+  storages, the qschemes) and torch's packed-parameter classes, which
+  ``compiler.torchscript.quantized`` adds to the table (``allow_globals``).
 
 Persistent ids ``('storage', dtype, key, location, numel)`` become numpy arrays through
 the ``storage`` callback the archive reader supplies (memory-mapped where it can).
