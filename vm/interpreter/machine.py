@@ -144,14 +144,14 @@ class Interpreter:
         from vm.interpreter import reference
         stack = self._arguments(args)
         values: dict[str, Any] = {}
-        with using_generator(self.generator):
+        with using_generator(self.generator), using_engine(self.quantized_engine or engine()):
             result = reference.run(self, stack, values, debug=self.debug)
         return result, values
 
     def run_reference(self, *args: Any) -> Any:
         """Run on the reference loop without recording (the fast loop's oracle in tests)."""
         from vm.interpreter import reference
-        with using_generator(self.generator):
+        with using_generator(self.generator), using_engine(self.quantized_engine or engine()):
             return reference.run(self, self._arguments(args), None, debug=self.debug)
 
     def _arguments(self, args: tuple[Any, ...]) -> list[Any]:

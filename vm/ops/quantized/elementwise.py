@@ -346,10 +346,25 @@ def _through_float(original: Callable[..., Any]) -> Callable[..., Any]:
     def run(q: QTensor, *rest: Any) -> QTensor:
         if q.per_channel:
             raise RunError("a per-channel quantized tensor reached a reduction (irvm supports per-tensor ones)")
+        if engine() == "qnnpack" and q.code == 13 and q.ndim == 4 and rest and _inner_hw(rest[0]):
+            return _qnnpack_mean(q, bool(rest[1]) if len(rest) > 1 else False)
         y = np.asarray(original(q.dequantize(), *rest), np.float32)
         return quantize(y, q.scale, q.zero_point, q.code)
 
     return run
+
+
+def _inner_hw(dims: Any) -> bool:
+    return isinstance(dims, (list, tuple)) and sorted(d % 4 for d in dims) == [2, 3]
+
+
+def _qnnpack_mean(q: QTensor, keepdim: bool) -> QTensor:
+    """ATen's qnnpack mean over H and W (QNNPACK's global average pooling), with the
+    input's parameters: ``zp + nearbyint(acc * (1 / n))`` on the integer sums."""
+    n = q.shape[2] * q.shape[3]
+    acc = q.int_repr.astype(np.int64).sum(axis=(2, 3), keepdims=keepdim) - q.zero_point * n
+    rounded = np.rint(acc.astype(np.float32) * (np.float32(1.0) / np.float32(n))) + q.zero_point
+    return q.like(np.clip(rounded, 0, 255).astype(np.uint8))
 
 
 def _cat_list(xs: list[Any], dim: int) -> Any:
