@@ -248,7 +248,9 @@ class Builder(Transformer):
         return TensorLiteral((value,), approximate=digits >= 6, printed=text)
 
     def tensor_opaque(self, children: list[Token]) -> TensorLiteral:
-        return TensorLiteral(None, printed="<Tensor>")
+        # <Tensor>, or object(0x...): a frozen torch object (packed quantized parameters),
+        # bound from the weights by name as a <Tensor> is
+        return TensorLiteral(None, printed=str(children[0]) if children else "<Tensor>")
 
     def graph_opaque(self, children: list[Token]) -> Opaque:
         return Opaque(children[0].value)

@@ -167,7 +167,7 @@ _FRIENDLY = {
     "SCOPE": "`, scope: ...`",
     "TENSOR_TAG": "a tensor type tag",
     "TENSOR_SCALAR": "a tensor literal",
-    "OPAQUE_TENSOR": "<Tensor>",
+    "OPAQUE_TENSOR": "<Tensor> or object(0x...)",
     "OPAQUE_GRAPH": "<Graph>",
     "PY_SCALARS": "Python op scalars `(...)`",
     "SLICE_LABEL": "a tensor slice label",

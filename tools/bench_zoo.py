@@ -32,6 +32,9 @@ is imported; ``--threads N`` raises every engine to N), torch through
 ``torch.set_num_threads``, ORT through ``intra_op_num_threads``; the report prints what
 each engine says it used.  A model an engine cannot run gets the error in place of its
 time.
+
+``--quantized`` runs the quantized section instead (``tools/bench_quantized.py``: each
+quantized model against torch running it and against irvm running the float model).
 """
 
 from __future__ import annotations
@@ -264,6 +267,11 @@ def table(rows: list[dict[str, Any]], threads: dict[str, str], command: str) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--quantized" in argv:  # the quantized section: tools/bench_quantized.py
+        import bench_quantized
+
+        return bench_quantized.main([a for a in argv if a != "--quantized"])
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--only", action="append", default=[], help="model name or glob (repeatable)")
     parser.add_argument("--all", action="store_true", help="every zoo model but the heavy ones")

@@ -64,6 +64,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from torch_quantized import encode_all, is_quantized_object  # noqa: E402
+from torch_quantized import to_irvm as quantized_to_irvm  # noqa: E402
+
+from vm.core.quantized import PACKED_TYPES
 from vm.files.npz import flatten_values, kind_of
 
 DTYPES = {
@@ -159,6 +163,8 @@ def _parse_spec_item(item: str) -> Any:
 
 def to_numpy(value: Any) -> Any:
     """A torch value tree as irvm's runtime values (numpy arrays, Python scalars...)."""
+    if is_quantized_object(value):
+        return quantized_to_irvm(value)  # a QTensor or packed parameters (tools/torch_quantized.py)
     if isinstance(value, torch.Tensor):
         return value.detach().cpu().numpy().copy()
     if isinstance(value, tuple):
@@ -288,12 +294,14 @@ def module_weights(compiled: Any, graph: Any) -> dict[str, np.ndarray]:
     """state_dict + buffers + plain attributes read by GetAttr + printed-away tensor constants."""
     weights: dict[str, np.ndarray] = {}
     for key, value in compiled.state_dict(keep_vars=False).items():
+        if isinstance(value, tuple):
+            continue  # a quantized Linear's (weight, bias): the graph reads the packed object
         weights[key] = to_numpy(value)
     for key, value in compiled.named_buffers():
         weights.setdefault(key, to_numpy(value))
     weights.update(getattr_values(compiled, graph, weights))
     weights.update(tensor_constants(graph))
-    return weights
+    return encode_all(weights)
 
 
 def known_module_settings(model: Any) -> dict[str, np.ndarray]:
@@ -375,13 +383,16 @@ def getattr_values(compiled: Any, graph: Any, known: dict[str, Any]) -> dict[str
             continue
         path = f"{base}.{node.s('name')}" if base else node.s("name")
         paths[node.output().debugName()] = path
-        if path in known or path in values or node.output().type().kind() == "ClassType":
+        packed = str(node.output().type()).startswith("__torch__.torch.classes.")
+        if path in known or path in values or (node.output().type().kind() == "ClassType" and not packed):
             continue
         value = _lookup(compiled, path)
         if isinstance(value, torch.nn.Module):
             continue
         values[path] = to_numpy(value)
-    return flatten_values(values) if values else {}
+    packed_values = {k: v for k, v in values.items() if isinstance(v, PACKED_TYPES)}
+    plain = {k: v for k, v in values.items() if k not in packed_values}
+    return {**(flatten_values(plain) if plain else {}), **encode_all(packed_values)}
 
 
 def _lookup(obj: Any, dotted: str) -> Any:
@@ -426,8 +437,10 @@ def tensor_constants(graph: Any) -> dict[str, np.ndarray]:
     for node in _all_nodes(graph):
         if node.kind() == "prim::Constant" and node.output().type().kind() == "TensorType":
             value = node.output().toIValue()
-            if isinstance(value, torch.Tensor) and value.dim() > 0:
+            if isinstance(value, torch.Tensor) and (value.dim() > 0 or value.is_quantized):
                 found[node.output().debugName()] = to_numpy(value)
+        elif node.kind() == "prim::Constant" and str(node.output().type()).startswith("__torch__.torch.classes."):
+            found[node.output().debugName()] = to_numpy(node.output().toIValue())  # object(0x...)
     return found
 
 

@@ -94,6 +94,10 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="seed of the runtime's random generator (rand, dropout in training...); not torch's stream",
     )
     p.add_argument(
+        "--quantized-engine", choices=["fbgemm", "qnnpack"], default="fbgemm",
+        help="whose arithmetic quantized operators follow: fbgemm (torch's default on x86) or qnnpack (ARM, mobile)",
+    )
+    p.add_argument(
         "--fuser", choices=["blocked", "numba"], default="blocked",
         help="how fusion groups run on big tensors: cache-blocked numpy (default) or numba (pip install irvm[fast])",
     )
@@ -172,12 +176,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from vm.static import StaticOptions, StaticRuntime
 
         options = StaticOptions(fuser=args.fuser)
-        result = StaticRuntime(program, weights, options, seed=args.seed, strict=not args.weights_partial)(*inputs)
+        result = StaticRuntime(
+            program, weights, options, seed=args.seed, strict=not args.weights_partial,
+            quantized_engine=args.quantized_engine,
+        )(*inputs)
         trace = None
     else:
         from vm.interpreter.machine import Interpreter
 
-        interp = Interpreter(program, weights, fuser=args.fuser, seed=args.seed, strict=not args.weights_partial)
+        interp = Interpreter(
+            program, weights, fuser=args.fuser, seed=args.seed, strict=not args.weights_partial,
+            quantized_engine=args.quantized_engine,
+        )
         if args.trace:
             result, trace = interp.run_traced(*inputs)
         else:

@@ -75,11 +75,17 @@ def load_npz(path: str | None, role: str = "weights") -> dict[str, Any]:
     check_npz(path)  # every header against the file's size, before numpy allocates
     try:
         with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files if k != MARK_KEY}
+            flat = {k: data[k] for k in data.files if k != MARK_KEY}
     except (ValueError, OSError) as err:
         if isinstance(err, FileNotFoundError):
             raise
         raise RunError(f"{path}: not a readable .npz file ({err})") from None
+    from vm.files.quantized import decode
+
+    try:
+        return decode(flat)  # quantized tensors and packed parameters (vm/files/quantized.py)
+    except RunError as err:
+        raise RunError(f"{path}: {err.message}") from None
 
 
 __all__ = ["EXIT_COMPILE_ERROR", "EXIT_INTERNAL", "EXIT_NO_INPUT", "EXIT_RUN_ERROR", "load_npz", "run_guarded", "version"]

@@ -163,7 +163,15 @@ def prepare_archive_weights(
         weights = flatten(archive.module(), archive.constants(), arrays_only=True)
     finally:
         archive.close()  # memory maps keep their own handle
-    arrays = {k: np.asarray(v) for k, v in weights.items()}
+    from vm.core.quantized import PACKED_TYPES, QTensor
+    from vm.files.quantized import encode
+
+    arrays: dict[str, np.ndarray] = {}
+    for key, value in weights.items():
+        if isinstance(value, (QTensor, *PACKED_TYPES)):
+            encode(key, value, arrays)  # quantized entries (vm/files/quantized.py)
+        else:
+            arrays[key] = np.asarray(value)
     for key, array in arrays.items():
         extra = array.nbytes - _footprint(array)
         if extra > 0 and array.nbytes > limits.expanded_bytes:

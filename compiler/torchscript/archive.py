@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from compiler.torchscript.limits import RATIO_FLOOR, ReadLimits, current, over
+from compiler.torchscript.quantized import restore_modules
 from compiler.torchscript.unpickle import ArchiveError, Record, safe_loads
 
 MAX_FORMAT_VERSION = 10  # torch's kMaxSupportedFileFormatVersion (caffe2/serialize/versions.h)
@@ -189,7 +190,9 @@ class Archive:
                 cache[key] = self._storage(f"{name}/{key}", dtype, numel)
             return cache[key]
 
-        return safe_loads(self.read(member), storage, f"{self.path}:{member}", self.limits)
+        loaded = safe_loads(self.read(member), storage, f"{self.path}:{member}", self.limits)
+        restore_modules(loaded)  # the __setstate__ of torch.ao's quantized conv modules
+        return loaded
 
     def module(self) -> Record:
         root = self.load_pickle("data")

@@ -88,10 +88,12 @@ class GraphBuilder:
             payload = [int(v) if isinstance(v, bool) else v for v in value]
         return self.node("prim::Constant", [], [type_], span, {"value": payload}).output
 
-    def tensor_constant(self, name: str) -> Value:
-        """A ``<Tensor>`` constant at the top of the graph, bound from the weights by ``name``."""
-        node = Node("prim::Constant", attrs={"value": TensorLiteral(None, printed="<Tensor>")})
-        node.add_output(self.fresh(name), T.TENSOR)
+    def tensor_constant(self, name: str, type_: T.Type = T.TENSOR) -> Value:
+        """A ``<Tensor>`` constant at the top of the graph, bound from the weights by ``name``
+        (``type_`` a class type: a frozen packed-parameters object, printed ``object(0x0)``)."""
+        printed = "<Tensor>" if type_ == T.TENSOR else "object(0x0)"
+        node = Node("prim::Constant", attrs={"value": TensorLiteral(None, printed=printed)})
+        node.add_output(self.fresh(name), type_)
         self.graph.block.insert(0, node)
         return node.output
 

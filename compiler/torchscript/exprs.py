@@ -28,8 +28,10 @@ from compiler.diagnostics import CompileError, Span
 from compiler.ir import Value
 from compiler.torchscript.builder import GraphBuilder, unify
 from compiler.torchscript.fold import NOT_FOLDED, fold
+from compiler.torchscript.quantized import quantized_type
 from compiler.torchscript.source import SourceIndex, dotted
 from compiler.torchscript.unpickle import Record
+from vm.core.quantized import PACKED_TYPES, QTensor
 
 
 @attrs.define(eq=False)
@@ -200,6 +202,8 @@ class ExprCompiler(abc.ABC):
 
         if isinstance(value, np.ndarray):
             out = self.b.tensor_constant(f"CONSTANTS.c{i}")
+        elif isinstance(value, (QTensor, *PACKED_TYPES)):  # bound from the weights by name, as a tensor is
+            out = self.b.tensor_constant(f"CONSTANTS.c{i}", quantized_type(value))
         elif isinstance(value, (bool, int, float, str)) or value is None:
             saved = self.b.block
             self.b.block = self.b.graph.block

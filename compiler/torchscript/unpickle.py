@@ -15,7 +15,10 @@ imported, and the only callables a pickle can reach are the small functions belo
 - ``collections.OrderedDict`` (a tensor's unused backward hooks), ``builtins.complex``,
   ``torch.device`` (a device string);
 - ``__torch__.<qualified name>``: a module or class object, built as a ``Record`` (its
-  qualified name and attribute dict), never as the class itself.
+  qualified name and attribute dict), never as the class itself;
+- quantized tensors (``torch._utils._rebuild_qtensor``, the ``QInt8``/``QUInt8``/``QInt32``
+  storages, the qschemes) and torch's packed-parameter classes, which
+  ``compiler.torchscript.quantized`` adds to the table (``allow_globals``).
 
 Persistent ids ``('storage', dtype, key, location, numel)`` become numpy arrays through
 the ``storage`` callback the archive reader supplies (memory-mapped where it can).
@@ -221,10 +224,6 @@ def _refuse_tensor_table(*_args: Any) -> Any:
     raise ArchiveError("this archive refers to a tensor table (an old TorchScript format irvm does not read)")
 
 
-def _refuse_quantized(*_args: Any) -> Any:
-    raise ArchiveError("quantized tensors (torch._utils._rebuild_qtensor) are not supported")
-
-
 def _device(name: Any, *_rest: Any) -> str:
     if not isinstance(name, str):
         raise ArchiveError(f"torch.device of {type(name).__name__}, not a device name")
@@ -237,7 +236,6 @@ def _complex(real: Any, imag: Any = 0.0) -> complex:
 
 _GLOBALS: dict[tuple[str, str], Any] = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
-    ("torch._utils", "_rebuild_qtensor"): _refuse_quantized,
     ("torch.jit._pickle", "build_intlist"): _first,
     ("torch.jit._pickle", "build_doublelist"): _first,
     ("torch.jit._pickle", "build_boollist"): _first,
@@ -248,6 +246,13 @@ _GLOBALS: dict[tuple[str, str], Any] = {
     ("builtins", "complex"): _complex,
     ("torch", "device"): _device,
 }
+
+
+def allow_globals(table: dict[tuple[str, str], Any], storages: dict[str, str]) -> None:
+    """Add ``(module, name) -> callable`` entries and storage types to the table (the
+    quantized ones of ``compiler.torchscript.quantized`` register themselves so)."""
+    _GLOBALS.update(table)
+    STORAGE_DTYPES.update(storages)
 
 
 _PY_UNPICKLER: Any = pickle._Unpickler  # whose opcode readers the overrides below call

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from compiler.torchscript.unpickle import Record
+from vm.core.quantized import PACKED_TYPES, QTensor
 
 
 def flatten(root: Record, constants: tuple[Any, ...] = (), *, arrays_only: bool = False) -> dict[str, Any]:
@@ -41,7 +42,7 @@ def flatten(root: Record, constants: tuple[Any, ...] = (), *, arrays_only: bool 
                 continue
             _leaf(out, path, value, stack)
     for i, value in enumerate(constants):
-        if isinstance(value, np.ndarray):
+        if isinstance(value, (np.ndarray, QTensor, *PACKED_TYPES)):
             out[f"CONSTANTS.c{i}"] = value
     return out
 
@@ -69,3 +70,5 @@ def _leaf(out: dict[str, Any], path: str, value: Any, stack: list[tuple[str, Any
             stack.append((f"{path}.{key}", item))
     elif isinstance(value, complex):
         out[path] = np.array(value)
+    elif isinstance(value, (QTensor, *PACKED_TYPES)):
+        out[path] = value  # quantized values (vm.core.quantized)

@@ -51,6 +51,7 @@ import numpy as np
 from vm.core import types as T
 from vm.core.enum_values import EnumValue, parse_member
 from vm.core.errors import RunError, Span
+from vm.core.quantized import PACKED_TYPES, QTensor
 
 # the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
 # program carries (vm.program.check_graph), read alike: no type names both
@@ -244,7 +245,7 @@ def _bind_reads(value: Value, obj: ModuleObject, missing: _Missing) -> None:
             continue
         name = str(node.attrs["name"])
         out = node.outputs[0]
-        if isinstance(out.type, T.ClassType):
+        if isinstance(out.type, T.ClassType) and not out.type.qualname.startswith(TORCHBIND):
             child = obj.attributes.get(name)
             if not isinstance(child, ModuleObject):  # a parameterless submodule (ReLU)
                 child = ModuleObject(obj.dotted(name))
@@ -276,6 +277,7 @@ def _bind_leaf(obj: ModuleObject, name: str, type_: T.Type | None, node: Node, m
 
 
 _ABSENT: Any = object()
+TORCHBIND = "__torch__.torch.classes."  # torch's C++ classes (packed parameters): values, not modules
 NONE_MARKER = "None"  # a stored 0-d string array "None" is None for an Optional attribute
 
 
@@ -296,7 +298,7 @@ def convert_attribute(raw: Any, type_: T.Type) -> Any:
     if isinstance(type_, T.TensorType):
         if isinstance(raw, ModuleObject):
             raise TypeError("expected one array, found a group of entries")
-        return raw if isinstance(raw, np.ndarray) else np.asarray(raw)
+        return raw if isinstance(raw, (np.ndarray, QTensor)) else np.asarray(raw)
     if type_ in _SCALARS:
         array = np.asarray(raw)
         if array.size != 1:
@@ -391,7 +393,7 @@ def _rnn_flat_weights(obj: ModuleObject) -> Any:
     return [value for _, value in sorted(found, key=lambda kv: kv[0])] if found else _ABSENT
 
 
-def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Node] | None = None) -> dict[str, np.ndarray]:
+def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Node] | None = None) -> dict[str, Any]:
     """The arrays for ``graph``'s tensor constants, keyed by value name (``"self.0.weight"``).
 
     Each ``prim::Constant`` holding a tensor literal is looked up in ``weights`` under its
@@ -403,7 +405,7 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
     """
     from vm.program.check_graph import is_tensor_literal
 
-    bound: dict[str, np.ndarray] = {}
+    bound: dict[str, Any] = {}  # arrays; quantized tensors and packed parameters as they are
     missing = _Missing()
     for node in graph.walk() if nodes is None else nodes:
         literal: Any = node.attrs.get("value") if node.kind == "prim::Constant" else None
@@ -416,7 +418,11 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
             if literal.values is None:
                 missing.add(f"%{out.name} : {out.type or 'Tensor'} (tried {', '.join(keys)})", node.span)
             continue
-        array = np.asarray(weights[key])
+        raw = weights[key]
+        if isinstance(raw, (QTensor, *PACKED_TYPES)):  # a quantized tensor, a frozen object(0x...)
+            bound[out.name] = raw
+            continue
+        array = np.asarray(raw)
         _check_shape(out, array, node)
         bound[out.name] = array
     if missing.entries:

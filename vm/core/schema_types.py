@@ -54,7 +54,7 @@ _LEAVES: dict[str, T.Type] = {
     "MemoryFormat": T.MEMORY_FORMAT,
     "Generator": T.GENERATOR,
 }
-_TOKEN = re.compile(r"\s*(\w+|\[\d*\]|[()?,\[\]])")
+_TOKEN = re.compile(r"\s*([\w.]+|\[\d*\]|[()?,\[\]])")
 _schema_type_cache: dict[str, T.Type] = {}
 
 
@@ -80,7 +80,7 @@ def _parse_type(tokens: list[str], pos: int) -> tuple[T.Type, int]:
         base = _generic(tok, elems)
     else:
         pos += 1
-        base = _LEAVES.get(tok) or (TypeVar(tok) if tok[:1].islower() else T.NamedType(tok))
+        base = _LEAVES.get(tok) or _named(tok)
     while pos < len(tokens) and (tokens[pos] == "?" or tokens[pos].startswith("[")):
         tok = tokens[pos]
         if tok == "?":
@@ -91,6 +91,14 @@ def _parse_type(tokens: list[str], pos: int) -> tuple[T.Type, int]:
             base = FixedList(base, int(tok[1:-1]))
         pos += 1
     return base, pos
+
+
+def _named(tok: str) -> T.Type:
+    """A type variable (``t``), a class (``__torch__.torch.classes.quantized.Conv2dPackedParamsBase``,
+    torch's packed parameters) or another named type."""
+    if "." in tok:
+        return T.ClassType(tok)
+    return TypeVar(tok) if tok[:1].islower() else T.NamedType(tok)
 
 
 def _parse_type_list(tokens: list[str], pos: int) -> tuple[list[T.Type], int]:

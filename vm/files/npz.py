@@ -22,7 +22,9 @@ characters of a string.)  A file irvm writes as a run's result also holds ``__ir
 0-d string naming its role (``"outputs"``, ``"trace"``): the mark by which ``irvm run``
 knows it may write over it again (vm/files/kinds.py); readers skip both entries.  Files written by hand may leave the
 spec out: ``load_inputs`` then reads each input by its type in the graph (an absent
-Optional input is None, a list of ints may be a 1-d array).
+Optional input is None, a list of ints may be a 1-d array).  A quantized tensor (kind
+``"QTensor"``) is its integers under its key with ``KEY:scale``, ``KEY:zero_point`` (and
+``KEY:axis`` per channel) beside them (vm/files/quantized.py).
 
     >>> flat = flatten_outputs([(np.ones(2, np.float32), 3)])
     >>> sorted(flat)
@@ -44,6 +46,8 @@ import numpy as np
 from vm.core import types as T
 from vm.core.enum_values import EnumValue, parse_member, stored
 from vm.core.errors import RunError
+from vm.core.quantized import QTensor
+from vm.files import quantized
 from vm.files.atomic import atomic_write
 from vm.files.kinds import MARK_KEY
 
@@ -60,6 +64,8 @@ def kind_of(value: Any) -> Kind:
     """The spec entry describing ``value``'s shape as a tree."""
     if isinstance(value, np.ndarray):
         return "Tensor"
+    if isinstance(value, QTensor):
+        return "QTensor"  # its integers and quantizer (vm/files/quantized.py)
     if value is None:
         return "None"
     if isinstance(value, (bool, np.bool_)):
@@ -83,6 +89,8 @@ def flatten(prefix: str, value: Any, into: dict[str, np.ndarray]) -> None:
     """Store ``value`` under ``prefix`` (and dotted sub-keys) in ``into``; no spec."""
     if isinstance(value, np.ndarray):
         into[prefix] = value
+    elif isinstance(value, QTensor):
+        quantized.encode(prefix, value, into)
     elif value is None:
         pass
     elif isinstance(value, (bool, np.bool_)):
@@ -195,6 +203,8 @@ def _rebuild(flat: Mapping[str, np.ndarray], key: str, kind: Kind) -> Any:
             return {k: _rebuild(flat, f"{key}.{k}", sub) for k, sub in items}
         rebuilt = [_rebuild(flat, f"{key}.{i}", sub) for i, sub in enumerate(items)]
         return tuple(rebuilt) if container == "tuple" else rebuilt
+    if kind == "QTensor":
+        return quantized.decode({k: v for k, v in flat.items() if k == key or k.startswith(key + ":")})[key]
     if key not in flat:
         raise RunError(f"missing entry {key!r}")
     array = flat[key]

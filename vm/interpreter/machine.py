@@ -51,6 +51,7 @@ from vm.core.gc_pause import gc_paused
 from vm.fusion.kernels import enable_fuser
 from vm.interpreter.outcome import depth_error, failure_error, stack_results
 from vm.ops import registry
+from vm.ops.quantized.arith import check_engine, engine, using_engine
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
 from vm.ops.registry import OpRef
 
@@ -89,12 +90,16 @@ class Interpreter:
         fuser: str = "blocked",
         seed: int | None = None,
         strict: bool = True,
+        quantized_engine: str | None = None,
     ):
         self.program = program
         if strict and isinstance(weights, Mapping):  # keys nothing reads: refused (vm.binding.strict)
             from vm.binding.strict import check_keys, program_reads
 
             check_keys(program_reads(program), weights)
+        # quantized kernels round as this engine does (vm.ops.quantized.arith); None: fbgemm,
+        # or the engine a caller set with vm.ops.quantized.using_engine
+        self.quantized_engine = None if quantized_engine is None else check_engine(quantized_engine)
         # random operators draw from this runtime's own generator (vm.ops.random)
         self.generator = make_generator(seed)
         self._draws = any(
@@ -132,6 +137,9 @@ class Interpreter:
         if self._draws and generator() is not self.generator:
             with using_generator(self.generator):
                 return self(*args)
+        if self.quantized_engine is not None and engine() != self.quantized_engine:
+            with using_engine(self.quantized_engine):
+                return self(*args)
         if self._fast_kinds is not None and tuple(map(type, args)) == self._fast_kinds:
             if self.dtype_guard is not None:
                 self.dtype_guard(args)
@@ -148,14 +156,14 @@ class Interpreter:
         from vm.interpreter import reference
         stack = self._arguments(args)
         values: dict[str, Any] = {}
-        with using_generator(self.generator):
+        with using_generator(self.generator), using_engine(self.quantized_engine or engine()):
             result = reference.run(self, stack, values, debug=self.debug)
         return result, values
 
     def run_reference(self, *args: Any) -> Any:
         """Run on the reference loop without recording (the fast loop's oracle in tests)."""
         from vm.interpreter import reference
-        with using_generator(self.generator):
+        with using_generator(self.generator), using_engine(self.quantized_engine or engine()):
             return reference.run(self, self._arguments(args), None, debug=self.debug)
 
     def _arguments(self, args: tuple[Any, ...]) -> list[Any]:
@@ -445,6 +453,10 @@ def _read_only(value: Any) -> Any:
 def _as_array(value: Any) -> Any:
     import numpy as np
 
+    from vm.core.quantized import PACKED_TYPES, QTensor
+
+    if isinstance(value, (QTensor, *PACKED_TYPES)):
+        return value  # a quantized tensor or a frozen packed-parameters object(0x...)
     return np.asarray(value)
 
 

@@ -53,6 +53,7 @@ FAMILIES = (
     "strings",
     "unary",
     "nn.fallbacks",  # at FALLBACK priority: what no family registers
+    "quantized",  # quantized tensors' operators; wraps some above to dispatch on them
 )
 
 for _name in FAMILIES:
