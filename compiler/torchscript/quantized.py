@@ -180,7 +180,7 @@ GLOBALS: dict[tuple[str, str], Any] = {
     ("__torch__.torch.classes.quantized", "LinearPackedParamsBase"): PickledLinearPacked,
     ("__torch__.torch.classes.rnn", "CellParamsBase"): PickledCellParams,
 }
-allow_globals(GLOBALS, STORAGE_DTYPES)
+allow_globals(GLOBALS, STORAGE_DTYPES, buildable=(PickledConvPacked, PickledLinearPacked, PickledCellParams))
 
 _CONV_FIELDS = (
     "in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "transposed", "output_padding",

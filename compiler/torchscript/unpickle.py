@@ -248,11 +248,16 @@ _GLOBALS: dict[tuple[str, str], Any] = {
 }
 
 
-def allow_globals(table: dict[tuple[str, str], Any], storages: dict[str, str]) -> None:
-    """Add ``(module, name) -> callable`` entries and storage types to the table (the
-    quantized ones of ``compiler.torchscript.quantized`` register themselves so)."""
+def allow_globals(
+    table: dict[tuple[str, str], Any], storages: dict[str, str], buildable: tuple[type, ...] = ()
+) -> None:
+    """Add ``(module, name) -> callable`` entries and storage types to the table, and classes a
+    pickle may build and give a state (each defines ``__setstate__``); the quantized ones of
+    ``compiler.torchscript.quantized`` register themselves so."""
+    global BUILDABLE
     _GLOBALS.update(table)
     STORAGE_DTYPES.update(storages)
+    BUILDABLE = BUILDABLE + tuple(c for c in buildable if c not in BUILDABLE)
 
 
 _PY_UNPICKLER: Any = pickle._Unpickler  # whose opcode readers the overrides below call

@@ -61,7 +61,7 @@ class Reads:
             return True
         if key.rsplit(".", 1)[-1] in _ALWAYS_EXPECTED:
             return True
-        return any(key.startswith(prefix + ".") or prefix == "" for prefix in self.wholes) or any(
+        return any(key == prefix or key.startswith(prefix + ".") or prefix == "" for prefix in self.wholes) or any(
             key.startswith(path + ".") for path in self.required | self.optional | self.other  # entries of a container
         )
 

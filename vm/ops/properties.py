@@ -20,7 +20,7 @@ from vm.ops.registry import kernel
 Array = np.ndarray
 
 for _name, _value in (
-    ("is_cpu", True), ("is_meta", False), ("is_mkldnn", False), ("is_quantized", False), ("is_sparse", False),
+    ("is_cpu", True), ("is_meta", False), ("is_mkldnn", False), ("is_sparse", False),
     ("is_xpu", False), ("is_mps", False), ("is_vulkan", False), ("is_ipu", False), ("is_nested", False),
 ):
     kernel(f"prim::{_name}(Tensor a) -> bool")(lambda a, _v=_value: _v)

@@ -441,11 +441,12 @@ def install() -> None:
         if info is None:
             continue
         handler = make(info.kernel)
-        table[qualified] = attrs.evolve(info, kernel=_wrap(info.kernel, handler),
-                                        out=None if info.out is None else _wrap_out(info.out))
-        preparer = P._PREPARERS.get(qualified)
-        if preparer is not None:
-            P._PREPARERS[qualified] = _wrap_preparer(preparer, handler)
+        table[qualified] = attrs.evolve(
+            info,
+            kernel=_wrap(info.kernel, handler),
+            out=None if info.out is None else _wrap_out(info.out),
+            prepare=None if info.prepare is None else _wrap_preparer(info.prepare, handler),
+        )
     info = table.get("aten::cat")
     if info is not None:
         original = info.kernel
