@@ -54,7 +54,8 @@ def compile_archive(
     module, weights = load_torchscript(path, method)
     verify(module)
     fused = options.pop("fused_kernels", True)
-    options.setdefault("weights", weights if freeze else None)
+    given = options.pop("weights", None)  # entries over the archive's (irvm run --weights): folded as they are run
+    options["weights"] = ({**weights, **given} if given else weights) if freeze else None
     optimized, _ = optimize(module, options.pop("passes", None), verified=True, **options)
     return emit(optimized, fused_kernels=fused), weights
 
