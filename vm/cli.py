@@ -135,7 +135,7 @@ def load_program_and_weights(path: str, fusion: bool = True, weights: Any = None
             options = {"fusion": fusion, **older.options}
             program = compiler.compile_source(older.text, path, weights=older.weights, **options)
         elif kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file, with its weights
-            program, own = compile_archive(path, fusion=fusion)
+            program, own = compile_archive(path, fusion=fusion, weights=weights)
         else:
             from compiler.cli import read_source
 

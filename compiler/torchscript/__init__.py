@@ -64,7 +64,8 @@ def compile_archive(
     module, weights = load_torchscript(path, method)
     verify(module)
     fused = options.pop("fused_kernels", True)
-    options.setdefault("weights", weights if freeze else None)
+    given = options.pop("weights", None)  # entries over the archive's (irvm run --weights): folded as they are run
+    options["weights"] = ({**weights, **given} if given else weights) if freeze else None
     optimized, _ = optimize(module, options.pop("passes", None), verified=True, **options)
     # the module's own state: every key is the model's, read or not (vm.binding.strict)
     return emit(optimized, fused_kernels=fused), ArchiveState(weights)
