@@ -1,6 +1,6 @@
 """``irc``: the compiler's command line.
 
-    irc compile model.ir [-o model.irbc] [--emit ir|bytecode] [-v] [--fuser numba]
+    irc compile model.ir|model.pt [-o model.irbc] [--emit ir|bytecode] [-v] [--fuser numba]
                          [--passes inline_calls,pool_constants,...] [--no-fusion]
                          [--print-after PASS] [--print-after-all [--diff]]
     irc check model.ir          everything compile checks, writing nothing
@@ -9,6 +9,9 @@
 Errors in the input print as one paragraph (``file:line:col: message``, the line and a
 caret) and exit 65; a missing or unreadable file exits 66; anything else is an internal
 error (exit 70), printed without a traceback unless ``IRVM_DEBUG=1``.
+
+``--passes``, ``--print-after`` and ``--print-after-all`` are for looking at the passes:
+with them ``irc compile`` writes no ``.irbc`` unless ``-o`` names one.
 
 Writing never destroys what the user gave: ``-o`` refuses to write over the input, and
 over an existing file that is not an irvm bytecode file (or picture irc drew), unless
@@ -39,8 +42,11 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="parse, optimize and emit bytecode (.irbc)")
-    c.add_argument("file", help="graph IR text (.ir), as PyTorch prints it")
-    c.add_argument("-o", "--output", help="bytecode file to write (default: FILE with .irbc)")
+    c.add_argument("file", help="the program: graph IR text (.ir, as PyTorch prints it) or a torch.jit.save archive (.pt)")
+    c.add_argument(
+        "-o", "--output",
+        help="bytecode file to write (default: FILE with .irbc; with --passes or --print-after*, nothing unless -o)",
+    )
     c.add_argument("--emit", choices=["ir", "bytecode"], help="print the optimized IR or a disassembly instead of writing a file")
     c.add_argument("--passes", help="comma-separated pass names to run instead of the default pipeline ('' for none)")
     c.add_argument("--no-fusion", action="store_true", help="do not group elementwise ops into fusion groups")
@@ -210,6 +216,10 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
 
         print(disassemble(program), end="")
         return 0
+    if _debugging(args) and not args.output:  # a look at the passes, not a build: write nothing
+        print("irc: no .irbc written (--passes/--print-after* show the passes; add -o FILE to write one)",
+              file=sys.stderr)
+        return 0
     from vm.files.kinds import check_writable
     from vm.program.irbc import save
 
@@ -233,6 +243,11 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
             print(f"irc: numba: {problem} (that group runs blocked)", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def _debugging(args: argparse.Namespace) -> bool:
+    """True when a debug flag asks to see the passes (a chosen pipeline, IR printed after passes)."""
+    return bool(args.print_after_all or args.print_after or args.passes is not None)
 
 
 def _ms(seconds: float) -> str:

@@ -66,7 +66,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile", help="per-operator time and the memory plan (static runtime)")
     _common(p)
     p.add_argument("--runs", type=int, default=20, help="timed runs after one warm-up (default 20)")
-    p.add_argument("--chrome-trace", metavar="FILE", help="write the last timed run as Chrome trace-event JSON (Perfetto)")
+    p.add_argument("--chrome-trace", metavar="FILE", help="write the profiled run (the median one, as the table) as Chrome trace-event JSON (Perfetto)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --chrome-trace file that irvm did not write")
     p.set_defaults(handler=_cmd_profile)
 
@@ -234,8 +234,9 @@ def _cmd_disasm(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     from vm.program.signature import describe_program
 
-    program, weights = load_program_and_weights(args.program)
-    text = describe_program(program)
+    opened = read_program(args.program, note=_note)
+    program, weights = opened.program, opened.own_weights
+    text = describe_program(program, opened.examples)
     if weights:  # a .pt: %self comes from the archive itself
         text = text.replace("bound from --weights", f"bound from the archive ({len(weights)} entries)")
     print(text, end="")
