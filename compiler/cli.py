@@ -6,8 +6,8 @@
     irc check model.ir          everything compile checks, writing nothing
     irc passes                  list the passes of the default pipeline
 
-Errors in the input print as one paragraph (``file:line:col: message``, the line and a
-caret) and exit 65; a missing or unreadable file exits 66; anything else is an internal
+A usage error (an unknown option, a missing argument) exits 2.  Errors in the input print
+as one paragraph (``file:line:col: message``, the line and a caret) and exit 65; a missing or unreadable file exits 66; anything else is an internal
 error (exit 70), printed without a traceback unless ``IRVM_DEBUG=1``.
 
 ``--passes``, ``--print-after`` and ``--print-after-all`` are for looking at the passes:
@@ -66,7 +66,7 @@ def _build_parser() -> argparse.ArgumentParser:
     c.set_defaults(handler=_cmd_compile)
 
     k = sub.add_parser("check", help="check everything compile checks, writing nothing")
-    k.add_argument("file")
+    k.add_argument("file", help="the program: graph IR text (.ir) or a torch.jit.save archive (.pt)")
     k.add_argument("--no-fusion", action="store_true", help="check without fusion groups")
     k.set_defaults(handler=_cmd_check)
 
@@ -74,11 +74,11 @@ def _build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_passes)
 
     v = sub.add_parser("viz", help="draw the graph (graphviz)")
-    v.add_argument("file")
+    v.add_argument("file", help="the program: graph IR text (.ir) or a torch.jit.save archive (.pt)")
     v.add_argument("-o", "--output", help="graph.svg, graph.png or graph.dot (default: FILE.svg)")
     v.add_argument("--after", metavar="PASS", help="draw the graph as it is after PASS of the pipeline")
     v.add_argument("--constants", action="store_true", help="draw constants as nodes instead of folding them into labels")
-    v.add_argument("--no-fusion", action="store_true")
+    v.add_argument("--no-fusion", action="store_true", help="with --after: draw without fusion groups")
     v.add_argument("--expand", action="store_true", help="draw every node of a large graph (default: one box per module)")
     v.add_argument("--force", action="store_true", help="overwrite an existing output file")
     v.set_defaults(handler=_cmd_viz)

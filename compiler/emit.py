@@ -385,7 +385,7 @@ class _FunctionEmitter:
             raise CompileError(
                 f"call of unknown function {name!r} (module functions: {known}); the dump calls a "
                 "graph it does not contain: print the function's inlined_graph instead of its graph, "
-                "or export it with tools/export_torch.py",
+                "or torch.jit.save the module and run the .pt (`irvm run model.pt`)",
                 node.span,
             )
         callee = self.table.graphs[self.table.index[name]]

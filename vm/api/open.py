@@ -84,7 +84,7 @@ def read_program(
             from compiler.cli import read_source
 
             program = compiler.compile_source(read_source(str(path)), str(path), fusion=fusion, weights=weights)
-    if progress.elapsed > SLOW_COMPILE and note is not None:
+    if progress.elapsed > SLOW_COMPILE and note is not None and progress.enabled:  # advice for a person at a terminal
         note(f"compiling {path} took {progress.elapsed:.1f}s; `irc compile {path}` writes a .irbc that starts "
              f"without compiling")
     return Opened(program, own, kind, examples)
