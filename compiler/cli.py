@@ -264,15 +264,34 @@ def _cmd_viz(args: argparse.Namespace) -> int:
     for target in targets:
         check_writable(target, inputs=[Path(args.file)], force=args.force, kind="viz")
         before[target] = _stamp(target)
+    text, shapes = _viz_source(args.file)
     message = render(
-        read_source(args.file), args.file, out, after=args.after, fold_constants=not args.constants,
-        fusion=not args.no_fusion, collapse=False if args.expand else None,
+        text, args.file, out, after=args.after, fold_constants=not args.constants,
+        fusion=not args.no_fusion, collapse=False if args.expand else None, shapes=shapes,
     )
     for target in targets:
         if target.is_file() and _stamp(target) != before[target]:  # written now
             mark_picture(target)
     print(message, file=sys.stderr)
     return 0
+
+
+def _viz_source(path: str) -> tuple[str, dict[str, str]]:
+    """The text ``irc viz`` draws and the shapes for its edges: for a ``torch.jit.save``
+    archive, its IR with each node's module as its scope (so a node is drawn in the module
+    that owns it) and the shapes of a run on its traced example inputs; else the file's
+    text and no measured shapes (a traced dump's types carry its shapes)."""
+    from compiler.torchscript import archive_ir_text, is_torchscript_archive
+
+    if not is_torchscript_archive(path):
+        return read_source(path), {}
+    from compiler.torchscript import load_torchscript
+    from compiler.torchscript.examples import traced_examples
+    from compiler.viz import measured_shapes
+
+    text = archive_ir_text(path, scopes=True) or ""
+    _, weights = load_torchscript(path)
+    return text, measured_shapes(text, path, weights, traced_examples(path))
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

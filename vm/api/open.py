@@ -8,7 +8,7 @@ once per file, and decides how the program is made:
             text the file carries, and the caller is told so);
     .pt     a ``torch.jit.save`` archive, compiled now with its own weights
             (``compiler.torchscript.compile_archive``), and the example inputs a traced
-            archive holds (``vm.api.examples``);
+            archive holds (``compiler.torchscript.examples``);
     .ir     graph IR text, compiled now, specialized for ``weights`` when they are given
             (their settings folded, as ``torch.jit.freeze`` folds them).
 
@@ -76,7 +76,7 @@ def read_program(
             program = compiler.compile_source(older.text, str(path), weights=older.weights, **options)
         elif kind is FileKind.TORCHSCRIPT:
             from compiler.torchscript import compile_archive
-            from vm.api.examples import traced_examples
+            from compiler.torchscript.examples import traced_examples
 
             program, own = compile_archive(path, fusion=fusion)
             examples = traced_examples(path)
