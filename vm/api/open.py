@@ -69,21 +69,23 @@ def read_program(
 
     own: dict[str, Any] = {}
     examples = None
-    with Progress(f"{tool}: compiling") as progress:
-        progress.stage(str(path))
+    with Progress(f"{tool}: compiling {Path(path).name}") as progress:
+        progress.stage("read")
         if older is not None:
             options = {"fusion": fusion, **older.options}
-            program = compiler.compile_source(older.text, str(path), weights=older.weights, **options)
+            program = compiler.compile_source(older.text, str(path), weights=older.weights, on_pass=progress.stage,
+                                              **options)
         elif kind is FileKind.TORCHSCRIPT:
             from compiler.torchscript import compile_archive
             from compiler.torchscript.examples import traced_examples
 
-            program, own = compile_archive(path, fusion=fusion)
+            program, own = compile_archive(path, fusion=fusion, on_pass=progress.stage)
             examples = traced_examples(path)
         else:
             from compiler.cli import read_source
 
-            program = compiler.compile_source(read_source(str(path)), str(path), fusion=fusion, weights=weights)
+            program = compiler.compile_source(read_source(str(path)), str(path), fusion=fusion, weights=weights,
+                                              on_pass=progress.stage)
     if progress.elapsed > SLOW_COMPILE and note is not None and progress.enabled:  # advice for a person at a terminal
         note(f"compiling {path} took {progress.elapsed:.1f}s; `irc compile {path}` writes a .irbc that starts "
              f"without compiling")
