@@ -186,3 +186,14 @@ def test_threads_each_get_their_own_runtime(files: dict[str, Path]) -> None:
     for t in threads:
         t.join(timeout=120)
     assert results == [True] * 20
+
+
+@pytest.mark.parametrize("backend", ["static", "interp"])
+def test_errors_name_weights_by_their_state_dict_keys(files: dict[str, Path], backend: str) -> None:
+    """A float64 image into the float32 model: both backends name the convolution's weight
+    as the state_dict does (``conv.weight``), the static runtime saying that it folded the
+    BatchNorm into it, never by an internal name such as ``%input.1.bn_weight``."""
+    model = vm.load(files["traced"], backend=backend)
+    with pytest.raises(RunError, match=r"weight conv\.weight\b") as err:
+        model(X.astype(np.float64), B)
+    assert "bn_weight" not in str(err.value) and "%" not in str(err.value).split("weight")[1].split(" is ")[0]
