@@ -54,6 +54,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "--weights", metavar="W.npz",
         help="compile for these weights: module settings (training, modes...) become constants (docs/weights.md)",
     )
+    c.add_argument(
+        "--example-inputs", metavar="IN.npz",
+        help="inputs as irvm run takes them: their dtypes and shapes are recorded in the .irbc (irvm info, vm.load)",
+    )
     c.add_argument("--print-after", action="append", default=[], metavar="PASS", help="print the IR after PASS (repeatable)")
     c.add_argument("--print-after-all", action="store_true", help="print the IR after every pass")
     c.add_argument("--diff", action="store_true", help="with --print-after*, print a unified diff against the previous stage")
@@ -224,9 +228,12 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
     from vm.program.irbc import save
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
-    given = [Path(args.file), *([Path(args.weights)] if args.weights else [])]
+    given = [Path(p) for p in (args.file, args.weights, args.example_inputs) if p]
     check_writable(out, inputs=given, force=args.force, kind="irbc")
-    timed("save", lambda: save(program, out, options={"fusion": not args.no_fusion, "passes": passes}))
+    options: dict[str, Any] = {"fusion": not args.no_fusion, "passes": passes}
+    if args.example_inputs:
+        options["example_inputs"] = _example_specs(args.example_inputs, program)
+    timed("save", lambda: save(program, out, options=options))
     from compiler.torchscript import save_archive_weights
 
     save_archive_weights(args.file, out, force=args.force)  # a .pt's weights go beside the .irbc
@@ -243,6 +250,18 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
             print(f"irc: numba: {problem} (that group runs blocked)", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def _example_specs(path: str, program: Any) -> list[Any]:
+    """Per input of ``program``, ``[dtype name, shape]`` of the tensor the ``.npz`` at
+    ``path`` gives it (read as ``irvm run --inputs`` reads it), None for any other value."""
+    import numpy as np
+
+    from vm.command import load_npz
+    from vm.files.npz import load_inputs
+
+    values = load_inputs(load_npz(path, "inputs"), program)
+    return [[v.dtype.name, list(v.shape)] if isinstance(v, np.ndarray) else None for v in values]
 
 
 def _debugging(args: argparse.Namespace) -> bool:

@@ -80,6 +80,9 @@ def _build_parser() -> argparse.ArgumentParser:
     d.set_defaults(handler=_cmd_disasm)
 
     i = sub.add_parser("info", help="the program's inputs and outputs: names, dtypes, shapes")
+    i.add_argument(
+        "--weights", metavar="W.npz", help="the module's weights, whose layers imply input dtypes and shapes",
+    )
     i.add_argument("program", help="the program: a torch.jit.save archive (.pt, its weights inside), graph IR text (.ir; both compiled now) or irvm bytecode (.irbc)")
     i.set_defaults(handler=_cmd_info)
     return parser
@@ -265,11 +268,15 @@ def _cmd_disasm(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    from vm.api.signature import input_args
     from vm.program.signature import describe_program
 
     opened = read_program(args.program, note=_note)
     program, weights = opened.program, opened.own_weights
-    text = describe_program(program, opened.examples)
+    given = load_npz(args.weights) if args.weights else {}
+    known = [(a.dtype.name if a.dtype is not None else None, a.shape)
+             for a in input_args(program, opened.examples, {**weights, **given})]
+    text = describe_program(program, known)
     if weights:  # a .pt: %self comes from the archive itself
         text = text.replace("bound from --weights", f"bound from the archive ({len(weights)} entries)")
     print(text, end="")

@@ -111,9 +111,12 @@ def weights_path(program_path: str | Path) -> Path:
     return out.with_name(out.stem + ".weights.npz")
 
 
-def save_archive_weights(source: str | Path, program_path: str | Path, force: bool = False) -> Path | None:
+def save_archive_weights(
+    source: str | Path, program_path: str | Path, force: bool = False, announce: bool = True
+) -> Path | None:
     """Write the weights of archive ``source`` beside ``program_path`` (see ``weights_path``);
-    nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads."""
+    nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads.
+    ``announce``: say so on stderr (the command line does; ``vm.Model.save`` does not)."""
     import sys
 
     import numpy as np
@@ -134,7 +137,8 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
     from vm.files.npz import save_marked
 
     save_marked(out, {k: np.asarray(v) for k, v in weights.items()}, "weights")
-    print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)
+    if announce:
+        print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)
     return out
 
 

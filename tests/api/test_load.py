@@ -120,6 +120,9 @@ def test_save_refuses_a_file_it_did_not_make_and_the_source(files: dict[str, Pat
     assert mine.read_text() == "my notes"
     model.save(mine, force=True)
     assert vm.program.irbc.load(mine).n_outputs == 1
+    again = vm.load(mine, tmp_path / "notes.weights.npz")  # a .pt's model writes its weights beside
+    np.testing.assert_allclose(again(X, B), np.load(files["expected"]), rtol=1e-4, atol=1e-5)
+    assert again.inputs == model.inputs  # the traced shapes, recorded in the .irbc
     with pytest.raises(RunError, match="input of this command"):
         model.save(files["traced"], force=True)
 

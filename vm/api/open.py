@@ -59,7 +59,9 @@ def read_program(
     older = None
     if kind is FileKind.IRBC:
         try:
-            return Opened(load(path), {}, kind)
+            from vm.program.irbc import recorded_examples
+
+            return Opened(load(path), {}, kind, recorded_examples(path))
         except OlderFormatError as err:  # the VM compiles nothing; the front door may
             if note is not None:
                 note(f"{err}; compiling it now")

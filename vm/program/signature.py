@@ -66,8 +66,9 @@ def is_tensor_type(type_text: str) -> bool:
 def rows(program: Any, examples: Sequence[Any] | None = None) -> list[tuple[str, str, str, str, str]]:
     """(role, name, type, dtype, shape) for each input (``%self`` noted as coming from the
     weights) and each output (``out0``..., the keys ``irvm run --output`` writes).
-    ``examples``: one example argument per input (a traced archive's), whose arrays give
-    their input's dtype and shape where the type does not."""
+    ``examples``: one entry per input (not ``%self``): an example array (a traced
+    archive's), or a ``(dtype name, shape)`` known otherwise, or None; it gives the
+    input's dtype and shape."""
     table = []
     examples = list(examples or ())
     for i, (name, t) in enumerate(zip(program.input_names, program.input_types)):
@@ -77,6 +78,11 @@ def rows(program: Any, examples: Sequence[Any] | None = None) -> list[tuple[str,
         example = examples[i - program.takes_self] if len(examples) == len(program.input_names) - program.takes_self else None
         if isinstance(example, np.ndarray) and is_tensor_type(t):
             table.append(("input", name, t, example.dtype.name, "[" + ", ".join(map(str, example.shape)) + "]"))
+            continue
+        if isinstance(example, tuple) and is_tensor_type(t):
+            dtype, shape = example
+            shown = "?" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+            table.append(("input", name, t, dtype or "?", shown))
             continue
         table.append(("input", name, t, *_dtype_shape(t)))
     for i, t in enumerate(output_types(program)):
