@@ -423,7 +423,7 @@ def test_plain_state_dict_fails_before_running_naming_each_missing_setting() -> 
         message = str(info.value)
         for key in ("m.padding : int[]", "m.stride : int[]", "m.padding_mode : str", "m.groups : int"):
             assert key in message
-        assert "m.weight" not in message and "export_torch" in message and "inlined_graph" in message
+        assert "m.weight" not in message and "irvm run model.pt" in message and "inlined_graph" in message
 
 
 @pytest.mark.parametrize("inner", [nn.Dropout2d(0.1), nn.BatchNorm1d(3), nn.InstanceNorm1d(3, track_running_stats=True)])
