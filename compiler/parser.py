@@ -220,9 +220,45 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str, ctx: _Context
         return IRSyntaxError(f"unexpected character {shown}; expected {expected}", span)
     assert isinstance(err, lark.exceptions.UnexpectedToken)
     tok = err.token
+    if "ARROW" in err.expected:
+        unclosed = _unclosed_block(ctx, line)
+        if unclosed is not None:
+            return unclosed
     shown = tok.value if len(tok.value) <= 40 else tok.value[:37] + "..."
     expected = _describe_expected(set(err.expected))
     return IRSyntaxError(f"unexpected '{shown}'; expected {expected}", span)
+
+
+_BLOCK_HEADER = re.compile(r"^(\s*)(block\d+)\(")
+
+
+def _unclosed_block(ctx: _Context, upto: int) -> IRSyntaxError | None:
+    """Where a block ends without its ``-> (...)``, reported at the block's end, as
+    torch's parser reports it (``expected ident but found 'dedent'``), not where the
+    grammar noticed: without its arrow a block swallows what follows (a next
+    ``block1():`` reads as a block of the last node), so that is a line or two later.
+    The grammar ignores indentation; the report reads it: a block's body is indented
+    past its header, so the first later line that is not, and is no ``->``, ends it."""
+    lines = ctx.lines
+    open_blocks: list[tuple[int, int, str]] = []  # (indent, header line, blockN)
+    for number in range(1, min(upto, len(lines)) + 1):
+        text = lines[number - 1]
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        indent = len(text) - len(text.lstrip())
+        if open_blocks and indent <= open_blocks[-1][0] and not text.lstrip().startswith("->"):
+            _, header, name = open_blocks[-1]
+            return IRSyntaxError(
+                f"{name} (opened on line {header}) ends here without its `-> (...)`: a block lists the values "
+                f"it returns, `-> ()` when none",
+                ctx.span(number, indent + 1),
+            )
+        if text.lstrip().startswith("->") and open_blocks:
+            open_blocks.pop()
+        header = _BLOCK_HEADER.match(text)
+        if header is not None:
+            open_blocks.append((len(header.group(1)), number, header.group(2)))
+    return None
 
 
 # ----------------------------------------------------------------------------- resolving

@@ -1,5 +1,5 @@
 """The long mutation fuzz campaign: mutated real dumps into ``compiler.compile_source``,
-mutated ``.irbc`` files into ``vm.load`` and an interpreter run, and mutated ``.pt``
+mutated ``.irbc`` files into ``vm.program.irbc.load`` and an interpreter run, and mutated ``.pt``
 archives (``pt``: zip structure, pickle opcodes, storages, records, source; the edits of
 ``tests/fuzz/hostile.py``) compiled and run as ``irvm run`` does.
 
@@ -93,13 +93,13 @@ def _run_ir(text: str) -> str:
 def _run_irbc(data: bytes, inputs: list[Any], scratch: Path) -> str:
     import copy
 
-    import vm
     from vm.interpreter.machine import Interpreter
+    from vm.program import irbc
 
     scratch.write_bytes(data)
 
     def attempt() -> None:
-        program = vm.load(scratch)
+        program = irbc.load(scratch)
         Interpreter(program)(*copy.deepcopy(inputs))
 
     return classify(attempt)

@@ -26,8 +26,9 @@ from compiler.torchscript.archive import Archive, is_torchscript_archive
 from compiler.torchscript.unpickle import ArchiveError
 
 
-def load_torchscript(path: str | Path, method: str = "forward") -> tuple[Any, dict[str, Any]]:
-    """``(Module, weights)`` for ``method`` of the archive's module (see the module docstring)."""
+def load_torchscript(path: str | Path, method: str = "forward", *, scopes: bool = False) -> tuple[Any, dict[str, Any]]:
+    """``(Module, weights)`` for ``method`` of the archive's module (see the module docstring);
+    ``scopes``: nodes inlined from a submodule carry its scope (``irc viz``)."""
     from compiler.torchscript.frontend import compile_method
     from compiler.torchscript.source import SourceIndex
     from compiler.torchscript.weights import flatten
@@ -40,7 +41,7 @@ def load_torchscript(path: str | Path, method: str = "forward") -> tuple[Any, di
     finally:
         archive.close()  # memory maps keep their own handle
     try:
-        module = compile_method(index, root, constants, method, str(path))
+        module = compile_method(index, root, constants, method, str(path), scopes)
     except RecursionError:  # calls inlined into calls past Python's stack: source_bounds bounds one tree, not the chain
         raise ArchiveError(f"{path}: the source's calls nest deeper than irvm can inline") from None
     return module, flatten(root, constants)
@@ -104,14 +105,14 @@ def archive_weights(path: str | Path) -> dict[str, Any]:
         archive.close()  # memory maps keep their own handle
 
 
-def archive_ir_text(path: str | Path) -> str | None:
+def archive_ir_text(path: str | Path, *, scopes: bool = False) -> str | None:
     """The IR text of the archive's ``forward`` (what ``irc`` reads), or None when
-    ``path`` is not a TorchScript archive."""
+    ``path`` is not a TorchScript archive; ``scopes`` as in ``load_torchscript``."""
     if not is_torchscript_archive(path):
         return None
     from compiler.printer import print_module
 
-    module, _ = load_torchscript(path)
+    module, _ = load_torchscript(path, scopes=scopes)
     return print_module(module)
 
 
@@ -129,13 +130,14 @@ class PendingWeights:
     def __init__(self, out: Path, arrays: dict[str, Any], program_path: str | Path) -> None:
         self.out, self.arrays, self.program_path = out, arrays, program_path
 
-    def write(self) -> Path:
+    def write(self, announce: bool = True) -> Path:
         import sys
 
         from vm.files.npz import save_marked
 
         save_marked(self.out, self.arrays, "weights")
-        print(f"wrote {self.out} (the archive's weights: irvm run {self.program_path} --weights {self.out})", file=sys.stderr)
+        if announce:
+            print(f"wrote {self.out} (the archive's weights: irvm run {self.program_path} --weights {self.out})", file=sys.stderr)
         return self.out
 
 
@@ -190,11 +192,14 @@ def _footprint(array: Any) -> int:
     return sum((n - 1) * abs(s) for n, s in zip(array.shape, array.strides)) + array.itemsize
 
 
-def save_archive_weights(source: str | Path, program_path: str | Path, force: bool = False) -> Path | None:
+def save_archive_weights(
+    source: str | Path, program_path: str | Path, force: bool = False, announce: bool = True
+) -> Path | None:
     """Write the weights of archive ``source`` beside ``program_path`` (see ``weights_path``);
-    nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads."""
+    nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads.
+    ``announce``: say so on stderr (the command line does; ``vm.Model.save`` does not)."""
     pending = prepare_archive_weights(source, program_path, force)
-    return None if pending is None else pending.write()
+    return None if pending is None else pending.write(announce)
 
 
 __all__ = [

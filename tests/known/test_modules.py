@@ -414,7 +414,7 @@ def test_model_export_without_inlining_runs_on_both_engines() -> None:
 
 def test_sequential_without_its_body_is_a_compile_error_naming_the_ways_out() -> None:
     text = str(torch.jit.script(Net().eval()).graph)
-    with pytest.raises(CompileError, match=r"Sequential\.forward.*inlined_graph.*export_torch"):
+    with pytest.raises(CompileError, match=r"Sequential\.forward.*inlined_graph.*irvm run model\.pt"):
         compiler.compile_source(text)
 
 
@@ -428,7 +428,7 @@ def test_plain_state_dict_fails_before_running_naming_each_missing_setting() -> 
         message = str(info.value)
         for key in ("m.padding : int[]", "m.stride : int[]", "m.padding_mode : str", "m.groups : int"):
             assert key in message
-        assert "m.weight" not in message and "export_torch" in message and "inlined_graph" in message
+        assert "m.weight" not in message and "irvm run model.pt" in message and "inlined_graph" in message
 
 
 @pytest.mark.parametrize("inner", [nn.Dropout2d(0.1), nn.BatchNorm1d(3), nn.InstanceNorm1d(3, track_running_stats=True)])

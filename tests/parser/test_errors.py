@@ -35,6 +35,14 @@ CASES = [
     ("inner_block", "graph(%c : bool):\n   = prim::If(%c)\n    block0():\n      %a : int = prim::Constant[value=1]()\n      -> ()\n"
      "    block1():\n      -> ()\n  return (%a)\n",
      IRValidationError, 8, 11, ["%a is not in scope"]),
+    # a block without its `-> (...)` is reported where it ends (the next block's header,
+    # or the dedent to the graph), not at the `return` two lines later (issue #29)
+    ("block_without_arrow", "graph(%x : Tensor, %c : bool):\n  %y : Tensor = prim::If(%c)\n    block0():\n"
+     "      %a : Tensor = aten::relu(%x)\n    block1():\n      -> (%x)\n  %z : Tensor = aten::relu(%y)\n  return (%z)\n",
+     IRSyntaxError, 5, 5, ["block0 (opened on line 3) ends here without its `-> (...)`"]),
+    ("last_block_without_arrow", "graph(%x : Tensor, %c : bool):\n  %y : Tensor = prim::If(%c)\n    block0():\n"
+     "      -> (%x)\n    block1():\n      %a : Tensor = aten::relu(%x)\n  return (%y)\n",
+     IRSyntaxError, 7, 3, ["block1 (opened on line 5) ends here"]),
     ("unterminated_string", 'graph():\n  %s : str = prim::Constant[value="abc]()\n  return (%s)\n',
      IRSyntaxError, 2, 35, ["unterminated string"]),
     ("bad_escape", 'graph():\n  %s : str = prim::Constant[value="a\\qb"]()\n  return (%s)\n',

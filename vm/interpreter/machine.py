@@ -92,6 +92,10 @@ class Interpreter:
         strict: bool = True,
         quantized_engine: str | None = None,
     ):
+        from vm.program.accept import refuse_non_program, unwrap_model
+
+        program, weights = unwrap_model(program, weights)  # a vm.Model: its program and weights
+        refuse_non_program(program, "vm.Interpreter")
         self.program = program
         if strict and isinstance(weights, Mapping):  # keys nothing reads: refused (vm.binding.strict)
             from vm.binding.strict import check_keys, program_reads

@@ -109,6 +109,10 @@ class StaticModule:
         """``example_inputs``: plan for inputs of these shapes now, so that a runtime's
         first call with such inputs is a steady call (``plan_for``).  ``strict``: weights with
         keys the program does not read are refused (``vm.binding.strict``)."""
+        from vm.program.accept import refuse_path, unwrap_model
+
+        source, weights = unwrap_model(source, weights)  # a vm.Model: its program and weights
+        refuse_path(source, "vm.StaticModule", "")
         self.options = options = options or StaticOptions()
         if options.planner not in ("standard", "precomputed"):
             raise ValueError(
@@ -148,8 +152,8 @@ class StaticModule:
         from vm.binding.preflight import check_weights, make_guard
 
         self_object = next(iter(bound.values()), None)
-        check_weights(main, self_object, flat, bool(bound))
-        self.dtype_guard = make_guard(main, self_object, flat, bool(bound))
+        check_weights(main, self_object, flat, bool(bound), labels=prepared.labels)
+        self.dtype_guard = make_guard(main, self_object, flat, bool(bound), labels=prepared.labels)
         # %self's attributes are constants of the module unless the program assigns one
         self.assigns_attributes = any(
             n.kind == "prim::SetAttr"

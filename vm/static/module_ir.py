@@ -201,6 +201,7 @@ class Prepared:
     groups: list[FusionInfo]  # top-level groups that keep a fused kernel
     fallbacks: list[tuple[Any, int]]  # (span, nodes) of groups that always run expanded
     added: dict[str, Any]  # arrays of the constants the specialization passes made
+    labels: dict[str, str] = attrs.field(factory=dict)  # their names in messages (none recorded yet)
 
 
 def prepare(source: Any, weights: Any, options: Any, strict: bool = False) -> Prepared:
