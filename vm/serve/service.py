@@ -175,13 +175,21 @@ class Batcher:
         return batch, False
 
     def _run(self, group: list[_Pending]) -> None:
+        try:
+            self._run_group(group)
+        except BaseException as err:  # noqa: BLE001 - no request is left waiting
+            for p in group:
+                if not p.future.done():
+                    p.future.set_exception(err)
+
+    def _run_group(self, group: list[_Pending]) -> None:
         started = time.perf_counter()
         self.served.metrics.run(self.served.name, len(group), [started - p.arrived for p in group])
         if len(group) == 1:
             _settle(group[0], lambda: self.served.run(group[0].feeds, group[0].names))
             return
         names = sorted({n for p in group for n in p.names}, key=self.served.output_names.index)
-        stacked = {k: np.concatenate([p.feeds[k] for p in group]) if isinstance(v, np.ndarray) else v
+        stacked = {k: np.concatenate([p.feeds[k] for p in group]) if _stacks(v) else v
                    for k, v in group[0].feeds.items()}
         try:
             outputs = self.served.run(stacked, names)
@@ -210,12 +218,16 @@ def _settle(p: _Pending, compute: Any) -> None:
         p.future.set_exception(err)
 
 
+def _stacks(v: Any) -> bool:
+    return isinstance(v, np.ndarray) and v.ndim >= 1 and v.dtype != object
+
+
 def _stacking(feeds: dict[str, Any]) -> tuple[int | None, Any]:
     """(rows, key): requests with equal keys stack along the first axis; rows None: alone."""
     rows, key = None, []
     for name in sorted(feeds):
         v = feeds[name]
-        if isinstance(v, np.ndarray) and v.ndim >= 1 and v.dtype != object:
+        if _stacks(v):
             if rows is not None and v.shape[0] != rows:
                 return None, object()
             rows = v.shape[0]
