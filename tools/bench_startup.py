@@ -11,7 +11,7 @@ the milliseconds per node.  A flat ms/node column means compile time is linear.
 Part 2, real graphs (needs torch and torchvision for the export, once): the models are
 scripted and exported with ``tools/export_torch.py`` into ``$IRVM_STARTUP_DIR`` (default
 ``~/.cache/irvm/startup``): graph IR, weights and sample inputs.  For each: ``irc
-compile`` time (in process), ``vm.load`` of the ``.irbc``, then for the interpreter and
+compile`` time (in process), ``vm.program.irbc.load`` of the ``.irbc``, then for the interpreter and
 the static runtime the construction time, the first call and the best of ``--runs``
 steady calls; and ``torch.jit.script`` / ``torch.jit.load`` of the same model.
 
@@ -163,9 +163,9 @@ def first_and_steady_cpu(make: Any, inputs: list[Any], runs: int) -> tuple[float
 def bench_model(name: str, runs: int) -> dict[str, str]:
     """Compile, save, load and run ``name``; prints its lines and returns its column of
     the summary table."""
-    import vm
     from vm.files.npz import load_inputs
     from vm.interpreter.machine import Interpreter
+    from vm.program import irbc
     from vm.program.irbc import save
     from vm.static import StaticRuntime
 
@@ -177,7 +177,7 @@ def bench_model(name: str, runs: int) -> dict[str, str]:
     save(program, out, options={"fusion": True, "passes": None})
     save_s = cpu() - t0
     t0 = cpu()
-    loaded = vm.load(out)
+    loaded = irbc.load(out)
     load_s = cpu() - t0
     with np.load(info["weights"], allow_pickle=False) as data:
         weights = {k: data[k] for k in data.files}

@@ -1,5 +1,5 @@
 """The long mutation fuzz campaign: mutated real dumps into ``compiler.compile_source``,
-mutated ``.irbc`` files into ``vm.load`` and an interpreter run.
+mutated ``.irbc`` files into ``vm.program.irbc.load`` and an interpreter run.
 
     python3 tools/fuzz_campaign.py --n 100000 --out /tmp/fuzz-failures
     python3 tools/fuzz_campaign.py --n 2000 --only irbc --seed 7
@@ -85,13 +85,13 @@ def _run_ir(text: str) -> str:
 def _run_irbc(data: bytes, inputs: list[Any], scratch: Path) -> str:
     import copy
 
-    import vm
     from vm.interpreter.machine import Interpreter
+    from vm.program import irbc
 
     scratch.write_bytes(data)
 
     def attempt() -> None:
-        program = vm.load(scratch)
+        program = irbc.load(scratch)
         Interpreter(program)(*copy.deepcopy(inputs))
 
     return classify(attempt)

@@ -1,17 +1,34 @@
 """irvm's runtime: bytecode, the interpreter, the static runtime and the operator library.
 
-    vm.Interpreter(program, weights=None)(*args)
+    model = vm.load("model.pt")          # .pt, .ir or .irbc -> a vm.Model (vm/api/)
+    model(x)  /  model(x=x)  /  model.run(None, {"x": x})
+    vm.Interpreter(program, weights=None)(*args)     # the backends themselves
     vm.StaticRuntime(program, weights=None)(*args)
-    vm.load("model.irbc")
+    vm.save(program_or_model, "model.irbc")
+
+Everything loads lazily, so that ``import vm`` stays cheap: ``vm.load`` imports the
+compiler only to compile a ``.pt`` or ``.ir``.
 """
 
-from typing import TYPE_CHECKING
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what __getattr__ gives, spelled for type checkers (at run time they load when used)
+    from vm.api import Model, NodeArg, load
     from vm.interpreter.machine import Interpreter
     from vm.program.bytecode import Program
-    from vm.program.irbc import load, save
     from vm.static import RuntimePool, StaticModule, StaticRuntime
+
+
+def save(program: Any, path: str | Path, options: dict[str, Any] | None = None) -> None:
+    """Write a ``Program`` (or a ``vm.Model``'s program) to ``path`` as an ``.irbc``
+    (``vm.program.irbc.save``; ``Model.save`` also refuses to replace a file it did not make)."""
+    from vm.program.accept import unwrap_model
+    from vm.program.irbc import save as save_program
+
+    save_program(unwrap_model(program, None)[0], path, options)
 
 
 def __getattr__(name: str):
@@ -20,6 +37,10 @@ def __getattr__(name: str):
         from vm.command import version
 
         return version
+    if name in ("load", "Model", "NodeArg"):
+        import vm.api
+
+        return getattr(vm.api, name)
     if name in ("Interpreter",):
         from vm.interpreter.machine import Interpreter
 
@@ -28,9 +49,6 @@ def __getattr__(name: str):
         from vm.program.bytecode import Program
 
         return Program
-    if name in ("load", "save"):
-        from vm.program import irbc
-        return getattr(irbc, name)
     if name in ("StaticModule", "StaticRuntime", "RuntimePool"):
         from vm import static
 
@@ -38,4 +56,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'vm' has no attribute {name!r}")
 
 
-__all__ = ["Interpreter", "Program", "RuntimePool", "StaticModule", "StaticRuntime", "load", "save"]
+__all__ = [
+    "Interpreter", "Model", "NodeArg", "Program", "RuntimePool", "StaticModule", "StaticRuntime", "load", "save",
+]

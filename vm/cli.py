@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from vm.api.open import read_program
 from vm.binding.weights import override
 from vm.command import load_npz, run_guarded, version
 from vm.files.kinds import check_writable
@@ -109,44 +110,14 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
 
 def load_program_and_weights(path: str, fusion: bool = True, weights: Any = None) -> tuple[Any, dict[str, Any]]:
     """``load_program``, and the weights a ``torch.jit.save`` archive holds ({} for any
-    other file), read in the same pass over the archive."""
-    from vm.files.kinds import FileKind, expect
-    from vm.program.irbc import OlderFormatError, load
-
-    kind = expect(path, "program")
-    older = None
-    own: dict[str, Any] = {}
-    if kind is FileKind.IRBC:
-        try:
-            return load(path), own
-        except OlderFormatError as err:  # the VM compiles nothing; the command line may
-            print(f"irvm: {err}; compiling it now", file=sys.stderr)
-            older = err
-    import compiler
-    from compiler.progress import Progress
-    from compiler.torchscript import compile_archive
-
-    with Progress("irvm: compiling") as progress:
-        progress.stage(path)
-        if older is not None:
-            options = {"fusion": fusion, **older.options}
-            program = compiler.compile_source(older.text, path, weights=older.weights, **options)
-        elif kind is FileKind.TORCHSCRIPT:  # a torch.jit.save file, with its weights
-            program, own = compile_archive(path, fusion=fusion)
-        else:
-            from compiler.cli import read_source
-
-            program = compiler.compile_source(read_source(path), path, fusion=fusion, weights=weights)
-    if progress.elapsed > SLOW_COMPILE:
-        print(
-            f"irvm: compiling {path} took {progress.elapsed:.1f}s; `irc compile {path}` writes a .irbc"
-            f" that starts without compiling",
-            file=sys.stderr,
-        )
-    return program, own
+    other file), read in the same pass over the archive (``vm.api.open.read_program``,
+    the one reader of program files)."""
+    opened = read_program(path, fusion=fusion, weights=weights, note=_note)
+    return opened.program, opened.own_weights
 
 
-SLOW_COMPILE = 1.0  # seconds: `irvm run x.ir` says so when compiling takes longer
+def _note(message: str) -> None:
+    print(f"irvm: {message}", file=sys.stderr)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from compiler.parser import parse
 from compiler.printer import print_module
 from tests.support.paths import CORPUS, ROOT
 from vm.files.npz import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from vm.program import irbc
 
 MANIFEST: list[dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text())
 NAMES = [rec["name"] for rec in MANIFEST]
@@ -86,7 +87,7 @@ def run_program(name: str, variant: str, scratch: Path | None = None) -> tuple[A
 
         assert scratch is not None
         vm.save(program, scratch / f"{name}.irbc")
-        program = vm.load(scratch / f"{name}.irbc")
+        program = irbc.load(scratch / f"{name}.irbc")
     weights_path = CORPUS / f"{name}.weights.npz"
     weights = read_npz(weights_path) if weights_path.exists() else None
     inputs = load_inputs(CORPUS / f"{name}.inputs.npz", program)

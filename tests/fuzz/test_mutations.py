@@ -5,7 +5,7 @@ Properties (tests/support/mutations.py draws the edits):
 - a real dump (the corpus, tests/data/dumps, the examples) after 1-3 token, line or character
   edits, fed to ``compiler.compile_source``, compiles or raises an ``IRError``;
 - a compiled ``.irbc`` after byte flips, truncation or a field edit with the hash written
-  again, fed to ``vm.load`` and run on its inputs, runs or raises an ``IRError``
+  again, fed to ``vm.program.irbc.load`` and run on its inputs, runs or raises an ``IRError``
   (``BytecodeError`` / ``RunError``...).
 
 The ``ci`` profile runs 200 examples of each; ``--hypothesis-profile long`` 10,000; the
@@ -38,6 +38,7 @@ from tests.support.mutations import (
     ir_seeds,
 )
 from tests.support.paths import ROOT
+from vm.program import irbc
 
 SEEDS = ir_seeds()
 
@@ -83,9 +84,8 @@ def test_mutated_irbc_loads_and_runs_or_raises_ir_errors(
     tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, edits: list[tuple[str, int, int]]
 ) -> None:
     """Property: a damaged .irbc (the hash rewritten after a field edit, so the checks past
-    it are reached) is refused by vm.load with a BytecodeError, or loads and then runs or
+    it are reached) is refused by vm.program.irbc.load with a BytecodeError, or loads and then runs or
     fails with an IRError; never another exception."""
-    import vm
     from vm.interpreter.machine import Interpreter
 
     seeds = _irbc_seeds()
@@ -96,7 +96,7 @@ def test_mutated_irbc_loads_and_runs_or_raises_ir_errors(
     path.write_bytes(apply_irbc_edits(raw, edits))
 
     def attempt() -> None:
-        Interpreter(vm.load(path))(*copy.deepcopy(inputs))
+        Interpreter(irbc.load(path))(*copy.deepcopy(inputs))
 
     classify(attempt)
 
@@ -264,7 +264,6 @@ def _edited_irbc(tmp_path: Path, text: str, edit: Any) -> Path:
 def test_irbc_fused_kernel_with_malformed_attributes(tmp_path: Path) -> None:
     """Was `TypeError: int() argument must be ... not 'UnboundTensor'` (fusion.py): an
     operator's attributes edited in the file are a BytecodeError naming the operator."""
-    import vm
     from compiler.diagnostics import BytecodeError
     from vm.interpreter.machine import Interpreter
 
@@ -278,13 +277,12 @@ def test_irbc_fused_kernel_with_malformed_attributes(tmp_path: Path) -> None:
 
     path = _edited_irbc(tmp_path, (ROOT / "examples" / "lstm_cell.ir").read_text(), edit)
     with pytest.raises(BytecodeError, match="operator prim::FusedKernel has malformed attributes"):
-        Interpreter(vm.load(path))
+        Interpreter(irbc.load(path))
 
 
 def test_irbc_raise_with_a_message_that_is_not_a_string(tmp_path: Path) -> None:
     """Was `TypeError: __str__ returned non-string` while reporting the failure: a raise
     whose message constant was edited to a bool fails as a RunError."""
-    import vm
     from compiler.diagnostics import RunError
     from vm.interpreter.machine import Interpreter
 
@@ -294,6 +292,6 @@ def test_irbc_raise_with_a_message_that_is_not_a_string(tmp_path: Path) -> None:
         body["functions"][0]["constants"] = [True if c == "boom" else c for c in body["functions"][0]["constants"]]
         return body
 
-    program = vm.load(_edited_irbc(tmp_path, text, edit))
+    program = irbc.load(_edited_irbc(tmp_path, text, edit))
     with pytest.raises(RunError, match="needs a str message, got bool"):
         Interpreter(program)(1)

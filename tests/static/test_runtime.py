@@ -16,6 +16,7 @@ import compiler
 import vm
 from compiler.diagnostics import RunError
 from tests.support.paths import EXAMPLES
+from vm.program import irbc
 from vm.static import RuntimePool, StaticModule, StaticOptions, StaticRuntime
 
 LSTM_CELL = """
@@ -318,7 +319,7 @@ def test_a_static_module_of_a_compiled_or_loaded_program_resolves_no_operator(
     program = compiler.compile_source(RATIO_IOU, fusion=True)
     path = tmp_path / "ratio_iou.irbc"
     vm.save(program, path)
-    loaded = vm.load(path)
+    loaded = irbc.load(path)
     assert loaded.node_refs == program.node_refs and any(r is not None for r in program.node_refs)
 
     def refuse(node: object) -> None:

@@ -34,6 +34,7 @@ def runtime_for(backend: str, program: Any, weights: Any) -> Any:
 
     import vm
     from vm.interpreter.machine import Interpreter
+    from vm.program import irbc
     from vm.static import StaticRuntime
 
     if backend == "static":
@@ -41,6 +42,6 @@ def runtime_for(backend: str, program: Any, weights: Any) -> Any:
     if backend == "irbc":
         with tempfile.TemporaryDirectory() as tmp:
             vm.save(program, Path(tmp) / "p.irbc")
-            program = vm.load(Path(tmp) / "p.irbc")
+            program = irbc.load(Path(tmp) / "p.irbc")
         assert program.module_if_loaded is None
     return Interpreter(program, weights)

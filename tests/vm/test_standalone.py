@@ -24,15 +24,18 @@ RUN = """
 import sys
 import numpy as np
 import vm
-program = vm.load(sys.argv[1])
+from vm.program import irbc
+program = irbc.load(sys.argv[1])
 out = vm.Interpreter(program)(*[np.full(4, 2.0, np.float32)] * 8)
 assert out.shape == (4,), out
+model = vm.load(sys.argv[1], backend="interp")  # the front door opens an .irbc without the compiler too
+assert (model(*[np.full(4, 2.0, np.float32)] * 8) == out).all()
 print(",".join(sorted(m for m in sys.modules if m == "compiler" or m.startswith("compiler."))))
 """
 
 
 def test_load_and_interpret_import_no_compiler_module(tmp_path: Path) -> None:
-    """``import vm; vm.load(p); vm.Interpreter(prog)(...)`` leaves ``compiler`` unimported."""
+    """``import vm; vm.program.irbc.load(p); vm.Interpreter(prog)(...)`` leaves ``compiler`` unimported."""
     path = tmp_path / "ratio_iou.irbc"
     save(compiler.compile_file(ROOT / "examples" / "ratio_iou.ir"), path)
     done = subprocess.run(
@@ -58,7 +61,8 @@ import sys
 import numpy as np
 import vm
 from vm.core.errors import RunError
-program = vm.load(sys.argv[1])
+from vm.program import irbc
+program = irbc.load(sys.argv[1])
 w, b = np.arange(12, dtype=np.float32).reshape(4, 3) - 6, np.ones(4, np.float32)
 x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
 out = vm.Interpreter(program, {"fc.weight": w, "fc.bias": b})(x)

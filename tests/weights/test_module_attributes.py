@@ -25,6 +25,7 @@ import vm
 from compiler.diagnostics import CompileError, RunError
 from tests.support.paths import ROOT
 from vm.files.npz import compare_flat, flatten_outputs
+from vm.program import irbc
 
 torch = pytest.importorskip("torch")
 
@@ -253,7 +254,7 @@ def test_weights_contradicting_a_folded_attribute_are_refused_and_irbc_keeps_the
         with pytest.raises(RunError, match="training = False in the program, True in these weights"):
             make(program, training)
     vm.save(program, tmp_path / "noisy.irbc")
-    loaded = vm.load(tmp_path / "noisy.irbc")
+    loaded = irbc.load(tmp_path / "noisy.irbc")
     assert loaded.folded == {"training": False, "mode": "tanh"}
     from vm.static.ir_text import optimized_module
 

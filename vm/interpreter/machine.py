@@ -86,6 +86,10 @@ class Interpreter:
         fuser: str = "blocked",
         seed: int | None = None,
     ):
+        from vm.program.accept import refuse_non_program, unwrap_model
+
+        program, weights = unwrap_model(program, weights)  # a vm.Model: its program and weights
+        refuse_non_program(program, "vm.Interpreter")
         self.program = program
         # random operators draw from this runtime's own generator (vm.ops.random)
         self.generator = make_generator(seed)

@@ -69,10 +69,14 @@ def rows(program: Any) -> list[tuple[str, str, str, str, str]]:
             table.append(("input", name, t, "-", "the module object, bound from --weights"))
             continue
         table.append(("input", name, t, *_dtype_shape(t)))
-    types = list(program.output_types) or _module_output_types(program) or ["?"] * program.n_outputs
-    for i, t in enumerate(types):
+    for i, t in enumerate(output_types(program)):
         table.append(("output", f"out{i}", t, *_dtype_shape(t)))
     return table
+
+
+def output_types(program: Any) -> list[str]:
+    """The type text of each output (``?`` where the program does not record it)."""
+    return list(program.output_types) or _module_output_types(program) or ["?"] * program.n_outputs
 
 
 def _module_output_types(program: Any) -> list[str]:
@@ -107,4 +111,4 @@ def describe_program(program: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["describe_program", "is_tensor_type", "rows", "tensor_spec"]
+__all__ = ["describe_program", "is_tensor_type", "output_types", "rows", "tensor_spec"]

@@ -108,6 +108,10 @@ class StaticModule:
     ):
         """``example_inputs``: plan for inputs of these shapes now, so that a runtime's
         first call with such inputs is a steady call (``plan_for``)."""
+        from vm.program.accept import refuse_path, unwrap_model
+
+        source, weights = unwrap_model(source, weights)  # a vm.Model: its program and weights
+        refuse_path(source, "vm.StaticModule", "")
         self.options = options = options or StaticOptions()
         if options.planner not in ("standard", "precomputed"):
             raise ValueError(

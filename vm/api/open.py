@@ -1,0 +1,183 @@
+"""Opening a program file of any kind: the one reader behind ``vm.load``, ``irvm`` and ``irc``.
+
+The kind comes from ``vm.files.kinds.expect`` (the file's first bytes, never its name),
+once per file, and decides how the program is made:
+
+    .irbc   read and verified (``vm.program.irbc.load``): no pass, no parse, and nothing
+            imported from ``compiler`` (an older format is compiled again from the IR
+            text the file carries, and the caller is told so);
+    .pt     a ``torch.jit.save`` archive, compiled now with its own weights
+            (``compiler.torchscript.compile_archive``), and the example inputs a traced
+            archive holds (``vm.api.examples``);
+    .ir     graph IR text, compiled now, specialized for ``weights`` when they are given
+            (their settings folded, as ``torch.jit.freeze`` folds them).
+
+A long compile shows its progress on a terminal (``compiler.progress``), never in a pipe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from vm.files.kinds import FileKind, expect
+
+if TYPE_CHECKING:
+    from vm.api.model import Model
+
+Note = Callable[[str], None]
+
+
+@attrs.frozen
+class Opened:
+    """A program file read: the program, the weights it holds itself ({} but for a ``.pt``),
+    its kind, and the example inputs it records (a traced ``.pt``'s; None when none)."""
+
+    program: Any
+    own_weights: dict[str, Any]
+    kind: FileKind
+    examples: list[Any] | None = None
+
+
+def read_program(
+    path: str | Path,
+    *,
+    fusion: bool = True,
+    weights: Mapping[str, Any] | None = None,
+    note: Note | None = None,
+    tool: str = "irvm",
+) -> Opened:
+    """``path`` read as a program (see the module docstring); ``weights`` specialize IR
+    text for their settings; ``note`` hears what the caller should be told (an older
+    ``.irbc`` compiled again).  A file of another kind is refused saying what it is."""
+    from vm.program.irbc import OlderFormatError, load
+
+    kind = expect(path, "program")
+    older = None
+    if kind is FileKind.IRBC:
+        try:
+            return Opened(load(path), {}, kind)
+        except OlderFormatError as err:  # the VM compiles nothing; the front door may
+            if note is not None:
+                note(f"{err}; compiling it now")
+            older = err
+    import compiler
+    from compiler.progress import Progress
+
+    own: dict[str, Any] = {}
+    examples = None
+    with Progress(f"{tool}: compiling") as progress:
+        progress.stage(str(path))
+        if older is not None:
+            options = {"fusion": fusion, **older.options}
+            program = compiler.compile_source(older.text, str(path), weights=older.weights, **options)
+        elif kind is FileKind.TORCHSCRIPT:
+            from compiler.torchscript import compile_archive
+            from vm.api.examples import traced_examples
+
+            program, own = compile_archive(path, fusion=fusion)
+            examples = traced_examples(path)
+        else:
+            from compiler.cli import read_source
+
+            program = compiler.compile_source(read_source(str(path)), str(path), fusion=fusion, weights=weights)
+    if progress.elapsed > SLOW_COMPILE and note is not None:
+        note(f"compiling {path} took {progress.elapsed:.1f}s; `irc compile {path}` writes a .irbc that starts "
+             f"without compiling")
+    return Opened(program, own, kind, examples)
+
+
+SLOW_COMPILE = 1.0  # seconds: a command line says so when compiling takes longer
+
+
+def load(
+    path: str | Path,
+    weights: str | Path | Mapping[str, Any] | None = None,
+    *,
+    backend: str = "static",
+    threads: int | None = None,
+    strict: bool = True,
+    fusion: bool = True,
+    fuser: str | None = None,
+    seed: int | None = None,
+) -> Model:
+    """Open ``path`` (``.pt``, ``.ir`` or ``.irbc``) as a ``vm.Model``.
+
+    ``weights``: a mapping of dotted state_dict keys, or the path of an ``.npz`` of them;
+    for a ``.pt`` they replace the archive's own entries.  ``backend``: ``"static"`` (the
+    static runtime, the default) or ``"interp"`` (the interpreter VM).  ``threads``: the
+    threads irvm's kernels may use (a process-wide setting, as ``torch.set_num_threads``).
+    ``strict``: refuse weights the model does not have (as ``load_state_dict(strict=True)``
+    refuses unexpected keys; a ``.pt`` names its own keys).  ``fusion``: group elementwise
+    operators (``False``: run them one by one).  ``fuser``: ``"blocked"`` (numpy, the
+    default) or ``"numba"``.  ``seed``: the random generator of random operators (dropout in
+    training, ``rand``...), not torch's stream.
+    """
+    from vm.api.model import Model
+    from vm.core.errors import RunError
+
+    if backend not in BACKENDS:
+        raise RunError(f"unknown backend {backend!r}: {' or '.join(map(repr, BACKENDS))}")
+    if fuser not in (None, "blocked", "numba"):
+        raise RunError(f"unknown fuser {fuser!r}: 'blocked' or 'numba'")
+    given = _weights(weights)
+    opened = read_program(path, fusion=fusion, weights=given if weights is not None else None)
+    if strict and opened.kind is FileKind.TORCHSCRIPT and given:
+        _refuse_unexpected(given, opened.own_weights, path)
+    bound = _merge(opened.own_weights, given, path)
+    if threads is not None:
+        set_threads(threads)
+    return Model(
+        opened.program, bound, backend=backend, fuser=fuser or "blocked", seed=seed, threads=threads,
+        examples=opened.examples, path=Path(path),
+    )
+
+
+BACKENDS = ("static", "interp")
+
+
+def set_threads(n: int) -> None:
+    """The process-wide thread switch for irvm's kernels (today the fused kernels' own,
+    ``vm.fusion.threads``; numpy's BLAS takes ``OPENBLAS_NUM_THREADS`` before it loads)."""
+    from vm.fusion.threads import set_num_threads
+
+    set_num_threads(n)
+
+
+def _weights(weights: str | Path | Mapping[str, Any] | None) -> dict[str, Any]:
+    if weights is None:
+        return {}
+    if isinstance(weights, (str, Path)):
+        from vm.command import load_npz
+
+        return load_npz(str(weights))
+    if isinstance(weights, Mapping):
+        return dict(weights)
+    from vm.core.errors import RunError
+
+    raise RunError(f"weights are a mapping of state_dict keys or the path of an .npz, not {type(weights).__name__}")
+
+
+def _merge(own: dict[str, Any], given: dict[str, Any], path: str | Path) -> dict[str, Any]:
+    if not own:
+        return given
+    from vm.binding.weights import override
+
+    return override(own, given, str(path))
+
+
+def _refuse_unexpected(given: Mapping[str, Any], own: Mapping[str, Any], path: str | Path) -> None:
+    """Keys of ``given`` the archive does not have, refused as ``load_state_dict`` does."""
+    from vm.core.errors import RunError
+
+    unexpected = sorted(k for k in given if k not in own and not k.startswith("__"))
+    if unexpected:
+        shown = ", ".join(unexpected[:8]) + (f" and {len(unexpected) - 8} more" if len(unexpected) > 8 else "")
+        raise RunError(f"unexpected key(s) in the weights for {path}: {shown} (the archive has no such entries; "
+                       f"strict=False lets them through)")
+
+
+__all__ = ["BACKENDS", "Opened", "load", "read_program", "set_threads"]

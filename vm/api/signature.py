@@ -1,0 +1,77 @@
+"""A model's inputs and outputs as ONNX Runtime's ``NodeArg``: name, type, dtype, shape.
+
+``type`` is ONNX Runtime's text for a tensor (``tensor(float)``, ``tensor(int64)``...;
+``tensor(undefined)`` when nothing says the dtype) and TorchScript's type text for
+anything else (``int``, ``List[int]``, ``Optional[Tensor]``...).  ``dtype`` is the numpy
+dtype, or None when unknown; ``shape`` a list with None for a dimension nothing fixes, or
+None when not even the rank is known.  What is known comes from, best first: the example
+inputs the model records (a traced ``.pt``'s ``traced_inputs``, an ``.irbc`` compiled
+with ``--example-inputs``), then the types the graph declares (a traced graph's
+``Float(1, 3, 64, 64, ...)``; ``vm.program.signature.tensor_spec``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from vm.program.signature import is_tensor_type, tensor_spec
+
+
+class NodeArg(NamedTuple):
+    """One input or output: as ``onnxruntime.NodeArg`` (``name``, ``type``, ``shape``),
+    plus ``dtype`` (a numpy dtype, or None)."""
+
+    name: str
+    type: str
+    dtype: np.dtype | None
+    shape: list[int | None] | None
+
+
+# numpy dtype name -> ONNX's tensor element type name (onnx.TensorProto's)
+ONNX_ELEMENT = {
+    "float32": "float", "float64": "double", "float16": "float16", "bfloat16": "bfloat16",
+    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
+    "bool": "bool", "complex64": "complex64", "complex128": "complex128",
+}
+
+
+def input_args(program: Any, examples: Sequence[Any] | None = None) -> list[NodeArg]:
+    """The NodeArgs of ``program``'s inputs (not ``%self``, which the weights give); an
+    example (an array) fixes its input's dtype and shape."""
+    names, types = list(program.input_names), list(program.input_types)
+    if program.takes_self:
+        names, types = names[1:], types[1:]
+    recorded = list(examples or ()) or list(getattr(program, "example_inputs", ()) or ())
+    if len(recorded) != len(names):
+        recorded = [None] * len(names)
+    return [_arg(n, t, e) for n, t, e in zip(names, types, recorded)]
+
+
+def output_args(program: Any) -> list[NodeArg]:
+    """The NodeArgs of ``program``'s outputs, named ``out0``... (the keys ``irvm run --output`` writes)."""
+    from vm.program.signature import output_types
+
+    return [_arg(f"out{i}", t, None) for i, t in enumerate(output_types(program))]
+
+
+def _arg(name: str, type_text: str, example: Any) -> NodeArg:
+    if not is_tensor_type(type_text):
+        return NodeArg(name, type_text, None, None)
+    if isinstance(example, np.ndarray):
+        return NodeArg(name, tensor_type(example.dtype), example.dtype, list(example.shape))
+    dtype, shape = tensor_spec(type_text.rstrip("?"))
+    np_dtype = np.dtype(dtype) if dtype is not None and dtype != "bfloat16" else None
+    return NodeArg(name, tensor_type(np_dtype), np_dtype, shape)
+
+
+def tensor_type(dtype: np.dtype | None) -> str:
+    """ONNX Runtime's type text for a tensor of ``dtype``: ``tensor(float)``..."""
+    if dtype is None:
+        return "tensor(undefined)"
+    return f"tensor({ONNX_ELEMENT.get(np.dtype(dtype).name, np.dtype(dtype).name)})"
+
+
+__all__ = ["NodeArg", "input_args", "output_args", "tensor_type"]
