@@ -273,12 +273,12 @@ def _serve_onnx(path: str, instances: int, threads: int) -> int:
     import uvicorn
 
     from vm.serve.asgi import app
-    from vm.serve.command import listen, run_server
+    from vm.serve.command import listen, quiet_exit_server, run_server
     from vm.serve.service import ServedModel, ServeOptions
 
     served = ServedModel("m", OrtModel(path, threads), ServeOptions(instances=instances), platform="onnxruntime")
     sock = listen(HOST, 0)
-    server = uvicorn.Server(uvicorn.Config(app([served]), log_level="warning", access_log=False))
+    server = quiet_exit_server(uvicorn.Config(app([served]), log_level="warning", access_log=False))
     asyncio.run(run_server(server, sock, f"onnxruntime: ready at http://{HOST}:{sock.getsockname()[1]}"))
     return 0
 

@@ -71,7 +71,7 @@ def serve_command(args: argparse.Namespace) -> int:
     application = app(models, options=options, max_body_bytes=args.max_body_bytes or MAX_BODY_BYTES)
     sock = listen(args.host, args.port)
     config = uvicorn.Config(application, log_level=args.log_level, access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
+    server = quiet_exit_server(config)
     host, port = sock.getsockname()[:2]
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     asyncio.run(run_server(server, sock, f"irvm serve: ready at {url} (models: {', '.join(models)})"))
@@ -129,6 +129,28 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def quiet_exit_server(config: Any) -> Any:
+    """A uvicorn server whose SIGTERM and SIGINT start its graceful shutdown and are not
+    raised again when it is done (uvicorn re-raises them, so the process would die of the
+    signal): ``irvm serve`` exits 0 after a clean stop."""
+    import contextlib
+    import signal
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):  # pyright: ignore[reportIncompatibleMethodOverride] - same contract, no re-raise
+            previous = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
+
+    return Server(config)
+
+
 async def run_server(server: Any, sock: socket.socket, ready_line: str) -> None:
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started and not task.done():
@@ -148,4 +170,4 @@ def _logging(level: str) -> None:
         log.propagate = False
 
 
-__all__ = ["add_parser", "listen", "load_models", "program_files", "run_server", "serve_command"]
+__all__ = ["add_parser", "listen", "load_models", "program_files", "quiet_exit_server", "run_server", "serve_command"]
