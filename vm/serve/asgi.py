@@ -44,12 +44,14 @@ def app(models: Mapping[str, Any] | Iterable[ServedModel], *, options: ServeOpti
     """An ASGI app serving ``models``: a mapping of name to a loaded model (``vm.load(...)``,
     served with ``options``), or ``ServedModel``\\ s.  Its models' threads stop at shutdown."""
     metrics = metrics or Metrics()
+    served: dict[str, ServedModel] = {}
     if isinstance(models, Mapping):
-        served = {name: ServedModel(name, m, options, metrics) for name, m in models.items()}
+        for name, model in models.items():
+            served[str(name)] = ServedModel(str(name), model, options, metrics)
     else:
-        served = {m.name: m for m in models}
-        for m in served.values():
-            m.metrics = metrics
+        for model in models:
+            model.metrics = metrics
+            served[model.name] = model
     state = _State(served, metrics, max_body_bytes)
 
     @asynccontextmanager
@@ -71,7 +73,7 @@ def app(models: Mapping[str, Any] | Iterable[ServedModel], *, options: ServeOpti
             Route(prefix + "/infer", state.infer, methods=["POST"]),
         ]
     handlers = {HTTPException: _http_error, Exception: _internal_error}
-    application = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)  # pyright: ignore[reportArgumentType] - starlette's handler type is a union it cannot narrow
+    application = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
     application.state.models = served
     application.state.metrics = metrics
     return application

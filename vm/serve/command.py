@@ -140,7 +140,7 @@ def quiet_exit_server(config: Any) -> Any:
 
     class Server(uvicorn.Server):
         @contextlib.contextmanager
-        def capture_signals(self):  # pyright: ignore[reportIncompatibleMethodOverride] - same contract, no re-raise
+        def capture_signals(self):  # uvicorn's, without raising the signal again afterwards
             previous = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
             try:
                 yield
