@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", help="a .pt/.ir/.irbc to serve (default: resnet18 scripted, made with torch)")
     p.add_argument("--onnx", help="the same model as ONNX for the ONNX Runtime column (default: resnet18's)")
+    p.add_argument("--shape", help="the input's shape, e.g. 1,1,28,28 (default: resnet18's image, or the model's own)")
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--requests", type=int, default=250, help="requests per client")
     p.add_argument("--targets", default="irvm,ort,ray")
@@ -56,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     import serve_models
 
     model = Path(args.model) if args.model else serve_models.resnet18_pt()
-    xs = serve_models.images(16) if not args.model else _inputs_for(model)
+    shape = tuple(int(d) for d in args.shape.split(",")) if args.shape else None
+    xs = serve_models.images(16) if not args.model else _inputs_for(model, shape)
     rows = []
     for target in args.targets.split(","):
         rows.append(_measure(target.strip(), model, args, xs))
@@ -64,14 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r["errors"] == 0 and r["mismatches"] == 0 for r in rows) else 1
 
 
-def _inputs_for(model: Path) -> list[np.ndarray]:
+def _inputs_for(model: Path, shape: tuple[int, ...] | None) -> list[np.ndarray]:
     import vm
 
     arg = vm.load(str(model)).inputs[0]
-    if arg.shape is None or any(d is None for d in arg.shape):
-        raise SystemExit(f"{model}: its input's shape is not fixed ({arg}); the load test needs one to make inputs")
+    if shape is None and (arg.shape is None or any(d is None for d in arg.shape)):
+        raise SystemExit(f"{model}: its input's shape is not fixed ({arg}); give one with --shape")
     rng = np.random.default_rng(0)
-    return [rng.standard_normal(arg.shape).astype(arg.dtype or np.float32) for _ in range(16)]
+    return [rng.standard_normal(shape or arg.shape).astype(np.float32) for _ in range(16)]
 
 
 def _measure(target: str, model: Path, args: argparse.Namespace, xs: list[np.ndarray]) -> dict[str, Any]:
