@@ -81,7 +81,8 @@ def _measure(target: str, model: Path, args: argparse.Namespace, xs: list[np.nda
         import vm
 
         reference = vm.load(str(model), threads=args.threads)
-        expected = [reference.run(None, {reference.inputs[0].name: x})[0] for x in xs]
+        expected = _one_blas_thread(lambda: [reference.run(None, {reference.inputs[0].name: x})[0] for x in xs],
+                                    args.threads)
         cmd = [sys.executable, "-m", "vm.cli", "serve", str(model), "--name", "m", "--host", HOST, "--port", "0",
                "--instances", str(args.instances), "--threads", str(args.threads)]
         with _Server(cmd) as port:
@@ -113,7 +114,8 @@ def _ray(model: Path, args: argparse.Namespace, xs: list[np.ndarray]) -> dict[st
     from vm.serve.on_ray import ModelFile, deployment
 
     reference = vm.load(str(model), threads=args.threads)
-    expected = [reference.run(None, {reference.inputs[0].name: x})[0] for x in xs]
+    # Ray runs its workers with OMP_NUM_THREADS=1: one BLAS thread
+    expected = _one_blas_thread(lambda: [reference.run(None, {reference.inputs[0].name: x})[0] for x in xs], 1)
     port = _free_port()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
@@ -126,6 +128,15 @@ def _ray(model: Path, args: argparse.Namespace, xs: list[np.ndarray]) -> dict[st
     finally:
         serve.shutdown()
         ray.shutdown()
+
+
+def _one_blas_thread(compute: Any, threads: int) -> Any:
+    """``compute()`` with numpy's BLAS on ``threads`` threads, as the server runs it (a GEMM
+    split over threads rounds differently)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads, user_api="blas"):
+        return compute()
 
 
 def _free_port() -> int:
@@ -275,9 +286,10 @@ def _serve_onnx(path: str, instances: int, threads: int) -> int:
     import uvicorn
 
     from vm.serve.asgi import app
-    from vm.serve.command import listen, quiet_exit_server, run_server
+    from vm.serve.command import limit_blas_threads, listen, quiet_exit_server, run_server
     from vm.serve.service import ServedModel, ServeOptions
 
+    limit_blas_threads(threads)  # as irvm serve does (ONNX Runtime's own threads are set on its session)
     served = ServedModel("m", OrtModel(path, threads), ServeOptions(instances=instances), platform="onnxruntime")
     sock = listen(HOST, 0)
     server = quiet_exit_server(uvicorn.Config(app([served]), log_level="warning", access_log=False))

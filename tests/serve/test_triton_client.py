@@ -14,6 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 http = pytest.importorskip("tritonclient.http")
 pytest.importorskip("starlette")
+from threadpoolctl import threadpool_limits
 from tritonclient.utils import InferenceServerException
 
 from tests.serve.test_command import _start, _stop
@@ -27,7 +28,7 @@ import vm
 
 @pytest.fixture(scope="module")
 def server():
-    proc, port = _start(str(serve_models.resnet18_pt()), str(EXAMPLES / "cnn.pt"), "--instances", "2")
+    proc, port = _start(str(serve_models.resnet18_pt()), str(EXAMPLES / "cnn.pt"), "--instances", "2", "--threads", "1")
     try:
         yield port
     finally:
@@ -70,7 +71,8 @@ def test_8_clients_x_250_requests_get_the_single_process_answers(server: int) ->
     model = vm.load(EXAMPLES / "cnn.pt")
     rng = np.random.default_rng(1)
     xs = [rng.standard_normal((1 + i % 3, 1, 28, 28)).astype(np.float32) for i in range(16)]
-    expected = [model.run(None, {"x": x})[0] for x in xs]
+    with threadpool_limits(limits=1, user_api="blas"):  # as the server runs (--threads 1)
+        expected = [model.run(None, {"x": x})[0] for x in xs]
     errors, mismatches = [], []
 
     def client(k: int) -> None:
