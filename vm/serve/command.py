@@ -56,7 +56,8 @@ def add_parser(sub: Any) -> None:
 
 def serve_command(args: argparse.Namespace) -> int:
     for flag, value, least in (("--instances", args.instances, 1), ("--max-batch-size", args.max_batch_size, 1),
-                               ("--threads", args.threads, 1), ("--port", args.port, 0)):
+                               ("--threads", args.threads, 1), ("--port", args.port, 0),
+                               ("--batch-delay-ms", args.batch_delay_ms, 0), ("--max-body-bytes", args.max_body_bytes, 1)):
         if value is not None and value < least:
             raise RunError(f"{flag} must be at least {least}, got {value}")
     try:
