@@ -1,14 +1,17 @@
 """``irc``: the compiler's command line.
 
-    irc compile model.ir [-o model.irbc] [--emit ir|bytecode] [-v] [--fuser numba]
+    irc compile model.ir|model.pt [-o model.irbc] [--emit ir|bytecode] [-v] [--fuser numba]
                          [--passes inline_calls,pool_constants,...] [--no-fusion]
                          [--print-after PASS] [--print-after-all [--diff]]
     irc check model.ir          everything compile checks, writing nothing
     irc passes                  list the passes of the default pipeline
 
-Errors in the input print as one paragraph (``file:line:col: message``, the line and a
-caret) and exit 65; a missing or unreadable file exits 66; anything else is an internal
+A usage error (an unknown option, a missing argument) exits 2.  Errors in the input print
+as one paragraph (``file:line:col: message``, the line and a caret) and exit 65; a missing or unreadable file exits 66; anything else is an internal
 error (exit 70), printed without a traceback unless ``IRVM_DEBUG=1``.
+
+``--passes``, ``--print-after`` and ``--print-after-all`` are for looking at the passes:
+with them ``irc compile`` writes no ``.irbc`` unless ``-o`` names one.
 
 Writing never destroys what the user gave: ``-o`` refuses to write over the input, and
 over an existing file that is not an irvm bytecode file (or picture irc drew), unless
@@ -39,14 +42,21 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="parse, optimize and emit bytecode (.irbc)")
-    c.add_argument("file", help="graph IR text (.ir), as PyTorch prints it")
-    c.add_argument("-o", "--output", help="bytecode file to write (default: FILE with .irbc)")
+    c.add_argument("file", help="the program: graph IR text (.ir, as PyTorch prints it) or a torch.jit.save archive (.pt)")
+    c.add_argument(
+        "-o", "--output",
+        help="bytecode file to write (default: FILE with .irbc; with --passes or --print-after*, nothing unless -o)",
+    )
     c.add_argument("--emit", choices=["ir", "bytecode"], help="print the optimized IR or a disassembly instead of writing a file")
     c.add_argument("--passes", help="comma-separated pass names to run instead of the default pipeline ('' for none)")
     c.add_argument("--no-fusion", action="store_true", help="do not group elementwise ops into fusion groups")
     c.add_argument(
         "--weights", metavar="W.npz",
         help="compile for these weights: module settings (training, modes...) become constants (docs/weights.md)",
+    )
+    c.add_argument(
+        "--example-inputs", metavar="IN.npz",
+        help="inputs as irvm run takes them: their dtypes and shapes are recorded in the .irbc (irvm info, vm.load)",
     )
     c.add_argument("--print-after", action="append", default=[], metavar="PASS", help="print the IR after PASS (repeatable)")
     c.add_argument("--print-after-all", action="store_true", help="print the IR after every pass")
@@ -60,7 +70,7 @@ def _build_parser() -> argparse.ArgumentParser:
     c.set_defaults(handler=_cmd_compile)
 
     k = sub.add_parser("check", help="check everything compile checks, writing nothing")
-    k.add_argument("file")
+    k.add_argument("file", help="the program: graph IR text (.ir) or a torch.jit.save archive (.pt)")
     k.add_argument("--no-fusion", action="store_true", help="check without fusion groups")
     k.set_defaults(handler=_cmd_check)
 
@@ -68,11 +78,11 @@ def _build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_passes)
 
     v = sub.add_parser("viz", help="draw the graph (graphviz)")
-    v.add_argument("file")
+    v.add_argument("file", help="the program: graph IR text (.ir) or a torch.jit.save archive (.pt)")
     v.add_argument("-o", "--output", help="graph.svg, graph.png or graph.dot (default: FILE.svg)")
     v.add_argument("--after", metavar="PASS", help="draw the graph as it is after PASS of the pipeline")
     v.add_argument("--constants", action="store_true", help="draw constants as nodes instead of folding them into labels")
-    v.add_argument("--no-fusion", action="store_true")
+    v.add_argument("--no-fusion", action="store_true", help="with --after: draw without fusion groups")
     v.add_argument("--expand", action="store_true", help="draw every node of a large graph (default: one box per module)")
     v.add_argument("--force", action="store_true", help="overwrite an existing output file")
     v.set_defaults(handler=_cmd_viz)
@@ -210,13 +220,20 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
 
         print(disassemble(program), end="")
         return 0
+    if _debugging(args) and not args.output:  # a look at the passes, not a build: write nothing
+        print("irc: no .irbc written (--passes/--print-after* show the passes; add -o FILE to write one)",
+              file=sys.stderr)
+        return 0
     from vm.files.kinds import check_writable
     from vm.program.irbc import save
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".irbc")
-    given = [Path(args.file), *([Path(args.weights)] if args.weights else [])]
+    given = [Path(p) for p in (args.file, args.weights, args.example_inputs) if p]
     check_writable(out, inputs=given, force=args.force, kind="irbc")
-    timed("save", lambda: save(program, out, options={"fusion": not args.no_fusion, "passes": passes}))
+    options: dict[str, Any] = {"fusion": not args.no_fusion, "passes": passes}
+    if args.example_inputs:
+        options["example_inputs"] = _example_specs(args.example_inputs, program)
+    timed("save", lambda: save(program, out, options=options))
     from compiler.torchscript import save_archive_weights
 
     save_archive_weights(args.file, out, force=args.force)  # a .pt's weights go beside the .irbc
@@ -235,6 +252,23 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
     return 0
 
 
+def _example_specs(path: str, program: Any) -> list[Any]:
+    """Per input of ``program``, ``[dtype name, shape]`` of the tensor the ``.npz`` at
+    ``path`` gives it (read as ``irvm run --inputs`` reads it), None for any other value."""
+    import numpy as np
+
+    from vm.command import load_npz
+    from vm.files.npz import load_inputs
+
+    values = load_inputs(load_npz(path, "inputs"), program)
+    return [[v.dtype.name, list(v.shape)] if isinstance(v, np.ndarray) else None for v in values]
+
+
+def _debugging(args: argparse.Namespace) -> bool:
+    """True when a debug flag asks to see the passes (a chosen pipeline, IR printed after passes)."""
+    return bool(args.print_after_all or args.print_after or args.passes is not None)
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
@@ -249,15 +283,34 @@ def _cmd_viz(args: argparse.Namespace) -> int:
     for target in targets:
         check_writable(target, inputs=[Path(args.file)], force=args.force, kind="viz")
         before[target] = _stamp(target)
+    text, shapes = _viz_source(args.file)
     message = render(
-        read_source(args.file), args.file, out, after=args.after, fold_constants=not args.constants,
-        fusion=not args.no_fusion, collapse=False if args.expand else None,
+        text, args.file, out, after=args.after, fold_constants=not args.constants,
+        fusion=not args.no_fusion, collapse=False if args.expand else None, shapes=shapes,
     )
     for target in targets:
         if target.is_file() and _stamp(target) != before[target]:  # written now
             mark_picture(target)
     print(message, file=sys.stderr)
     return 0
+
+
+def _viz_source(path: str) -> tuple[str, dict[str, str]]:
+    """The text ``irc viz`` draws and the shapes for its edges: for a ``torch.jit.save``
+    archive, its IR with each node's module as its scope (so a node is drawn in the module
+    that owns it) and the shapes of a run on its traced example inputs; else the file's
+    text and no measured shapes (a traced dump's types carry its shapes)."""
+    from compiler.torchscript import archive_ir_text, is_torchscript_archive
+
+    if not is_torchscript_archive(path):
+        return read_source(path), {}
+    from compiler.torchscript import load_torchscript
+    from compiler.torchscript.examples import traced_examples
+    from compiler.viz import measured_shapes
+
+    text = archive_ir_text(path, scopes=True) or ""
+    _, weights = load_torchscript(path)
+    return text, measured_shapes(text, path, weights, traced_examples(path))
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

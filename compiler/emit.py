@@ -90,15 +90,17 @@ def compile_source(
     printer: Any = None,
     fused_kernels: bool = True,
     weights: Any = None,
+    on_pass: Any = None,
 ) -> Program:
     """Parse, optimize (``compiler.pipeline.optimize``) and emit IR text.  With ``weights``
-    the program is specialized for their settings (``fold_module_attributes``)."""
+    the program is specialized for their settings (``fold_module_attributes``); ``on_pass(name,
+    nodes)`` hears each pass start (a progress display)."""
     from compiler.parser import parse
     from compiler.pipeline import optimize
 
     module = parse(text, filename)
     optimized, _ = optimize(
-        module, passes, fusion=fusion, print_after=print_after, printer=printer, weights=weights
+        module, passes, fusion=fusion, print_after=print_after, printer=printer, weights=weights, on_pass=on_pass,
     )
     return emit(optimized, source=text, fused_kernels=fused_kernels)
 
@@ -385,7 +387,7 @@ class _FunctionEmitter:
             raise CompileError(
                 f"call of unknown function {name!r} (module functions: {known}); the dump calls a "
                 "graph it does not contain: print the function's inlined_graph instead of its graph, "
-                "or export it with tools/export_torch.py",
+                "or torch.jit.save the module and run the .pt (`irvm run model.pt`)",
                 node.span,
             )
         callee = self.table.graphs[self.table.index[name]]

@@ -41,7 +41,14 @@ def _quote(text: str) -> str:
 
 
 def _type_str(t: Type | None) -> str:
-    return "Tensor" if t is None else str(t)
+    """The type as a label shows it: a refined tensor type without its strides, device and
+    grad flag (``Float(1, 64, 32, 32)``), which made every box of a traced graph wide."""
+    if t is None:
+        return "Tensor"
+    if isinstance(t, TensorType) and t.refined:
+        sizes = "" if t.sizes is None else ", ".join("*" if d is None else str(d) for d in t.sizes)
+        return f"{t.dtype or 'Tensor'}({sizes})"
+    return str(t)
 
 
 def _constant_label(node: Node) -> str:
@@ -54,11 +61,23 @@ def _constant_label(node: Node) -> str:
     return text if len(text) <= 24 else text[:21] + "..."
 
 
+def shape_text(value: Value, shapes: dict[str, str] | None = None) -> str:
+    """``value``'s tensor shape as an edge label (``1x64x16x16``), from ``shapes`` (value
+    name -> shape, measured) or its refined type (``Float(1, 64, 16, 16)``); "" when unknown."""
+    if shapes and value.name in shapes:
+        return shapes[value.name]
+    t = value.type
+    if isinstance(t, TensorType) and t.sizes is not None:
+        return "x".join("?" if s is None else str(s) for s in t.sizes) or "scalar"
+    return ""
+
+
 class _DotWriter:
     """Builds the DOT text of one module; ids are stable counters (n0, n1...)."""
 
-    def __init__(self, fold_constants: bool):
+    def __init__(self, fold_constants: bool, shapes: dict[str, str] | None = None):
         self.fold = fold_constants
+        self.shapes = shapes
         self.lines: list[str] = []
         self.ids: dict[int, str] = {}  # id(Value) -> DOT node id that produces it
         self.counter = 0
@@ -110,6 +129,8 @@ class _DotWriter:
             self.groups += 1
         if node.kind == "prim::Constant":
             kind = f"prim::Constant[{_constant_label(node)}]"
+        elif node.kind == "prim::GetAttr":  # which attribute: the box says it
+            kind = f"prim::GetAttr[{node.attrs.get('name', '?')}]"
         label = f"{kind}({', '.join(args)})"
         if node.outputs:
             label += "\n" + ", ".join(_type_str(o.type) for o in node.outputs)
@@ -153,21 +174,27 @@ class _DotWriter:
                 self.ids[id(value)] = source
             else:
                 return
-        self.edges.append(f"{source} -> {target};")
+        shape = shape_text(value, self.shapes)
+        self.edges.append(f"{source} -> {target}" + (f" [label={_quote(shape)}];" if shape else ";"))
 
 
-def to_dot(module: Module | Graph, fold_constants: bool = True, collapse: bool | None = None) -> str:
+def to_dot(
+    module: Module | Graph, fold_constants: bool = True, collapse: bool | None = None,
+    shapes: dict[str, str] | None = None,
+) -> str:
     """The DOT source of ``module``'s entry graph (and its functions, each a cluster).
 
     ``collapse``: True draws one box per top-level module and fusion group, False every
     node, None (the default) collapses graphs of more than ``COLLAPSE_AT`` boxes.
+    ``shapes``: value name -> shape text for the edges (else what the types say).
     """
     graph = module.main if isinstance(module, Module) else module
     if collapse is None:
         collapse = sum(1 for n in graph.walk() if not (fold_constants and n.kind == "prim::Constant")) > COLLAPSE_AT
-    writer = _DotWriter(fold_constants)
+    writer = _DotWriter(fold_constants, shapes)
     writer.emit("digraph irvm {", 0)
     writer.emit('graph [rankdir=TB, fontname="Helvetica"]; node [fontname="Helvetica", fontsize=10];', 1)
+    writer.emit('edge [fontname="Helvetica", fontsize=9, fontcolor="#555555"];', 1)
     if collapse:
         _collapsed(writer, graph)
     else:
@@ -191,7 +218,9 @@ def to_dot(module: Module | Graph, fold_constants: bool = True, collapse: bool |
 def module_groups(graph: Graph) -> dict[Node, str | None]:
     """The top-level module each top-level node belongs to (None: no module to say).
 
-    In order of preference: the node's ``scope:`` (``__module.layer1/...`` -> ``layer1``);
+    In order of preference: the node's ``scope:`` (``__module.layer1/...`` -> ``layer1``;
+    when some nodes have one, as in a traced dump or a ``.pt`` read for a picture, a node
+    without is the root module's own and is drawn as itself);
     the module attribute it reads (a ``prim::GetAttr`` chain from the ``%self`` input, a
     frozen constant named ``self.layer1.0.conv1.weight``), looked for in its blocks too;
     else the module of its first input that has one.  A fusion group is its own group.
@@ -202,6 +231,10 @@ def module_groups(graph: Graph) -> dict[Node, str | None]:
     of_value: dict[int, str | None] = {}
     groups: dict[Node, str | None] = {}
     fusion = 0
+    scoped = any(node.scope for node in graph.nodes)  # the modules are known: the rest is the root's own
+    root_type = graph.inputs[0].type if graph.inputs else None
+    root = root_type.qualname.rsplit(".", 1)[-1] if isinstance(root_type, ClassType) else "graph"
+    run, last = 0, None  # the root's own nodes, in runs between module calls (drawn in node order: no cycle)
     for node in graph.nodes:
         group: str | None = None
         if isinstance(node.attrs.get("Subgraph"), Graph):
@@ -210,18 +243,32 @@ def module_groups(graph: Graph) -> dict[Node, str | None]:
         elif node.scope:
             head = node.scope.split("/")[0].strip()
             group = head.split(".", 1)[1] if head.startswith("__module.") else None
-        if group is None:
-            group = _attribute_group(node, paths)
-        if group is None:
+        read = _attribute_group(node, paths)  # (walks every node: it follows GetAttr chains)
+        if group is None and (not scoped or node.kind == "prim::GetAttr"):
+            group = read  # a weight read belongs to its module
+        if group is None and not scoped:
             group = next((of_value[id(v)] for v in node.inputs if of_value.get(id(v))), None)
+        if scoped and group is None and node.kind != "prim::Constant" and not all(_constant(v) for v in node.inputs):
+            if last is not None and not last.startswith(OWN):
+                run += 1
+            group = f"{OWN}{run} {root}"
+        if group is not None:
+            last = group
         groups[node] = group
         for out in node.outputs:
             of_value[id(out)] = group
     for node in reversed(graph.nodes):  # a node of constants only (a hoisted list) joins its first user
-        if groups[node] is None:
+        if groups[node] is None and (not scoped or all(_constant(v) for v in node.inputs)):
             users = (_top_level(u.user, graph) for out in node.outputs for u in out.uses)
             groups[node] = next((groups[u] for u in users if u is not None and groups.get(u)), None)
     return groups
+
+
+OWN = "own:"  # the group of a run of the root module's own nodes: "own:2 BertModel"
+
+
+def _constant(value: Value) -> bool:
+    return value.node is not None and value.node.kind == "prim::Constant"
 
 
 def _top_level(user: Node | Block, graph: Graph) -> Node | None:
@@ -259,15 +306,19 @@ def _collapsed(writer: _DotWriter, graph: Graph) -> None:
     members: dict[str, list[Node]] = {}
     box_of: dict[int, str] = {}  # id(Value) -> box id
     for v in graph.inputs:
+        if isinstance(v.type, ClassType):  # the module object: its reads are weights, not data flow
+            continue
         nid = writer.new_id("in")
         box_of[id(v)] = nid
         label = f"%{v.name} : {_type_str(v.type)}"
         writer.emit(f'{nid} [shape=invhouse, style=filled, fillcolor="#dbe9f6", label={_quote(label)}];', 1)
     boxes: dict[str, str] = {}
-    edges: dict[tuple[str, str], None] = {}
+    edges: dict[tuple[str, str], list[str]] = {}
     for node in graph.nodes:
         if node.kind == "prim::Constant" and writer.fold:
             continue
+        if node.kind == "prim::GetAttr" and all(isinstance(o.type, ClassType) for o in node.outputs):
+            continue  # reaching a submodule object moves no data: drawn with the module that uses it
         group = groups[node]
         key = group if group is not None else f"#{id(node)}"
         nid = boxes.get(key)
@@ -279,7 +330,10 @@ def _collapsed(writer: _DotWriter, graph: Graph) -> None:
             for v in inner.inputs:
                 source = box_of.get(id(v))
                 if source is not None and source != nid:
-                    edges[(source, nid)] = None
+                    shown = edges.setdefault((source, nid), [])
+                    shape = shape_text(v, writer.shapes)
+                    if shape and shape not in shown:
+                        shown.append(shape)
         for out in node.outputs:
             box_of[id(out)] = nid
     for nid, nodes in members.items():
@@ -288,12 +342,16 @@ def _collapsed(writer: _DotWriter, graph: Graph) -> None:
         nid = writer.new_id("out")
         writer.emit(f'{nid} [shape=house, style=filled, fillcolor="#f6e3db", label={_quote(f"return {i}: %{v.name}")}];', 1)
         if id(v) in box_of:
-            edges[(box_of[id(v)], nid)] = None
-    writer.edges.extend(f"{a} -> {b};" for a, b in edges)
+            edges.setdefault((box_of[id(v)], nid), []).extend(filter(None, [shape_text(v, writer.shapes)]))
+    for (a, b), shown in edges.items():
+        label = ", ".join(shown[:2]) + (", ..." if len(shown) > 2 else "")
+        writer.edges.append(f"{a} -> {b}" + (f" [label={_quote(label)}];" if label else ";"))
 
 
 def _group_label(nodes: list[Node], groups: dict[Node, str | None]) -> str:
     name = groups[nodes[0]]
+    if name is not None and name.startswith(OWN):
+        name = f"{name.split(' ', 1)[1]}'s own code"
     if name is None:  # a node outside any module: drawn as itself
         node = nodes[0]
         return node.kind + ("\n" + ", ".join(_type_str(o.type) for o in node.outputs) if node.outputs else "")
@@ -315,6 +373,7 @@ def render(
     fold_constants: bool = True,
     fusion: bool = True,
     collapse: bool | None = None,
+    shapes: dict[str, str] | None = None,
 ) -> str:
     """Parse ``text``, optionally run the pipeline up to ``after``, and draw it to ``out``.
 
@@ -341,7 +400,7 @@ def render(
             f"(install it with 'apt-get install graphviz' or 'brew install graphviz'), "
             f"or write the DOT text instead: -o {out.with_suffix('.dot')}"
         )
-    dot = to_dot(module, fold_constants, collapse)
+    dot = to_dot(module, fold_constants, collapse, shapes)
     if fmt == "dot":
         out.write_text(dot)
         return f"wrote {out}"
@@ -349,3 +408,29 @@ def render(
     if proc.returncode != 0:
         raise IRError(f"dot failed drawing {out}: {proc.stderr.decode(errors='replace').strip()}")
     return f"wrote {out}"
+
+
+def measured_shapes(text: str, filename: str, weights: dict | None, examples: list | None) -> dict[str, str]:
+    """Value name -> shape text of every tensor one run of ``text`` gives on inputs of the
+    examples' shapes (zeros: a traced archive records dtypes and shapes, not values), for
+    the edges of a picture; {} when there are no examples or the run fails (shapes are a
+    courtesy: the picture is drawn without them)."""
+    if not examples:
+        return {}
+    import numpy as np
+
+    from compiler.emit import compile_source
+    from vm.interpreter.machine import Interpreter
+
+    args = [np.zeros(e.shape, e.dtype) if isinstance(e, np.ndarray) else e for e in examples]
+    try:
+        program = compile_source(text, filename, passes=[])  # the names of the graph drawn, unoptimized
+        with np.errstate(all="ignore"):
+            _, values = Interpreter(program, weights).run_traced(*args)
+    except (IRError, ValueError, TypeError, IndexError, KeyError, ArithmeticError, MemoryError):
+        return {}
+    return {
+        name.lstrip("%"): "x".join(map(str, v.shape)) or "scalar"
+        for name, v in values.items()
+        if isinstance(v, np.ndarray) and "/" not in name
+    }

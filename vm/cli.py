@@ -22,7 +22,7 @@ irvm writes carry a mark, and no existing file without it is replaced unless ``-
 (vm/files/kinds.py).  Before the first operator, inputs and weights are checked as PyTorch
 would check them (vm/binding/preflight.py, vm/binding/weight_checks.py).
 
-Exit codes: 0 ok, 1 the program failed at run time (or a bad input, or an overwrite was
+Exit codes: 0 ok, 2 a usage error (an unknown option, a missing argument), 1 the program failed at run time (or a bad input, or an overwrite was
 refused), 65 the program does not compile, the bytecode is invalid, or the file is no
 program, 66 a file cannot be read, 70 an internal error.
 """
@@ -56,28 +56,35 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"irvm {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="run a program")
+    r = sub.add_parser("run", help="run a program (.pt, .ir or .irbc)")
     _common(r)
-    r.add_argument("--output", help="write the results to this .npz instead of printing them")
-    r.add_argument("--backend", choices=["interp", "static"], default="interp")
+    r.add_argument("--output", metavar="OUT.npz", help="write the results to this .npz (out0, out1...) instead of printing them")
+    r.add_argument(
+        "--backend", choices=["interp", "static"], default="interp",
+        help="interp: the interpreter VM (bytecode; the default, and what --trace needs); static: the static runtime "
+             "(generated code and a memory plan: faster on repeated calls)",
+    )
     r.add_argument("--trace", metavar="TRACE.npz", help="save every intermediate value under its IR name (interp backend)")
     r.add_argument("--force", action="store_true", help="overwrite an existing file that irvm did not write")
     r.set_defaults(handler=_cmd_run)
 
-    p = sub.add_parser("profile", help="per-operator time and the memory plan (static runtime)")
+    p = sub.add_parser("profile", help="time per operator and the memory plan of a program (.pt, .ir or .irbc) on the static runtime")
     _common(p)
     p.add_argument("--runs", type=int, default=20, help="timed runs after one warm-up (default 20)")
-    p.add_argument("--chrome-trace", metavar="FILE", help="write the last timed run as Chrome trace-event JSON (Perfetto)")
+    p.add_argument("--chrome-trace", metavar="FILE", help="write the profiled run (the median one, as the table) as Chrome trace-event JSON (Perfetto)")
     p.add_argument("--force", action="store_true", help="overwrite an existing --chrome-trace file that irvm did not write")
     p.set_defaults(handler=_cmd_profile)
 
     d = sub.add_parser("disasm", help="print the bytecode of a program")
-    d.add_argument("program")
-    d.add_argument("--no-fusion", action="store_true")
+    d.add_argument("program", help="the program: a torch.jit.save archive (.pt, its weights inside), graph IR text (.ir; both compiled now) or irvm bytecode (.irbc)")
+    d.add_argument("--no-fusion", action="store_true", help="compile without fusion groups (a .pt or .ir)")
     d.set_defaults(handler=_cmd_disasm)
 
     i = sub.add_parser("info", help="the program's inputs and outputs: names, dtypes, shapes")
-    i.add_argument("program")
+    i.add_argument(
+        "--weights", metavar="W.npz", help="the module's weights, whose layers imply input dtypes and shapes",
+    )
+    i.add_argument("program", help="the program: a torch.jit.save archive (.pt, its weights inside), graph IR text (.ir; both compiled now) or irvm bytecode (.irbc)")
     i.set_defaults(handler=_cmd_info)
 
     from vm.serve.command import add_parser as add_serve_parser
@@ -87,10 +94,20 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("program", help=".ir (compiled on the fly) or .irbc")
-    p.add_argument("--inputs", help="npz with one array per graph input")
-    p.add_argument("--weights", help="npz with the module's weights (dotted state_dict keys)")
-    p.add_argument("--no-fusion", action="store_true", help="compile without fusion groups (.ir only)")
+    p.add_argument("program", help="the program: a torch.jit.save archive (.pt, its weights inside), graph IR text (.ir; both compiled now) or irvm bytecode (.irbc)")
+    p.add_argument(
+        "--inputs", metavar="IN.npz",
+        help="an .npz with one array per input, keyed by name (x) or position (arg0); an .npy for a one-input model",
+    )
+    p.add_argument(
+        "--weights", metavar="W.npz",
+        help="an .npz of the module's weights under dotted state_dict keys (for a .pt: entries replacing its own)",
+    )
+    p.add_argument(
+        "--no-fusion", action="store_true",
+        help="run elementwise operators one by one, not as fusion groups (a .pt or .ir is compiled so; an .irbc "
+             "keeps what it was compiled with)",
+    )
     p.add_argument(
         "--seed", type=int, default=None,
         help="seed of the runtime's random generator (rand, dropout in training...); not torch's stream",
@@ -170,6 +187,8 @@ def read_inputs(path: str | None, program: Any) -> list[Any]:
     from vm.files.kinds import FileKind, expect
     from vm.files.npz import load_inputs
 
+    if path is None:
+        _refuse_no_inputs(program)
     if path is not None and expect(path, "inputs") is FileKind.NPY:
         from vm.core.errors import RunError
 
@@ -186,6 +205,23 @@ def read_inputs(path: str | None, program: Any) -> list[Any]:
             raise RunError(f"{path}: not a readable .npy file ({err})") from None
         return load_inputs({names[0]: array}, program)
     return load_inputs(load_npz(path, "inputs"), program)
+
+
+def _refuse_no_inputs(program: Any) -> None:
+    """A RunError listing the inputs when the program needs some and ``--inputs`` is not given."""
+    from vm.core.errors import RunError
+
+    names = list(program.input_names[1:] if program.takes_self else program.input_names)
+    types = list(program.input_types[1:] if program.takes_self else program.input_types)
+    needed = len(names) - len(tuple(getattr(program, "input_defaults", ())))
+    if needed <= 0:
+        return
+    listing = ", ".join(f"{n} ({t})" for n, t in zip(names, types))
+    raise RunError(
+        f"the program takes {len(names)} input(s): {listing}; give them with --inputs IN.npz, one array per input "
+        f"under its name (numpy.savez('IN.npz', {names[0]}=...)), or an .npy for a one-input program"
+        + ("; `irvm info PROGRAM` lists their dtypes and shapes" if names else "")
+    )
 
 
 def _storable(value: Any) -> bool:
@@ -237,10 +273,15 @@ def _cmd_disasm(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    from vm.api.signature import input_args
     from vm.program.signature import describe_program
 
-    program, weights = load_program_and_weights(args.program)
-    text = describe_program(program)
+    opened = read_program(args.program, note=_note)
+    program, weights = opened.program, opened.own_weights
+    given = load_npz(args.weights) if args.weights else {}
+    known = [(a.dtype.name if a.dtype is not None else None, a.shape)
+             for a in input_args(program, opened.examples, {**weights, **given})]
+    text = describe_program(program, known)
     if weights:  # a .pt: %self comes from the archive itself
         text = text.replace("bound from --weights", f"bound from the archive ({len(weights)} entries)")
     print(text, end="")

@@ -76,7 +76,7 @@ _MANGLE = re.compile(r"\.___torch_mangle_\d+(?=\.)")
 
 _HINT = (
     "print `module.inlined_graph` (or torch.jit.freeze the module) instead of `.graph`, "
-    "or export with tools/export_torch.py"
+    "or torch.jit.save the module and run the .pt (`irvm run model.pt`)"
 )
 
 

@@ -20,8 +20,9 @@ from compiler.torchscript.archive import Archive, is_torchscript_archive
 from compiler.torchscript.unpickle import ArchiveError
 
 
-def load_torchscript(path: str | Path, method: str = "forward") -> tuple[Any, dict[str, Any]]:
-    """``(Module, weights)`` for ``method`` of the archive's module (see the module docstring)."""
+def load_torchscript(path: str | Path, method: str = "forward", *, scopes: bool = False) -> tuple[Any, dict[str, Any]]:
+    """``(Module, weights)`` for ``method`` of the archive's module (see the module docstring);
+    ``scopes``: nodes inlined from a submodule carry its scope (``irc viz``)."""
     from compiler.torchscript.frontend import compile_method
     from compiler.torchscript.source import SourceIndex
     from compiler.torchscript.weights import flatten
@@ -33,7 +34,7 @@ def load_torchscript(path: str | Path, method: str = "forward") -> tuple[Any, di
         constants = archive.constants()
     finally:
         archive.close()  # memory maps keep their own handle
-    module = compile_method(index, root, constants, method, str(path))
+    module = compile_method(index, root, constants, method, str(path), scopes)
     return module, flatten(root, constants)
 
 
@@ -92,14 +93,14 @@ def archive_weights(path: str | Path) -> dict[str, Any]:
         archive.close()  # memory maps keep their own handle
 
 
-def archive_ir_text(path: str | Path) -> str | None:
+def archive_ir_text(path: str | Path, *, scopes: bool = False) -> str | None:
     """The IR text of the archive's ``forward`` (what ``irc`` reads), or None when
-    ``path`` is not a TorchScript archive."""
+    ``path`` is not a TorchScript archive; ``scopes`` as in ``load_torchscript``."""
     if not is_torchscript_archive(path):
         return None
     from compiler.printer import print_module
 
-    module, _ = load_torchscript(path)
+    module, _ = load_torchscript(path, scopes=scopes)
     return print_module(module)
 
 
@@ -110,9 +111,12 @@ def weights_path(program_path: str | Path) -> Path:
     return out.with_name(out.stem + ".weights.npz")
 
 
-def save_archive_weights(source: str | Path, program_path: str | Path, force: bool = False) -> Path | None:
+def save_archive_weights(
+    source: str | Path, program_path: str | Path, force: bool = False, announce: bool = True
+) -> Path | None:
     """Write the weights of archive ``source`` beside ``program_path`` (see ``weights_path``);
-    nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads."""
+    nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads.
+    ``announce``: say so on stderr (the command line does; ``vm.Model.save`` does not)."""
     import sys
 
     import numpy as np
@@ -133,7 +137,8 @@ def save_archive_weights(source: str | Path, program_path: str | Path, force: bo
     from vm.files.npz import save_marked
 
     save_marked(out, {k: np.asarray(v) for k, v in weights.items()}, "weights")
-    print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)
+    if announce:
+        print(f"wrote {out} (the archive's weights: irvm run {program_path} --weights {out})", file=sys.stderr)
     return out
 
 

@@ -38,6 +38,7 @@ class GraphBuilder:
         self.graph = graph
         self.origin = origin  # span -> "model.py:LINE:COL" of the user's source, or None
         self.block: Block = graph.block
+        self.scope: str | None = None  # the module whose method is being inlined (``Node.scope``), when asked
         self.taken: set[str] = set()
         self._counter = 0
 
@@ -72,6 +73,8 @@ class GraphBuilder:
         node = Node(kind, attrs=dict(attrs or {}), span=span)
         if self.origin is not None and kind != "prim::Constant":
             node.source = self.origin(span)
+        if self.scope is not None and kind != "prim::Constant":
+            node.scope = self.scope
         for v in inputs:
             node.add_input(v)
         for t, name in zip(out_types, names if names is not None else [None] * len(out_types)):

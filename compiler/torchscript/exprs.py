@@ -79,6 +79,7 @@ class ExprCompiler(abc.ABC):
     index: SourceIndex
     b: GraphBuilder
     records: dict[int, Record]
+    paths: dict[int, str]
     constants: tuple[Any, ...]
     training_assigned: bool
     _constant_values: dict[int, Value]
@@ -250,6 +251,9 @@ class ExprCompiler(abc.ABC):
         out = self.b.node("prim::GetAttr", [obj], [out_type], span, {"name": name}, [name if name.isidentifier() else None]).output
         if isinstance(sub, Record):
             self.records[id(out)] = sub
+            base = self.paths.get(id(obj))
+            if base is not None:
+                self.paths[id(out)] = f"{base}.{name}" if base else name
         return out
 
     # ------------------------------------------------------------------ literals

@@ -58,6 +58,8 @@ class Frontend(ExprCompiler):
         self.constants = constants
         self.filename = filename
         self.records: dict[int, Record] = {}
+        self.scopes = False  # give inlined nodes their module's scope (compile_method)
+        self.paths: dict[int, str] = {}  # id(Value) of a submodule object -> its dotted path from self
         self._constant_values: dict[int, Value] = {}
         self._depth = 0
         self._assigned_cache: dict[int, list[str]] = {}
@@ -86,6 +88,7 @@ class Frontend(ExprCompiler):
         params = fn.node.args.args
         self_value = self.b.param(graph.block, "self", T.ClassType(self.root.qualname))
         self.records[id(self_value)] = self.root
+        self.paths[id(self_value)] = ""
         args: list[Any] = [self_value]
         for p in params[1:]:
             if p.annotation is None:
@@ -151,7 +154,14 @@ class Frontend(ExprCompiler):
         method = info.methods.get(name)
         if method is None:
             raise CompileError(f"{qualname} has no method `{name}`", span)
-        return self.call_function(method, [obj, *args], kwargs, span)
+        path = self.paths.get(id(obj)) if self.scopes else None
+        if not path:
+            return self.call_function(method, [obj, *args], kwargs, span)
+        outer, self.b.scope = self.b.scope, module_scope(path)
+        try:
+            return self.call_function(method, [obj, *args], kwargs, span)
+        finally:
+            self.b.scope = outer
 
     # ------------------------------------------------------------------ statements
 
@@ -376,9 +386,22 @@ def literal_defaults(fdef: ast.FunctionDef) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def compile_method(index: SourceIndex, root: Record, constants: tuple[Any, ...], method: str, filename: str) -> Module:
-    """The IR ``Module`` of ``root``'s ``method`` with every call inlined."""
-    return Frontend(index, root, constants, filename).compile(method)
+def compile_method(
+    index: SourceIndex, root: Record, constants: tuple[Any, ...], method: str, filename: str, scopes: bool = False
+) -> Module:
+    """The IR ``Module`` of ``root``'s ``method`` with every call inlined; with ``scopes``
+    each node inlined from a submodule's method carries that module as its ``scope``
+    (``__module.layer1/__module.layer1.0``, as a traced graph prints it), for pictures."""
+    frontend = Frontend(index, root, constants, filename)
+    frontend.scopes = scopes
+    return frontend.compile(method)
 
 
-__all__ = ["Frontend", "compile_method"]
+def module_scope(path: str) -> str:
+    """The scope torch's tracer prints for the module at ``path``: ``layer1.0`` gives
+    ``__module.layer1/__module.layer1.0``."""
+    parts = path.split(".")
+    return "/".join("__module." + ".".join(parts[: i + 1]) for i in range(len(parts)))
+
+
+__all__ = ["Frontend", "compile_method", "module_scope"]

@@ -208,7 +208,7 @@ def test_a_torchscript_archive_as_weights_says_to_run_it_as_the_program(tmp_path
     code, err = irvm(capsys, "run", str(EXAMPLES / "mlp.ir"), "--inputs", str(EXAMPLES / "mlp.inputs.npz"),
                      "--weights", str(pt))
     assert code == 1, err
-    assert "TorchScript archive" in err and f"irvm run {pt}" in err and f"tools/export_torch.py {pt}" in err
+    assert "TorchScript archive" in err and f"irvm run {pt}" in err and "tools/export_torch.py" not in err
 
 
 def test_a_checkpoint_as_weights_says_what_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -40,7 +40,23 @@ def test_progress_line_shows_stage_and_nodes_on_a_terminal_then_is_erased() -> N
         assert stream.written.wait(30), "no progress line was drawn"
     text = stream.getvalue()
     assert "irc: propagate_constants (12,345 nodes)" in text
-    assert text.endswith("\r\033[K")
+    assert text.endswith("\033[2K")  # the line erased
+
+
+def test_what_is_printed_during_the_line_goes_above_it_not_into_it() -> None:
+    """A message printed to stderr while the line is shown starts on a cleared line and
+    ends with its newline; the line is drawn again below it ('irc: save 9.2swrote big.irbc'
+    was the bug), and the node count stays named when a later stage gives none."""
+    stream = _Terminal()
+    with Progress("irc", stream=stream, delay=0.0) as progress:
+        progress.stage("group_fusions", nodes=321)
+        assert stream.written.wait(30), "no progress line was drawn"
+        print("wrote big.irbc", file=sys.stderr)
+        progress.stage("save")
+        assert progress.line().startswith("irc: save (321 nodes) ")
+    text = stream.getvalue()
+    assert "\033[2Kwrote big.irbc\n" in text
+    assert "swrote" not in text
 
 
 def test_progress_is_silent_when_the_stream_is_not_a_terminal() -> None:

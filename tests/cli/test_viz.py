@@ -205,8 +205,9 @@ def test_large_graph_is_collapsed_to_one_box_per_module() -> None:
     dot = to_dot(module)
     labels = re.findall(r'shape=box, style=rounded, label="([^"]*)"', dot)
     assert labels == [f"layer{i}\\n24 ops: mul x12, relu x12" for i in range(8)]
-    # %self -> each layer, %x -> layer0 -> ... -> layer7 -> return
-    assert len(re.findall(r" -> ", dot)) == 8 + 1 + 7 + 1
+    # %x -> layer0 -> ... -> layer7 -> return (no edge from %self: reading weights is no data flow)
+    assert len(re.findall(r" -> ", dot)) == 1 + 7 + 1
+    assert "%self" not in dot
     assert len(boxes(to_dot(module, collapse=False))) == n_ops
     small = compiler.parse(_layered_module(2, 2), "net.ir")
     assert len(boxes(to_dot(small))) == sum(1 for _ in small.main.walk())  # small graphs stay expanded
@@ -227,3 +228,78 @@ def test_resnet18_fits_on_a_screen() -> None:
         dot = to_dot(compiler.parse(str(graph), "resnet.ir"))
         names = [label.split("\\n")[0] for label in re.findall(r'shape=box, style=rounded, label="([^"]*)"', dot)]
         assert {"conv1", "layer1", "layer2", "layer3", "layer4", "fc"} <= set(names) and len(names) <= 12, names
+
+
+def _box_edges(dot: str) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
+    """The collapsed picture's boxes (id -> first label line) and edges (from, to, label)."""
+    boxes_ = {m[0]: m[1].split("\\n")[0] for m in re.findall(r'^\s*(\w+) \[shape=\w+, [^\n]*?label="([^"]*)"', dot, re.M)}
+    edges = [(a, b, label or "") for a, b, label in re.findall(r'^\s*(\w+) -> (\w+)(?: \[label="([^"]*)"\])?;', dot, re.M)]
+    return boxes_, edges
+
+
+def _acyclic(edges: list[tuple[str, str, str]]) -> bool:
+    graph: dict[str, set[str]] = {}
+    for a, b, _ in edges:
+        graph.setdefault(a, set()).add(b)
+    state: dict[str, int] = {}
+
+    def visit(n: str) -> bool:
+        state[n] = 1
+        for m in graph.get(n, ()):
+            if state.get(m) == 1 or (m not in state and not visit(m)):
+                return False
+        state[n] = 2
+        return True
+
+    return all(visit(n) for n in list(graph) if n not in state)
+
+
+@pytest.mark.torch
+def test_a_pt_draws_each_node_in_the_module_that_owns_it(tmp_path: Path) -> None:
+    """A traced archive drawn collapsed: relu and maxpool (modules without weights) hold
+    their own ops, bn1 holds only batch_norm, the root's own flatten and the final tuple
+    are the root's, no edge runs backwards (a cycle), and the edges carry the shapes the
+    traced example inputs give."""
+    torch = pytest.importorskip("torch")
+    from compiler.cli import _viz_source
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(3, 4, 3, padding=1)
+            self.bn1 = torch.nn.BatchNorm2d(4)
+            self.relu = torch.nn.ReLU(inplace=True)
+            self.maxpool = torch.nn.MaxPool2d(2)
+            self.fc = torch.nn.Linear(64, 5)
+            self.head = torch.nn.Linear(5, 2)
+
+        def forward(self, x: torch.Tensor):
+            y = self.fc(torch.flatten(self.maxpool(self.relu(self.bn1(self.conv1(x)))), 1))
+            return y, self.head(y)
+
+    pt = tmp_path / "net.pt"
+    torch.jit.save(torch.jit.trace(Net().eval(), torch.randn(1, 3, 8, 8)), str(pt))
+    text, shapes = _viz_source(str(pt))
+    dot = to_dot(compiler.parse(text, str(pt)), collapse=True, shapes=shapes)
+    labels = dict(re.findall(r'label="(\w+)\\n(\d+ ops: [^"]*)"', dot))
+    assert "relu" in labels["relu"] and "max_pool2d" in labels["maxpool"], labels
+    assert "relu" not in labels["bn1"] and "max_pool2d" not in labels["bn1"]
+    assert "flatten" in dot and "flatten" not in labels["maxpool"] and "flatten" not in labels["fc"]
+    boxes_, edges = _box_edges(dot)
+    assert _acyclic(edges)
+    assert "1x3x8x8" in {label for _, _, label in edges} and "1x4x4x4" in {label for _, _, label in edges}
+    assert not [b for b in boxes_.values() if b.startswith("%self")]
+
+
+def test_getattr_boxes_name_their_attribute() -> None:
+    """In the expanded picture a prim::GetAttr box says which attribute it reads."""
+    module = compiler.parse(
+        "graph(%self : __torch__.M, %x : Float(2, 3)):\n"
+        '  %w : Tensor = prim::GetAttr[name="weight"](%self)\n'
+        "  %y : Float(2, 3) = aten::mul(%x, %w)\n"
+        "  return (%y)\n",
+        "m.ir",
+    )
+    dot = to_dot(module, collapse=False)
+    assert "prim::GetAttr[weight]" in dot
+    assert 'label="2x3"' in dot  # a refined type's shape on its edge

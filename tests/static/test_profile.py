@@ -38,7 +38,7 @@ def test_rows_add_up_to_the_timed_run_with_an_outside_row() -> None:
     total = sum(r.seconds_per_run for r in report.rows)
     assert total == pytest.approx(report.timed_seconds_per_run, rel=1e-9)
     assert sum(r.share for r in report.rows) == pytest.approx(1.0, rel=1e-9)
-    assert "(outside nodes)" in str(report) and "total (a run with node timing)" in str(report)
+    assert "(outside nodes)" in str(report) and "total (the rows: a run with node timing)" in str(report)
 
 
 def test_calls_count_executions_and_rows_show_input_shapes() -> None:
@@ -84,3 +84,48 @@ def test_cli_writes_the_trace_and_keeps_foreign_files(tmp_path: Path, capsys) ->
     mine.write_text('{"my": "notes"}')
     assert main(args[:-1] + [str(mine)]) == 1
     assert mine.read_text() == '{"my": "notes"}' and "refusing to overwrite" in capsys.readouterr().err
+
+
+def _printed_rows(text: str) -> tuple[float, list[float]]:
+    """The header's per-run µs and every row's µs, read back from the printed report."""
+    import re
+
+    header = float(re.search(r"per run\s+([\d.]+) us", text).group(1))  # type: ignore[union-attr]
+    table = text.split("time/run")[1].split("total (the rows")[0]
+    return header, [float(m) for m in re.findall(r"([\d.]+) us\s+[\d.]+%", table)]
+
+
+def test_the_printed_rows_add_up_to_the_printed_total_and_to_the_trace() -> None:
+    """What a reader adds up: the rows printed sum to the header's per-run figure (within
+    the 5% the printing rounds away, here far less), and the Chrome trace is that same
+    run: its operator events sum to the rows' node time."""
+    report = _report(runs=5)
+    header, rows = _printed_rows(str(report))
+    assert sum(rows) == pytest.approx(header, rel=0.05)
+    assert header == pytest.approx(report.timed_seconds_per_run * 1e6, abs=0.01)
+    inside = sum(r.seconds_per_run for r in report.rows if r.kind != OUTSIDE)
+    assert sum(e.duration for e in report.trace) == pytest.approx(inside, rel=1e-6)
+
+
+def test_long_shapes_wrap_and_are_never_cut() -> None:
+    """Two convolutions whose shapes differ only past the 27th character print in full,
+    on several lines, so they can be told apart."""
+    text = """graph(%x : Tensor, %w1 : Tensor, %w2 : Tensor):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %l1 : int[] = prim::ListConstruct(%one, %one)
+  %l0 : int[] = prim::ListConstruct(%one, %one)
+  %a : Tensor = aten::conv2d(%x, %w1, %none, %l1, %l1, %l1, %one)
+  %b : Tensor = aten::conv2d(%x, %w2, %none, %l1, %l1, %l1, %one)
+  %c : Tensor = aten::add(%a, %b, %one)
+  return (%c)
+"""
+    program = compiler.compile_source(text, "convs.ir")
+    x = np.ones((1, 256, 4, 4), np.float32)
+    report = profile(program, [x, np.ones((512, 256, 1, 1), np.float32), np.ones((512, 256, 1, 1), np.float32)],
+                     runs=2)
+    printed = str(report)
+    assert "..." not in printed.split("slowest nodes")[0]
+    conv = next(r for r in report.rows if r.kind == "aten::conv2d")
+    assert conv.shapes.startswith("[1, 256, 4, 4], [512, 256, 1, 1]")
+    assert "[512, 256, 1, 1]," in printed  # the second shape, on its own line

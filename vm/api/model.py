@@ -48,7 +48,7 @@ class Model:
         self.weights: dict[str, Any] = dict(weights or {})
         self.backend = backend
         self.fuser, self.seed, self.threads, self.path = fuser, seed, threads, path
-        self.inputs: list[NodeArg] = input_args(program, examples)
+        self.inputs: list[NodeArg] = input_args(program, examples, self.weights)
         self.outputs: list[NodeArg] = output_args(program)
         self._names = [arg.name for arg in self.inputs]
         self._local = threading.local()
@@ -151,15 +151,30 @@ class Model:
     # -- saving ---------------------------------------------------------------------------
 
     def save(self, path: str | Path, *, force: bool = False) -> None:
-        """Write the compiled program to ``path`` as an ``.irbc`` (the weights are not in
-        it: ``vm.load(path, weights)`` gives them again).  An existing file is replaced only
-        when it is an ``.irbc`` already, or with ``force``; never the file the model came from."""
+        """Write the compiled program to ``path`` as an ``.irbc``, with the inputs' dtypes
+        and shapes where known.  The weights are not in it: a model opened from a ``.pt``
+        also writes the archive's beside it (``m.weights.npz``, as ``irc compile m.pt``
+        does), and ``vm.load(path, weights)`` takes them again.  An existing file is
+        replaced only when it is irvm's own kind, or with ``force``; never the file the
+        model came from."""
         from vm.files.kinds import check_writable
         from vm.program.irbc import save
 
         out = Path(path)
-        check_writable(out, inputs=[self.path] if self.path is not None else [], force=force, kind="irbc")
-        save(self.program, out)
+        sources = [self.path] if self.path is not None else []
+        check_writable(out, inputs=sources, force=force, kind="irbc")
+        archive = self.path is not None and _is_archive(self.path)
+        if archive:  # checked before anything is written
+            from compiler.torchscript import weights_path
+
+            check_writable(weights_path(out), inputs=sources, force=force, kind="weights")
+        specs = [[a.dtype.name, a.shape] if a.dtype is not None and a.shape is not None and None not in a.shape
+                 else None for a in self.inputs]
+        save(self.program, out, options={"example_inputs": specs} if any(specs) else None)
+        if archive and self.path is not None:
+            from compiler.torchscript import save_archive_weights
+
+            save_archive_weights(self.path, out, force=force, announce=False)
 
     def __repr__(self) -> str:
         where = f"{self.path}, " if self.path is not None else ""
@@ -168,6 +183,12 @@ class Model:
 
 
 _UNSET: Any = object()
+
+
+def _is_archive(path: Path) -> bool:
+    from vm.files.kinds import FileKind, sniff
+
+    return sniff(path) is FileKind.TORCHSCRIPT
 
 
 def _python_name(name: str) -> str:

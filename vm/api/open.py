@@ -8,7 +8,7 @@ once per file, and decides how the program is made:
             text the file carries, and the caller is told so);
     .pt     a ``torch.jit.save`` archive, compiled now with its own weights
             (``compiler.torchscript.compile_archive``), and the example inputs a traced
-            archive holds (``vm.api.examples``);
+            archive holds (``compiler.torchscript.examples``);
     .ir     graph IR text, compiled now, specialized for ``weights`` when they are given
             (their settings folded, as ``torch.jit.freeze`` folds them).
 
@@ -59,7 +59,9 @@ def read_program(
     older = None
     if kind is FileKind.IRBC:
         try:
-            return Opened(load(path), {}, kind)
+            from vm.program.irbc import recorded_examples
+
+            return Opened(load(path), {}, kind, recorded_examples(path))
         except OlderFormatError as err:  # the VM compiles nothing; the front door may
             if note is not None:
                 note(f"{err}; compiling it now")
@@ -69,22 +71,24 @@ def read_program(
 
     own: dict[str, Any] = {}
     examples = None
-    with Progress(f"{tool}: compiling") as progress:
-        progress.stage(str(path))
+    with Progress(f"{tool}: compiling {Path(path).name}") as progress:
+        progress.stage("read")
         if older is not None:
             options = {"fusion": fusion, **older.options}
-            program = compiler.compile_source(older.text, str(path), weights=older.weights, **options)
+            program = compiler.compile_source(older.text, str(path), weights=older.weights, on_pass=progress.stage,
+                                              **options)
         elif kind is FileKind.TORCHSCRIPT:
             from compiler.torchscript import compile_archive
-            from vm.api.examples import traced_examples
+            from compiler.torchscript.examples import traced_examples
 
-            program, own = compile_archive(path, fusion=fusion)
+            program, own = compile_archive(path, fusion=fusion, on_pass=progress.stage)
             examples = traced_examples(path)
         else:
             from compiler.cli import read_source
 
-            program = compiler.compile_source(read_source(str(path)), str(path), fusion=fusion, weights=weights)
-    if progress.elapsed > SLOW_COMPILE and note is not None:
+            program = compiler.compile_source(read_source(str(path)), str(path), fusion=fusion, weights=weights,
+                                              on_pass=progress.stage)
+    if progress.elapsed > SLOW_COMPILE and note is not None and progress.enabled:  # advice for a person at a terminal
         note(f"compiling {path} took {progress.elapsed:.1f}s; `irc compile {path}` writes a .irbc that starts "
              f"without compiling")
     return Opened(program, own, kind, examples)

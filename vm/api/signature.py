@@ -12,7 +12,7 @@ with ``--example-inputs``), then the types the graph declares (a traced graph's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -38,16 +38,69 @@ ONNX_ELEMENT = {
 }
 
 
-def input_args(program: Any, examples: Sequence[Any] | None = None) -> list[NodeArg]:
+def input_args(
+    program: Any, examples: Sequence[Any] | None = None, weights: Mapping[str, Any] | None = None
+) -> list[NodeArg]:
     """The NodeArgs of ``program``'s inputs (not ``%self``, which the weights give); an
-    example (an array) fixes its input's dtype and shape."""
+    example (an array) fixes its input's dtype and shape; else what the graph's types say,
+    completed by what the weights imply (``implied``)."""
     names, types = list(program.input_names), list(program.input_types)
     if program.takes_self:
         names, types = names[1:], types[1:]
     recorded = list(examples or ()) or list(getattr(program, "example_inputs", ()) or ())
     if len(recorded) != len(names):
         recorded = [None] * len(names)
-    return [_arg(n, t, e) for n, t, e in zip(names, types, recorded)]
+    args = [_arg(n, t, e) for n, t, e in zip(names, types, recorded)]
+    if weights and any(a.type == "tensor(undefined)" or a.shape is None for a in args):
+        found = implied(getattr(program, "module_if_loaded", None), weights)
+        args = [_completed(a, found.get(a.name)) for a in args]
+    return args
+
+
+# what an operator's weight says of the input it is applied to: (weight index, input rank or None)
+_CONVS = {"aten::conv1d": 3, "aten::conv2d": 4, "aten::conv3d": 5, "aten::_convolution": None}
+
+
+def implied(module: Any, weights: Mapping[str, Any]) -> dict[str, tuple[np.dtype, list[int | None] | None]]:
+    """Input name -> (dtype, shape) a scripted model's weights imply for an input read
+    straight by a convolution (its weight ``(out, in/groups, k...)``: the dtype, the rank
+    of the op, ``in`` channels when ``groups`` is 1) or a linear layer (the dtype; its last
+    dimension is ``in``, the rank unknown)."""
+    from vm.static.fold_batch_norm import weight_key
+
+    graph = getattr(module, "main", None)
+    found: dict[str, tuple[np.dtype, list[int | None] | None]] = {}
+    for value in getattr(graph, "inputs", ()):
+        for use in value.uses:
+            node = use.user
+            kind = getattr(node, "kind", "")
+            if (kind not in _CONVS and kind != "aten::linear") or use.index != 0 or len(node.inputs) < 2:
+                continue
+            key = weight_key(node.inputs[1])
+            weight = weights.get(key) if key else None
+            if not isinstance(weight, np.ndarray) or weight.ndim < 2:
+                continue
+            rank = _CONVS.get(kind) or (weight.ndim if kind in _CONVS else None)
+            groups = _constant(node.inputs, 8 if kind == "aten::_convolution" else 6)
+            shape = None
+            if rank is not None:
+                shape = [None, weight.shape[1] if groups == 1 else None, *[None] * (rank - 2)]
+            found[value.name] = (np.dtype(weight.dtype.name), shape)
+            break
+    return found
+
+
+def _constant(inputs: Sequence[Any], i: int) -> Any:
+    producer = inputs[i].node if i < len(inputs) else None
+    return producer.attrs.get("value") if producer is not None and producer.kind == "prim::Constant" else None
+
+
+def _completed(arg: NodeArg, found: tuple[np.dtype, list[int | None] | None] | None) -> NodeArg:
+    if found is None or not arg.type.startswith("tensor("):
+        return arg
+    dtype = arg.dtype if arg.dtype is not None else found[0]
+    shape = arg.shape if arg.shape is not None else found[1]
+    return NodeArg(arg.name, tensor_type(dtype), dtype, shape)
 
 
 def output_args(program: Any) -> list[NodeArg]:
@@ -62,6 +115,9 @@ def _arg(name: str, type_text: str, example: Any) -> NodeArg:
         return NodeArg(name, type_text, None, None)
     if isinstance(example, np.ndarray):
         return NodeArg(name, tensor_type(example.dtype), example.dtype, list(example.shape))
+    if isinstance(example, tuple):  # (dtype name, shape) recorded by `irc compile --example-inputs`
+        dtype = np.dtype(example[0]) if example[0] not in (None, "bfloat16") else None
+        return NodeArg(name, tensor_type(dtype), dtype, list(example[1]))
     dtype, shape = tensor_spec(type_text.rstrip("?"))
     np_dtype = np.dtype(dtype) if dtype is not None and dtype != "bfloat16" else None
     return NodeArg(name, tensor_type(np_dtype), np_dtype, shape)

@@ -471,31 +471,35 @@ def _error(node: Node, detail: str, culprit: Known) -> RunError:
 
 
 def make_guard(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
-               skip_self: bool, reaches: bool | None = None) -> DtypeGuard | None:
+               skip_self: bool, reaches: bool | None = None,
+               labels: Mapping[str, str] | None = None) -> DtypeGuard | None:
     """A DtypeGuard for ``graph`` with its weights bound (``self_object`` is ``%self``'s
     ModuleObject or None; ``weights`` the flat mapping for frozen constants), or None when
     no strict op is reachable from an input (``reaches``: that answer when the caller has
-    it, as a check table does, whose graph leaves out nodes the walk needs)."""
+    it, as a check table does, whose graph leaves out nodes the walk needs).  ``labels``:
+    the names messages give constants a load-time fold made (``resolver``)."""
     inputs = list(graph.inputs[1:] if skip_self else graph.inputs)
     if not (reaches_strict(inputs) if reaches is None else reaches):
         return None
-    resolve = resolver(graph, self_object, weights, skip_self)
+    resolve = resolver(graph, self_object, weights, skip_self, labels)
     return DtypeGuard(graph, resolve, lambda node: resolve(node.outputs[0]), inputs)
 
 
 def check_weights(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None, skip_self: bool,
-                  nodes: Sequence[Node] | None = None) -> None:
+                  nodes: Sequence[Node] | None = None, labels: Mapping[str, str] | None = None) -> None:
     """The weights against the shapes the graph declares (``vm.binding.weight_checks``)."""
     from vm.binding.weight_checks import check_declared_shapes
 
-    check_declared_shapes(graph, resolver(graph, self_object, weights, skip_self), nodes)
+    check_declared_shapes(graph, resolver(graph, self_object, weights, skip_self, labels), nodes)
 
 
 def resolver(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
-             skip_self: bool) -> Callable[[Value], tuple[Any, str]]:
+             skip_self: bool, labels: Mapping[str, str] | None = None) -> Callable[[Value], tuple[Any, str]]:
     """value -> (what it is bound to before the run, a label): ``%self``'s attributes
     through GetAttr chains (an array, a list of arrays, a ModuleObject), a tensor
-    constant's bound array; (None, ...) for anything else."""
+    constant's bound array; (None, ...) for anything else.  A constant's label is its name
+    in ``labels`` when there (what a load-time fold made: the weights it came from), else
+    ``%name``."""
     root = graph.inputs[0] if skip_self and graph.inputs else None
     flat = weights if isinstance(weights, Mapping) else {}
 
@@ -513,7 +517,8 @@ def resolver(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
                 return None, name
             return attributes.get(name), parent.dotted(name)
         if node.kind == "prim::Constant":
-            return _constant(node, flat)
+            array, label = _constant(node, flat)
+            return array, (labels or {}).get(node.outputs[0].name, label) if node.outputs else label
         return None, ""
 
     return resolve

@@ -226,7 +226,7 @@ def _show(value: Any) -> str:
 _PLAIN_HINT = (
     "\nplain module settings (stride, eps, inplace...) are in no state_dict: add each to the weights file "
     "under its dotted path as an array (`conv.stride` = [2, 2], `norm.eps` = 1e-5 as a 0-d array, a None as "
-    "the string 'None'), or export the model with tools/export_torch.py (which writes them), or, for a dump "
+    "the string 'None'), or torch.jit.save the model and run its .pt (`irvm run model.pt`: the archive carries them), or, for a dump "
     "of `.graph`, dump `module.inlined_graph` (or a torch.jit.freeze'd module) instead"
 )
 

@@ -155,7 +155,7 @@ def _zip_kind(p: Path) -> FileKind:
     return FileKind.ZIP
 
 
-EXPORT_HINT = "python tools/export_torch.py {path} -o OUTDIR"
+SAVE_HINT = "torch.jit.save(torch.jit.script(model), 'model.pt')"  # what a user with torch runs; irvm runs the .pt
 
 _ACCEPTED = {
     "program": {FileKind.TEXT, FileKind.BINARY, FileKind.IRBC, FileKind.TORCHSCRIPT, FileKind.MISSING},
@@ -181,16 +181,15 @@ def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
     name = str(path)
     what = f"{name} is {'an' if kind.value[0] in 'aeiouAEIOU' else 'a'} {kind.value}"
     if kind is FileKind.TORCHSCRIPT:
-        todo = (f"it carries its own weights: give it as the program (`irvm run {name} --inputs IN.npz`), "
-                f"or turn it into graph IR and weights with `{EXPORT_HINT.format(path=name)}` (needs torch)")
+        todo = f"it carries its own weights: give it as the program (`irvm run {name} --inputs IN.npz`, `vm.load({name!r})`)"
     elif kind is FileKind.CHECKPOINT:
         todo = ("it holds pickled tensors, which irvm does not read: save the weights with "
                 "`numpy.savez('w.npz', **{k: v.numpy() for k, v in model.state_dict().items()})`, "
-                "or export the model with `python tools/export_torch.py MODEL.py NAME -o OUTDIR`")
+                f"or save the whole model with `{SAVE_HINT}` and run that .pt")
         if role == "program":
             todo = "a program is graph IR text, .irbc or a torch.jit.save archive; " + todo
     elif kind is FileKind.ONNX:
-        todo = "irvm runs TorchScript graph IR: export the PyTorch model with `python tools/export_torch.py`"
+        todo = f"irvm runs TorchScript: save the PyTorch model with `{SAVE_HINT}` and run that .pt"
     elif kind is FileKind.DIRECTORY:
         todo = f"give a file as the {role}"
     elif kind is FileKind.NPY and role == "weights":

@@ -226,12 +226,12 @@ def load_inputs(source: str | Path | Mapping[str, np.ndarray], program: Any) -> 
     for a tensor ``%x``, as a file made for a dump meets the graph of a ``.pt``) when no
     other input shares it, as its ``__spec__`` entry says, else as its graph type says.
     """
-    flat = read_npz(source) if isinstance(source, (str, Path)) else dict(source)
+    flat = _positional(read_npz(source) if isinstance(source, (str, Path)) else dict(source))
     spec = spec_of(flat)
     params = [v for v in _graph_inputs(program)]
     if params and isinstance(params[0].type, T.ClassType):
         params = params[1:]
-    known = {p.name for p in params} | {f"arg{i}" for i in range(len(params))}
+    known = {p.name for p in params} | {f"arg{i}" for i in range(len(params))}  # arr_<i> read as arg<i>
     stray = sorted({k.split(".")[0] for k in flat if k not in RESERVED_KEYS} - {n.split(".")[0] for n in known})
     if stray:
         raise RunError(f"inputs file has entries for no graph input: {', '.join(stray)} ({_expected(params)})")
@@ -249,6 +249,15 @@ def load_inputs(source: str | Path | Mapping[str, np.ndarray], program: Any) -> 
     except _MissingInput as err:
         have = ", ".join(sorted(k for k in flat if k not in RESERVED_KEYS)) or "nothing"
         raise RunError(f"input {err.args[0]!r} is missing from the inputs file, which has {have} ({_expected(params)})") from None
+
+
+def _positional(flat: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """numpy's own keys for arrays saved without names (``numpy.savez(f, x, y)`` writes
+    ``arr_0``, ``arr_1``...) read as the positions they are (``arg0``, ``arg1``...)."""
+    keys = [k for k in flat if k not in RESERVED_KEYS]
+    if not keys or not all(k.startswith("arr_") and k[4:].isdigit() for k in keys):
+        return flat
+    return {(f"arg{k[4:]}" if k in keys else k): v for k, v in flat.items()}
 
 
 def _enum_input(value: Any, type_: Any, name: str) -> Any:

@@ -28,7 +28,7 @@ def enum_name(enum: EnumValue) -> str:
 def _value(enum: EnumValue, kind: type | tuple[type, ...]) -> Any:
     if enum.value is None:
         raise ValueError(f"prim::EnumValue: the value of {enum} is not known: a graph names enum members only, so "
-                       f"give the member as NAME=VALUE in the weights or inputs (tools/export_torch.py writes it so)")
+                       f"give the member as NAME=VALUE in the weights or inputs (or run the model's torch.jit.save archive, `irvm run model.pt`, which carries it)")
     if not isinstance(enum.value, kind) or (kind is int and isinstance(enum.value, bool)):
         raise ValueError(f"prim::EnumValue: {enum} has value {enum.value!r} of another type than the graph declares")
     return enum.value

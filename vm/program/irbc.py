@@ -266,6 +266,22 @@ def _load_bytes(data: bytes, where: str) -> Program:
     return program
 
 
+def recorded_examples(path: Path | str) -> list[Any] | None:
+    """The example inputs ``irc compile --example-inputs`` recorded in the file's compile
+    options: per input, ``(dtype name, shape)`` for a tensor, else None; None when it
+    recorded none (or the file cannot say: it only describes the inputs)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            options = json.loads(zf.read("source.ir")).get("options", {})
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, AttributeError):
+        return None
+    examples = options.get("example_inputs") if isinstance(options, dict) else None
+    if not isinstance(examples, list):
+        return None
+    return [(str(e[0]), [None if d is None else int(d) for d in e[1]])
+            if isinstance(e, list) and len(e) == 2 and isinstance(e[1], list) else None for e in examples]
+
+
 class OlderFormatError(BytecodeError):
     """An ``.irbc`` of an older format: refused by ``load`` (the VM compiles nothing), with
     the IR text and options it was compiled from, so that a command line can compile it

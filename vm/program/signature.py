@@ -13,7 +13,10 @@ model's inputs.  It reads only the type strings a Program records (``input_types
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from vm.binding.inputs import DTYPES
 
@@ -60,13 +63,26 @@ def is_tensor_type(type_text: str) -> bool:
     return t == "Tensor" or t in DTYPES or bool(refined and refined.group(1) in DTYPES)
 
 
-def rows(program: Any) -> list[tuple[str, str, str, str, str]]:
+def rows(program: Any, examples: Sequence[Any] | None = None) -> list[tuple[str, str, str, str, str]]:
     """(role, name, type, dtype, shape) for each input (``%self`` noted as coming from the
-    weights) and each output (``out0``..., the keys ``irvm run --output`` writes)."""
+    weights) and each output (``out0``..., the keys ``irvm run --output`` writes).
+    ``examples``: one entry per input (not ``%self``): an example array (a traced
+    archive's), or a ``(dtype name, shape)`` known otherwise, or None; it gives the
+    input's dtype and shape."""
     table = []
+    examples = list(examples or ())
     for i, (name, t) in enumerate(zip(program.input_names, program.input_types)):
         if i == 0 and program.takes_self:
             table.append(("input", name, t, "-", "the module object, bound from --weights"))
+            continue
+        example = examples[i - program.takes_self] if len(examples) == len(program.input_names) - program.takes_self else None
+        if isinstance(example, np.ndarray) and is_tensor_type(t):
+            table.append(("input", name, t, example.dtype.name, "[" + ", ".join(map(str, example.shape)) + "]"))
+            continue
+        if isinstance(example, tuple) and is_tensor_type(t):
+            dtype, shape = example
+            shown = "?" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+            table.append(("input", name, t, dtype or "?", shown))
             continue
         table.append(("input", name, t, *_dtype_shape(t)))
     for i, t in enumerate(output_types(program)):
@@ -96,9 +112,9 @@ def _dtype_shape(t: str) -> tuple[str, str]:
     return dtype or "?", shown
 
 
-def describe_program(program: Any) -> str:
-    """The ``irvm info`` table: one line per input and output, columns aligned."""
-    table = [("", "name", "type", "dtype", "shape"), *rows(program)]
+def describe_program(program: Any, examples: Sequence[Any] | None = None) -> str:
+    """The ``irvm info`` table: one line per input and output, columns aligned (``examples``: see ``rows``)."""
+    table = [("", "name", "type", "dtype", "shape"), *rows(program, examples)]
     widths = [max(len(row[i]) for row in table) for i in range(4)]
     lines = []
     for role, name, t, dtype, shape in table:

@@ -60,12 +60,15 @@ _DTYPE_NAMES = {"<f2": "Half", "<f4": "Float", "<f8": "Double"}
 _TRANSPOSED_AT = {"aten::_convolution": 6, "aten::convolution": 6}
 
 
-def fold_batch_norm(module: Module, known: Known) -> tuple[Module, dict[str, np.ndarray]]:
+def fold_batch_norm(
+    module: Module, known: Known, labels: dict[str, str] | None = None
+) -> tuple[Module, dict[str, np.ndarray]]:
     """A copy of ``module`` whose main graph has each foldable conv + BatchNorm pair as one
     convolution (see the module essay), and the arrays of the constants it added.
 
     ``known`` answers for the values of ``module`` (the input); the copy is matched to it
-    node by node."""
+    node by node.  ``labels`` receives, for each constant added, the name a user knows it
+    by (``conv1.weight (BatchNorm bn1 folded in)``), for messages: its own name is an internal one."""
     copy = module.clone()
     originals = {id(new): old for new, old in zip(_values(copy.main), _values(module.main))}
     arrays: dict[str, np.ndarray] = {}
@@ -78,7 +81,7 @@ def fold_batch_norm(module: Module, known: Known) -> tuple[Module, dict[str, np.
 
     for node in list(copy.main.walk()):
         if node.kind == "aten::batch_norm" and node.owner is not None:
-            _fold(copy.main, node, known_in_copy, arrays, taken)
+            _fold(copy.main, node, known_in_copy, arrays, taken, labels if labels is not None else {})
     return copy, arrays
 
 
@@ -92,7 +95,9 @@ def _values(graph: Graph) -> list[Value]:
     return values
 
 
-def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], taken: set[str]) -> None:
+def _fold(
+    graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], taken: set[str], labels: dict[str, str]
+) -> None:
     conv = bn.inputs[0].node
     block = bn.owner
     if conv is None or block is None or conv.owner is not block:
@@ -133,16 +138,33 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
     folded_w = (weight.astype(np.float64) * scale.reshape((-1,) + (1,) * (weight.ndim - 1))).astype(weight.dtype)
     folded_b = shift.astype(weight.dtype)
     base = bn.output.name
+    norm = (weight_key(bn.inputs[3]) or "").rpartition(".")[0] or f"%{base}"
     for index, array, suffix in ((1, folded_w, "bn_weight"), (2, folded_b, "bn_bias")):
         name = graph.fresh_name(f"{base}.{suffix}", taken)
         taken.add(name)
         const = Node("prim::Constant", attrs={"value": TensorLiteral(None, printed="<Tensor>")}, span=conv.span)
         const.add_output(name, T.TensorType(dtype=_DTYPE_NAMES.get(array.dtype.str), sizes=array.shape))
         block.insert_before(conv, const)
+        given = weight_key(conv.inputs[index]) or f"{conv.kind.split('::')[-1]} {('weight', 'bias')[index - 1]}"
         conv.replace_input(index, const.output)
         arrays[name] = array
+        labels[name] = f"{given} (BatchNorm {norm} folded in)"
     bn.output.replace_all_uses_with(y)
     bn.destroy()
+
+
+def weight_key(value: Value) -> str | None:
+    """The state_dict key of a weight: its ``prim::GetAttr`` chain from ``%self``
+    (``conv1.weight``), or a frozen constant's name without ``self.``; None for anything else."""
+    parts: list[str] = []
+    while value.node is not None and value.node.kind == "prim::GetAttr" and value.node.inputs:
+        parts.append(str(value.node.attrs.get("name")))
+        value = value.node.inputs[0]
+    if parts and value.node is None:  # reached a graph input: %self
+        return ".".join(reversed(parts))
+    if not parts and value.node is not None and value.node.kind == "prim::Constant":
+        return value.name.removeprefix("self.")
+    return None
 
 
 # ops whose result has the rank of their first operand

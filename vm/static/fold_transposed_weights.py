@@ -33,15 +33,18 @@ import numpy as np
 
 from compiler import types as T
 from compiler.ir import Module, Node, TensorLiteral, Value
-from vm.static.fold_batch_norm import Known, _values, _written
+from vm.static.fold_batch_norm import Known, _values, _written, weight_key
 
 MAX_ELEMENTS = 65536  # 256 KiB of float32: BERT-tiny's layers are 4k-8k, ViT-B's 590k
 
 
-def fold_transposed_weights(module: Module, known: Known) -> tuple[Module, dict[str, np.ndarray]]:
+def fold_transposed_weights(
+    module: Module, known: Known, labels: dict[str, str] | None = None
+) -> tuple[Module, dict[str, np.ndarray]]:
     """A copy of ``module`` whose small linear layers read their weight stored transposed
     (see the module essay), and the arrays of the constants it added; ``module`` itself
-    and no arrays when no linear qualifies."""
+    and no arrays when no linear qualifies.  ``labels`` receives each added constant's
+    name in messages: the weight's state_dict key (``fc.weight``)."""
     chosen = [n for n in module.main.walk() if _weight(n, known) is not None]
     if not chosen:
         return module, {}
@@ -65,6 +68,8 @@ def fold_transposed_weights(module: Module, known: Known) -> tuple[Module, dict[
             const = literal.add_output(name, T.TensorType(dtype=_DTYPES.get(weight.dtype.str), sizes=weight.shape))
             copy.main.block.insert(0, literal)
             arrays[name] = np.asfortranarray(weight)
+            if labels is not None:
+                labels[name] = weight_key(node.inputs[1]) or f"%{node.inputs[1].name}"
             made[id(source)] = const
         node.replace_input(1, const)
     return copy, arrays

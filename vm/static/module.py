@@ -151,8 +151,8 @@ class StaticModule:
         from vm.binding.preflight import check_weights, make_guard
 
         self_object = next(iter(bound.values()), None)
-        check_weights(main, self_object, flat, bool(bound))
-        self.dtype_guard = make_guard(main, self_object, flat, bool(bound))
+        check_weights(main, self_object, flat, bool(bound), labels=prepared.labels)
+        self.dtype_guard = make_guard(main, self_object, flat, bool(bound), labels=prepared.labels)
         # %self's attributes are constants of the module unless the program assigns one
         self.assigns_attributes = any(
             n.kind == "prim::SetAttr"

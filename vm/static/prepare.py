@@ -126,12 +126,14 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
 LOAD_TIME_FOLDS = ("fold_attributes", "fold_batch_norm", "fold_epilogues", "fold_transposed_weights", "fold_shapes")
 
 
-def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, dict[str, Any]]:
+def fold_weights(
+    module: Module, weights: Any, options: Any, labels: dict[str, str] | None = None
+) -> tuple[Module, dict[str, Any]]:
     """``module`` with the load-time folds ``options`` (``StaticOptions``) switch on
     applied, in order: settings (``freeze``), BatchNorm (``vm.static.fold_batch_norm``),
     activations in place (``vm.static.fold_epilogues``), small linear weights stored
     transposed (``vm.static.fold_transposed_weights``); and the arrays of the constants
-    they added.  Unchanged when the program assigns attributes (its weights are then not
+    they added (``labels`` receives the names users know them by).  Unchanged when the program assigns attributes (its weights are then not
     constants)."""
     from vm.static.fold_batch_norm import fold_batch_norm, known_values
     from vm.static.fold_epilogues import fold_epilogues
@@ -150,11 +152,11 @@ def fold_weights(module: Module, weights: Any, options: Any) -> tuple[Module, di
     if options.fold_attributes:  # fusion groups again only for a program compiled with them
         module = freeze(module, weights, options.fusion and "prim::FusionGroup" in kinds)
     if options.fold_batch_norm and "aten::batch_norm" in kinds:
-        module, added = fold_batch_norm(module, known_in(module))
+        module, added = fold_batch_norm(module, known_in(module), labels)
     if options.fold_epilogues:
         module = fold_epilogues(module)
     if options.fold_transposed_weights and "aten::linear" in kinds:
-        module, transposed = fold_transposed_weights(module, known_in(module))
+        module, transposed = fold_transposed_weights(module, known_in(module), labels)
         added = {**added, **transposed}
     return module, added
 
@@ -224,6 +226,7 @@ class Prepared:
     groups: list[FusionInfo]  # top-level groups that keep a fused kernel
     fallbacks: list[tuple[Any, int]]  # (span, nodes) of groups that always run expanded
     added: dict[str, Any]  # arrays of the constants the load-time folds made
+    labels: dict[str, str] = attrs.field(factory=dict)  # their names in messages: the weights they came from
 
 
 def prepare(source: Any, weights: Any, options: Any) -> Prepared:
@@ -236,13 +239,14 @@ def prepare(source: Any, weights: Any, options: Any) -> Prepared:
     module = as_module(source)
     recorded = resolved_refs(source, module)
     added: dict[str, Any] = {}
+    labels: dict[str, str] = {}
     if weights is not None:
-        folded, added = fold_weights(module, weights, options)
+        folded, added = fold_weights(module, weights, options, labels)
         if folded is not module:  # a new IR: its nodes are resolved again
             module, recorded = folded, None
     module, fallbacks, groups, moved = expand_fusion_groups(module, recorded)
     if recorded is not None:
-        return Prepared(module, {moved.get(n, n): ref for n, ref in recorded.items()}, groups, fallbacks, added)
+        return Prepared(module, {moved.get(n, n): ref for n, ref in recorded.items()}, groups, fallbacks, added, labels)
     from compiler.resolve import resolve_all
 
     refs, errors = resolve_all(module)
@@ -250,4 +254,4 @@ def prepare(source: Any, weights: Any, options: Any) -> Prepared:
         raise errors[0]
     if errors:  # every unsupported node at once, as compiler.resolve.check_all reports them
         raise CompileError(f"{len(errors)} nodes cannot be compiled:\n" + "\n".join(map(str, errors)))
-    return Prepared(module, refs, groups, fallbacks, added)
+    return Prepared(module, refs, groups, fallbacks, added, labels)

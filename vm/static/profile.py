@@ -3,14 +3,16 @@
 Modelled on PyTorch Static Runtime's ``benchmark_individual_ops`` (``IndividualMetrics``):
 the program is prepared once (setup time), run once to make the memory plan (first-run
 time), then run ``runs`` times twice over: with the normal generated code (the total
-time per run, what a user gets) and with code that times each node (time per node,
-summed per operator kind, with its share of the summed time and its instance count).
+time per run, what a user gets) and with code that times each node.  One statistic
+throughout: the median.  The table is the median timed run (by its wall time), so its
+rows add up to the total it prints; the untimed figure is the median untimed run; the
+Chrome trace is that same median run.
 
 The breakdown table has one row per operator kind and input shapes (as torch.profiler's
 ``group_by_input_shape``): the calls (executions, so a node in a loop counts each
 iteration), the time per run and its share of the timed run, plus a row for the time
 spent outside the nodes (control flow, moves, the runtime's own work), so the rows add up
-to the run.  ``report.chrome_trace()`` is the last timed run as Chrome trace-event JSON
+to the run.  ``report.chrome_trace()`` is the median timed run as Chrome trace-event JSON
 (``irvm profile --chrome-trace FILE``; open it in Perfetto or chrome://tracing).
 
 The memory section reads the plan of the profiled input shapes: managed bytes (what the
@@ -61,7 +63,7 @@ class Row:
 
 @attrs.frozen
 class TraceEvent:
-    """One execution of a node in the last timed run (seconds from that run's start)."""
+    """One execution of a node in the median timed run (seconds from that run's start)."""
 
     name: str
     start: float
@@ -75,7 +77,7 @@ class ProfileReport:
     setup_seconds: float
     first_run_seconds: float
     seconds_per_run: float  # median of the untimed runs
-    node_seconds_per_run: float  # sum of the per-node (median) times
+    node_seconds_per_run: float  # sum of the node times of the median timed run
     runs: int
     total_nodes: int
     out_nodes: int  # nodes with an out variant
@@ -98,7 +100,7 @@ class ProfileReport:
     trace: tuple[TraceEvent, ...] = ()
 
     def chrome_trace(self) -> dict[str, Any]:
-        """The last timed run in Chrome's trace-event format (complete "X" events, in µs)."""
+        """The median timed run (the table's) in Chrome's trace-event format (complete "X" events, in µs)."""
         events: list[dict[str, Any]] = [
             {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "irvm static runtime"}},
             {"name": "run", "cat": "run", "ph": "X", "pid": 1, "tid": 1, "ts": 0.0,
@@ -124,19 +126,21 @@ class ProfileReport:
         lines = [
             f"static runtime profile: {self.runs} runs after one warm-up",
             f"  setup {us(self.setup_seconds)}   first run {us(self.first_run_seconds)}",
-            f"  per run {us(self.seconds_per_run)} (median)   sum of node times {us(self.node_seconds_per_run)}",
+            f"  per run {us(self.timed_seconds_per_run)}: the median of {self.runs} runs timing each node, the rows"
+            f" below (the median run without node timing: {us(self.seconds_per_run).strip()})",
             f"  nodes {self.total_nodes}, with an out variant {self.out_nodes},"
             f" shape-only (computed once per plan, not timed) {self.shape_only_nodes}",
             "",
             f"  {'operator':<30}{'input shapes':<28}{'time/run':>14}{'share':>8}{'calls':>7}",
         ]
         for r in self.rows:
-            shapes = r.shapes if len(r.shapes) <= 27 else r.shapes[:24] + "..."
+            shapes = _wrapped(r.shapes, SHAPES_WIDTH)
             calls = f"{r.calls_per_run:g}" if r.kind != OUTSIDE else ""
-            lines.append(f"  {r.kind:<30}{shapes:<28}{us(r.seconds_per_run):>14}{r.share:>7.1%}{calls:>7}")
-        lines.append(f"  {'total (a run with node timing)':<58}{us(self.timed_seconds_per_run):>14}{1:>7.1%}")
+            lines.append(f"  {r.kind:<30}{shapes[0]:<28}{us(r.seconds_per_run):>14}{r.share:>7.1%}{calls:>7}")
+            lines += [f"  {'':<30}{more}" for more in shapes[1:]]
+        lines.append(f"  {'total (the rows: a run with node timing)':<58}{us(self.timed_seconds_per_run):>14}{1:>7.1%}")
         if self.per_node:
-            lines += ["", "  slowest nodes:"]
+            lines += ["", "  slowest nodes (in the median run):"]
             lines += [f"  {us(t)}  {name}" for name, t in self.per_node]
         lines += [
             "",
@@ -194,7 +198,7 @@ def profile(
     per_run: list[list[float]] = []
     clocks: list[_Clock] = []
     walls: list[float] = []
-    for _ in range(runs):  # the median of each node over the runs: robust to preemption
+    for _ in range(runs):
         clock = _Clock(len(sm.processed_nodes))
         arena, fast = (list(plan.arena), plan.fast) if plan is not None else ([], {})
         timed = sm.bind(
@@ -206,13 +210,14 @@ def profile(
         walls.append(time.perf_counter() - t0)
         per_run.append(list(clock))
         clocks.append(clock)
-    medians = [statistics.median(column) for column in zip(*per_run)]
+    # one statistic throughout: the median run (by its time), whose nodes' times add up to it
+    k = sorted(range(runs), key=walls.__getitem__)[runs // 2]
     shapes = _input_shapes(sm, plan, inputs, program_or_module, weights)
-    extra = _breakdown(sm, per_run, clocks, walls, shapes)
+    extra = _breakdown(sm, [per_run[k]], [clocks[k]], [walls[k]], shapes)
     return attrs.evolve(_report(
         sm,
         plan,
-        medians,
+        per_run[k],
         setup,
         first,
         statistics.median(totals),
@@ -222,6 +227,26 @@ def profile(
 
 
 OUTSIDE = "(outside nodes)"
+SHAPES_WIDTH = 27  # the input-shapes column; longer shapes wrap onto more lines, never cut
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken after a shape's ``], ``."""
+    lines, current = [], ""
+    for part in text.replace("], ", "],\0").split("\0"):
+        while len(part) > width:  # one shape longer than the column: cut it at a comma
+            cut = part.rfind(", ", 0, width) + 2 or width
+            if current:
+                lines.append(current)
+                current = ""
+            lines.append(part[:cut].rstrip())
+            part = part[cut:]
+        if current and len(current) + 1 + len(part) > width:
+            lines.append(current)
+            current = part
+        else:
+            current = f"{current} {part}" if current else part
+    return [*lines, current] if current or not lines else lines
 
 
 class _Clock(list):
@@ -294,8 +319,9 @@ def _traced_values(program: Any, weights: Any, inputs: Sequence[Any]) -> dict[st
 def _breakdown(
     sm: StaticModule, per_run: list[list[float]], clocks: list[_Clock], walls: list[float], shapes: dict[int, str]
 ) -> dict[str, Any]:
-    """Rows by (kind, input shapes) as means over the timed runs, so that with the
-    outside-nodes row they add up to the mean timed run; and the last run's events."""
+    """Rows by (kind, input shapes) as means over the timed runs given (profile gives
+    the median one), so that with the outside-nodes row they add up to the timed run;
+    and the events of the last run given, for the Chrome trace."""
     runs = len(walls)
     wall = sum(walls) / runs
     by_index = {pn.index: pn for pn in sm.processed_nodes}
@@ -343,7 +369,7 @@ def _fallbacks(sm: StaticModule, plan: Any, inputs: Sequence[Any]) -> list[str]:
 
 
 def _report(sm, plan, times, setup, first, per_run, runs, fallbacks) -> ProfileReport:
-    """``times[i]``: node i's median seconds per run."""
+    """``times[i]``: node i's seconds in the median run."""
     nodes = sm.processed_nodes
     managed = set(plan.views) if plan is not None else set()
     kinds: dict[str, list[float]] = {}
