@@ -55,7 +55,7 @@ def _load(tmp_path: Path, name: str, text: str) -> vm.Model:
 @pytest.fixture
 def client(tmp_path: Path):
     models = {"relu": _load(tmp_path, "relu", RELU), "square": _load(tmp_path, "square", SQUARE),
-              "cnn": vm.load(EXAMPLES / "cnn.pt")}
+              "affine": _load(tmp_path, "affine", AFFINE), "cnn": vm.load(EXAMPLES / "cnn.pt")}
     with TestClient(app(models, options=ServeOptions(instances=2), max_body_bytes=4096)) as c:
         yield c
 
@@ -94,8 +94,10 @@ def test_malformed_requests_get_4xx_and_the_server_keeps_serving(client: TestCli
         ("relu", _infer(x, name="y"), 400, "unknown input 'y'"),
         ("nope", _infer(x), 404, "unknown model 'nope'"),
         ("relu", _infer(np.ones((600, 3), np.float32)), 413, "over this server's limit of 4096 bytes"),
-        # what the program refuses before its first operator (vm.binding's checks, as irvm run makes them)
-        ("cnn", _infer(np.ones((1, 1, 28, 28)), name="x", datatype="FP64"), 400, "input"),
+        # the dtype a scripted .pt's first convolution implies (vm.load's NodeArg)
+        ("cnn", _infer(np.ones((1, 1, 28, 28)), name="x", datatype="FP64"), 400, "datatype FP64, but the model takes FP32"),
+        # what the program refuses before its first operator (the checks of irvm run)
+        ("affine", _infer(x), 400, "missing input(s) 'k.1'"),
     ]
     for model, body, status, says in cases:
         r = (client.post(f"/v2/models/{model}/infer", content=body) if isinstance(body, bytes)
