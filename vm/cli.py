@@ -6,6 +6,7 @@
     irvm profile PROGRAM --inputs IN.npz [--weights W.npz] [--runs N]
     irvm disasm PROGRAM
     irvm info PROGRAM      the inputs and outputs: names, dtypes, shapes
+    irvm serve MODEL...    serve models over the Open Inference Protocol v2 (vm/serve/command.py)
 
 PROGRAM is graph IR text (``.ir``, compiled on the fly), bytecode (``.irbc``), or a
 ``torch.jit.save`` archive (``.pt``, compiled on the fly, its weights read from it;
@@ -85,6 +86,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     i.add_argument("program", help="the program: a torch.jit.save archive (.pt, its weights inside), graph IR text (.ir; both compiled now) or irvm bytecode (.irbc)")
     i.set_defaults(handler=_cmd_info)
+
+    from vm.serve.command import add_parser as add_serve_parser
+
+    add_serve_parser(sub)
     return parser
 
 

@@ -25,7 +25,10 @@ import import_cycles
 GRAPH = import_cycles.import_graph(ROOT)
 
 VM_ENTRIES_TO_COMPILER = {"vm.cli"}  # the command line compiles .ir text on the fly
-VM_ROOMS_TO_COMPILER = ("vm.api.",)  # the front door: vm.load compiles .pt and .ir files
+VM_ROOMS_TO_COMPILER = (
+    "vm.api.",  # the front door: vm.load compiles .pt and .ir files
+    "vm.serve.",  # irvm serve sits on top of both packages, as vm/cli.py does (it opens models through vm.load)
+)
 
 # The static runtime accepts IR text in place of a program and compiles it through the
 # compiler's front door (prepare.compile_text -> compiler.compile_source): the one
@@ -130,3 +133,10 @@ def test_str_of_a_module_prints_it_though_ir_does_not_import_the_printer() -> No
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.startswith("graph(")
+
+
+def test_nothing_below_the_server_imports_it() -> None:
+    """vm/serve/ is the top of the tree: outside it only the command line (``irvm serve``)
+    imports it, so the runtime, the front door and the compiler never load starlette or Ray."""
+    users = {n for n, targets in GRAPH.items() for t in targets if t == "vm.serve" or t.startswith("vm.serve.")}
+    assert {n for n in users if not n.startswith("vm.serve")} == {"vm.cli"}
