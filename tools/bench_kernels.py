@@ -232,7 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
+    import vm
+
     torch.set_num_threads(args.threads)
+    vm.set_num_threads(args.threads)  # numpy's BLAS and irvm's compiled kernels, as many as torch's
+    print(f"threads: torch {torch.get_num_threads()}, irvm {vm.get_num_threads()} (BLAS, fused, compiled)")
     bandwidth, gemm = machine_limits()
     print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s (np.copyto, 64 MB float32 arrays); "
           f"float32 matmul {2 * gemm / 1e9:.0f} GFLOP/s (1024^3, numpy's BLAS)\n")

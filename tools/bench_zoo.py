@@ -216,9 +216,9 @@ def thread_report(threads: int) -> dict[str, str]:
         blas = ", ".join(f"{p['internal_api']} {p['num_threads']}" for p in threadpoolctl.threadpool_info())
     except ImportError:
         blas = f"OPENBLAS/OMP/MKL_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
-    from vm.fusion import get_num_threads
+    import vm
 
-    fused = f"fused kernels: vm.fusion.get_num_threads() = {get_num_threads()}"
+    fused = f"fused and compiled kernels: vm.get_num_threads() = {vm.get_num_threads()}"
     return {
         "irvm static": f"1 Python thread; numpy BLAS: {blas}; {fused}",
         "irvm interp": f"1 Python thread; numpy BLAS: {blas}; {fused}",
@@ -277,10 +277,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from zoo_models import ZOO
 
-    from vm.fusion import set_num_threads
+    import vm
 
     torch.set_num_threads(args.threads)
-    set_num_threads(args.threads)  # irvm's fused kernels: one thread in the headline, as every engine
+    vm.set_num_threads(args.threads)  # irvm's BLAS, fused and compiled kernels: one thread in the headline
     names = [n for n, m in ZOO.items() if not m.heavy] if args.all else list(DEFAULT)
     if args.only:
         names = [n for n in ZOO if any(fnmatch.fnmatch(n, p) for p in args.only)]

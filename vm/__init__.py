@@ -3,6 +3,7 @@
     vm.Interpreter(program, weights=None)(*args)
     vm.StaticRuntime(program, weights=None)(*args)
     vm.load("model.irbc")
+    vm.set_num_threads(1)    # BLAS, fused and compiled kernels: one thread each
 """
 
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ if TYPE_CHECKING:  # what __getattr__ gives, spelled for type checkers (at run t
     from vm.program.bytecode import Program
     from vm.program.irbc import load, save
     from vm.static import RuntimePool, StaticModule, StaticRuntime
+    from vm.threads import get_num_threads, set_num_threads
 
 
 def __getattr__(name: str):
@@ -20,6 +22,10 @@ def __getattr__(name: str):
         from vm.command import version
 
         return version
+    if name in ("set_num_threads", "get_num_threads"):
+        from vm import threads
+
+        return getattr(threads, name)
     if name in ("Interpreter",):
         from vm.interpreter.machine import Interpreter
 
@@ -38,4 +44,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'vm' has no attribute {name!r}")
 
 
-__all__ = ["Interpreter", "Program", "RuntimePool", "StaticModule", "StaticRuntime", "load", "save"]
+__all__ = [
+    "Interpreter", "Program", "RuntimePool", "StaticModule", "StaticRuntime", "get_num_threads", "load", "save",
+    "set_num_threads",
+]
