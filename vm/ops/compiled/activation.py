@@ -38,7 +38,7 @@ _LOG2E = F(1.4426950408889634)
 _LN2_HI = F(0.693359375)  # ln 2 = _LN2_HI + _LN2_LO, the first exact in 9 bits: k * _LN2_HI is exact
 _LN2_LO = F(-2.12194440e-4)
 _HI = F(88.72283)  # above: e^x overflows float32
-_LO = F(-87.0)  # below: clamped (e^-87 = 1.6e-38; every use adds 1 to it)
+_LO = F(-87.0)  # below: 0 (the reduction's 2^k would leave the normal range)
 _INF = F(np.inf)
 _E = tuple(F(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
                           1.6666665459e-1, 5.0000001201e-1))
@@ -68,7 +68,8 @@ def _bits_as_f32(typingctx, bits):
 
 @njit("float32(float32)", inline="always", **_OPTS)
 def exp32(x):
-    """e^x in float32, vectorizable; ``x`` below -87 counts as -87, above 88.72 gives inf."""
+    """e^x in float32, vectorizable; below -87 gives 0 (e^-87 = 1.6e-38: subnormals are
+    flushed), above 88.72 inf."""
     over = x > _HI
     c = _LO if x < _LO else (_HI if over else x)
     k = np.floor(c * _LOG2E + _HALF)
@@ -79,7 +80,7 @@ def exp32(x):
     # 2^k as 2^(k-1) * 2: k reaches 128 just below _HI, past the largest float32 exponent
     scale = _bits_as_f32(np.int32((np.int32(k) + np.int32(126)) << np.int32(23)))
     e = p * scale * _TWO
-    return _INF if over else e
+    return _INF if over else (_ZERO if x < _LO else e)
 
 
 @njit(_SIG1, **_OPTS)
