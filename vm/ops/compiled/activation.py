@@ -31,7 +31,6 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 F = np.float32
-_SIG1 = "void(float32[::1], float32[::1])"
 _OPTS = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False, "fastmath": {"contract"}}
 
 _LOG2E = F(1.4426950408889634)
@@ -52,6 +51,15 @@ _ONE, _TWO, _HALF, _ZERO = F(1), F(2), F(0.5), F(0)
 _THREE, _SIX = F(3), F(6)
 _SQRT_2_PI = F(math.sqrt(2.0 / math.pi))
 _KAPPA = F(0.044715)
+
+
+def _ro(ndim: int) -> types.Array:
+    """A C-contiguous float32 array the kernel only reads (a read-only one is accepted too)."""
+    return types.Array(types.float32, ndim, "C", readonly=True)
+
+
+def _rw(ndim: int) -> types.Array:
+    return types.Array(types.float32, ndim, "C")
 
 
 @intrinsic
@@ -83,20 +91,20 @@ def exp32(x):
     return _INF if over else (_ZERO if x < _LO else e)
 
 
-@njit(_SIG1, **_OPTS)
+@njit(types.void(_ro(1), _rw(1)), **_OPTS)
 def sigmoid(x, out):
     for i in range(x.shape[0]):
         out[i] = _ONE / (_ONE + exp32(-x[i]))
 
 
-@njit(_SIG1, **_OPTS)
+@njit(types.void(_ro(1), _rw(1)), **_OPTS)
 def silu(x, out):
     for i in range(x.shape[0]):
         v = x[i]
         out[i] = v / (_ONE + exp32(-v))
 
 
-@njit(_SIG1, **_OPTS)
+@njit(types.void(_ro(1), _rw(1)), **_OPTS)
 def gelu(x, out):
     for i in range(x.shape[0]):
         v = x[i]
@@ -105,7 +113,7 @@ def gelu(x, out):
         out[i] = (v * _HALF) * (_TWO / (_ONE + exp32(-_TWO * u)))
 
 
-@njit(_SIG1, **_OPTS)
+@njit(types.void(_ro(1), _rw(1)), **_OPTS)
 def gelu_tanh(x, out):
     for i in range(x.shape[0]):
         v = x[i]
@@ -113,7 +121,7 @@ def gelu_tanh(x, out):
         out[i] = (v * _HALF) * (_TWO / (_ONE + exp32(-_TWO * u)))
 
 
-@njit(_SIG1, **_OPTS)
+@njit(types.void(_ro(1), _rw(1)), **_OPTS)
 def hardswish(x, out):
     for i in range(x.shape[0]):
         v = x[i]

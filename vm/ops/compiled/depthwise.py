@@ -13,9 +13,18 @@ the input per tap row (from cache), one write of the output.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 _OPTS = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False, "fastmath": {"contract"}}
+
+
+def _ro(ndim: int) -> types.Array:
+    """A C-contiguous float32 array the kernel only reads (a read-only one is accepted too)."""
+    return types.Array(types.float32, ndim, "C", readonly=True)
+
+
+def _rw(ndim: int) -> types.Array:
+    return types.Array(types.float32, ndim, "C")
 
 
 @njit(inline="always", **_OPTS)
@@ -70,8 +79,7 @@ def _rows_stride1(padded, tiled, bias, kh_size, kw_size, sh, ph, dh, dw, wp, cha
                 out[n, c, oh, ow] = acc[ow * channels + c]
 
 
-@njit("void(float32[:, :, :, ::1], float32[::1], float32[::1], int64, int64, "
-      "int64, int64, int64, int64, int64, int64, float32[:, :, :, ::1])", **_OPTS)
+@njit(types.void(_ro(4), _ro(1), _ro(1), *([types.int64] * 8), _rw(4)), **_OPTS)
 def depthwise2d(x, taps, bias, kh_size, kw_size, sh, sw, ph, pw, dh, dw, out):
     """x (N, C, H, W); taps the weight channels-last, (KH, KW, C) flattened; out (N, C, OH, OW)."""
     batch, channels, h, w = x.shape

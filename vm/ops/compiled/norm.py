@@ -4,8 +4,9 @@ A row (layer_norm's normalized trailing axes, RMS norm's, a group of group_norm)
 three times while it sits in the L1 or L2 cache: its mean, the sum of squared deviations
 from that mean (the two-pass variance, so a large mean costs no digits), then the result
 ``(x - mean) * rstd * weight + bias`` written once.  Memory sees one read and one write.
-The sums accumulate in float64 (numba vectorizes them with ``reassoc``), so the result is
-at least as close to the exact one as PyTorch's float32 accumulation.  Eval batch norm is
+The sums and ``x - mean`` are float64 (numba vectorizes the sums with ``reassoc``), so the
+result is at least as close to the exact one as PyTorch's float32 arithmetic, even on rows
+whose mean is far from zero.  Eval batch norm is
 ``x * scale[c] + shift[c]`` with the per-channel terms the prepared form derived once.
 """
 
@@ -14,10 +15,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
-_OPTS = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False,
-         "fastmath": {"reassoc", "contract"}}
+# reassoc lets LLVM vectorize the sums; no contract, so x * scale + shift rounds twice, as numpy's passes do
+_OPTS = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False, "fastmath": {"reassoc"}}
+
+
+def _ro(ndim: int) -> types.Array:
+    """A C-contiguous float32 array the kernel only reads (a read-only one is accepted too)."""
+    return types.Array(types.float32, ndim, "C", readonly=True)
+
+
+def _rw(ndim: int) -> types.Array:
+    return types.Array(types.float32, ndim, "C")
 
 
 @njit(inline="always", **_OPTS)
@@ -35,29 +45,29 @@ def _stats(x, lo, hi, eps):
     return mean, 1.0 / math.sqrt(ss / n + eps)
 
 
-@njit("void(float32[:, ::1], float32[::1], float32[::1], boolean, boolean, float64, float32[:, ::1])", **_OPTS)
+@njit(types.void(_ro(2), _ro(1), _ro(1), types.boolean, types.boolean, types.float64, _rw(2)), **_OPTS)
 def layer_norm(x, weight, bias, has_weight, has_bias, eps, out):
     rows, n = x.shape
     for r in range(rows):
         row = x[r]
         mean, rstd = _stats(row, 0, n, eps)
-        m, s = np.float32(mean), np.float32(rstd)
         dst = out[r]
+        # x - mean in float64: a mean far from zero rounded to float32 first would cost digits
         if has_weight and has_bias:
             for i in range(n):
-                dst[i] = (row[i] - m) * s * weight[i] + bias[i]
+                dst[i] = np.float32((row[i] - mean) * rstd) * weight[i] + bias[i]
         elif has_weight:
             for i in range(n):
-                dst[i] = (row[i] - m) * s * weight[i]
+                dst[i] = np.float32((row[i] - mean) * rstd) * weight[i]
         elif has_bias:
             for i in range(n):
-                dst[i] = (row[i] - m) * s + bias[i]
+                dst[i] = np.float32((row[i] - mean) * rstd) + bias[i]
         else:
             for i in range(n):
-                dst[i] = (row[i] - m) * s
+                dst[i] = np.float32((row[i] - mean) * rstd)
 
 
-@njit("void(float32[:, ::1], float32[::1], boolean, float64, float32[:, ::1])", **_OPTS)
+@njit(types.void(_ro(2), _ro(1), types.boolean, types.float64, _rw(2)), **_OPTS)
 def rms_norm(x, weight, has_weight, eps, out):
     rows, n = x.shape
     for r in range(rows):
@@ -76,8 +86,7 @@ def rms_norm(x, weight, has_weight, eps, out):
                 dst[i] = np.float32(row[i] * s)
 
 
-@njit("void(float32[:, :, ::1], int64, float32[::1], float32[::1], boolean, boolean, float64, float32[:, :, ::1])",
-      **_OPTS)
+@njit(types.void(_ro(3), types.int64, _ro(1), _ro(1), types.boolean, types.boolean, types.float64, _rw(3)), **_OPTS)
 def group_norm(x, groups, weight, bias, has_weight, has_bias, eps, out):
     """x and out: (N, C, HW); C divisible by ``groups``."""
     batch, channels, hw = x.shape
@@ -89,14 +98,13 @@ def group_norm(x, groups, weight, bias, has_weight, has_bias, eps, out):
             mean, rstd = _stats(flat, g * per * hw, (g + 1) * per * hw, eps)
             for c in range(g * per, (g + 1) * per):
                 scale = rstd * weight[c] if has_weight else rstd
-                shift = -mean * scale + bias[c] if has_bias else -mean * scale
-                w, t = np.float32(scale), np.float32(shift)
+                shift = bias[c] if has_bias else np.float32(0)
                 src, d = x[b, c], dst[c]
                 for i in range(hw):
-                    d[i] = src[i] * w + t
+                    d[i] = np.float32((src[i] - mean) * scale) + shift
 
 
-@njit("void(float32[:, :, ::1], float32[::1], float32[::1], float32[:, :, ::1])", **_OPTS)
+@njit(types.void(_ro(3), _ro(1), _ro(1), _rw(3)), **_OPTS)
 def channel_affine(x, scale, shift, out):
     """out[n, c, :] = x[n, c, :] * scale[c] + shift[c] (eval batch norm's terms)."""
     batch, channels, hw = x.shape

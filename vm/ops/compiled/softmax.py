@@ -3,8 +3,8 @@
 Each row is read three times while it is in cache (its maximum; ``e = exp(x - max)``
 written into the output and summed; the output scaled by ``1 / sum``), so memory sees one
 read and one write; numpy's version makes five passes over the whole tensor.  ``exp`` is
-``vm.ops.compiled.activation.exp32`` (vectorizable).  As in ``vm.ops._softmax``, the
-maximum skips NaN (a NaN in a row makes its sum, so the whole row, NaN either way); a row
+``vm.ops.compiled.activation.exp32`` (vectorizable).  The maximum keeps NaN (a NaN in a
+row makes the whole row NaN, and a row of NaN and -inf is not masked out); a row
 that is all ``-inf`` gives NaN, as PyTorch's softmax does (zeros in ``safe_softmax``,
 attention's).  log_softmax is
 ``(x - max) - log(sum)``.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from vm.ops.compiled.activation import exp32
 
@@ -25,15 +25,24 @@ _NEG_INF = np.float32(-np.inf)
 _ONE = np.float32(1)
 
 
+def _ro(ndim: int) -> types.Array:
+    """A C-contiguous float32 array the kernel only reads (a read-only one is accepted too)."""
+    return types.Array(types.float32, ndim, "C", readonly=True)
+
+
+def _rw(ndim: int) -> types.Array:
+    return types.Array(types.float32, ndim, "C")
+
+
 @njit(inline="always", **_OPTS)
 def _peak(row):
     peak = _NEG_INF
     for v in row:
-        peak = v if v > peak else peak
+        peak = v if (v > peak or v != v) else peak  # NaN sticks: [nan, -inf] is not a masked row
     return peak
 
 
-@njit("void(float32[:, ::1], float32[:, ::1], boolean)", **_OPTS)
+@njit(types.void(_ro(2), _rw(2), types.boolean), **_OPTS)
 def _softmax(x, out, safe):
     for r in range(x.shape[0]):
         row, dst = x[r], out[r]
@@ -52,7 +61,7 @@ def _softmax(x, out, safe):
             dst[i] *= scale
 
 
-@njit("void(float32[:, ::1], float32[:, ::1])", **_OPTS)
+@njit(types.void(_ro(2), _rw(2)), **_OPTS)
 def log_softmax(x, out):
     for r in range(x.shape[0]):
         row, dst = x[r], out[r]
@@ -65,12 +74,12 @@ def log_softmax(x, out):
             dst[i] = (row[i] - peak) - shift
 
 
-@njit("void(float32[:, ::1], float32[:, ::1])", **_OPTS)
+@njit(types.void(_ro(2), _rw(2)), **_OPTS)
 def softmax(x, out):
     _softmax(x, out, False)
 
 
-@njit("void(float32[:, ::1], float32[:, ::1])", **_OPTS)
+@njit(types.void(_ro(2), _rw(2)), **_OPTS)
 def safe_softmax(x, out):
     _softmax(x, out, True)
 
