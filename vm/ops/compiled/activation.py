@@ -86,7 +86,8 @@ def exp32(x):
     p = ((((_E0 * r + _E1) * r + _E2) * r + _E3) * r + _E4) * r + _E5
     p = p * (r * r) + r + _ONE
     # 2^k as 2^(k-1) * 2: k reaches 128 just below _HI, past the largest float32 exponent
-    scale = _bits_as_f32(np.int32((np.int32(k) + np.int32(126)) << np.int32(23)))
+    bits = np.int32((np.int32(k) + np.int32(126)) << np.int32(23))
+    scale = _bits_as_f32(bits)  # pyright: ignore[reportCallIssue]  (numba passes the typing context itself)
     e = p * scale * _TWO
     return _INF if over else (_ZERO if x < _LO else e)
 
