@@ -9,7 +9,7 @@ spinning BLAS threads cost ten times what they win) now says so once.
 BLAS is reached through threadpoolctl, the library that finds the BLAS and OpenMP runtimes
 loaded in this process and sets their thread counts at run time (no environment variable to
 set before numpy loads).  numba is set only when it is already imported; the compiled kernels
-call ``apply_to_numba`` when they first import it, so the count set before holds there too and
+call ``after_numba_import`` when they first import it, so the count set before holds there too and
 ``import vm`` never pays for numba.
 
 The default is the number of cores this process may run on (``os.sched_getaffinity``), never
@@ -60,9 +60,29 @@ def get_num_threads() -> int:
     return _chosen if _chosen is not None else available_cores()
 
 
+def after_numba_import() -> None:
+    """What the compiled kernels call once they have imported numba: numba loads scipy's own
+    BLAS (a second OpenBLAS, at the machine's thread count) and may have started its pool, so
+    the chosen count is applied again to every library loaded now."""
+    if _chosen is None:
+        return
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=_chosen)
+    apply_to_numba()
+
+
 def apply_to_numba() -> None:
-    """Give numba the chosen count if numba is imported (no-op otherwise; never imports it)."""
+    """Give numba the chosen count if numba is imported (no-op otherwise; never imports it).
+
+    Only once numba has started its threads (the fused groups' ``prange`` loops start them;
+    the compiled kernels run on the caller's thread): ``numba.set_num_threads`` would start
+    them now, and numba's OpenMP layer sets the process's OpenMP thread count as it starts,
+    under torch's feet (a one-thread torch became two in the benchmarks)."""
     numba = sys.modules.get("numba")
     if numba is None or _chosen is None:
         return
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    if parallel is None or not getattr(parallel, "_is_initialized", False):
+        return  # not started: the fused groups' numba path sets the count from vm.fusion's as it starts them
     numba.set_num_threads(max(1, min(_chosen, numba.config.NUMBA_NUM_THREADS)))

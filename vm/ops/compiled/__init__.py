@@ -62,9 +62,9 @@ def family(name: str) -> ModuleType:
     found = _families.get(name)
     if found is None:
         found = _families[name] = importlib.import_module(f"vm.ops.compiled.{name}")
-        from vm.threads import apply_to_numba
+        from vm.threads import after_numba_import
 
-        apply_to_numba()  # numba's own pool (the fused groups' prange loops) takes vm's count
+        after_numba_import()  # the BLAS numba loads and numba's own pool take vm's count
     return found
 
 
