@@ -1,4 +1,4 @@
-"""Activations in one pass: exact and tanh GELU, SiLU, sigmoid, hardswish (float32).
+"""Activations in one pass: exact and tanh GELU, SiLU, hardswish (float32).
 
 numba compiles ``math.exp`` or ``math.tanh`` to a call into libm per element, which LLVM
 does not vectorize without Intel's SVML: a numba GELU built on them ran 1.6-6x slower than
@@ -10,7 +10,8 @@ for ``e^r`` (within 1-2 float32 ulp), and ``2^k`` built from its bits (an LLVM b
 lanes at a time on AVX2.
 
 Everything else is a rewrite into ``exp`` without cancellation:
-- sigmoid ``1 / (1 + e^-x)`` and SiLU ``x / (1 + e^-x)``: PyTorch's formulas;
+- SiLU ``x / (1 + e^-x)``: PyTorch's formula (sigmoid stays numpy's: the fusion groups
+  spell it with numpy's exp, and the interpreter and the static runtime must agree bit for bit);
 - GELU ``x/2 (1 + erf(x/sqrt 2))`` as ``(x/2) * 2 / (1 + e^(-2u))`` with
   ``erf(x/sqrt 2) = tanh(u)``, ``u = x G(x^2)`` (``vm.ops._erf32``'s fit, within 6e-8 of
   erf), because ``1 + tanh(u) = 2 / (1 + e^(-2u))``: the left tail keeps its relative
@@ -93,12 +94,6 @@ def exp32(x):
 
 
 @njit(types.void(_ro(1), _rw(1)), **_OPTS)
-def sigmoid(x, out):
-    for i in range(x.shape[0]):
-        out[i] = _ONE / (_ONE + exp32(-x[i]))
-
-
-@njit(types.void(_ro(1), _rw(1)), **_OPTS)
 def silu(x, out):
     for i in range(x.shape[0]):
         v = x[i]
@@ -132,7 +127,7 @@ def hardswish(x, out):
         out[i] = v * g / _SIX
 
 
-KERNELS = {"sigmoid": sigmoid, "silu": silu, "gelu": gelu, "gelu_tanh": gelu_tanh, "hardswish": hardswish}
+KERNELS = {"silu": silu, "gelu": gelu, "gelu_tanh": gelu_tanh, "hardswish": hardswish}
 
 
 def apply(name: str, x: np.ndarray, out: np.ndarray) -> bool:
