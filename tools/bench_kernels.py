@@ -210,6 +210,21 @@ def min_seconds(fn: Callable[[], Any], repeat: int) -> float:
     return best
 
 
+def _numpy_kernels(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` with irvm's compiled kernel tier switched off: the numpy kernels alone."""
+    from vm.ops import compiled
+
+    def run() -> Any:
+        before = compiled.mode()
+        compiled.use("numpy")
+        try:
+            return fn()
+        finally:
+            compiled.use(before)
+
+    return run
+
+
 def timings(fns: list[Callable[[], Any]], repeat: int) -> list[tuple[float, float]]:
     """(median, minimum) ms of each function, runs interleaved."""
     samples: list[list[float]] = [[] for _ in fns]
@@ -232,12 +247,19 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
+    import vm
+
     torch.set_num_threads(args.threads)
+    vm.set_num_threads(args.threads)  # numpy's BLAS and irvm's compiled kernels, as many as torch's
+    print(f"threads: torch {torch.get_num_threads()}, irvm {vm.get_num_threads()} (BLAS, fused, compiled)")
     bandwidth, gemm = machine_limits()
     print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s (np.copyto, 64 MB float32 arrays); "
           f"float32 matmul {2 * gemm / 1e9:.0f} GFLOP/s (1024^3, numpy's BLAS)\n")
-    print("| kernel | irvm median | irvm min | torch median | torch min | irvm / torch (min) | bound ms "
-          "| irvm / bound | torch / bound |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    from vm.ops import compiled
+
+    print(f"irvm's kernel tier: {compiled.mode()} (the 'numpy min' column: the same call with the tier off)\n")
+    print("| kernel | irvm median | irvm min | numpy min | torch median | torch min | irvm / torch (min) | bound ms "
+          "| irvm / bound | torch / bound |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for case in cases():
         if args.only not in case.label:
             continue
@@ -245,12 +267,12 @@ def main(argv: list[str] | None = None) -> int:
         if not np.allclose(got, want, rtol=case.tol, atol=case.tol, equal_nan=True):
             print(f"| {case.label} | disagrees with torch (max diff {np.abs(got - want).max():.3g}) ||||||||")
             continue
-        (om, on), (tm, tn) = timings([case.ours, case.theirs], args.repeat)
+        (om, on), (_, nn), (tm, tn) = timings([case.ours, _numpy_kernels(case.ours), case.theirs], args.repeat)
         memory = (case.moved + want.nbytes) / bandwidth * 1e3
         arithmetic = case.macs / gemm * 1e3
         bound = max(memory, arithmetic)
         kind = "gemm" if arithmetic > memory else "mem"
-        print(f"| {case.label} | {om:.3f} | {on:.3f} | {tm:.3f} | {tn:.3f} | {on / tn:.2f} | {bound:.3f} {kind} "
+        print(f"| {case.label} | {om:.3f} | {on:.3f} | {nn:.3f} | {tm:.3f} | {tn:.3f} | {on / tn:.2f} | {bound:.3f} {kind} "
               f"| {on / bound:.1f} | {tn / bound:.1f} |", flush=True)
     print(f"\nthreads: torch {torch.get_num_threads()}, numpy BLAS OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}")
     return 0

@@ -452,9 +452,10 @@ def main(argv: list[str] | None = None) -> int:
     budget = 0.05 if args.quick else 0.6
     if torch is not None:
         torch.set_num_threads(THREADS)
+    import vm
     import vm.fusion
 
-    vm.fusion.set_num_threads(THREADS)  # fused kernels' helper threads, as many as every engine gets
+    vm.set_num_threads(THREADS)  # BLAS, fused and compiled kernels' threads, as many as every engine gets
     results = []
     built: dict[str, dict[str, Callable[..., Any]]] = {}
     only = [c for case in args.only or [] for c in (PEER if case == "peer" else (case,))]

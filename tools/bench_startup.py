@@ -3,6 +3,7 @@
     python tools/bench_startup.py [--sizes 1000,4000,16000,64000] [--models transformer12,densenet121,vit_b_16]
                                   [--skip-synthetic] [--skip-models] [--runs 3]
     python tools/bench_startup.py --zoo [NAME ...] [--runs 7] [--repeat 1] [--warm | --again]
+    python tools/bench_startup.py --kernels
 
 Part 1, scaling: synthetic graphs (``tools/synthetic_graphs.py``) of about 1k, 4k, 16k
 and 64k nodes are parsed, verified, optimized and emitted; the table gives the total and
@@ -18,6 +19,11 @@ steady calls; and ``torch.jit.script`` / ``torch.jit.load`` of the same model.
 Part 3, ``--zoo``: first call against steady call on both backends over zoo models
 (``tools/zoo_models.py``; the cases ``tools/gen_zoo.py`` wrote into the zoo cache,
 ``$IRVM_ZOO_CACHE`` or ``~/.cache/irvm/zoo``): see ``tools/bench_zoo_start.py``.
+
+Part 4, ``--kernels``: the compiled kernel tier's start-up, each in a fresh interpreter:
+``import vm`` (which must not import numba), then the first call of a compiled kernel (a
+float32 SiLU; ``import numba`` and its family's load included) with numba's cache cold (an
+empty ``NUMBA_CACHE_DIR``: every family compiles) and warm, and a steady call.
 
 Compile, save and load are single-threaded and timed in CPU seconds of this process
 (``time.process_time``), as are ``torch.jit.script`` and ``torch.jit.load``: on a shared
@@ -222,6 +228,54 @@ def print_summary(columns: dict[str, dict[str, str]]) -> None:
         print(f"{row:<{width}}" + "".join(f"  {col.get(row, '-'):>{widths[name]}}" for name, col in columns.items()))
 
 
+_KERNEL_PROBE = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import vm, vm.ops
+t1 = time.perf_counter()
+numba_at_import = "numba" in sys.modules
+import numpy as np
+from vm.ops import compiled
+from vm.ops.registry import lookup
+x = np.ones((64, 64), np.float32)
+silu = lookup("aten::silu").kernel
+t2 = time.perf_counter()
+silu(x)
+t3 = time.perf_counter()
+for name in compiled.FAMILIES:
+    compiled.family(name)
+t4 = time.perf_counter()
+silu(x)
+t5 = time.perf_counter()
+print(json.dumps({"import": t1 - t0, "numba_at_import": numba_at_import, "first": t3 - t2, "all": t4 - t2,
+                  "steady": t5 - t4}))
+"""
+
+
+def bench_kernels() -> int:
+    """Part 4: import time, first compiled call with numba's cache cold and warm."""
+    import json
+    import subprocess
+    import tempfile
+
+    print("== compiled kernels: start-up (s, one fresh interpreter per row) ==")
+    print("| numba cache | import vm | numba imported by it | first compiled call | every family ready | steady call |")
+    print("|---|---:|---|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as cold:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env.pop("IRVM_KERNELS", None)
+        for label, extra in (("cold (empty)", {"NUMBA_CACHE_DIR": cold}), ("warm", {"NUMBA_CACHE_DIR": cold})):
+            proc = subprocess.run([sys.executable, "-c", _KERNEL_PROBE], capture_output=True, text=True, check=False,
+                                  timeout=1800, env={**env, **extra})
+            if proc.returncode:
+                print(proc.stderr[-2000:])
+                return 1
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            print(f"| {label} | {r['import']:.3f} | {'yes' if r['numba_at_import'] else 'no'} | {r['first']:.2f} "
+                  f"| {r['all']:.2f} | {r['steady'] * 1e6:.0f} µs |")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,4000,16000,64000")
@@ -233,8 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="--zoo: processes per model and backend")
     parser.add_argument("--warm", action="store_true", help="--zoo: run the other backend first in each process")
     parser.add_argument("--again", action="store_true", help="--zoo: measure a second runner of the backend")
+    parser.add_argument("--kernels", action="store_true", help="the compiled kernels' start-up, cache cold and warm")
     args = parser.parse_args(argv)
     sys.setrecursionlimit(10000)
+    if args.kernels:
+        return bench_kernels()
     if args.zoo is not None:
         from bench_zoo_start import SAMPLE, bench_zoo
 

@@ -11,6 +11,8 @@ call of:
 - ``irvm static``: ``vm.StaticRuntime`` on the scripted graph (the traced one when torch
   cannot script the model or irvm cannot compile the scripted graph), weights bound, its
   load-time folds on;
+- ``static numpy kernels``: the same runtime with the compiled kernel tier switched off
+  (``vm.ops.compiled.use("numpy")`` around each call): the numpy kernels alone;
 - ``irvm interp``: ``vm.Interpreter`` on the same program;
 - ``torch.jit``: the scripted (or traced) module;
 - ``torch eager``: the ``nn.Module`` itself, under ``torch.no_grad()``;
@@ -75,7 +77,7 @@ DEFAULT = (
     "densenet121", "convnext_tiny", "vit_b_16", "swin_t", "bert", "gpt2",
 )
 ROUND_SECONDS, MAX_ROUNDS = 0.5, 200  # small models get more rounds: ~0.5 s per engine
-ENGINES = ("irvm static", "irvm interp", "torch.jit", "torch eager", "ORT")
+ENGINES = ("irvm static", "static numpy kernels", "irvm interp", "torch.jit", "torch eager", "ORT")
 
 
 def export_case(model: Any, inputs: tuple[Any, ...], name: str) -> tuple[Any, Any, Any]:
@@ -147,10 +149,11 @@ def engines(name: str, threads: int) -> tuple[dict[str, Callable[[], Any] | str]
         static = StaticRuntime(program, weights)
         interp = Interpreter(program, weights)
         calls["irvm static"] = lambda: static(*args)
+        calls["static numpy kernels"] = _numpy_kernels(lambda: static(*args))
         calls["irvm interp"] = lambda: interp(*args)
         calls["torch.jit"] = _no_grad(lambda: compiled(*inputs))
     except Exception as err:  # noqa: BLE001
-        for engine in ("irvm static", "irvm interp", "torch.jit"):
+        for engine in ("irvm static", "static numpy kernels", "irvm interp", "torch.jit"):
             calls.setdefault(engine, f"{type(err).__name__}: {str(err).splitlines()[0][:120]}")
     calls["torch eager"] = _no_grad(lambda: model(*inputs))
     try:
@@ -158,6 +161,21 @@ def engines(name: str, threads: int) -> tuple[dict[str, Callable[[], Any] | str]
     except Exception as err:  # noqa: BLE001
         calls["ORT"] = f"{type(err).__name__}: {str(err).splitlines()[0][:120]}"
     return calls, program, args, weights
+
+
+def _numpy_kernels(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` with the compiled kernel tier off (``vm.ops.compiled.use``), the numpy kernels only."""
+    from vm.ops import compiled
+
+    def run() -> Any:
+        before = compiled.mode()
+        compiled.use("numpy")
+        try:
+            return fn()
+        finally:
+            compiled.use(before)
+
+    return run
 
 
 def _no_grad(fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -170,8 +188,10 @@ def _no_grad(fn: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
-def measure(calls: dict[str, Callable[[], Any] | str], rounds: int) -> dict[str, float | str]:
-    """Median ms per call of each callable engine, interleaved rounds; errors pass through."""
+def measure(calls: dict[str, Callable[[], Any] | str], rounds: int, stat: str = "median") -> dict[str, float | str]:
+    """Median (or ``stat="min"``: best) ms per call of each callable engine, interleaved rounds;
+    errors pass through.  The best of the rounds is the steadier figure on a machine other jobs
+    load (each call is then mostly someone else's time slice)."""
     live = {}
     slowest = 0.0
     result: dict[str, float | str] = {}
@@ -197,7 +217,7 @@ def measure(calls: dict[str, Callable[[], Any] | str], rounds: int) -> dict[str,
             fn()
             samples[engine].append(time.perf_counter() - start)
     for engine, times in samples.items():
-        result[engine] = statistics.median(times) * 1e3
+        result[engine] = (min(times) if stat == "min" else statistics.median(times)) * 1e3
     return result
 
 
@@ -219,11 +239,12 @@ def thread_report(threads: int) -> dict[str, str]:
         blas = ", ".join(f"{p['internal_api']} {p['num_threads']}" for p in threadpoolctl.threadpool_info())
     except ImportError:
         blas = f"OPENBLAS/OMP/MKL_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
-    from vm.fusion import get_num_threads
+    import vm
 
-    fused = f"fused kernels: vm.fusion.get_num_threads() = {get_num_threads()}"
+    fused = f"fused and compiled kernels: vm.get_num_threads() = {vm.get_num_threads()}"
     return {
         "irvm static": f"1 Python thread; numpy BLAS: {blas}; {fused}",
+        "static numpy kernels": f"1 Python thread; numpy BLAS: {blas}; {fused}",
         "irvm interp": f"1 Python thread; numpy BLAS: {blas}; {fused}",
         "torch.jit": f"torch.get_num_threads() = {torch.get_num_threads()}",
         "torch eager": f"torch.get_num_threads() = {torch.get_num_threads()}",
@@ -278,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-profile", action="store_true", help="skip irvm's operator shares")
+    parser.add_argument("--stat", choices=["median", "min"], default="median",
+                        help="per engine: the median of the rounds (default) or the best (on a loaded machine)")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     parser.add_argument("--json", type=Path, default=None, help="write the raw figures here")
     args = parser.parse_args(argv)
@@ -285,10 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from zoo_models import ZOO
 
-    from vm.fusion import set_num_threads
+    import vm
 
     torch.set_num_threads(args.threads)
-    set_num_threads(args.threads)  # irvm's fused kernels: one thread in the headline, as every engine
+    vm.set_num_threads(args.threads)  # irvm's BLAS, fused and compiled kernels: one thread in the headline
     names = [n for n, m in ZOO.items() if not m.heavy] if args.all else list(DEFAULT)
     if args.only:
         names = [n for n in ZOO if any(fnmatch.fnmatch(n, p) for p in args.only)]
@@ -298,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: not in the zoo", file=sys.stderr)
             continue
         calls, program, inputs, weights = engines(name, args.threads)
-        times = measure(calls, args.rounds)
+        times = measure(calls, args.rounds, args.stat)
         row: dict[str, Any] = {"model": name, "times": times}
         if not args.no_profile and program is not None and isinstance(times.get("irvm static"), float):
             row["ops"] = operator_shares(program, inputs, weights)

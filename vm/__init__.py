@@ -5,6 +5,7 @@
     vm.Interpreter(program, weights=None)(*args)     # the backends themselves
     vm.StaticRuntime(program, weights=None)(*args)
     vm.save(program_or_model, "model.irbc")
+    vm.set_num_threads(1)    # BLAS, fused and compiled kernels: one thread each
 
 Everything loads lazily, so that ``import vm`` stays cheap: ``vm.load`` imports the
 compiler only to compile a ``.pt`` or ``.ir``.
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # what __getattr__ gives, spelled for type checkers (at run t
     from vm.interpreter.machine import Interpreter
     from vm.program.bytecode import Program
     from vm.static import RuntimePool, StaticModule, StaticRuntime
+    from vm.threads import get_num_threads, set_num_threads
 
 
 def save(program: Any, path: str | Path, options: dict[str, Any] | None = None) -> None:
@@ -41,6 +43,10 @@ def __getattr__(name: str):
         import vm.api
 
         return getattr(vm.api, name)
+    if name in ("set_num_threads", "get_num_threads"):
+        from vm import threads
+
+        return getattr(threads, name)
     if name in ("Interpreter",):
         from vm.interpreter.machine import Interpreter
 
@@ -57,5 +63,6 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "Interpreter", "Model", "NodeArg", "Program", "RuntimePool", "StaticModule", "StaticRuntime", "load", "save",
+    "Interpreter", "Model", "NodeArg", "Program", "RuntimePool", "StaticModule", "StaticRuntime", "get_num_threads",
+    "load", "save", "set_num_threads",
 ]

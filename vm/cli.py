@@ -46,6 +46,10 @@ from vm.files.kinds import check_writable
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
+    if hasattr(args, "threads"):
+        from vm.threads import set_num_threads
+
+        set_num_threads(args.threads)
     # PyTorch computes inf - inf or 0 / 0 silently; numpy would print RuntimeWarnings.
     with np.errstate(all="ignore"):
         return run_guarded("irvm", lambda: args.handler(args))
@@ -124,6 +128,17 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--fuser", choices=["blocked", "numba"], default="blocked",
         help="how fusion groups run on big tensors: cache-blocked numpy (default) or numba (pip install irvm[fast])",
     )
+    p.add_argument(
+        "--threads", type=_positive, default=None, metavar="N",
+        help="threads for BLAS, fused and compiled kernels (default: the cores this process may use)",
+    )
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of threads, got {text}")
+    return value
 
 
 def load_program(path: str, fusion: bool = True, weights: Any = None):

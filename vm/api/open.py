@@ -144,9 +144,9 @@ BACKENDS = ("static", "interp")
 
 
 def set_threads(n: int) -> None:
-    """The process-wide thread switch for irvm's kernels (today the fused kernels' own,
-    ``vm.fusion.threads``; numpy's BLAS takes ``OPENBLAS_NUM_THREADS`` before it loads)."""
-    from vm.fusion.threads import set_num_threads
+    """The process-wide thread switch (``vm.threads.set_num_threads``): numpy's BLAS, the
+    fused kernels' pool and numba's, one call."""
+    from vm.threads import set_num_threads
 
     set_num_threads(n)
 

@@ -6,13 +6,13 @@ runs in about 0.8x its one-thread time.  The count is a process-wide setting, as
 ``torch.set_num_threads`` is: ``set_num_threads(1)`` makes every fused call run on its
 caller's thread alone (what a one-thread comparison with another engine must use, and
 what a server running one runtime per core wants, so as not to oversubscribe), and the
-default uses up to four of the machine's cores.  Helpers are lent, not queued: a call
+default uses every core this process may run on (its affinity mask, as ``vm.threads``).  Helpers are lent, not queued: a call
 takes the helpers that are free at that moment (``borrow``) and runs the rest of its
 blocks itself, so when several threads run fused calls at once (a ``RuntimePool`` on a
 busy server) no more than ``get_num_threads() - 1`` helpers run beside them and no call
-waits behind another's blocks.  numpy's BLAS (convolutions, matmuls)
-has its own threads, which ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` set before
-numpy is imported; the graph runs one operator at a time, so the two never compete.
+waits behind another's blocks.  numpy's BLAS (convolutions, matmuls) and numba have
+their own threads; ``vm.set_num_threads`` sets all three at once.  The graph runs one
+operator at a time, so the pools never compete.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-DEFAULT_THREADS = max(1, min(4, os.cpu_count() or 1))
+try:
+    DEFAULT_THREADS = max(1, len(os.sched_getaffinity(0)))
+except (AttributeError, OSError):  # no affinity call outside Linux
+    DEFAULT_THREADS = max(1, os.cpu_count() or 1)
 
 _threads = DEFAULT_THREADS
 _pool: ThreadPoolExecutor | None = None

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vm.ops import compiled
+
 Array = np.ndarray
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
 _BLAS_FROM = 4096  # elements; below, ndarray.sum's lower call overhead wins
@@ -48,7 +50,11 @@ def _row_peaks(x: Array, axis: int) -> Array:
 @np.errstate(all="ignore")
 def softmax(x: Array, axis: int, out: Array | None = None) -> Array:
     """``exp(x - max) * (1 / sum(exp(x - max)))`` along ``axis``, written into ``out``
-    (fresh when None)."""
+    (fresh when None); float32 along the last axis: one compiled pass when the tier is on."""
+    if compiled.ENABLED and x.dtype == np.float32:
+        dst = np.empty_like(x) if out is None else out
+        if compiled.family("softmax").apply("softmax", x, axis, dst):
+            return dst
     peak = _row_peaks(x, axis)
     out = np.subtract(x, peak) if out is None else np.subtract(x, peak, out=out)
     np.exp(out, out=out)
@@ -59,7 +65,11 @@ def softmax(x: Array, axis: int, out: Array | None = None) -> Array:
 
 @np.errstate(all="ignore")
 def log_softmax(x: Array, axis: int, out: Array | None = None) -> Array:
-    """``(x - max) - log(sum(exp(x - max)))`` along ``axis``, written into ``out``."""
+    """``(x - max) - log(sum(exp(x - max)))`` along ``axis``, written into ``out`` (compiled as softmax)."""
+    if compiled.ENABLED and x.dtype == np.float32:
+        dst = np.empty_like(x) if out is None else out
+        if compiled.family("softmax").apply("log_softmax", x, axis, dst):
+            return dst
     peak = _row_peaks(x, axis)
     out = np.subtract(x, peak) if out is None else np.subtract(x, peak, out=out)
     total = axis_sums(np.exp(out), axis)
@@ -72,6 +82,8 @@ def log_softmax(x: Array, axis: int, out: Array | None = None) -> Array:
 def safe_softmax(x: Array, axis: int = -1, out: Array | None = None) -> Array:
     """Softmax along ``axis``; a slice that is all ``-inf`` becomes zeros (attention's rule)."""
     out = np.empty_like(x) if out is None else out
+    if compiled.ENABLED and x.dtype == np.float32 and compiled.family("softmax").apply("safe_softmax", x, axis, out):
+        return out
     peak = np.max(x, axis=axis, keepdims=True)
     dead = np.isneginf(peak)
     any_dead = bool(dead.any())

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from vm.ops import compiled
 from vm.ops.nn.norm import ROW_MAX, bn_affine, layer_norm_rows
 from vm.ops.prepared import Forms, Known, first_argument_forms, prepares
 
@@ -70,6 +71,10 @@ def _batch_norm(known: Known, kernel: Kernel, out_variant: Kernel | None) -> For
         t = terms(x)
         if t is None or (result is not None and (result.shape != x.shape or result.dtype != x.dtype)):
             return None
+        if compiled.ENABLED and x.dtype == np.float32:  # one pass: x * scale + shift per channel
+            y = np.empty_like(x) if result is None else result
+            if compiled.family("norm").apply_channel_affine(x, t[0], t[1], y):
+                return y
         y = np.multiply(x, t[0], out=result)
         np.add(y, t[1], out=y)
         return y

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from vm.ops import _erf as _cody
+from vm.ops import compiled
 from vm.ops._common import BLOCK as _BLOCK
 from vm.ops._common import copy_out, flat_blocks, write_inplace
 from vm.ops._dtypes import BOOL, DEFAULT_FLOAT, FLOAT_CAT, INT64, category, wrap
@@ -187,7 +188,8 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 def _sigmoid_into(x: np.ndarray, buf: np.ndarray) -> None:
     """``1 / (1 + exp(-x))`` of a floating ``x`` computed in ``buf`` (which may be ``x``),
     in blocks that stay in the L2 cache across the four passes (1.1x faster on a
-    (1, 197, 3072) tensor: exp is most of the time)."""
+    (1, 197, 3072) tensor: exp is most of the time).  No compiled form: the fusion groups
+    spell sigmoid with numpy's exp (vm.fusion.plan), and both backends must agree bit for bit."""
     for src, dst in flat_blocks(x, buf):
         np.negative(src, out=dst)
         np.exp(dst, out=dst)
@@ -329,14 +331,21 @@ def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
 
 def _gelu_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``x/2 * (1 + erf(x / sqrt(2)))`` in float32 (``vm.ops._erf32.gelu_f32``, block by
-    block); ``out`` (float32, x's shape) receives it and may be ``x`` itself."""
+    block, or one compiled pass); ``out`` (float32, x's shape) receives it and may be ``x`` itself."""
+    if compiled.ENABLED:
+        dst = np.empty_like(x) if out is None else out
+        if compiled.family("activation").apply("gelu", x, dst):
+            return dst
     return gelu_f32(x, out=out)
 
 
 def _gelu_tanh_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """The tanh GELU ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` in PyTorch's
     order (its vectorized kernel's), into ``out`` (x's shape and dtype, x itself or apart
-    from it), block by block through one scratch block: 9 passes in the L2 cache."""
+    from it), block by block through one scratch block: 9 passes in the L2 cache (float32:
+    one compiled pass)."""
+    if compiled.ENABLED and compiled.family("activation").apply("gelu_tanh", x, out):
+        return out
     t = x.dtype.type
     blocks = flat_blocks(x, out)
     scratch = np.empty(blocks[0][0].shape, x.dtype)
@@ -376,7 +385,9 @@ def _silu(x: np.ndarray) -> np.ndarray:
 
 def _silu_into(x: np.ndarray, buf: np.ndarray) -> np.ndarray:
     """``x / (1 + exp(-x))``, PyTorch's formula and order, into ``buf`` (which may be ``x``
-    itself): four passes, no temporary unless ``buf`` overlaps ``x``."""
+    itself): four passes, no temporary unless ``buf`` overlaps ``x`` (float32: one compiled pass)."""
+    if compiled.ENABLED and compiled.family("activation").apply("silu", x, buf):
+        return buf
     if x.dtype == np.float16:
         np.copyto(buf, _silu(x))
         return buf

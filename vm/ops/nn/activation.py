@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from vm.ops import compiled
 from vm.ops._common import flat_blocks
 from vm.ops.nn._util import copying_out, sigmoid, write_out
 from vm.ops.registry import kernel
@@ -106,7 +107,10 @@ def _hardsigmoid_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 def _hardswish_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """``x * min(max(x + 3, 0), 6) / 6`` (the product first, as PyTorch's kernel), into
-    ``out``, which may be ``x`` itself, block by block through one block of scratch."""
+    ``out``, which may be ``x`` itself, block by block through one block of scratch (float32:
+    one compiled pass)."""
+    if compiled.ENABLED and compiled.family("activation").apply("hardswish", x, out):
+        return out
     blocks = flat_blocks(x, out)
     gate = np.empty(blocks[0][0].shape, x.dtype)  # an array even for a 0-d x
     for src, dst in blocks:

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from vm.ops import compiled
 from vm.ops.nn._util import check_out, copying_out, expand, pad_spatial, write_out
 from vm.ops.nn.depthwise import depthwise
 from vm.ops.nn.im2col import conv_forward, out_shape
@@ -107,6 +108,10 @@ def conv_nd(
         )
     xb = x.reshape(lay.batched)
     if lay.depthwise:
+        if compiled.ENABLED and x.dtype == np.float32 and compiled.family("depthwise").apply(
+            xb, weight, bias, lay.stride, lay.padding, lay.dilation, result
+        ):
+            return out if out is not None else result.reshape(lay.out)
         depthwise(xb, weight, lay.stride, lay.padding, lay.dilation, lay.full[2:], result)
         if bias is not None:
             result += bias.reshape((-1,) + (1,) * (weight.ndim - 2))

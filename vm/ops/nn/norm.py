@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from vm.ops import compiled
 from vm.ops.nn._util import copying_out, write_out
 from vm.ops.registry import kernel
 
@@ -184,6 +185,10 @@ def rms_norm(
     if weight is not None and weight.shape != shape:
         raise ValueError(f"rms_norm: weight of shape {list(weight.shape)} does not match normalized_shape {list(shape)}")
     eps = float(np.finfo(x.dtype).eps) if eps is None else eps
+    if compiled.ENABLED and x.dtype == np.float32 and x.size:
+        y = np.empty_like(x)
+        if compiled.family("norm").apply_rms_norm(x, math.prod(shape), weight, eps, y):
+            return y
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     wide = x.astype(np.float64)
     y = wide / np.sqrt(np.mean(wide * wide, axis=axes, keepdims=True) + eps)
@@ -230,8 +235,13 @@ def layer_norm_rows(
 ) -> np.ndarray:
     """The body of ``_layer_norm_direct`` once its checks have passed: ``x`` float32/float64
     of positive size whose trailing axes hold ``row <= ROW_MAX`` numbers, weight and bias
-    of its dtype or None, ``out`` as there (``vm.ops.prepared_norm`` calls it directly)."""
+    of its dtype or None, ``out`` as there (``vm.ops.prepared_norm`` calls it directly).
+    float32 runs the compiled kernel when the tier is on (one read, one write)."""
     dt = x.dtype
+    if compiled.ENABLED and dt == np.float32:
+        y = np.empty(x.shape, dt) if out is None else out
+        if compiled.family("norm").apply_layer_norm(x, row, weight, bias, eps, y):
+            return y
     rows = x.reshape(-1, row)
     y = (np.empty(x.shape, dt) if out is None else out).reshape(rows.shape)
     consts = _consts.get((row, dt))
@@ -307,6 +317,10 @@ def group_norm(
     n, c = x.shape[:2]
     if c % num_groups:
         raise ValueError(f"group_norm: {c} channels are not divisible into {num_groups} groups")
+    if compiled.ENABLED and x.dtype == np.float32 and x.size:
+        y = np.empty_like(x)
+        if compiled.family("norm").apply_group_norm(x, num_groups, weight, bias, eps, y):
+            return y
     grouped = x.reshape(n, num_groups, -1)
     mean, var = _layer_stats(grouped, 1)
     y = _normalize(grouped, mean, var, eps).reshape(x.shape)
