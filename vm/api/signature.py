@@ -66,8 +66,6 @@ def implied(module: Any, weights: Mapping[str, Any]) -> dict[str, tuple[np.dtype
     straight by a convolution (its weight ``(out, in/groups, k...)``: the dtype, the rank
     of the op, ``in`` channels when ``groups`` is 1) or a linear layer (the dtype; its last
     dimension is ``in``, the rank unknown)."""
-    from vm.static.fold_batch_norm import weight_key
-
     graph = getattr(module, "main", None)
     found: dict[str, tuple[np.dtype, list[int | None] | None]] = {}
     for value in getattr(graph, "inputs", ()):
@@ -76,7 +74,7 @@ def implied(module: Any, weights: Mapping[str, Any]) -> dict[str, tuple[np.dtype
             kind = getattr(node, "kind", "")
             if (kind not in _CONVS and kind != "aten::linear") or use.index != 0 or len(node.inputs) < 2:
                 continue
-            key = weight_key(node.inputs[1])
+            key = _weight_key(node.inputs[1])
             weight = weights.get(key) if key else None
             if not isinstance(weight, np.ndarray) or weight.ndim < 2:
                 continue
@@ -131,3 +129,17 @@ def tensor_type(dtype: np.dtype | None) -> str:
 
 
 __all__ = ["NodeArg", "input_args", "output_args", "tensor_type"]
+
+
+def _weight_key(value: Any) -> str | None:
+    """The state_dict key of a weight: its ``prim::GetAttr`` chain from ``%self``
+    (``conv1.weight``), or a frozen constant's name without ``self.``; None otherwise."""
+    parts: list[str] = []
+    while value.node is not None and value.node.kind == "prim::GetAttr" and value.node.inputs:
+        parts.append(str(value.node.attrs.get("name")))
+        value = value.node.inputs[0]
+    if parts and value.node is None:  # reached a graph input: %self
+        return ".".join(reversed(parts))
+    if not parts and value.node is not None and value.node.kind == "prim::Constant":
+        return value.name.removeprefix("self.")
+    return None

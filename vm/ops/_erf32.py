@@ -107,11 +107,12 @@ def _gelu_block(x: np.ndarray, out: np.ndarray, z: np.ndarray, acc: np.ndarray) 
     acc += _G[0]
     acc *= x
     np.tanh(acc, out=acc)
-    acc += F32(1)
-    # PyTorch's order, x * 0.5 * (1 + erf): -0.0 stays, -inf gives nan (-inf * 0), and
-    # +inf and values near the float32 maximum stay finite-or-inf (halved before the product)
+    # PyTorch 2.13's vectorized order, h * erf + h with h = x * 0.5: -0.0 and -3e38 give +0.0,
+    # -inf gives nan (-inf + inf), +inf gives inf, and values near the float32 maximum stay
+    # finite (halved before the product)
     np.multiply(x, F32(0.5), out=out)
-    out *= acc
+    acc *= out
+    out += acc
 
 
 def gelu_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

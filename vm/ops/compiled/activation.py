@@ -19,7 +19,8 @@ Everything else is a rewrite into ``exp`` without cancellation:
 - tanh GELU likewise, with ``u = sqrt(2/pi) (x + 0.044715 x^3)``;
 - hardswish ``x * min(max(x + 3, 0), 6) / 6``, PyTorch's order.
 The products keep PyTorch's order (``x * 0.5`` first), so ``-inf`` gives nan and ``+inf``
-gives ``inf`` as there; nan flows through every select (comparisons with nan are false).
+gives ``inf`` as there, and exact GELU adds +0.0 so that a -0.0 product is +0.0 as torch's
+``h * erf + h`` gives it; nan flows through every select (comparisons with nan are false).
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ def gelu(x, out):
         v = x[i]
         z = v * v
         u = v * ((((((_G6 * z + _G5) * z + _G4) * z + _G3) * z + _G2) * z + _G1) * z + _G0)
-        out[i] = (v * _HALF) * (_TWO / (_ONE + exp32(-_TWO * u)))
+        # + 0: torch 2.13's h * erf + h gives +0.0 where the product is -0.0 (x = -0.0, -3e38)
+        out[i] = (v * _HALF) * (_TWO / (_ONE + exp32(-_TWO * u))) + _ZERO
 
 
 @njit(types.void(_ro(1), _rw(1)), **_OPTS)
