@@ -145,13 +145,17 @@ def test_wrong_calls_say_what_is_wrong(files: dict[str, Path]) -> None:
 
 
 def test_strict_refuses_weights_the_archive_does_not_have(files: dict[str, Path]) -> None:
-    """As ``load_state_dict(strict=True)``: a key the archive lacks is refused, by name;
-    ``strict=False`` lets it through; a known key replaces the archive's."""
+    """As ``load_state_dict(strict=True)``: a key the archive lacks is refused, by name (and
+    the archive's parameters the weights leave out, issue #27); ``strict=False`` lets them
+    through, and a known key replaces the archive's."""
     extra = {"fc.wieght": np.zeros((5, 4), np.float32)}
-    with pytest.raises(RunError, match="unexpected key.*fc.wieght"):
+    with pytest.raises(RunError, match="(?s)unexpected key.*fc.wieght"):
         vm.load(files["traced"], extra)
     vm.load(files["traced"], extra, strict=False)
-    zero = vm.load(files["traced"], {"fc.weight": np.zeros((5, 4), np.float32), "fc.bias": np.zeros(5, np.float32)})
+    fc = {"fc.weight": np.zeros((5, 4), np.float32), "fc.bias": np.zeros(5, np.float32)}
+    with pytest.raises(RunError, match="(?s)missing key.*conv.weight"):
+        vm.load(files["traced"], fc)
+    zero = vm.load(files["traced"], fc, strict=False)
     np.testing.assert_allclose(zero(X, B), np.broadcast_to(B, (2, 5)))
 
 
@@ -191,6 +195,11 @@ def test_threads_each_get_their_own_runtime(files: dict[str, Path]) -> None:
     assert results == [True] * 20
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue #29 open: BatchNorm folding moved into the compiler's specialization passes (issue #30), whose "
+    "folded constants carry no state_dict label yet; both backends name them %N.bn_weight",
+)
 @pytest.mark.parametrize("backend", ["static", "interp"])
 def test_errors_name_weights_by_their_state_dict_keys(files: dict[str, Path], backend: str) -> None:
     """A float64 image into the float32 model: both backends name the convolution's weight

@@ -43,9 +43,12 @@ class Model:
         threads: int | None = None,
         examples: Sequence[Any] | None = None,
         path: Path | None = None,
+        strict: bool = True,
     ) -> None:
         self.program = program
-        self.weights: dict[str, Any] = dict(weights or {})
+        # a copy of the same kind: an archive's own state (vm.binding.strict.ArchiveState) stays one
+        self.weights: dict[str, Any] = type(weights)(weights) if isinstance(weights, dict) else dict(weights or {})
+        self.strict = strict
         self.backend = backend
         self.fuser, self.seed, self.threads, self.path = fuser, seed, threads, path
         self.inputs: list[NodeArg] = input_args(program, examples, self.weights)
@@ -59,7 +62,7 @@ class Model:
         if backend == "static":
             from vm.static import StaticModule, StaticOptions
 
-            self.static_module = StaticModule(program, self.weights or None, StaticOptions(fuser=fuser))
+            self.static_module = StaticModule(program, self.weights or None, StaticOptions(fuser=fuser), strict=strict)
         self._runtime()  # this thread's, made now: a model that cannot run fails at load
 
     # -- calling ------------------------------------------------------------------------
@@ -140,7 +143,7 @@ class Model:
             return StaticRuntime(self.static_module, seed=seed)
         from vm.interpreter.machine import Interpreter
 
-        return Interpreter(self.program, self.weights or None, fuser=self.fuser, seed=seed)
+        return Interpreter(self.program, self.weights or None, fuser=self.fuser, seed=seed, strict=self.strict)
 
     def _next_seed(self) -> int | None:
         self._made += 1

@@ -129,14 +129,16 @@ def load(
         raise RunError(f"unknown fuser {fuser!r}: 'blocked' or 'numba'")
     given = _weights(weights)
     opened = read_program(path, fusion=fusion, weights=given if weights is not None else None)
-    if strict and opened.kind is FileKind.TORCHSCRIPT and given:
-        _refuse_unexpected(given, opened.own_weights, path)
+    if strict and opened.kind is FileKind.TORCHSCRIPT and given:  # as load_state_dict(strict=True)
+        from vm.binding.strict import check_given
+
+        check_given(opened.own_weights, given, str(path))
     bound = _merge(opened.own_weights, given, path)
     if threads is not None:
         set_threads(threads)
     return Model(
         opened.program, bound, backend=backend, fuser=fuser or "blocked", seed=seed, threads=threads,
-        examples=opened.examples, path=Path(path),
+        examples=opened.examples, path=Path(path), strict=strict,
     )
 
 
@@ -171,17 +173,6 @@ def _merge(own: dict[str, Any], given: dict[str, Any], path: str | Path) -> dict
     from vm.binding.weights import override
 
     return override(own, given, str(path))
-
-
-def _refuse_unexpected(given: Mapping[str, Any], own: Mapping[str, Any], path: str | Path) -> None:
-    """Keys of ``given`` the archive does not have, refused as ``load_state_dict`` does."""
-    from vm.core.errors import RunError
-
-    unexpected = sorted(k for k in given if k not in own and not k.startswith("__"))
-    if unexpected:
-        shown = ", ".join(unexpected[:8]) + (f" and {len(unexpected) - 8} more" if len(unexpected) > 8 else "")
-        raise RunError(f"unexpected key(s) in the weights for {path}: {shown} (the archive has no such entries; "
-                       f"strict=False lets them through)")
 
 
 __all__ = ["BACKENDS", "Opened", "load", "read_program", "set_threads"]
