@@ -20,6 +20,7 @@ import compiler  # noqa: E402
 import compiler.pipeline  # noqa: E402
 import compiler.resolve  # noqa: E402
 import vm  # noqa: E402
+import vm.program.irbc  # noqa: E402
 from tests.support.paths import TOOLS  # noqa: E402
 from vm.core.errors import RunError  # noqa: E402
 from vm.static import StaticModule, StaticRuntime  # noqa: E402
@@ -68,7 +69,7 @@ def test_a_program_compiled_with_its_weights_builds_a_static_runtime_without_the
     assert program.specialized and program.folded_tensors
     if from_file:
         vm.save(program, tmp_path / "m.irbc")
-        program = vm.load(tmp_path / "m.irbc")
+        program = vm.program.irbc.load(tmp_path / "m.irbc")
     interpreted = vm.Interpreter(program, exp.weights)(x)
     _forbid(monkeypatch)
     module = StaticModule(program, exp.weights)
@@ -89,7 +90,7 @@ def test_other_weights_for_a_program_that_folded_its_own_are_refused(tmp_path: P
     other = dict(exp.weights)
     key = next(k for k in other if k.endswith("running_mean"))
     other[key] = np.asarray(other[key]) + 1
-    for loaded in (program, vm.load(tmp_path / "m.irbc")):
+    for loaded in (program, vm.program.irbc.load(tmp_path / "m.irbc")):
         for runtime in (vm.Interpreter, StaticRuntime):
             with pytest.raises(RunError, match=key.replace(".", r"\.")):
                 runtime(loaded, other)
@@ -163,9 +164,9 @@ def test_an_optimized_ir_edited_after_the_hash_is_refused_by_the_static_runtime(
     path = tmp_path / "m.irbc"
     vm.save(program, path)
     x, y = np.arange(-2, 2, dtype=np.float32), np.full(4, 2, np.float32)
-    np.testing.assert_array_equal(StaticRuntime(vm.load(path))(x, y), vm.Interpreter(vm.load(path))(x, y))
+    np.testing.assert_array_equal(StaticRuntime(vm.program.irbc.load(path))(x, y), vm.Interpreter(vm.program.irbc.load(path))(x, y))
     _rehashed(path, edit)
-    edited = vm.load(path)  # the hash holds: loading for the interpreter parses no IR
+    edited = vm.program.irbc.load(path)  # the hash holds: loading for the interpreter parses no IR
     with pytest.raises(BytecodeError, match="does not match the bytecode"):
         StaticRuntime(edited)
 

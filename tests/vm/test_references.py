@@ -14,6 +14,7 @@ import pytest
 
 import compiler
 import vm
+import vm.program.irbc
 from compiler.torchscript import compile_archive
 from tests.support.reference import same_value
 from vm.core.errors import RunError
@@ -99,7 +100,7 @@ def _programs(module: Any, tmp_path: Path) -> dict[str, tuple[Any, Any]]:
     program = compiler.compile_source(str(scripted.inlined_graph))
     vm.save(program, tmp_path / "p.irbc")
     torch.jit.save(scripted, str(tmp_path / "p.pt"))
-    return {"ir": (program, None), "irbc": (vm.load(tmp_path / "p.irbc"), None), "pt": compile_archive(tmp_path / "p.pt")}
+    return {"ir": (program, None), "irbc": (vm.program.irbc.load(tmp_path / "p.irbc"), None), "pt": compile_archive(tmp_path / "p.pt")}
 
 
 @pytest.mark.parametrize("program_class", PROGRAMS, ids=lambda c: c.__name__)

@@ -13,6 +13,7 @@ import pytest
 
 import compiler
 import vm
+import vm.program.irbc
 from compiler.torchscript import compile_archive
 from tests.support.paths import ROOT
 from vm.core.errors import RunError
@@ -35,7 +36,7 @@ def _inputs() -> np.ndarray:
 def test_a_misspelled_optional_key_is_refused_naming_both_keys(backend: str, tmp_path: Path) -> None:
     program = compiler.compile_file(str(EXAMPLES / "cnn.ir"))
     vm.save(program, tmp_path / "cnn.irbc")
-    for p in (program, vm.load(tmp_path / "cnn.irbc")):
+    for p in (program, vm.program.irbc.load(tmp_path / "cnn.irbc")):
         with pytest.raises(RunError) as err:
             RUNTIMES[backend](p, _misspelled())
         text = str(err.value)

@@ -133,7 +133,8 @@ def program_reads(program: Any) -> Reads:
                 names.append(function.constant_names[k])
     module = program.module_if_loaded
     folded = module.attributes if module is not None else program.folded
-    return reads_of(self_graph(program), names, folded or ())
+    # the weights the specialization passes read (folded into new tensors) are read too
+    return reads_of(self_graph(program), names, (*(folded or ()), *getattr(program, "folded_from", {})))
 
 
 def module_reads(module: Any) -> Reads:
@@ -146,7 +147,8 @@ def module_reads(module: Any) -> Reads:
         for node in graph.walk()
         if node.kind == "prim::Constant" and node.outputs and is_tensor_literal(node.attrs.get("value"))
     ]
-    return reads_of(module.main, names, module.attributes)
+    # the weights the specialization passes read (folded into new tensors) are read too
+    return reads_of(module.main, names, (*module.attributes, *getattr(module, "folded_from", {})))
 
 
 def check_given(own: Mapping[str, Any], given: Mapping[str, Any], source: str) -> None:

@@ -18,6 +18,7 @@ An aten operator not listed refuses a quantized tensor with an error naming it
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -419,9 +420,7 @@ def _wrap(original: Callable[..., Any], quantized: Callable[..., Any]) -> Callab
             return quantized(*args)
         return original(*args)
 
-    dispatch.__name__ = getattr(original, "__name__", "dispatch")
-    dispatch.__wrapped__ = original  # type: ignore[attr-defined]
-    return dispatch
+    return functools.wraps(original)(dispatch)  # named as the kernel it stands for (profiles, tests)
 
 
 def _wrap_out(original: Callable[..., Any]) -> Callable[..., Any]:
