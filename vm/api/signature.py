@@ -76,6 +76,8 @@ def implied(module: Any, weights: Mapping[str, Any]) -> dict[str, tuple[np.dtype
                 continue
             key = _weight_key(node.inputs[1])
             weight = weights.get(key) if key else None
+            if weight is None:  # a tensor the specialization passes made (BatchNorm folded in)
+                weight = getattr(module, "folded_tensors", {}).get(node.inputs[1].name)
             if not isinstance(weight, np.ndarray) or weight.ndim < 2:
                 continue
             rank = _CONVS.get(kind) or (weight.ndim if kind in _CONVS else None)
