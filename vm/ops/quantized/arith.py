@@ -24,6 +24,9 @@ the integer range (fbgemm's 7-bit activations), the zero point nudged to an inte
 
 The engine is a context value (``engine()``, set with ``using_engine``) that the runtimes set
 for a call from their ``quantized_engine`` option; kernels read it, nothing else changes.
+So is fbgemm's kernel (``vm.ops.quantized.cpu``: AVX2's saturating pair sums or VNNI's exact
+ones, the host's by default), from their ``quantized_kernel`` option; ``using_quantized``
+sets both.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import numpy as np
 
 from vm.core.errors import RunError
 from vm.core.quantized import QDTYPES, QTensor
+from vm.ops.quantized.cpu import check_kernel, pinned_kernel, using_kernel
 
 ENGINES = ("fbgemm", "qnnpack")
 _ENGINE: contextvars.ContextVar[str] = contextvars.ContextVar("irvm_quantized_engine", default="fbgemm")
@@ -62,6 +66,27 @@ def using_engine(name: str) -> Iterator[None]:
         yield
     finally:
         _ENGINE.reset(token)
+
+
+Setting = tuple[str, str | None]  # (engine, fbgemm kernel or None for the host's)
+
+
+def quantized_setting(engine_name: str | None, kernel_name: str | None) -> Setting | None:
+    """A runtime's pinned quantized arithmetic, checked (None: follow the caller's)."""
+    if engine_name is None and kernel_name is None:
+        return None
+    return (check_engine(engine_name or "fbgemm"), None if kernel_name is None else check_kernel(kernel_name))
+
+
+def current_setting() -> Setting:
+    return (_ENGINE.get(), pinned_kernel())
+
+
+@contextlib.contextmanager
+def using_quantized(setting: Setting) -> Iterator[None]:
+    """Run the block with this engine and fbgemm kernel."""
+    with using_engine(setting[0]), using_kernel(setting[1]):
+        yield
 
 
 def storage_dtype(code: int) -> tuple[type, int, int]:

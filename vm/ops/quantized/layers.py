@@ -2,7 +2,8 @@
 
 A static layer (``quantized::conv2d``, ``quantized::linear``...) takes a quantized input and
 the packed weight, accumulates ``(x - zx) * (w - zw)`` exactly (float64, see
-``vm.ops.quantized.arith``) with the float convolution/matmul kernels of ``vm.ops.nn``, and
+``vm.ops.quantized.arith``) with the float convolution/matmul kernels of ``vm.ops.nn`` (on
+fbgemm's kernels that saturate pair sums, ``vm.ops.quantized.saturating``), and
 requantizes to the output's scale and zero point as the current engine does.  conv1d is a
 2-d convolution over a unit height, as torch packs it.  A dynamic layer
 (``quantized::linear_dynamic``) quantizes its float input with parameters chosen from its
@@ -19,7 +20,9 @@ import numpy as np
 from vm.core.errors import RunError
 from vm.core.quantized import ConvPacked, LinearPacked, QTensor
 from vm.ops.nn.conv import conv_nd, conv_transpose_nd
+from vm.ops.quantized import saturating
 from vm.ops.quantized.arith import centered, choose_qparams, engine, quantize, requantize, weight_scales
+from vm.ops.quantized.cpu import fbgemm_kernel
 from vm.ops.quantized.tensors import float_input, qtensor
 from vm.ops.registry import kernel
 
@@ -59,6 +62,9 @@ def qconv(x: Any, packed: Any, scale: float, zero_point: int, relu: bool, op: st
                 f"{xs.shape[1]} input channels"
             )
         acc = conv_nd(xs, w, None, p.stride, p.padding, p.dilation, p.groups)
+        if _on_fbgemm_bytes(x, p.weight):
+            xq = x.like(x.int_repr[:, :, None, :]) if squeeze else x
+            acc = saturating.conv(xq, p.weight, acc, p.stride, p.padding, p.dilation, p.groups, fbgemm_kernel())
         channels = p.weight.shape[0]
     out = requantize(
         acc, x.scale, weight_scales(p.weight, channels), p.bias, scale, zero_point, x.code, relu, 1, p.weight.per_channel
@@ -94,42 +100,17 @@ _register_convs()
 
 
 def _linear_acc(x: QTensor, w: QTensor) -> np.ndarray:
-    """The exact accumulator ``sum_k (x - zx)(w - zw)`` over the last axis of ``x``, as
-    fbgemm computes it on AVX2 when ``engine()`` is fbgemm (``saturating_products``)."""
+    """The accumulator ``sum_k (x - zx)(w - zw)`` over the last axis of ``x``, as the current
+    engine's kernel computes it (exact, or fbgemm's saturating pairs: ``saturating``)."""
     acc = np.matmul(centered(x), centered(w).T)
-    if engine() == "fbgemm" and x.int_repr.dtype == np.uint8 and w.int_repr.dtype == np.int8:
-        acc = saturating_products(x, w, acc)
+    if _on_fbgemm_bytes(x, w) and fbgemm_kernel() != "vnni":
+        acc = saturating.linear(x, w, acc)
     return acc
 
 
-def saturating_products(x: QTensor, w: QTensor, acc: np.ndarray) -> np.ndarray:
-    """fbgemm's AVX2 int8 GEMM multiplies uint8 activations by int8 weights with
-    ``vpmaddubsw``, which adds the two products of each pair of reduction indices (2i, 2i+1)
-    into an int16 with saturation before widening; activations quantized to the full 8 bits
-    (``reduce_range=False``) can reach it (255 * -128 * 2).  The rows where a pair can
-    saturate are recomputed so; the zero points' corrections are exact integers, as fbgemm's
-    row and column offsets are."""
-    xi = x.int_repr.reshape(-1, x.shape[-1]).astype(np.int32)
-    wi = w.int_repr.astype(np.int32)
-    k = xi.shape[1]
-    if k % 2:
-        xi, wi = np.pad(xi, ((0, 0), (0, 1))), np.pad(wi, ((0, 0), (0, 1)))
-    pair_sum = xi[:, 0::2] + xi[:, 1::2]
-    wmax = int(np.abs(wi).max()) if wi.size else 0
-    rows = np.nonzero(pair_sum.max(axis=1, initial=0) * wmax > 32767)[0]
-    if rows.size == 0:
-        return acc
-    flat = acc.reshape(-1, acc.shape[-1]).copy()
-    _, wzp = w.channel_params(2)
-    wzp = np.broadcast_to(np.asarray(wzp).reshape(-1), (wi.shape[0],)).astype(np.int64)
-    col = wi.sum(axis=1, dtype=np.int64) - wzp * k
-    for start in range(0, rows.size, 16):
-        r = rows[start : start + 16]
-        pairs = xi[r, None, 0::2] * wi[None, :, 0::2] + xi[r, None, 1::2] * wi[None, :, 1::2]
-        raw = np.clip(pairs, -32768, 32767).sum(axis=2, dtype=np.int64)
-        row = xi[r].sum(axis=1, dtype=np.int64)[:, None]
-        flat[r] = raw - x.zero_point * col[None, :] - row * wzp[None, :]
-    return flat.reshape(acc.shape)
+def _on_fbgemm_bytes(x: QTensor, w: QTensor) -> bool:
+    """Whether fbgemm multiplies these with ``vpmaddubsw`` (uint8 activations, int8 weights)."""
+    return engine() == "fbgemm" and x.int_repr.dtype == np.uint8 and w.int_repr.dtype == np.int8
 
 
 def qlinear(x: Any, packed: Any, scale: float, zero_point: int, relu: bool, op: str) -> QTensor:
