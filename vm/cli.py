@@ -125,6 +125,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="whose arithmetic quantized operators follow: fbgemm (torch's default on x86) or qnnpack (ARM, mobile)",
     )
     p.add_argument(
+        "--quantized-kernel", choices=["vnni", "avx512", "avx2"], default=None,
+        help="fbgemm's int8 kernel to reproduce (default: the one torch runs on this CPU; they differ where "
+             "8-bit products saturate, docs/quantized.md)",
+    )
+    p.add_argument(
         "--fuser", choices=["blocked", "numba"], default="blocked",
         help="how fusion groups run on big tensors: cache-blocked numpy (default) or numba (pip install irvm[fast])",
     )
@@ -186,7 +191,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         options = StaticOptions(fuser=args.fuser)
         result = StaticRuntime(
             program, weights, options, seed=args.seed, strict=not args.weights_partial,
-            quantized_engine=args.quantized_engine,
+            quantized_engine=args.quantized_engine, quantized_kernel=args.quantized_kernel,
         )(*inputs)
         trace = None
     else:
@@ -194,7 +199,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         interp = Interpreter(
             program, weights, fuser=args.fuser, seed=args.seed, strict=not args.weights_partial,
-            quantized_engine=args.quantized_engine,
+            quantized_engine=args.quantized_engine, quantized_kernel=args.quantized_kernel,
         )
         if args.trace:
             result, trace = interp.run_traced(*inputs)
@@ -321,6 +326,7 @@ def _cmd_disasm(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    from vm.api.model import quantized_arithmetic
     from vm.api.signature import input_args
     from vm.program.signature import describe_program
 
@@ -333,6 +339,11 @@ def _cmd_info(args: argparse.Namespace) -> int:
     if weights:  # a .pt: %self comes from the archive itself
         text = text.replace("bound from --weights", f"bound from the archive ({len(weights)} entries)")
     print(text, end="")
+    arithmetic = quantized_arithmetic(program, None)
+    if arithmetic:
+        kernel = arithmetic["quantized_kernel"]
+        print(f"quantized: {arithmetic['quantized_engine']} arithmetic (--quantized-engine qnnpack for qnnpack's), "
+              f"fbgemm's {kernel!r} kernel, this CPU's (--quantized-kernel pins another)")
     return 0
 
 

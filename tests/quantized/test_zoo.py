@@ -142,3 +142,34 @@ def test_irvm_run_writes_a_quantized_models_output(tmp_path: Path) -> None:
     with np.load(out) as data:
         got = data["out0"]
     _check("small_cnn_qnnpack", got, _expected(paths["expected"]), "irvm run small_cnn_qnnpack.freeze.pt")
+
+
+@pytest.mark.parametrize("backend", ["interp", "static"])
+def test_vm_load_takes_the_engine_and_the_kernel_and_says_them(backend: str) -> None:
+    """``vm.load(..., quantized_engine="qnnpack")`` runs a qnnpack model with qnnpack's
+    rounding, on both backends (torch's integers); the model, ``irvm info`` and the server's
+    metadata name the engine and fbgemm kernel its integers follow; a pinned kernel is kept
+    and a misspelled one refused."""
+    import vm
+    from vm.core.errors import RunError
+    from vm.ops.quantized.cpu import host_kernel
+    from vm.serve.service import ServedModel
+
+    paths = _files("small_cnn_qnnpack", "freeze")
+    model = vm.load(paths["pt"], backend=backend, quantized_engine="qnnpack")
+    _check("small_cnn_qnnpack", _first(model(*_inputs(paths["inputs"]))), _expected(paths["expected"]),
+           f"vm.load(quantized_engine='qnnpack', backend={backend!r})")
+    assert model.quantized_arithmetic == {"quantized_engine": "qnnpack", "quantized_kernel": host_kernel()}
+    served = ServedModel("cnn", model)
+    assert served.metadata()["parameters"] == model.quantized_arithmetic
+    assert vm.load(paths["pt"], backend=backend, quantized_kernel="avx2").quantized_arithmetic == {
+        "quantized_engine": "fbgemm", "quantized_kernel": "avx2"}
+    with pytest.raises(RunError, match="unknown quantized kernel 'sse'"):
+        vm.load(paths["pt"], quantized_kernel="sse")
+    with pytest.raises(RunError, match="unknown quantized engine 'onednn'"):
+        vm.load(paths["pt"], quantized_engine="onednn")
+    if backend == "static":
+        info = subprocess.run([sys.executable, "-m", "vm.cli", "info", str(paths["pt"])], capture_output=True,
+                              text=True, timeout=600, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert info.returncode == 0, info.stderr[-2000:]
+        assert f"fbgemm's '{host_kernel()}' kernel" in info.stdout

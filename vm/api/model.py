@@ -44,8 +44,14 @@ class Model:
         examples: Sequence[Any] | None = None,
         path: Path | None = None,
         strict: bool = True,
+        quantized_engine: str | None = None,
+        quantized_kernel: str | None = None,
     ) -> None:
+        from vm.ops.quantized.arith import quantized_setting
+
         self.program = program
+        # quantized arithmetic: fbgemm's or qnnpack's, on fbgemm's kernel of this CPU or a pinned one
+        self.quantized = quantized_setting(quantized_engine, quantized_kernel)
         # a copy of the same kind: an archive's own state (vm.binding.strict.ArchiveState) stays one
         self.weights: dict[str, Any] = type(weights)(weights) if isinstance(weights, dict) else dict(weights or {})
         self.strict = strict
@@ -140,10 +146,22 @@ class Model:
         if self.static_module is not None:
             from vm.static import StaticRuntime
 
-            return StaticRuntime(self.static_module, seed=seed)
+            return StaticRuntime(self.static_module, seed=seed, **self._quantized_options())
         from vm.interpreter.machine import Interpreter
 
-        return Interpreter(self.program, self.weights or None, fuser=self.fuser, seed=seed, strict=self.strict)
+        return Interpreter(self.program, self.weights or None, fuser=self.fuser, seed=seed, strict=self.strict,
+                           **self._quantized_options())
+
+    def _quantized_options(self) -> dict[str, Any]:
+        engine, kernel = self.quantized or (None, None)
+        return {"quantized_engine": engine, "quantized_kernel": kernel}
+
+    @property
+    def quantized_arithmetic(self) -> dict[str, str] | None:
+        """For a model with quantized operators, whose integers they give:
+        ``{"quantized_engine": ..., "quantized_kernel": ...}`` (None for a float model)."""
+        return quantized_arithmetic(self.program, self.quantized)
+
 
     def _next_seed(self) -> int | None:
         self._made += 1
@@ -201,3 +219,14 @@ def _python_name(name: str) -> str:
 
 
 __all__ = ["Model", "NodeArg"]
+
+
+def quantized_arithmetic(program: Any, setting: tuple[str, str | None] | None) -> dict[str, str] | None:
+    """The engine and fbgemm kernel (vm/ops/quantized/cpu.py) whose integers ``program``'s
+    quantized operators give under ``setting`` (None: the defaults); None without any."""
+    from vm.ops.quantized.cpu import host_kernel
+
+    if not any(ref.name.startswith("quantized::") for f in program.functions for ref in f.operators):
+        return None
+    engine, kernel = setting or ("fbgemm", None)
+    return {"quantized_engine": engine, "quantized_kernel": kernel or host_kernel()}

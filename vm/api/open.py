@@ -107,6 +107,8 @@ def load(
     fusion: bool = True,
     fuser: str | None = None,
     seed: int | None = None,
+    quantized_engine: str | None = None,
+    quantized_kernel: str | None = None,
 ) -> Model:
     """Open ``path`` (``.pt``, ``.ir`` or ``.irbc``) as a ``vm.Model``.
 
@@ -118,7 +120,10 @@ def load(
     refuses unexpected keys; a ``.pt`` names its own keys).  ``fusion``: group elementwise
     operators (``False``: run them one by one).  ``fuser``: ``"blocked"`` (numpy, the
     default) or ``"numba"``.  ``seed``: the random generator of random operators (dropout in
-    training, ``rand``...), not torch's stream.
+    training, ``rand``...), not torch's stream.  ``quantized_engine``: whose arithmetic
+    quantized operators follow, ``"fbgemm"`` (torch's default on x86) or ``"qnnpack"``;
+    ``quantized_kernel``: fbgemm's kernel, ``"vnni"``, ``"avx512"`` or ``"avx2"`` (default:
+    the one torch runs on this CPU; vm/ops/quantized/cpu.py).
     """
     from vm.api.model import Model
     from vm.core.errors import RunError
@@ -127,6 +132,9 @@ def load(
         raise RunError(f"unknown backend {backend!r}: {' or '.join(map(repr, BACKENDS))}")
     if fuser not in (None, "blocked", "numba"):
         raise RunError(f"unknown fuser {fuser!r}: 'blocked' or 'numba'")
+    from vm.ops.quantized.arith import quantized_setting
+
+    quantized_setting(quantized_engine, quantized_kernel)  # a misspelled one refused before the compile
     given = _weights(weights)
     opened = read_program(path, fusion=fusion, weights=given if weights is not None else None)
     if strict and opened.kind is FileKind.TORCHSCRIPT and given:  # as load_state_dict(strict=True)
@@ -139,6 +147,7 @@ def load(
     return Model(
         opened.program, bound, backend=backend, fuser=fuser or "blocked", seed=seed, threads=threads,
         examples=opened.examples, path=Path(path), strict=strict,
+        quantized_engine=quantized_engine, quantized_kernel=quantized_kernel,
     )
 
 

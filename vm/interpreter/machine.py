@@ -51,7 +51,7 @@ from vm.core.gc_pause import gc_paused
 from vm.fusion.kernels import enable_fuser
 from vm.interpreter.outcome import depth_error, failure_error, stack_results
 from vm.ops import registry
-from vm.ops.quantized.arith import check_engine, engine, using_engine
+from vm.ops.quantized.arith import current_setting, quantized_setting, using_quantized
 from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
 from vm.ops.registry import OpRef
 
@@ -91,6 +91,7 @@ class Interpreter:
         seed: int | None = None,
         strict: bool = True,
         quantized_engine: str | None = None,
+        quantized_kernel: str | None = None,
     ):
         from vm.program.accept import refuse_non_program, unwrap_model
 
@@ -101,9 +102,9 @@ class Interpreter:
             from vm.binding.strict import check_keys, program_reads
 
             check_keys(program_reads(program), weights)
-        # quantized kernels round as this engine does (vm.ops.quantized.arith); None: fbgemm,
-        # or the engine a caller set with vm.ops.quantized.using_engine
-        self.quantized_engine = None if quantized_engine is None else check_engine(quantized_engine)
+        # quantized kernels round as this engine and fbgemm kernel do (vm.ops.quantized.arith,
+        # .cpu); None: the caller's (vm.ops.quantized.using_engine), else fbgemm on the host's kernel
+        self.quantized = quantized_setting(quantized_engine, quantized_kernel)
         # random operators draw from this runtime's own generator (vm.ops.random)
         self.generator = make_generator(seed)
         self._draws = any(
@@ -141,8 +142,8 @@ class Interpreter:
         if self._draws and generator() is not self.generator:
             with using_generator(self.generator):
                 return self(*args)
-        if self.quantized_engine is not None and engine() != self.quantized_engine:
-            with using_engine(self.quantized_engine):
+        if self.quantized is not None and current_setting() != self.quantized:
+            with using_quantized(self.quantized):
                 return self(*args)
         if self._fast_kinds is not None and tuple(map(type, args)) == self._fast_kinds:
             if self.dtype_guard is not None:
@@ -160,14 +161,14 @@ class Interpreter:
         from vm.interpreter import reference
         stack = self._arguments(args)
         values: dict[str, Any] = {}
-        with using_generator(self.generator), using_engine(self.quantized_engine or engine()):
+        with using_generator(self.generator), using_quantized(self.quantized or current_setting()):
             result = reference.run(self, stack, values, debug=self.debug)
         return result, values
 
     def run_reference(self, *args: Any) -> Any:
         """Run on the reference loop without recording (the fast loop's oracle in tests)."""
         from vm.interpreter import reference
-        with using_generator(self.generator), using_engine(self.quantized_engine or engine()):
+        with using_generator(self.generator), using_quantized(self.quantized or current_setting()):
             return reference.run(self, self._arguments(args), None, debug=self.debug)
 
     def _arguments(self, args: tuple[Any, ...]) -> list[Any]:

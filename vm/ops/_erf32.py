@@ -54,6 +54,7 @@ _G = tuple(F32(c) for c in (
     0.7978849411010742, 0.03633308410644531, -3.259497680119239e-05, -5.530619455385022e-05,
     3.964744337281445e-06, -1.3226332384874695e-07, 1.756170320277306e-09,
 ))
+_FMAX = F32(np.finfo(np.float32).max)
 BLOCK = 1 << 16  # elements per block: the scratch arrays (256 KiB each) stay in the L2 cache
 
 
@@ -107,12 +108,14 @@ def _gelu_block(x: np.ndarray, out: np.ndarray, z: np.ndarray, acc: np.ndarray) 
     acc += _G[0]
     acc *= x
     np.tanh(acc, out=acc)
-    # PyTorch 2.13's vectorized order, h * erf + h with h = x * 0.5: -0.0 and -3e38 give +0.0,
-    # -inf gives nan (-inf + inf), +inf gives inf, and values near the float32 maximum stay
-    # finite (halved before the product)
-    np.multiply(x, F32(0.5), out=out)
-    acc *= out
-    out += acc
+    # x * Phi(x) with Phi = (1 + erf) / 2, the mathematically right value at the edges (torch's
+    # own differs between its CPU kernels there, docs/quantized.md "CPU-dependent answers"):
+    # +inf gives inf and -inf -0.0 (x clipped to the largest float so 0 * x stays a zero),
+    # negative x give a negative result or -0.0, -0.0 stays -0.0, nan stays nan
+    acc *= F32(0.5)
+    acc += F32(0.5)
+    np.maximum(x, -_FMAX, out=out)
+    out *= acc
 
 
 def gelu_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

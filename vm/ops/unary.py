@@ -320,13 +320,20 @@ def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     t = x.dtype.type
     if approximate == "none" and x.dtype == np.float32 and x.ndim:
         return _gelu_f32(x)
+    # x is clipped to the largest float where it is the factor of Phi(x), so -inf gives -0.0
+    # (the limit) rather than -inf * 0 (docs/quantized.md, "CPU-dependent answers")
     if approximate == "none":
-        return t(0.5) * x * (t(1) + _erf(x * t(_SQRT1_2)))
+        return t(0.5) * _clip_low(x) * (t(1) + _erf(x * t(_SQRT1_2)))
     if approximate == "tanh" and x.ndim:
         return _gelu_tanh_into(x, np.empty_like(x))
     if approximate == "tanh":
-        return t(0.5) * x * (t(1) + np.tanh(t(_SQRT_2_PI) * (x + t(0.044715) * (x * x * x))))
+        return t(0.5) * _clip_low(x) * (t(1) + np.tanh(t(_SQRT_2_PI) * (x + t(0.044715) * (x * x * x))))
     raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+
+
+def _clip_low(x: np.ndarray) -> np.ndarray:
+    """x with -inf raised to the most negative float (nan kept)."""
+    return np.maximum(x, -np.finfo(x.dtype).max)
 
 
 def _gelu_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -358,7 +365,8 @@ def _gelu_tanh_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
         z *= t(_SQRT_2_PI)
         np.tanh(z, out=z)
         z += t(1)
-        np.multiply(src, t(0.5), out=dst)
+        np.maximum(src, -np.finfo(x.dtype).max, out=dst)  # -inf: -0.0, the limit
+        dst *= t(0.5)
         dst *= z
     return out
 

@@ -45,6 +45,10 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--threads", type=int, default=None,
                    help="threads per run, for BLAS and fused kernels (default: the cores / --instances)")
     s.add_argument("--instances", type=int, default=1, help="concurrent runs per model (default 1)")
+    s.add_argument("--quantized-engine", choices=["fbgemm", "qnnpack"], default=None,
+                   help="whose arithmetic quantized operators follow (default fbgemm, torch's on x86)")
+    s.add_argument("--quantized-kernel", choices=["vnni", "avx512", "avx2"], default=None,
+                   help="fbgemm's int8 kernel to reproduce (default: the one torch runs on this CPU)")
     s.add_argument("--max-batch-size", type=int, default=1,
                    help="stack requests along the first axis up to this many rows (only for a model that batches)")
     s.add_argument("--batch-delay-ms", type=float, default=5.0, help="how long a batch waits to fill (default 5)")
@@ -71,7 +75,8 @@ def serve_command(args: argparse.Namespace) -> int:
     _logging(args.log_level)
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.instances)
     limit_blas_threads(threads)
-    models = load_models(args.models, args.name, args.weights, backend=args.backend, threads=threads)
+    models = load_models(args.models, args.name, args.weights, backend=args.backend, threads=threads,
+                         quantized_engine=args.quantized_engine, quantized_kernel=args.quantized_kernel)
     options = ServeOptions(args.instances, args.max_batch_size, args.batch_delay_ms)
     application = app(models, options=options, max_body_bytes=args.max_body_bytes or MAX_BODY_BYTES)
     sock = listen(args.host, args.port)

@@ -78,11 +78,16 @@ class ServedModel:
         self._batcher = Batcher(self) if self.options.max_batch_size > 1 else None
 
     def metadata(self) -> dict[str, Any]:
-        """The protocol's ``$metadata_model_response``."""
-        return {
+        """The protocol's ``$metadata_model_response`` (with ``parameters`` naming the quantized
+        arithmetic, for a quantized model: ``vm.Model.quantized_arithmetic``)."""
+        response = {
             "name": self.name, "versions": [self.version], "platform": self.platform,
             "inputs": [s.metadata() for s in self.inputs], "outputs": [s.metadata() for s in self.outputs],
         }
+        arithmetic = getattr(self.model, "quantized_arithmetic", None)
+        if arithmetic:
+            response["parameters"] = dict(arithmetic)
+        return response
 
     async def infer(self, feeds: dict[str, Any], names: Sequence[str] | None) -> list[Any]:
         """The outputs ``names`` (None: all) for ``feeds``, computed off the event loop."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from vm.binding.inputs import with_defaults
 from vm.core.errors import RunError
-from vm.ops.quantized.arith import check_engine, engine, using_engine
+from vm.ops.quantized.arith import current_setting, quantized_setting, using_quantized
 from vm.ops.random import generator, make_generator, using_generator
 from vm.static import memory_planner as mp
 from vm.static.layout import Layout
@@ -49,9 +49,10 @@ class StaticRuntime:
         seed: int | None = None,
         strict: bool = True,
         quantized_engine: str | None = None,
+        quantized_kernel: str | None = None,
     ):
-        # quantized kernels round as this engine does (see vm.Interpreter)
-        self.quantized_engine = None if quantized_engine is None else check_engine(quantized_engine)
+        # quantized kernels round as this engine and fbgemm kernel do (see vm.Interpreter)
+        self.quantized = quantized_setting(quantized_engine, quantized_kernel)
         if isinstance(module_or_program, StaticModule):
             if weights is not None or options is not None:
                 raise ValueError("weights and options belong to the StaticModule")
@@ -81,8 +82,8 @@ class StaticRuntime:
         if self._draws and generator() is not self.generator:
             with using_generator(self.generator):
                 return self(*args)
-        if self.quantized_engine is not None and engine() != self.quantized_engine:
-            with using_engine(self.quantized_engine):
+        if self.quantized is not None and current_setting() != self.quantized:
+            with using_quantized(self.quantized):
                 return self(*args)
         sm = self.module
         if len(args) != sm.n_inputs:

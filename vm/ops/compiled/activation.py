@@ -51,6 +51,7 @@ _G0, _G1, _G2, _G3, _G4, _G5, _G6 = _G
 _E0, _E1, _E2, _E3, _E4, _E5 = _E
 _ONE, _TWO, _HALF, _ZERO = F(1), F(2), F(0.5), F(0)
 _THREE, _SIX = F(3), F(6)
+_NEG_MAX = F(-np.finfo(np.float32).max)
 _SQRT_2_PI = F(math.sqrt(2.0 / math.pi))
 _KAPPA = F(0.044715)
 
@@ -107,8 +108,10 @@ def gelu(x, out):
         v = x[i]
         z = v * v
         u = v * ((((((_G6 * z + _G5) * z + _G4) * z + _G3) * z + _G2) * z + _G1) * z + _G0)
-        # + 0: torch 2.13's h * erf + h gives +0.0 where the product is -0.0 (x = -0.0, -3e38)
-        out[i] = (v * _HALF) * (_TWO / (_ONE + exp32(-_TWO * u))) + _ZERO
+        # x clipped to the largest float (nan kept): -inf gives -0.0 rather than -inf * 0, the
+        # mathematically right value, as vm.ops._erf32.gelu_f32 gives it
+        c = _NEG_MAX if v < _NEG_MAX else v
+        out[i] = (c * _HALF) * (_TWO / (_ONE + exp32(-_TWO * u)))
 
 
 @njit(types.void(_ro(1), _rw(1)), **_OPTS)
@@ -116,7 +119,8 @@ def gelu_tanh(x, out):
     for i in range(x.shape[0]):
         v = x[i]
         u = _SQRT_2_PI * (v + _KAPPA * (v * v * v))
-        out[i] = (v * _HALF) * (_TWO / (_ONE + exp32(-_TWO * u)))
+        c = _NEG_MAX if v < _NEG_MAX else v  # -inf: -0.0, as exact GELU
+        out[i] = (c * _HALF) * (_TWO / (_ONE + exp32(-_TWO * u)))
 
 
 @njit(types.void(_ro(1), _rw(1)), **_OPTS)
