@@ -44,7 +44,7 @@ class QTensor:
     """A quantized tensor (see the module docstring).  ``scale``/``zero_point`` are a float
     and an int per tensor; arrays of ``shape[axis]`` entries per channel."""
 
-    __slots__ = ("axis", "channels_last", "int_repr", "scale", "zero_point")
+    __slots__ = ("axis", "channels_last", "int_repr", "prepared", "scale", "zero_point")
     __array_priority__ = 1000
     scale: Any  # float per tensor, float64 array per channel
     zero_point: Any  # int per tensor, int64 array per channel
@@ -55,6 +55,9 @@ class QTensor:
         # torch's memory format of the tensor (quantized convolutions write NHWC): it decides
         # which elements ATen's elementwise kernels reach in their scalar tail
         self.channels_last = channels_last and int_repr.ndim == 4
+        # a weight's forms for the kernels, made on first use and kept (vm.ops.quantized.layers):
+        # a weight's integers are never written after it is built
+        self.prepared: dict[Any, Any] | None = None
         if int_repr.dtype not in CODE_OF_STORAGE:
             raise RunError(f"a quantized tensor holds uint8, int8 or int32 values, not {int_repr.dtype}")
         self.int_repr = int_repr

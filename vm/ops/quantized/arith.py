@@ -142,10 +142,50 @@ def choose_qparams(lo: float, hi: float, qmin: int, qmax: int, reduce_range: boo
     return float(np.float32(scale)), zp  # fbgemm and qnnpack keep the scale as a float
 
 
-def centered(q: QTensor, ndim: int | None = None) -> np.ndarray:
-    """``q - zero_point`` as float64 (exact), per channel along the tensor's axis."""
+def centered(q: QTensor, ndim: int | None = None, dtype: Any = np.float64) -> np.ndarray:
+    """``q - zero_point`` as float64 (or ``dtype``; exact for 8-bit values in float32 too),
+    per channel along the tensor's axis."""
     _, zp = q.channel_params(ndim)
-    return q.int_repr.astype(np.float64) - zp
+    if isinstance(zp, np.ndarray):
+        zp = zp.astype(dtype)
+    else:
+        zp = dtype(zp)
+    out = q.int_repr.astype(dtype)
+    out -= zp
+    return out
+
+
+EXACT_FLOAT32 = 2**24  # integers below this are exact in float32, and so is every partial sum
+
+
+def float32_channels(x: QTensor, w: QTensor, per_channel: int) -> int:
+    """How many input channels (each adding ``per_channel`` products) a float32 GEMM can
+    reduce exactly: every partial sum of products ``(x - zx)(w - zw)`` stays an integer below
+    2**24, exact in float32 whatever order the GEMM adds in.  The bound uses x's actual range
+    and the weight's (``prepared_weight``); 0: not even one."""
+    ints = x.int_repr
+    if not ints.size:
+        return 0
+    if x.axis is None:
+        zx = x.zero_point
+        x_dev = max(int(ints.max()) - zx, zx - int(ints.min()), 0)
+    else:
+        x_dev = 255
+    w_dev = prepared_weight(w, np.float64)[1]
+    per = per_channel * x_dev * w_dev
+    return (EXACT_FLOAT32 - 1) // per if per else 1 << 62
+
+
+def prepared_weight(w: QTensor, dtype: Any) -> tuple[np.ndarray, int]:
+    """The weight centred in ``dtype`` and its largest ``|w - zw|``, made once per weight."""
+    cache = w.prepared
+    if cache is None:
+        cache = w.prepared = {}
+    found = cache.get(dtype)
+    if found is None:
+        values = centered(w, dtype=dtype)
+        found = cache[dtype] = (values, int(np.abs(values).max()) if values.size else 0)
+    return found
 
 
 def weight_scales(w: QTensor, channels: int) -> np.ndarray:

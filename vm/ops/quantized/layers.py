@@ -21,7 +21,16 @@ from vm.core.errors import RunError
 from vm.core.quantized import ConvPacked, LinearPacked, QTensor
 from vm.ops.nn.conv import conv_nd, conv_transpose_nd
 from vm.ops.quantized import saturating
-from vm.ops.quantized.arith import centered, choose_qparams, engine, quantize, requantize, weight_scales
+from vm.ops.quantized.arith import (
+    centered,
+    choose_qparams,
+    engine,
+    float32_channels,
+    prepared_weight,
+    quantize,
+    requantize,
+    weight_scales,
+)
 from vm.ops.quantized.cpu import fbgemm_kernel
 from vm.ops.quantized.tensors import float_input, qtensor
 from vm.ops.registry import kernel
@@ -46,10 +55,14 @@ def qconv(x: Any, packed: Any, scale: float, zero_point: int, relu: bool, op: st
         raise RunError(f"{op}: the input is quantized per channel (torch takes a per-tensor input)")
     if x.ndim != (dims if squeeze else p.spatial) + 2:
         raise RunError(f"{op}: expected a {dims + 2}-d input, got shape {list(x.shape)}")
-    xs = centered(x)
+    wshape = p.weight.shape
+    channels_in = wshape[0] // p.groups if p.transpose else wshape[1]
+    fit = float32_channels(x, p.weight, int(np.prod(wshape[2:])))
+    dtype = np.float32 if fit >= channels_in or (fit and p.groups == 1 and not p.transpose) else np.float64
+    xs = centered(x, dtype=dtype)
     if squeeze:
         xs = xs[:, :, None, :]
-    w = centered(p.weight)
+    w = prepared_weight(p.weight, dtype)[0]
     if p.transpose:
         acc = conv_transpose_nd(xs, w, None, p.stride, p.padding, p.output_padding, p.groups, p.dilation)
         channels = p.weight.shape[1] * p.groups
@@ -61,7 +74,11 @@ def qconv(x: Any, packed: Any, scale: float, zero_point: int, relu: bool, op: st
                 f"{op}: the weight {list(p.weight.shape)} with groups={p.groups} does not fit "
                 f"{xs.shape[1]} input channels"
             )
-        acc = conv_nd(xs, w, None, p.stride, p.padding, p.dilation, p.groups)
+        if dtype == np.float32 and fit < channels_in:  # exact in float32 chunk by chunk of channels
+            acc = sum((conv_nd(xs[:, c : c + fit], w[:, c : c + fit], None, p.stride, p.padding, p.dilation, 1)
+                       .astype(np.float64) for c in range(0, channels_in, fit)), np.float64(0))
+        else:
+            acc = conv_nd(xs, w, None, p.stride, p.padding, p.dilation, p.groups)
         if _on_fbgemm_bytes(x, p.weight):
             xq = x.like(x.int_repr[:, :, None, :]) if squeeze else x
             acc = saturating.conv(xq, p.weight, acc, p.stride, p.padding, p.dilation, p.groups, fbgemm_kernel())
@@ -102,7 +119,17 @@ _register_convs()
 def _linear_acc(x: QTensor, w: QTensor) -> np.ndarray:
     """The accumulator ``sum_k (x - zx)(w - zw)`` over the last axis of ``x``, as the current
     engine's kernel computes it (exact, or fbgemm's saturating pairs: ``saturating``)."""
-    acc = np.matmul(centered(x), centered(w).T)
+    k = w.shape[1]
+    fit = float32_channels(x, w, 1)
+    if fit:  # exact in float32, in chunks of the reduction where it must
+        xs, ws = centered(x, dtype=np.float32), prepared_weight(w, np.float32)[0]
+        if fit >= k:
+            acc = np.matmul(xs, ws.T)
+        else:
+            acc = sum((np.matmul(xs[..., c : c + fit], ws[:, c : c + fit].T).astype(np.float64)
+                       for c in range(0, k, fit)), np.float64(0))
+    else:
+        acc = np.matmul(centered(x), prepared_weight(w, np.float64)[0].T)
     if _on_fbgemm_bytes(x, w) and fbgemm_kernel() != "vnni":
         acc = saturating.linear(x, w, acc)
     return acc
