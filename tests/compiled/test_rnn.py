@@ -1,0 +1,83 @@
+"""The compiled recurrent loops (vm/ops/compiled/rnn.py) against the numpy loop and torch:
+LSTM (with and without projections), GRU and Elman RNNs, one to three layers, both
+directions, batch first or not, with initial states, over sequences long enough for
+rounding to build up through the state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.compiled.support import both
+from vm.ops import compiled
+from vm.ops.registry import lookup
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+pytestmark = pytest.mark.skipif(not compiled.ENABLED, reason="IRVM_KERNELS=numpy: the compiled tier is off")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_compiled_loops_match_the_numpy_loop_and_torch(data) -> None:
+    kind = data.draw(st.sampled_from(["lstm", "gru", "rnn_tanh", "rnn_relu"]))
+    layers, bidirectional, batch_first = data.draw(st.integers(1, 3)), data.draw(st.booleans()), data.draw(st.booleans())
+    proj = data.draw(st.sampled_from([0, 5])) if kind == "lstm" else 0
+    hidden, steps, batch = data.draw(st.sampled_from([8, 33])), data.draw(st.integers(1, 40)), data.draw(st.integers(1, 3))
+    torch.manual_seed(data.draw(st.integers(0, 2**16)))
+    cls = {"lstm": nn.LSTM, "gru": nn.GRU}.get(kind, nn.RNN)
+    extra = {"proj_size": proj} if kind == "lstm" else {"nonlinearity": kind.split("_")[1]} if cls is nn.RNN else {}
+    module = cls(6, hidden, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, **extra).eval()
+    dirs = 2 if bidirectional else 1
+    x = torch.randn(batch, steps, 6) if batch_first else torch.randn(steps, batch, 6)
+    h0 = torch.randn(layers * dirs, batch, proj or hidden)
+    flat = [p.detach().numpy() for p in module._flat_weights]
+    tail = (True, layers, 0.0, False, bidirectional, batch_first)
+    with torch.no_grad():
+        if kind == "lstm":
+            c0 = torch.randn(layers * dirs, batch, hidden)
+            out, (h, c) = module(x, (h0, c0))
+            want = (out, h, c)
+            states = [h0.numpy(), c0.numpy()]
+            run = lambda: lookup("aten::lstm.input").kernel(x.numpy(), states, flat, *tail)  # noqa: E731
+        else:
+            out, h = module(x, h0)
+            want = (out, h)
+            run = lambda: lookup(f"aten::{kind}.input").kernel(x.numpy(), h0.numpy(), flat, *tail)  # noqa: E731
+    fast, slow = both(run)
+    for f, s, w in zip(fast, slow, want):
+        assert f.dtype == np.float32 and f.shape == tuple(w.shape)
+        np.testing.assert_allclose(f, w.numpy(), atol=2e-6, rtol=1e-5)
+        np.testing.assert_allclose(f, s, atol=2e-6, rtol=1e-5)
+
+
+def test_a_fused_recurrent_op_runs_its_time_loop_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One compiled call per layer and direction, none from Python per time step."""
+    family = compiled.family("rnn")
+    calls: list[int] = []
+    real = family.lstm
+
+    def spy(gi, *rest):
+        calls.append(gi.shape[0])
+        real(gi, *rest)
+
+    monkeypatch.setattr(family, "lstm", spy)
+    module = nn.LSTM(4, 8, num_layers=2, bidirectional=True).eval()
+    x = torch.randn(25, 2, 4)
+    h0 = np.zeros((4, 2, 8), np.float32)
+    flat = [p.detach().numpy() for p in module._flat_weights]
+    got = lookup("aten::lstm.input").kernel(x.numpy(), [h0, h0], flat, True, 2, 0.0, False, True, False)
+    with torch.no_grad():
+        np.testing.assert_allclose(got[0], module(x)[0].numpy(), atol=2e-6)
+    assert calls == [25, 25, 25, 25]
+
+
+def test_an_empty_sequence_is_refused_as_torch_refuses_it() -> None:
+    module = nn.GRU(4, 8).eval()
+    flat = [p.detach().numpy() for p in module._flat_weights]
+    with pytest.raises(ValueError, match="sequence length to be larger than 0"):
+        lookup("aten::gru.input").kernel(np.zeros((0, 2, 4), np.float32), np.zeros((1, 2, 8), np.float32), flat,
+                                         True, 1, 0.0, False, False, False)
