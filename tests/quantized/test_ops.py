@@ -215,3 +215,14 @@ def test_a_quantized_tensor_reaching_a_float_kernel_is_a_clear_error() -> None:
         op("quantized::linear_dynamic")(q, LinearPacked(QTensor(np.zeros((2, 2), np.int8), 0.1, 0), None), False)
     with pytest.raises(RunError, match="expected packed parameters"):
         op("quantized::conv2d.new")(QTensor(np.zeros((1, 1, 2, 2), np.uint8), 0.1, 3), object(), 0.1, 0)
+
+
+@pytest.mark.parametrize("hw", [1, 4, 7, 14])
+def test_global_average_pools_of_channels_last_tensors_are_torchs(engine: str, hw: int) -> None:
+    """A global average of a channels-last tensor, as a squeeze-excitation block takes it
+    (mobilenet_v3): ``adaptive_avg_pool2d(x, 1)`` goes to QNNPACK's global pool under qnnpack,
+    and ``mean(x, [2, 3])`` under fbgemm is ATen's float mean, one in-order sum per channel."""
+    x = _act((2, 480, hw, hw), 0.0123, 3, seed=hw, cl=True)
+    steps(op("aten::adaptive_avg_pool2d")(q_of(x), [1, 1]), torch.nn.functional.adaptive_avg_pool2d(x, 1))
+    steps(op("aten::mean.dim")(q_of(x), [2, 3], True, None), torch.mean(x, [2, 3], True))
+    steps(op("aten::mean.dim")(q_of(x), [2, 3], False, None), torch.mean(x, [2, 3], False))

@@ -24,8 +24,14 @@ exactly; ``AVX2``, ``AVX512`` and ``AVX512_256`` saturate, grouping by the CPU's
 fbgemm's depthwise convolutions and the qnnpack engine give the same integers on every CPU
 (``docs/quantized.md`` lists what was checked).
 
+The same holds for ATen's own vectorized quantized kernels (add, mul, hardswish, cat...):
+their ``Vectorized<T>`` holds 64 bytes at ATen's AVX-512 capability and 32 at AVX2, and the
+elements past the last whole pair of vectors go through a scalar loop that rounds otherwise
+(``vector_bytes``; ``ATEN_CPU_CAPABILITY`` is followed as torch follows it).  ATen's
+``default`` capability (no AVX2, e.g. an ARM CPU) rounds otherwise again and is not emulated.
+
 The features come from ``/proc/cpuinfo`` (Linux) or, elsewhere, from LLVM's host feature
-list (llvmlite, which numba brings); read once, on the first quantized GEMM.
+list (llvmlite, which numba brings); read once, on the first quantized kernel.
 """
 
 from __future__ import annotations
@@ -82,6 +88,37 @@ def _cpu_features() -> set[str]:
         return {name.replace("avx512vnni", "avx512_vnni") for name, on in found.items() if on}
     except Exception:  # noqa: BLE001 -- no feature list at all: fbgemm's baseline
         return set()
+
+
+def aten_capability_for(features: set[str], setting: str) -> str:
+    """ATen's CPU capability on a CPU with ``features`` (``ATEN_CPU_CAPABILITY`` = ``setting``
+    lowers it): ``"avx512"`` with AVX-512 F/BW/DQ/VL and FMA, ``"avx2"`` with AVX2 and FMA,
+    else ``"default"``."""
+    found = "default"
+    if "avx2" in features and "fma" in features:
+        found = "avx512" if all(f in features for f in _AVX512_FEATURES) else "avx2"
+    order = ("default", "avx2", "avx512")
+    asked = setting.strip().lower()
+    if asked in order and order.index(asked) < order.index(found):
+        return asked
+    return found
+
+
+@functools.cache
+def host_aten_capability() -> str:
+    """The capability torch's own vectorized kernels (ATen's ``Vectorized<T>``) run at here."""
+    return aten_capability_for(_cpu_features(), os.environ.get("ATEN_CPU_CAPABILITY", ""))
+
+
+def vector_bytes() -> int:
+    """The bytes of one ATen ``Vectorized<T>`` for the machine the quantized arithmetic follows:
+    64 at AVX-512, 32 at AVX2 (a pinned fbgemm kernel names its machine: ``"avx2"`` an AVX2
+    one, ``"avx512"`` and ``"vnni"`` AVX-512 ones).  The elementwise quantized kernels run a
+    scalar tail past the last whole pair of vectors, whose rounding differs."""
+    pinned = _KERNEL.get()
+    if pinned is not None:
+        return 32 if pinned == "avx2" else 64
+    return 64 if host_aten_capability() == "avx512" else 32
 
 
 @functools.cache

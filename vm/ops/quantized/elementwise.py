@@ -30,6 +30,7 @@ from vm.core.quantized import QTensor
 from vm.ops import prepared as P
 from vm.ops import registry as R
 from vm.ops.quantized.arith import engine, quantize, quantize_vec, requantize_values, storage_dtype
+from vm.ops.quantized.cpu import vector_bytes
 from vm.ops.quantized.tensors import qtensor
 from vm.ops.registry import kernel
 
@@ -52,14 +53,11 @@ def sdequant(q: QTensor) -> np.ndarray:
     return (centered * np.asarray(scale, np.float32).astype(np.float64)).astype(np.float32)
 
 
-VEC_BYTES = 32  # elements of an 8-bit Vectorized<q> on AVX2 (64 on AVX-512)
-
-
 def split_vectorized(n: int, itemsize: int = 1) -> int:
     """How many leading elements ATen's ``cpu_kernel_vec`` runs vectorized: whole blocks of
-    two vectors; the rest (fewer than 2 * 32 8-bit elements on AVX2) runs its scalar lambda,
-    whose rounding can differ."""
-    block = 2 * (VEC_BYTES // itemsize)
+    two vectors; the rest (fewer than 2 * 32 8-bit elements on AVX2, 2 * 64 on AVX-512:
+    ``vm.ops.quantized.cpu.vector_bytes``) runs its scalar lambda, whose rounding can differ."""
+    block = 2 * (vector_bytes() // itemsize)
     return n // block * block
 
 
@@ -186,9 +184,9 @@ def _cat(xs: list[Any], dim: int, scale: float | None, zero_point: int | None, r
 
 def _cat_nhwc(qs: list[QTensor], scale: float, zero_point: int, relu: bool) -> QTensor:
     """ATen's channels-last concatenation along channels: an input with the output's
-    parameters is copied; another is dequantized (fused multiply-add over whole vectors of 8
-    channels, the scalar form past them) and quantized again (``Vectorized::quantize``).
-    When the channel count is not a multiple of 8 a few elements can still differ from
+    parameters is copied; another is dequantized (fused multiply-add over whole float vectors
+    of channels, 8 on AVX2 and 16 on AVX-512, the scalar form past them) and quantized again
+    (``Vectorized::quantize``).  When the channel count is not a multiple of 8 a few elements can still differ from
     torch by one step (measured: 5 of 2,700 in tests/quantized/test_ops.py's sweep)."""
     parts = []
     for q in qs:
@@ -274,6 +272,12 @@ def _hardsigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _adaptive_avg_pool2d(q: QTensor, output_size: Any) -> QTensor:
+    if engine() == "qnnpack" and q.code == 13 and q.ndim == 4 and list(output_size) in ([1], [1, 1]):
+        return _qnnpack_mean(q, True)  # ATen sends a global pool to QNNPACK's, as it does mean
+    return _adaptive_avg_pool_ints(q, output_size)
+
+
+def _adaptive_avg_pool_ints(q: QTensor, output_size: Any) -> QTensor:
     """Averages of the integers, ``(sum - zp * n) / n`` rounded as ATen rounds it: NCHW
     ``zp + nearbyint(acc * (1 / n))``; NHWC (conv outputs) fbgemm's ``nearbyint(acc * (1 / n)
     + zp)`` in one fused multiply-add, which breaks ties differently."""
@@ -347,12 +351,47 @@ def _through_float(original: Callable[..., Any]) -> Callable[..., Any]:
     def run(q: QTensor, *rest: Any) -> QTensor:
         if q.per_channel:
             raise RunError("a per-channel quantized tensor reached a reduction (irvm supports per-tensor ones)")
-        if engine() == "qnnpack" and q.code == 13 and q.ndim == 4 and rest and _inner_hw(rest[0]):
-            return _qnnpack_mean(q, bool(rest[1]) if len(rest) > 1 else False)
+        if q.ndim == 4 and rest and _inner_hw(rest[0]):
+            keepdim = bool(rest[1]) if len(rest) > 1 else False
+            if engine() == "qnnpack" and q.code == 13:
+                return _qnnpack_mean(q, keepdim)
+            if q.channels_last:  # ATen's float mean of channels-last values: its cascade sum, per channel
+                y = q.dequantize()
+                rows = y.reshape(y.shape[0], y.shape[1], -1).transpose(2, 0, 1)  # (H*W, N, C)
+                mean = outer_cascade_sum(rows) / np.float32(rows.shape[0])
+                return quantize(mean[:, :, None, None] if keepdim else mean, q.scale, q.zero_point, q.code)
         y = np.asarray(original(q.dequantize(), *rest), np.float32)
         return quantize(y, q.scale, q.zero_point, q.code)
 
     return run
+
+
+def outer_cascade_sum(rows: np.ndarray) -> np.ndarray:
+    """The float32 sum over the first axis as ATen's outer reduction adds it (``SumKernel``'s
+    ``multi_row_sum``): rows in runs of ``2**p`` (``p = max(4, ceil(log2 n) / 4)``) into a
+    first accumulator, each run carried into a second one, every ``2**p`` runs into a third,
+    and so on over four levels; the rows past the last whole run into the first; then the
+    levels added from the first up."""
+    n = rows.shape[0]
+    power = max(4, int(np.ceil(np.log2(n))) // 4 if n > 1 else 0)
+    step, mask = 1 << power, (1 << power) - 1
+    acc = [np.zeros(rows.shape[1:], np.float32) for _ in range(4)]
+    i = 0
+    while i + step <= n:
+        for _ in range(step):
+            acc[0] += rows[i]
+            i += 1
+        for j in range(1, 4):
+            acc[j] += acc[j - 1]
+            acc[j - 1][...] = 0
+            if i & (mask << (j * power)):
+                break
+    while i < n:
+        acc[0] += rows[i]
+        i += 1
+    for j in range(1, 4):
+        acc[0] += acc[j]
+    return acc[0]
 
 
 def _inner_hw(dims: Any) -> bool:
