@@ -81,3 +81,66 @@ def test_an_empty_sequence_is_refused_as_torch_refuses_it() -> None:
     with pytest.raises(ValueError, match="sequence length to be larger than 0"):
         lookup("aten::gru.input").kernel(np.zeros((0, 2, 4), np.float32), np.zeros((1, 2, 8), np.float32), flat,
                                          True, 1, 0.0, False, False, False)
+
+
+def _cells(kind: str, layers: int, dirs: int, inputs: int, hidden: int, reduce_range: bool, seed: int) -> list:
+    from vm.core.quantized import CellParams, LinearPacked, QTensor
+
+    rng = np.random.default_rng(seed)
+    gates = (4 if kind == "lstm" else 3) * hidden
+    cells = []
+    for layer in range(layers):
+        for _ in range(dirs):
+            width = inputs if layer == 0 else hidden * dirs
+            packs = []
+            for k in (width, hidden):
+                w = QTensor(rng.integers(-128, 128, (gates, k)).astype(np.int8), 0.004, 0)
+                packs.append(LinearPacked(w, rng.standard_normal(gates).astype(np.float32) * 0.1))
+            cells.append(CellParams("quantized_dynamic", packs[0], packs[1], None, None, reduce_range))
+    return cells
+
+
+@settings(max_examples=20, deadline=None)
+@given(kind=st.sampled_from(["lstm", "gru"]), layers=st.integers(1, 2), bidirectional=st.booleans(),
+       reduce_range=st.booleans(), kernel=st.sampled_from(["vnni", "avx2"]), steps=st.integers(1, 30),
+       seed=st.integers(0, 2**16))
+def test_compiled_dynamic_quantized_loops_match_the_numpy_loop(kind, layers, bidirectional, reduce_range, kernel,
+                                                             steps, seed) -> None:
+    """The compiled dynamic quantized LSTM/GRU loop (vm/ops/compiled/qrnn.py) quantizes the
+    state, multiplies in integers (saturating on fbgemm's AVX2 kernel) and updates the gates
+    as the numpy loop does, step by step: the same values to float32 rounding of the gates."""
+    from vm.ops.quantized.arith import using_quantized
+
+    dirs = 2 if bidirectional else 1
+    cells = _cells(kind, layers, dirs, 5, 16, reduce_range, seed)
+    rng = np.random.default_rng(seed + 1)
+    x = (rng.standard_normal((steps, 2, 5)) * 2).astype(np.float32)
+    h0 = (rng.standard_normal((layers * dirs, 2, 16))).astype(np.float32)
+    with using_quantized(("fbgemm", kernel)):
+        if kind == "lstm":
+            run = lambda: lookup("aten::quantized_lstm.input").kernel(  # noqa: E731
+                x, [h0, h0 * 0.5], cells, True, layers, 0.0, False, bidirectional, False, None, True)
+        else:
+            run = lambda: lookup("aten::quantized_gru.input").kernel(  # noqa: E731
+                x, h0, cells, True, layers, 0.0, False, bidirectional, False)
+        fast, slow = both(run)
+    for f, s in zip(fast, slow):
+        assert f.dtype == np.float32 and f.shape == s.shape
+        np.testing.assert_allclose(f, s, atol=3e-6, rtol=1e-6)
+
+
+def test_a_dynamic_quantized_lstm_runs_its_time_loop_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    family = compiled.family("qrnn")
+    calls: list[int] = []
+    real = family.lstm
+
+    def spy(pre, *rest):
+        calls.append(pre.shape[0])
+        real(pre, *rest)
+
+    monkeypatch.setattr(family, "lstm", spy)
+    cells = _cells("lstm", 2, 1, 5, 16, True, 0)
+    x = np.random.default_rng(0).standard_normal((12, 2, 5)).astype(np.float32)
+    h0 = np.zeros((2, 2, 16), np.float32)
+    lookup("aten::quantized_lstm.input").kernel(x, [h0, h0], cells, True, 2, 0.0, False, False, False, None, True)
+    assert calls == [12, 12]

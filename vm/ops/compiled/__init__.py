@@ -6,7 +6,7 @@ Horner steps, tanh, products), SiLU four, layer_norm six, a depthwise convolutio
 computes in registers and writes each output element once, which is what a memory-bound
 kernel needs to reach the machine's bandwidth bound.
 
-One module per family (``activation``, ``norm``, ``depthwise``, ``softmax``, ``rnn``), each
+One module per family (``activation``, ``norm``, ``depthwise``, ``softmax``, ``rnn``, ``qrnn``), each
 importing numba at its top: a family is imported the first time a kernel of it runs (the
 numpy kernel's body asks ``family("activation")``), never at ``import vm``, so a command
 line that runs no such operator never pays numba's 0.2 s import.  Every function is
@@ -30,7 +30,7 @@ import importlib.util
 import os
 from types import ModuleType
 
-FAMILIES = ("activation", "norm", "depthwise", "softmax", "rnn")
+FAMILIES = ("activation", "norm", "depthwise", "softmax", "rnn", "qrnn")
 MODES = ("compiled", "numpy")
 
 

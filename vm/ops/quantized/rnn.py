@@ -12,8 +12,10 @@ the hidden map of the last hidden state, gates in ATen's order::
           h' = (h - n) * z + n
 
 Layers stack; a bidirectional layer runs a second cell over the reversed sequence and
-concatenates.  ``batch_first`` inputs are (B, T, I).  Sigmoid and tanh are numpy's, so the
-results agree with torch's to float rounding (the tests report the largest difference).
+concatenates.  ``batch_first`` inputs are (B, T, I).  The time loop is one compiled call
+(``vm.ops.compiled.qrnn``, the same integers step by step) where the tier is on; else numpy's
+sigmoid and tanh per step.  The results agree with torch's to float rounding (the tests report
+the largest difference).
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from typing import Any
 import numpy as np
 
 from vm.core.errors import RunError
-from vm.core.quantized import CellParams
+from vm.core.quantized import CellParams, QTensor
+from vm.ops import compiled
+from vm.ops.quantized.arith import engine, weight_scales
+from vm.ops.quantized.cpu import fbgemm_kernel
 from vm.ops.quantized.layers import dynamic_linear
 from vm.ops.quantized.tensors import float_input
 from vm.ops.registry import kernel
@@ -40,8 +45,40 @@ def _linear(x: np.ndarray, cell: CellParams, which: str) -> np.ndarray:
     return dynamic_linear(x, packed, cell.reduce_range, False, f"quantized {which} of an RNN cell")
 
 
+def _compiled_loop(kind: str, pre: np.ndarray, state: list[np.ndarray], cell: CellParams) -> tuple[Any, ...] | None:
+    """The time loop as one compiled call (``vm.ops.compiled.qrnn``), where it applies: an
+    int8 hidden weight, a float32 state and input map; None otherwise."""
+    w = cell.hh.weight
+    if not (compiled.ENABLED and isinstance(w, QTensor) and w.int_repr.dtype == np.int8 and pre.dtype == np.float32
+            and pre.shape[0] and all(s.dtype == np.float32 for s in state)):
+        return None
+    prepared = w.prepared if w.prepared is not None else {}
+    w.prepared = prepared
+    found = prepared.get("rnn")
+    if found is None:
+        _, zp = w.channel_params(2)
+        zp = np.broadcast_to(np.asarray(zp, np.int64).reshape(-1), (w.shape[0],)).copy()
+        found = prepared["rnn"] = (np.ascontiguousarray(w.int_repr.T.astype(np.int32)), zp,
+                                   weight_scales(w, w.shape[0]).astype(np.float32))
+    w_t, w_zp, w_scale = found
+    bias = np.zeros(w.shape[0]) if cell.hh.bias is None else np.asarray(cell.hh.bias, np.float64)
+    saturate = engine() == "fbgemm" and fbgemm_kernel() != "vnni"
+    family = compiled.family("qrnn")
+    out = np.empty((pre.shape[0], pre.shape[1], w.shape[1]), np.float32)
+    h = np.array(state[0], np.float32, order="C", copy=True)
+    if kind == "lstm":
+        c = np.array(state[1], np.float32, order="C", copy=True)
+        family.lstm(np.ascontiguousarray(pre), w_t, w_zp, w_scale, bias, cell.reduce_range, saturate, False, out, h, c)
+        return out, h, c
+    family.gru(np.ascontiguousarray(pre), w_t, w_zp, w_scale, bias, cell.reduce_range, saturate, False, out, h)
+    return out, h
+
+
 def _lstm_direction(xs: np.ndarray, h: np.ndarray, c: np.ndarray, cell: CellParams) -> tuple[Any, ...]:
     pre = _linear(xs, cell, "ih")  # (T, B, 4H), the whole sequence at once
+    done = _compiled_loop("lstm", pre, [h, c], cell)
+    if done is not None:
+        return done
     outs = []
     for t in range(xs.shape[0]):
         gates = _linear(h, cell, "hh") + pre[t]
@@ -54,6 +91,9 @@ def _lstm_direction(xs: np.ndarray, h: np.ndarray, c: np.ndarray, cell: CellPara
 
 def _gru_direction(xs: np.ndarray, h: np.ndarray, cell: CellParams) -> tuple[Any, ...]:
     pre = _linear(xs, cell, "ih")
+    done = _compiled_loop("gru", pre, [h], cell)
+    if done is not None:
+        return done
     outs = []
     for t in range(xs.shape[0]):
         ir, iz, inn = np.split(pre[t], 3, axis=-1)
