@@ -144,3 +144,28 @@ def test_a_dynamic_quantized_lstm_runs_its_time_loop_compiled(monkeypatch: pytes
     h0 = np.zeros((2, 2, 16), np.float32)
     lookup("aten::quantized_lstm.input").kernel(x, [h0, h0], cells, True, 2, 0.0, False, False, False, None, True)
     assert calls == [12, 12]
+
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("bias", [True, False])
+def test_compiled_cells_match_the_numpy_cells_and_torch(batched: bool, bias: bool) -> None:
+    """``aten::lstm_cell`` and ``aten::gru_cell``, called once per step from a TorchScript loop
+    (streaming and decoding models), pay one compiled call after their two products."""
+    torch.manual_seed(3)
+    lstm, gru = nn.LSTMCell(5, 12, bias=bias), nn.GRUCell(5, 12, bias=bias)
+    x, h, c = torch.randn(3, 5), torch.randn(3, 12), torch.randn(3, 12)
+    if not batched:
+        x, h, c = x[0], h[0], c[0]
+    n = lambda t: t.detach().numpy()  # noqa: E731
+    lp = [n(p) for p in (lstm.weight_ih, lstm.weight_hh)] + ([n(lstm.bias_ih), n(lstm.bias_hh)] if bias else [None, None])
+    gp = [n(p) for p in (gru.weight_ih, gru.weight_hh)] + ([n(gru.bias_ih), n(gru.bias_hh)] if bias else [None, None])
+    fast, slow = both(lambda: lookup("aten::lstm_cell").kernel(n(x), [n(h), n(c)], *lp))
+    with torch.no_grad():
+        want = lstm(x, (h, c))
+    for f, s, w in zip(fast, slow, want):
+        np.testing.assert_allclose(f, n(w), atol=1e-6)
+        np.testing.assert_allclose(f, s, atol=1e-6)
+    fast, slow = both(lambda: lookup("aten::gru_cell").kernel(n(x), n(h), *gp))
+    with torch.no_grad():
+        np.testing.assert_allclose(fast, n(gru(x, h)), atol=1e-6)
+    np.testing.assert_allclose(fast, slow, atol=1e-6)

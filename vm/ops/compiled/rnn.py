@@ -158,3 +158,57 @@ def run(kind: str, gi: np.ndarray, w_hh: np.ndarray, b_hh: np.ndarray | None, w_
     else:
         rnn(gi, w_t, bias, kind == "rnn_relu", reverse, out, h)
     return out, (h,)
+
+
+@njit(types.void(_ro(2), _ro(1), _ro(2), _ro(1), _ro(2), _rw(2), _rw(2)), **_OPTS)
+def lstm_cell(gi, b_ih, gh, b_hh, c, h_out, c_out):
+    """An LSTM cell's gates and state update, from its two products ``gi`` = x W_ih^T and
+    ``gh`` = h W_hh^T (B, 4H) and their biases: (h', c') into ``h_out``, ``c_out``."""
+    hidden = c.shape[1]
+    for b in range(c.shape[0]):
+        for j in range(hidden):
+            i = _sigmoid((gi[b, j] + b_ih[j]) + (gh[b, j] + b_hh[j]))
+            f = _sigmoid((gi[b, hidden + j] + b_ih[hidden + j]) + (gh[b, hidden + j] + b_hh[hidden + j]))
+            k = 2 * hidden + j
+            g = _tanh((gi[b, k] + b_ih[k]) + (gh[b, k] + b_hh[k]))
+            k = 3 * hidden + j
+            o = _sigmoid((gi[b, k] + b_ih[k]) + (gh[b, k] + b_hh[k]))
+            cc = f * c[b, j] + i * g
+            c_out[b, j] = cc
+            h_out[b, j] = o * _tanh(cc)
+
+
+@njit(types.void(_ro(2), _ro(1), _ro(2), _ro(1), _ro(2), _rw(2)), **_OPTS)
+def gru_cell(gi, b_ih, gh, b_hh, h, h_out):
+    """A GRU cell's gates and state update, as ``lstm_cell`` (``gi``, ``gh``: (B, 3H))."""
+    hidden = h.shape[1]
+    for b in range(h.shape[0]):
+        for j in range(hidden):
+            r = _sigmoid((gi[b, j] + b_ih[j]) + (gh[b, j] + b_hh[j]))
+            k = hidden + j
+            z = _sigmoid((gi[b, k] + b_ih[k]) + (gh[b, k] + b_hh[k]))
+            k = 2 * hidden + j
+            n = _tanh((gi[b, k] + b_ih[k]) + r * (gh[b, k] + b_hh[k]))
+            h_out[b, j] = (_ONE - z) * n + z * h[b, j]
+
+
+def cell(kind: str, x: np.ndarray, state: tuple[np.ndarray, ...], w_ih: np.ndarray, w_hh: np.ndarray,
+         b_ih: np.ndarray | None, b_hh: np.ndarray | None) -> tuple[np.ndarray, ...] | None:
+    """An LSTM or GRU cell (``aten::lstm_cell``, ``aten::gru_cell``) in one compiled call after
+    its two products: the new state, or None where the kernel does not apply (not float32)."""
+    if not all(a is None or a.dtype == F for a in (x, w_ih, w_hh, b_ih, b_hh, *state)) or x.ndim not in (1, 2):
+        return None
+    one = x.ndim == 1
+    rows = (lambda a: a[None]) if one else (lambda a: a)
+    gi = np.ascontiguousarray(rows(x) @ w_ih.T)
+    gh = np.ascontiguousarray(rows(state[0]) @ w_hh.T)
+    zeros = np.zeros(gi.shape[1], F)
+    bi = zeros if b_ih is None else np.ascontiguousarray(b_ih)
+    bh = zeros if b_hh is None else np.ascontiguousarray(b_hh)
+    h_out = np.empty((gi.shape[0], w_hh.shape[1]), F)
+    if kind == "lstm":
+        c_out = np.empty_like(h_out)
+        lstm_cell(gi, bi, gh, bh, np.ascontiguousarray(rows(state[1])), h_out, c_out)
+        return (h_out[0], c_out[0]) if one else (h_out, c_out)
+    gru_cell(gi, bi, gh, bh, np.ascontiguousarray(rows(state[0])), h_out)
+    return (h_out[0],) if one else (h_out,)

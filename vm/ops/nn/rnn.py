@@ -73,6 +73,10 @@ def lstm_cell(
     b_hh: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     h, c = hx
+    if compiled.ENABLED:  # the gates and state update in one compiled call after the products
+        done = compiled.family("rnn").cell("lstm", x, (h, c), w_ih, w_hh, b_ih, b_hh)
+        if done is not None:
+            return done[0], done[1]
     return lstm_step(_proj(x, w_ih, b_ih) + _proj(h, w_hh, b_hh), c)
 
 
@@ -89,6 +93,10 @@ def gru_cell(
     b_ih: np.ndarray | None,
     b_hh: np.ndarray | None,
 ) -> np.ndarray:
+    if compiled.ENABLED:
+        done = compiled.family("rnn").cell("gru", x, (hx,), w_ih, w_hh, b_ih, b_hh)
+        if done is not None:
+            return done[0]
     return gru_step(_proj(x, w_ih, b_ih), _proj(hx, w_hh, b_hh), hx)
 
 
