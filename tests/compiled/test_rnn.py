@@ -106,9 +106,9 @@ def _cells(kind: str, layers: int, dirs: int, inputs: int, hidden: int, reduce_r
        seed=st.integers(0, 2**16))
 def test_compiled_dynamic_quantized_loops_match_the_numpy_loop(kind, layers, bidirectional, reduce_range, kernel,
                                                              steps, seed) -> None:
-    """The compiled dynamic quantized LSTM/GRU loop (vm/ops/compiled/qrnn.py) quantizes the
-    state, multiplies in integers (saturating on fbgemm's AVX2 kernel) and updates the gates
-    as the numpy loop does, step by step: the same values to float32 rounding of the gates."""
+    """The compiled hidden map of a dynamic quantized LSTM/GRU step (vm/ops/compiled/qrnn.py)
+    quantizes the state, multiplies in integers (saturating on fbgemm's AVX2 kernel) and
+    scales as the numpy dynamic linear does: the same float32 values, bit for bit."""
     from vm.ops.quantized.arith import using_quantized
 
     dirs = 2 if bidirectional else 1
@@ -126,24 +126,24 @@ def test_compiled_dynamic_quantized_loops_match_the_numpy_loop(kind, layers, bid
         fast, slow = both(run)
     for f, s in zip(fast, slow):
         assert f.dtype == np.float32 and f.shape == s.shape
-        np.testing.assert_allclose(f, s, atol=3e-6, rtol=1e-6)
+        np.testing.assert_array_equal(f, s)
 
 
-def test_a_dynamic_quantized_lstm_runs_its_time_loop_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_dynamic_quantized_lstm_step_maps_its_state_in_one_compiled_call(monkeypatch: pytest.MonkeyPatch) -> None:
     family = compiled.family("qrnn")
     calls: list[int] = []
-    real = family.lstm
+    real = family.hidden_map
 
-    def spy(pre, *rest):
-        calls.append(pre.shape[0])
-        real(pre, *rest)
+    def spy(h, *rest):
+        calls.append(h.shape[0])
+        real(h, *rest)
 
-    monkeypatch.setattr(family, "lstm", spy)
+    monkeypatch.setattr(family, "hidden_map", spy)
     cells = _cells("lstm", 2, 1, 5, 16, True, 0)
     x = np.random.default_rng(0).standard_normal((12, 2, 5)).astype(np.float32)
     h0 = np.zeros((2, 2, 16), np.float32)
     lookup("aten::quantized_lstm.input").kernel(x, [h0, h0], cells, True, 2, 0.0, False, False, False, None, True)
-    assert calls == [12, 12]
+    assert calls == [2] * 24  # 12 steps x 2 layers, batch 2
 
 
 @pytest.mark.parametrize("batched", [True, False])

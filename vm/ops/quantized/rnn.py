@@ -12,10 +12,10 @@ the hidden map of the last hidden state, gates in ATen's order::
           h' = (h - n) * z + n
 
 Layers stack; a bidirectional layer runs a second cell over the reversed sequence and
-concatenates.  ``batch_first`` inputs are (B, T, I).  The time loop is one compiled call
-(``vm.ops.compiled.qrnn``, the same integers step by step) where the tier is on; else numpy's
-sigmoid and tanh per step.  The results agree with torch's to float rounding (the tests report
-the largest difference).
+concatenates.  ``batch_first`` inputs are (B, T, I).  Each step's hidden map is one compiled
+call (``vm.ops.compiled.qrnn``, the same integers and floats as the numpy dynamic linear)
+where the tier is on; the gates are numpy's sigmoid and tanh.  The results agree with torch's
+to float rounding (the tests report the largest difference).
 """
 
 from __future__ import annotations
@@ -45,43 +45,48 @@ def _linear(x: np.ndarray, cell: CellParams, which: str) -> np.ndarray:
     return dynamic_linear(x, packed, cell.reduce_range, False, f"quantized {which} of an RNN cell")
 
 
-def _compiled_loop(kind: str, pre: np.ndarray, state: list[np.ndarray], cell: CellParams) -> tuple[Any, ...] | None:
-    """The time loop as one compiled call (``vm.ops.compiled.qrnn``), where it applies: an
-    int8 hidden weight, a float32 state and input map; None otherwise."""
-    w = cell.hh.weight
-    if not (compiled.ENABLED and isinstance(w, QTensor) and w.int_repr.dtype == np.int8 and pre.dtype == np.float32
-            and pre.shape[0] and all(s.dtype == np.float32 for s in state)):
-        return None
-    prepared = w.prepared if w.prepared is not None else {}
-    w.prepared = prepared
-    found = prepared.get("rnn")
-    if found is None:
-        _, zp = w.channel_params(2)
-        zp = np.broadcast_to(np.asarray(zp, np.int64).reshape(-1), (w.shape[0],)).copy()
-        found = prepared["rnn"] = (np.ascontiguousarray(w.int_repr.T.astype(np.int32)), zp,
-                                   weight_scales(w, w.shape[0]).astype(np.float32))
-    w_t, w_zp, w_scale = found
-    bias = np.zeros(w.shape[0]) if cell.hh.bias is None else np.asarray(cell.hh.bias, np.float64)
-    saturate = engine() == "fbgemm" and fbgemm_kernel() != "vnni"
-    family = compiled.family("qrnn")
-    out = np.empty((pre.shape[0], pre.shape[1], w.shape[1]), np.float32)
-    h = np.array(state[0], np.float32, order="C", copy=True)
-    if kind == "lstm":
-        c = np.array(state[1], np.float32, order="C", copy=True)
-        family.lstm(np.ascontiguousarray(pre), w_t, w_zp, w_scale, bias, cell.reduce_range, saturate, False, out, h, c)
-        return out, h, c
-    family.gru(np.ascontiguousarray(pre), w_t, w_zp, w_scale, bias, cell.reduce_range, saturate, False, out, h)
-    return out, h
+class _HiddenMap:
+    """``_linear(h, cell, "hh")`` for every step of one layer and direction, as one compiled
+    call a step (``vm.ops.compiled.qrnn.hidden_map``) where it applies: an int8 hidden weight
+    and a float32 state; else the numpy dynamic linear."""
+
+    def __init__(self, cell: CellParams, batch: int) -> None:
+        self.cell = cell
+        w = cell.hh.weight
+        self.compiled = compiled.ENABLED and isinstance(w, QTensor) and w.int_repr.dtype == np.int8
+        if not self.compiled:
+            return
+        assert isinstance(w, QTensor)
+        prepared = w.prepared if w.prepared is not None else {}
+        w.prepared = prepared
+        found = prepared.get("rnn")
+        if found is None:
+            _, zp = w.channel_params(2)
+            zp = np.broadcast_to(np.asarray(zp, np.int64).reshape(-1), (w.shape[0],)).copy()
+            found = prepared["rnn"] = (np.ascontiguousarray(w.int_repr.T.astype(np.int32)), zp,
+                                       weight_scales(w, w.shape[0]).astype(np.float32))
+        self.w_t, self.w_zp, self.w_scale = found
+        self.bias = np.zeros(w.shape[0]) if cell.hh.bias is None else np.asarray(cell.hh.bias, np.float64)
+        self.saturate = engine() == "fbgemm" and fbgemm_kernel() != "vnni"
+        self.run = compiled.family("qrnn").hidden_map
+        self.q = np.empty((batch, w.shape[1]), np.int64)
+        self.acc = np.empty((batch, w.shape[0]), np.int64)
+
+    def __call__(self, h: np.ndarray) -> np.ndarray:
+        if not self.compiled or h.dtype != np.float32 or h.ndim != 2 or h.shape[0] != self.q.shape[0]:
+            return _linear(h, self.cell, "hh")
+        y = np.empty((h.shape[0], self.w_t.shape[1]), np.float32)
+        self.run(np.ascontiguousarray(h), self.w_t, self.w_zp, self.w_scale, self.bias, self.cell.reduce_range,
+                 self.saturate, self.q, self.acc, y)
+        return y
 
 
 def _lstm_direction(xs: np.ndarray, h: np.ndarray, c: np.ndarray, cell: CellParams) -> tuple[Any, ...]:
     pre = _linear(xs, cell, "ih")  # (T, B, 4H), the whole sequence at once
-    done = _compiled_loop("lstm", pre, [h, c], cell)
-    if done is not None:
-        return done
+    hidden_map = _HiddenMap(cell, h.shape[0] if h.ndim == 2 else 0)
     outs = []
     for t in range(xs.shape[0]):
-        gates = _linear(h, cell, "hh") + pre[t]
+        gates = hidden_map(h) + pre[t]
         i, f, g, o = np.split(gates, 4, axis=-1)
         c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
         h = (_sigmoid(o) * np.tanh(c)).astype(np.float32)
@@ -91,13 +96,11 @@ def _lstm_direction(xs: np.ndarray, h: np.ndarray, c: np.ndarray, cell: CellPara
 
 def _gru_direction(xs: np.ndarray, h: np.ndarray, cell: CellParams) -> tuple[Any, ...]:
     pre = _linear(xs, cell, "ih")
-    done = _compiled_loop("gru", pre, [h], cell)
-    if done is not None:
-        return done
+    hidden_map = _HiddenMap(cell, h.shape[0] if h.ndim == 2 else 0)
     outs = []
     for t in range(xs.shape[0]):
         ir, iz, inn = np.split(pre[t], 3, axis=-1)
-        hr, hz, hn = np.split(_linear(h, cell, "hh"), 3, axis=-1)
+        hr, hz, hn = np.split(hidden_map(h), 3, axis=-1)
         r, z = _sigmoid(hr + ir), _sigmoid(hz + iz)
         n = np.tanh(inn + hn * r)
         h = ((h - n) * z + n).astype(np.float32)
