@@ -146,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             with torch.no_grad():
                 want = theirs(*inputs).numpy()
             worst = max(float(np.abs(np.asarray(m(*feeds), np.float64) - want).max()) for m in engines.values())
-            calls = {**{k: (lambda m=m: m(*feeds)) for k, m in engines.items()},
-                     "torch.jit": lambda: theirs(*inputs)}
+            calls = {**{k: (lambda m=m, feeds=feeds: m(*feeds)) for k, m in engines.items()},
+                     "torch.jit": lambda theirs=theirs, inputs=inputs: theirs(*inputs)}
             times: dict[str, list[float]] = {k: [] for k in calls}
             with torch.no_grad():
                 for _ in range(2):

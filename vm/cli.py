@@ -325,6 +325,13 @@ def _cmd_disasm(args: argparse.Namespace) -> int:
     return 0
 
 
+def _example_text(example: Any) -> str:
+    """``float32 [2, 3, 8, 8]`` for a recorded example (an array or a (dtype, shape) pair)."""
+    if isinstance(example, np.ndarray):
+        return f"{example.dtype} {list(example.shape)}"
+    return f"{example[0]} {list(example[1])}"
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from vm.api.model import quantized_arithmetic
     from vm.api.signature import input_args
@@ -339,6 +346,11 @@ def _cmd_info(args: argparse.Namespace) -> int:
     if weights:  # a .pt: %self comes from the archive itself
         text = text.replace("bound from --weights", f"bound from the archive ({len(weights)} entries)")
     print(text, end="")
+    examples = [e for e in (opened.examples or getattr(program, "example_inputs", None) or ())]
+    if examples and len(examples) == len(known):
+        names = [a.name for a in input_args(program)]
+        shown = ", ".join(f"{n} {_example_text(e)}" for n, e in zip(names, examples) if e is not None)
+        print(f"example inputs (they fix dtypes and ranks, not sizes): {shown}")
     arithmetic = quantized_arithmetic(program, None)
     if arithmetic:
         kernel = arithmetic["quantized_kernel"]

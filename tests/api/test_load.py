@@ -77,12 +77,14 @@ def test_a_pt_opens_runs_by_keyword_and_matches_torch(files: dict[str, Path], ki
 
 
 def test_a_traced_pt_lists_its_inputs_with_dtype_and_shape(files: dict[str, Path]) -> None:
-    """A traced archive's inputs carry the dtype and shape the trace ran on, as ONNX
-    Runtime's ``get_inputs()`` would list them."""
+    """A traced archive's inputs carry the dtype and rank the trace ran on, as ONNX
+    Runtime's ``get_inputs()`` would list them, and the sizes only where the weights fix them
+    (the convolution's 3 input channels): one traced call does not fix the batch or the
+    image size (tests/api/test_traced_signature.py)."""
     model = vm.load(files["traced"])
     assert [tuple(a) for a in model.inputs] == [
-        ("x", "tensor(float)", np.dtype("float32"), [2, 3, 8, 8]),
-        ("bias", "tensor(float)", np.dtype("float32"), [5]),
+        ("x", "tensor(float)", np.dtype("float32"), [None, 3, None, None]),
+        ("bias", "tensor(float)", np.dtype("float32"), [None]),
     ]
     assert model.get_inputs() == model.inputs
     out = model.outputs[0]
@@ -122,7 +124,9 @@ def test_save_refuses_a_file_it_did_not_make_and_the_source(files: dict[str, Pat
     assert vm.program.irbc.load(mine).n_outputs == 1
     again = vm.load(mine, tmp_path / "notes.weights.npz")  # a .pt's model writes its weights beside
     np.testing.assert_allclose(again(X, B), np.load(files["expected"]), rtol=1e-4, atol=1e-5)
-    assert again.inputs == model.inputs  # the traced shapes, recorded in the .irbc
+    # the traced dtypes and ranks, recorded in the .irbc (the .pt's weights also fix x's channels)
+    assert [(a.name, a.dtype, len(a.shape or ())) for a in again.inputs] == [
+        (a.name, a.dtype, len(a.shape or ())) for a in model.inputs]
     with pytest.raises(RunError, match="input of this command"):
         model.save(files["traced"], force=True)
 

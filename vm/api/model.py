@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.api.signature import NodeArg, input_args, output_args
+from vm.api.signature import NodeArg, input_args, output_args, output_paths
 from vm.core.errors import RunError
 
 
@@ -58,6 +58,8 @@ class Model:
         self.backend = backend
         self.fuser, self.seed, self.threads, self.path = fuser, seed, threads, path
         self.inputs: list[NodeArg] = input_args(program, examples, self.weights)
+        # the example inputs the model came with (a trace's), kept for save(): dtypes and shapes
+        self._examples = [_example_spec(e) for e in examples or ()]
         self.outputs: list[NodeArg] = output_args(program)
         self._names = [arg.name for arg in self.inputs]
         self._local = threading.local()
@@ -89,8 +91,17 @@ class Model:
             raise RunError(f"unknown output name(s) {', '.join(map(repr, unknown))}: the outputs are {', '.join(known)}")
         from vm.files.npz import outputs_as_list
 
-        values = outputs_as_list(self(**input_feed), len(known))
-        return [values[known.index(n)] for n in wanted]
+        paths = output_paths(self.program)
+        values = outputs_as_list(self(**input_feed), len({path[0] for _, path, _ in paths}))
+        flat = {}
+        for name, path, _ in paths:
+            value = values[path[0]]
+            for i in path[1:]:
+                if not isinstance(value, (tuple, list)) or i >= len(value):
+                    raise RunError(f"output {name}: the model returned {type(value).__name__}, not the tuple its type says")
+                value = value[i]
+            flat[name] = value
+        return [flat[n] for n in wanted]
 
     def get_inputs(self) -> list[NodeArg]:
         """``self.inputs`` (ONNX Runtime's spelling)."""
@@ -189,8 +200,9 @@ class Model:
             from compiler.torchscript import weights_path
 
             check_writable(weights_path(out), inputs=sources, force=force, kind="weights")
-        specs = [[a.dtype.name, a.shape] if a.dtype is not None and a.shape is not None and None not in a.shape
-                 else None for a in self.inputs]
+        specs = self._examples if len(self._examples) == len(self.inputs) else [
+            [a.dtype.name, a.shape] if a.dtype is not None and a.shape is not None and None not in a.shape
+            else None for a in self.inputs]
         save(self.program, out, options={"example_inputs": specs} if any(specs) else None)
         if archive and self.path is not None:
             from compiler.torchscript import save_archive_weights
@@ -204,6 +216,15 @@ class Model:
 
 
 _UNSET: Any = object()
+
+
+def _example_spec(example: Any) -> list[Any] | None:
+    """``[dtype name, shape]`` of a recorded example (an array, or such a pair already)."""
+    if isinstance(example, np.ndarray):
+        return [example.dtype.name, list(example.shape)]
+    if isinstance(example, (tuple, list)) and len(example) == 2:
+        return [example[0], list(example[1])]
+    return None
 
 
 def _is_archive(path: Path) -> bool:

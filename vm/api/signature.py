@@ -7,7 +7,14 @@ dtype, or None when unknown; ``shape`` a list with None for a dimension nothing 
 None when not even the rank is known.  What is known comes from, best first: the example
 inputs the model records (a traced ``.pt``'s ``traced_inputs``, an ``.irbc`` compiled
 with ``--example-inputs``), then the types the graph declares (a traced graph's
-``Float(1, 3, 64, 64, ...)``; ``vm.program.signature.tensor_spec``).
+``Float(1, 3, 64, 64, ...)``; ``vm.program.signature.tensor_spec``).  An example gives the
+dtype and the rank, not the sizes: one traced call at ``[2, 16]`` does not make batch 2 or
+length 16 the only ones the model takes (torch.jit.load runs others), so its dimensions are
+left free unless the weights fix them (a convolution's input channels, ``implied``).
+
+Outputs that are tuples (a traced Hugging Face model's ``(last_hidden_state,
+pooler_output)``) are flattened into one output per element, named as ``irvm run --output``
+names them (``out0.0``, ``out0.1``...; ``output_paths``).
 """
 
 from __future__ import annotations
@@ -50,8 +57,8 @@ def input_args(
     recorded = list(examples or ()) or list(getattr(program, "example_inputs", ()) or ())
     if len(recorded) != len(names):
         recorded = [None] * len(names)
-    args = [_arg(n, t, e) for n, t, e in zip(names, types, recorded)]
-    if weights and any(a.type == "tensor(undefined)" or a.shape is None for a in args):
+    args = [_free(_arg(n, t, e), e) for n, t, e in zip(names, types, recorded)]
+    if weights and any(a.type == "tensor(undefined)" or a.shape is None or None in a.shape for a in args):
         found = implied(getattr(program, "module_if_loaded", None), weights)
         args = [_completed(a, found.get(a.name)) for a in args]
     return args
@@ -95,19 +102,69 @@ def _constant(inputs: Sequence[Any], i: int) -> Any:
     return producer.attrs.get("value") if producer is not None and producer.kind == "prim::Constant" else None
 
 
+def _free(arg: NodeArg, example: Any) -> NodeArg:
+    """An input whose shape came from an example: its rank kept, its sizes free."""
+    if example is None or arg.shape is None:
+        return arg
+    return arg._replace(shape=[None] * len(arg.shape))
+
+
 def _completed(arg: NodeArg, found: tuple[np.dtype, list[int | None] | None] | None) -> NodeArg:
     if found is None or not arg.type.startswith("tensor("):
         return arg
     dtype = arg.dtype if arg.dtype is not None else found[0]
     shape = arg.shape if arg.shape is not None else found[1]
+    if arg.shape is not None and found[1] is not None and len(arg.shape) == len(found[1]):
+        shape = [d if d is not None else f for d, f in zip(arg.shape, found[1])]
     return NodeArg(arg.name, tensor_type(dtype), dtype, shape)
 
 
 def output_args(program: Any) -> list[NodeArg]:
-    """The NodeArgs of ``program``'s outputs, named ``out0``... (the keys ``irvm run --output`` writes)."""
+    """The NodeArgs of ``program``'s outputs, named ``out0``... (the keys ``irvm run --output``
+    writes), a tuple output flattened into its elements (``out0.0``, ``out0.1``...)."""
+    # a traced graph's output types carry the example's sizes: the rank is kept, not the sizes
+    return [_free(_arg(name, t, None), True) for name, _, t in output_paths(program)]
+
+
+def output_paths(program: Any) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, path, type text) of each flattened output: ``path`` indexes the graph output's
+    position, then into its tuples."""
     from vm.program.signature import output_types
 
-    return [_arg(f"out{i}", t, None) for i, t in enumerate(output_types(program))]
+    found: list[tuple[str, tuple[int, ...], str]] = []
+
+    def walk(name: str, path: tuple[int, ...], t: str) -> None:
+        items = _tuple_items(t)
+        if items is None:
+            found.append((name, path, t))
+            return
+        for i, item in enumerate(items):
+            walk(f"{name}.{i}", (*path, i), item)
+
+    for i, t in enumerate(output_types(program)):
+        walk(f"out{i}", (i,), t)
+    return found
+
+
+def _tuple_items(type_text: str) -> list[str] | None:
+    """The element types of ``Tuple[A, B]`` (None for any other type)."""
+    t = type_text.strip()
+    if not (t.startswith("Tuple[") and t.endswith("]")) and not (t.startswith("(") and t.endswith(")")):
+        return None
+    inner = t[6:-1] if t.startswith("Tuple[") else t[1:-1]
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(inner[start:i].strip())
+            start = i + 1
+    last = inner[start:].strip()
+    if last:
+        items.append(last)
+    return items or None
 
 
 def _arg(name: str, type_text: str, example: Any) -> NodeArg:
@@ -130,7 +187,7 @@ def tensor_type(dtype: np.dtype | None) -> str:
     return f"tensor({ONNX_ELEMENT.get(np.dtype(dtype).name, np.dtype(dtype).name)})"
 
 
-__all__ = ["NodeArg", "input_args", "output_args", "tensor_type"]
+__all__ = ["NodeArg", "input_args", "output_args", "output_paths", "tensor_type"]
 
 
 def _weight_key(value: Any) -> str | None:
