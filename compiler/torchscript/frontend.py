@@ -435,7 +435,37 @@ def compile_method(
     (``__module.layer1/__module.layer1.0``, as a traced graph prints it), for pictures."""
     frontend = Frontend(index, root, constants, filename)
     frontend.scopes = scopes
-    return frontend.compile(method)
+    module = frontend.compile(method)
+    module.state = other_methods_writes(index, root, constants, method, filename)
+    return module
+
+
+def method_names(index: SourceIndex, root: Record) -> list[str]:
+    """The methods of the archive's module object, as ``torch.jit.load``'s module has them
+    (``forward`` first)."""
+    info = index.classes.get(root.qualname)
+    names = sorted(info.methods) if info is not None else []
+    return sorted(names, key=lambda n: n != "forward")
+
+
+def other_methods_writes(
+    index: SourceIndex, root: Record, constants: tuple[Any, ...], method: str, filename: str
+) -> frozenset[str]:
+    """The attributes the module's methods other than ``method`` write
+    (``compiler.analysis.module_state``): one module object runs all of them, so what
+    ``reset_states`` assigns is state for ``forward`` too.  A method irvm cannot compile
+    may write anything (``"*"``): nothing of the module is then taken as constant."""
+    from compiler.analysis.module_state import ANYTHING, written_attributes
+
+    written: set[str] = set()
+    for name in method_names(index, root):
+        if name == method:
+            continue
+        try:
+            written |= written_attributes(Frontend(index, root, constants, filename).compile(name))
+        except (CompileError, RecursionError):
+            return frozenset({ANYTHING})
+    return frozenset(written)
 
 
 def module_scope(path: str) -> str:
@@ -445,4 +475,4 @@ def module_scope(path: str) -> str:
     return "/".join("__module." + ".".join(parts[: i + 1]) for i in range(len(parts)))
 
 
-__all__ = ["Frontend", "compile_method", "module_scope"]
+__all__ = ["Frontend", "compile_method", "method_names", "module_scope", "other_methods_writes"]

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from compiler.analysis import effects
+from compiler.analysis import effects, module_state
 from compiler.analysis.last_uses import reads
 from compiler.ir import Graph, Node, Value
 from vm.core import types as T
@@ -61,6 +61,9 @@ class BlockFacts:
     tainted: frozenset[
         Value
     ]  # values whose size or dtype may depend on more than the key
+    # what the block reads of module state (``compiler.analysis.module_state``): the
+    # attribute values some method writes, which may differ on every call
+    state: frozenset[Value] = frozenset()
 
 
 def is_tensor_type(t: T.Type | None) -> bool:
@@ -68,9 +71,12 @@ def is_tensor_type(t: T.Type | None) -> bool:
 
 
 def analyze(
-    graph: Graph, refs: dict[Node, OpRef], has_out: Callable[[Node], bool]
+    graph: Graph, refs: dict[Node, OpRef], has_out: Callable[[Node], bool], state: frozenset[str] = frozenset()
 ) -> BlockFacts:
-    """Facts for ``graph``'s top-level block; ``refs`` are the resolved ops of its nodes."""
+    """Facts for ``graph``'s top-level block; ``refs`` are the resolved ops of its nodes,
+    ``state`` the attributes some method writes (``module_state.written_attributes``):
+    what the block reads of them is tainted (its size may change from call to call) and
+    a sink (a tensor stored into it outlives the call)."""
     steps = tuple(
         n for n in graph.nodes if n.kind not in ("prim::Constant", "prim::Drop")
     )
@@ -81,8 +87,9 @@ def analyze(
             used_at.setdefault(v, []).append(step)
         for src, dst in _alias_edges(node, _fresh_tensor_op(node, refs, has_out)):
             may_alias.setdefault(src, []).append(dst)
-    tainted = _taint(graph, steps, refs)
-    escape = _escapes(graph, steps, may_alias)
+    read = frozenset(v for n in module_state.state_reads(graph, state) for v in n.outputs)
+    tainted = _taint(graph, steps, refs, read)
+    escape = _escapes(graph, steps, may_alias, read)
     produced_at: dict[Value, int] = {}
     outputs = []
     graph_outputs = set(graph.outputs)
@@ -100,6 +107,7 @@ def analyze(
         used_at,
         may_alias,
         frozenset(tainted),
+        read,
     )
 
 
@@ -163,10 +171,11 @@ def _closure(start: Value, may_alias: dict[Value, list[Value]]) -> set[Value]:
 
 
 def _escapes(
-    graph: Graph, steps: tuple[Node, ...], may_alias: dict[Value, list[Value]]
+    graph: Graph, steps: tuple[Node, ...], may_alias: dict[Value, list[Value]], state: frozenset[Value]
 ) -> set[Value]:
-    """Values whose alias closure reaches a graph input, a graph output or module state."""
-    sinks = set(graph.inputs) | set(graph.outputs)
+    """Values whose alias closure reaches a graph input, a graph output or module state
+    (an attribute assigned, or a state attribute's object: ``self.cache.append(k)``)."""
+    sinks = set(graph.inputs) | set(graph.outputs) | state
     for node in steps:
         for sub in (node, *node.walk()):
             if sub.kind in ("prim::SetAttr", "prim::CallMethod"):
@@ -180,14 +189,15 @@ def _escapes(
 
 
 def _taint(
-    graph: Graph, steps: tuple[Node, ...], refs: dict[Node, OpRef]
+    graph: Graph, steps: tuple[Node, ...], refs: dict[Node, OpRef], state: frozenset[Value]
 ) -> set[Value]:
-    """Values whose size (or, for non-tensors, value) may depend on more than input shapes."""
+    """Values whose size (or, for non-tensors, value) may depend on more than input
+    shapes: non-tensor inputs, module state, and what follows from them."""
     tainted = {
         v
         for v in graph.inputs
         if not is_tensor_type(v.type) and not isinstance(v.type, T.ClassType)
-    }
+    } | set(state)
     for node in steps:
         if _taints(node, refs, tainted):
             tainted.update(node.outputs)
@@ -197,8 +207,10 @@ def _taint(
 def _taints(node: Node, refs: dict[Node, OpRef], tainted: set[Value]) -> bool:
     if node.kind in SUBGRAPH_KINDS or node.kind in DATA_DEPENDENT_SHAPES:
         return True
-    if node.kind in SHAPE_QUERIES or node.kind == "prim::GetAttr":
-        return False
+    if node.kind == "prim::GetAttr":
+        return False  # a setting or a weight (module state is tainted from the start)
+    if node.kind in SHAPE_QUERIES:  # the size of a tensor whose size varies varies
+        return any(v in tainted for v in node.inputs if is_tensor_type(v.type))
     ref = refs.get(node)
     info = _info(ref) if ref is not None else None
     if info is not None and info.elementwise:
