@@ -136,9 +136,20 @@ def load(
     bound = _merge(opened.own_weights, given, path)
     if threads is not None:
         set_threads(threads)
+    methods: list[str] = []
+    compile_method = None
+    if opened.kind is FileKind.TORCHSCRIPT:  # the module's other methods, compiled when first called
+        from compiler.torchscript import archive_methods, compile_archive
+
+        methods = archive_methods(path)
+        over = given if weights is not None else None
+
+        def compile_method(name: str) -> Any:
+            return compile_archive(path, name, fusion=fusion, weights=over)[0]
+
     return Model(
         opened.program, bound, backend=backend, fuser=fuser or "blocked", seed=seed, threads=threads,
-        examples=opened.examples, path=Path(path), strict=strict,
+        examples=opened.examples, path=Path(path), strict=strict, methods=methods, compile_method=compile_method,
     )
 
 

@@ -106,10 +106,13 @@ class StaticModule:
         *,
         example_inputs: Sequence[Any] | None = None,
         strict: bool = True,
+        self_object: Any = None,
     ):
         """``example_inputs``: plan for inputs of these shapes now, so that a runtime's
         first call with such inputs is a steady call (``plan_for``).  ``strict``: weights with
-        keys the program does not read are refused (``vm.binding.strict``)."""
+        keys the program does not read are refused (``vm.binding.strict``).  ``self_object``:
+        the ``vm.binding.weights.ModuleObject`` ``%self`` is (shared with other methods of
+        the same model), else one built from the weights."""
         from vm.program.accept import refuse_path, unwrap_model
 
         source, weights = unwrap_model(source, weights)  # a vm.Model: its program and weights
@@ -149,7 +152,7 @@ class StaticModule:
         self.draws = any(
             n.kind in RANDOM_KINDS for g in (main, *module.functions.values()) for n in g.walk()
         )
-        bound = bind_self(main, weights, module.attributes)
+        bound = bind_self(main, weights, module.attributes, self_object)
         from vm.binding.preflight import check_weights, make_guard
 
         self_object = next(iter(bound.values()), None)
