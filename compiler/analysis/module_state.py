@@ -23,7 +23,8 @@ Written attributes are dotted paths from the entry's ``%self`` (``"_context"``,
 callee's parameter, a module picked from a list at run time) is recorded as ``"*.NAME"``:
 attribute ``NAME`` of any object; ``"*"`` says that anything may be written (a method the
 frontend could not compile).  A path is state when it, or a prefix of it (a submodule
-assigned whole), is written.
+assigned whole), is written.  An object the graph creates itself (``prim::CreateObject``:
+the ``no_grad`` of a ``with torch.no_grad():`` saving the grad mode) is no module state.
 """
 
 from __future__ import annotations
@@ -52,11 +53,14 @@ def graph_writes(graph: Graph, entry: bool = True) -> set[str]:
     written: set[str] = set()
     root = graph.inputs[0] if entry and graph.inputs and _is_object(graph.inputs[0].type) else None
     for node in graph.walk():
+        path = None
         if node.kind == "prim::SetAttr":
-            written.add(_path(node.inputs[0], str(node.attrs.get("name")), root))
+            path = _path(node.inputs[0], str(node.attrs.get("name")), root)
         elif node.kind == "prim::GetAttr" and _holds_data(node.outputs[0].type):
             if effects.may_be_written_through(node.outputs[0]):
-                written.add(_path(node.inputs[0], str(node.attrs.get("name")), root))
+                path = _path(node.inputs[0], str(node.attrs.get("name")), root)
+        if path is not None:
+            written.add(path)
     return written
 
 
@@ -109,11 +113,23 @@ def reads_state(node: Node, written: frozenset[str], entry: bool = True) -> bool
     return ANYTHING in written or any(n.rsplit(".", 1)[-1] == leaf for n in written)
 
 
-def _path(obj: Value, name: str, root: Value | None) -> str:
+def _path(obj: Value, name: str, root: Value | None) -> str | None:
+    """The written attribute's path, ``*.NAME`` when untraced, None for an object the
+    graph made itself (``prim::CreateObject``: ``no_grad``'s saved mode), which is no
+    module state."""
+    if _made_here(obj):
+        return None
     base = attribute_path(obj) if root is not None else None
     if base is None:
         return f"*.{name}"
     return f"{base}.{name}" if base else name
+
+
+def _made_here(obj: Value) -> bool:
+    current = obj
+    while current.node is not None and current.node.kind == "prim::GetAttr":
+        current = current.node.inputs[0]
+    return current.node is not None and current.node.kind == "prim::CreateObject"
 
 
 def _is_first_input(value: Value) -> bool:
