@@ -53,13 +53,18 @@ class Model:
         strict: bool = True,
         methods: Sequence[str] = (),
         compile_method: Callable[[str], Any] | None = None,
+        options: Any = None,
     ) -> None:
+        """``methods``: the module's method names beside ``forward``, each compiled by
+        ``compile_method(name)`` when first called; ``options``: the static runtime's
+        ``StaticOptions`` (default: its defaults with ``fuser``)."""
         self.program = program
         # a copy of the same kind: an archive's own state (vm.binding.strict.ArchiveState) stays one
         self.weights: dict[str, Any] = type(weights)(weights) if isinstance(weights, dict) else dict(weights or {})
         self.strict = strict
         self.backend = backend
         self.fuser, self.seed, self.threads, self.path = fuser, seed, threads, path
+        self.options = options
         self._lock = threading.Lock()
         self._spawned = np.random.SeedSequence(seed) if seed is not None else None
         self._made = 0
@@ -186,7 +191,8 @@ class Method:
         if model.backend == "static":
             from vm.static import StaticModule, StaticOptions
 
-            self.static_module = StaticModule(program, model.weights or None, StaticOptions(fuser=model.fuser),
+            options = model.options or StaticOptions(fuser=model.fuser)
+            self.static_module = StaticModule(program, model.weights or None, options,
                                               strict=model.strict, self_object=model.module_object)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
