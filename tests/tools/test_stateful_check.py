@@ -1,0 +1,32 @@
+"""``tools/stateful_check.py`` prints the stateful harness's table and exits 0 when every
+call of every stream is torch's; an unknown model name is a usage error."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from tests.support.paths import TOOLS  # noqa: E402
+
+sys.path.insert(0, str(TOOLS))
+import stateful_check  # noqa: E402
+
+
+def test_the_table_has_a_row_per_model_and_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert stateful_check.main(["--calls", "4", "--only", "counter", "--only", "optional_state",
+                                "--cache", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["model", "from", "calls", "interp", "static", "static-planned"]
+    rows = [line.split() for line in lines[2:6]]
+    assert rows == [["counter", "pt", "4", "0", "0", "0"], ["counter", "ir", "4", "0", "0", "0"],
+                    ["optional_state", "pt", "4", "0", "0", "0"], ["optional_state", "ir", "4", "0", "0", "0"]]
+    assert (tmp_path / "counter.pt").exists()
+
+
+def test_an_unknown_model_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        stateful_check.main(["--only", "nope", "--cache", str(tmp_path)])
