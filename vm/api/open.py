@@ -143,15 +143,17 @@ def load(
     if threads is not None:
         set_threads(threads)
     methods: list[str] = []
-    compile_method = None
+    compile_method: Callable[[str], Any] | None = None
     if opened.kind is FileKind.TORCHSCRIPT:  # the module's other methods, compiled when first called
         from compiler.torchscript import archive_methods, compile_archive
 
         methods = archive_methods(path)
         over = given if weights is not None else None
 
-        def compile_method(name: str) -> Any:
+        def compile_other(name: str) -> Any:
             return compile_archive(path, name, fusion=fusion, weights=over)[0]
+
+        compile_method = compile_other
 
     return Model(
         opened.program, bound, backend=backend, fuser=fuser or "blocked", seed=seed, threads=threads,

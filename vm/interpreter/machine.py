@@ -388,7 +388,9 @@ def _bind_self(
         module = program.module_if_loaded
         return W.bind_self(graph, shared if shared is not None else weights,
                            module.attributes if module is not None else program.folded)
-    return shared if shared is not None else ModuleObject.from_state_dict(weights or {})
+    if shared is not None:
+        return shared
+    return weights if isinstance(weights, ModuleObject) else ModuleObject.from_state_dict(weights or {})
 
 
 def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:

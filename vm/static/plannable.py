@@ -13,14 +13,17 @@ of the entry graph, all computed once when a ``StaticModule`` is built:
   from its other arguments into that container;
 * candidates: the tensor output of an op that has an out variant and a schema return
   without alias annotation (a fresh tensor), whose alias closure reaches no graph input,
-  no graph output and no module attribute (``prim::SetAttr``), and whose *shape is known
-  from the input shapes alone*.
+  no graph output and no module state (a ``prim::SetAttr``'s value, or an attribute some
+  method writes, ``compiler.analysis.module_state``: ``self.history.append(t)``), and whose
+  *shape is known from the input shapes alone*.
 
 The last condition is what makes a plan keyed by input shapes sound.  A forward taint
-marks the values whose size may depend on data: non-tensor graph inputs, non-tensor
-results computed from tensor contents (``aten::item``, ``aten::Int``...: every op that
-reads a tensor and returns a non-tensor, except shape queries such as ``aten::size`` and
-the splits whose pieces follow from shapes, such as ``aten::chunk``),
+marks the values whose size may depend on data: non-tensor graph inputs, module state
+(what the block reads of the attributes some method writes: a context that is empty on the
+first call), non-tensor results computed from tensor contents (``aten::item``,
+``aten::Int``...: every op that reads a tensor and returns a non-tensor, except shape
+queries such as ``aten::size`` of an untainted tensor and the splits whose pieces follow
+from shapes, such as ``aten::chunk``),
 outputs of ops with data-dependent shapes (``aten::nonzero``...), outputs of control flow,
 and everything computed from a tainted value (an elementwise op only looks at its tensor
 operands, since a scalar operand cannot change its shape).  Tainted tensors run with their
