@@ -34,8 +34,7 @@ from collections.abc import Iterable
 from compiler import types as T
 from compiler.analysis import effects
 from compiler.ir import Graph, Module, Node, Value
-
-ANYTHING = "*"
+from vm.core.state_paths import ANYTHING, is_written
 
 
 def written_attributes(module: Module) -> frozenset[str]:
@@ -62,17 +61,6 @@ def graph_writes(graph: Graph, entry: bool = True) -> set[str]:
         if path is not None:
             written.add(path)
     return written
-
-
-def is_written(path: str, written: Iterable[str]) -> bool:
-    """Is the attribute at dotted ``path`` (from ``%self``) state, by ``written``?"""
-    names = written if isinstance(written, (set, frozenset)) else set(written)
-    if not names:
-        return False
-    if ANYTHING in names:
-        return True
-    parts = path.split(".")
-    return any(".".join(parts[: i + 1]) in names or f"*.{parts[i]}" in names for i in range(len(parts)))
 
 
 def attribute_path(value: Value) -> str | None:

@@ -5,7 +5,7 @@ Each model's ``forward`` reads attributes it, or another of its methods, reassig
 context buffer starts empty (the silero-VAD pattern, ``if not bool(len(self._context))``),
 running statistics, a counter, a key/value cache that grows, a module that resets itself
 on a new batch size, state in a submodule, state that goes None -> tensor, state whose
-dtype changes, a list that grows.  ``CASES`` describes each: how to build it, its inputs
+dtype changes (an accumulator; a weight cast on the first call), a list that grows.  ``CASES`` describes each: how to build it, its inputs
 for a shape, the two shapes a stream alternates (as Static Runtime's tests run with two
 shapes), the other methods the stream calls and when.  Import only after
 ``pytest.importorskip("torch")``; ``tests/support/stateful.py`` runs them.
@@ -212,6 +212,23 @@ class DtypeState(nn.Module):
         return x * self.acc
 
 
+class CastOnce(nn.Module):
+    """A weight kept int64 until the first call casts it: later calls multiply by it, which
+    torch refuses for an int64 weight (no check may keep its first dtype)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.ones(3, 2, dtype=torch.long)
+        self.n = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.n += 1
+        if self.n > 1:
+            return torch.mm(x, self.w)
+        self.w = self.w.float() * 0.5
+        return x[:, :2]
+
+
 class History(nn.Module):
     """A list attribute appended to in place; the sum of the last three entries."""
 
@@ -264,6 +281,7 @@ CASES = [
     Case("sub_state", SubState, ((2, 4), (3, 4))),
     Case("optional_state", OptionalState, ((2, 4), (6, 4)), calls={12: ("reset", ())}),
     Case("dtype_state", DtypeState, ((3,), (2, 3))),
+    Case("cast_once", CastOnce, ((2, 3), (4, 3))),
     Case("history", History, ((2, 4), (5, 4))),
 ]
 

@@ -421,7 +421,8 @@ def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     for graph in functions:
         bind_constants(graph, flat or {})
     check_weights(main, self_object, flat, program.takes_self, nodes)
-    return make_guard(main, self_object, flat, program.takes_self, reaches)
+    # module state (Program.state) may change dtype from call to call: the guard knows none
+    return make_guard(main, self_object, flat, program.takes_self, reaches, state=program.state)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:

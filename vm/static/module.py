@@ -157,10 +157,10 @@ class StaticModule:
 
         self_object = next(iter(bound.values()), None)
         check_weights(main, self_object, flat, bool(bound), labels=prepared.labels)
-        self.dtype_guard = make_guard(main, self_object, flat, bool(bound), labels=prepared.labels)
         # %self's attributes are constants of the module, but for its state: those some
         # method writes (compiler.analysis.module_state), read on every call
         self.state = written_attributes(module)
+        self.dtype_guard = make_guard(main, self_object, flat, bool(bound), labels=prepared.labels, state=self.state)
         self.assigns_attributes = bool(self.state)
         common["fold_attributes"] = ANYTHING not in self.state
         common["live"] = frozenset(
