@@ -64,6 +64,7 @@ class Frontend(ExprCompiler):
         self._depth = 0
         self._assigned_cache: dict[int, list[str]] = {}
         self.training_assigned = assigns_training(index.lines)
+        self.inlined: set[str] = set()  # qualified names of the functions compiled in (other_methods_writes)
 
     def compile(self, method: str) -> Module:
         info = self.index.classes.get(self.root.qualname)
@@ -104,6 +105,7 @@ class Frontend(ExprCompiler):
 
     def call_function(self, info: FunctionInfo, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
         fdef = info.node
+        self.inlined.add(info.qualname)
         if self._depth >= MAX_INLINE_DEPTH:
             raise CompileError(f"calls nested deeper than {MAX_INLINE_DEPTH} (recursion?) at {info.qualname}", span)
         params = fdef.args.args
@@ -436,7 +438,7 @@ def compile_method(
     frontend = Frontend(index, root, constants, filename)
     frontend.scopes = scopes
     module = frontend.compile(method)
-    module.state = other_methods_writes(index, root, constants, method, filename)
+    module.state = other_methods_writes(index, root, constants, frontend.inlined, filename)
     return module
 
 
@@ -449,22 +451,27 @@ def method_names(index: SourceIndex, root: Record) -> list[str]:
 
 
 def other_methods_writes(
-    index: SourceIndex, root: Record, constants: tuple[Any, ...], method: str, filename: str
+    index: SourceIndex, root: Record, constants: tuple[Any, ...], inlined: set[str], filename: str
 ) -> frozenset[str]:
-    """The attributes the module's methods other than ``method`` write
-    (``compiler.analysis.module_state``): one module object runs all of them, so what
-    ``reset_states`` assigns is state for ``forward`` too.  A method irvm cannot compile
-    may write anything (``"*"``): nothing of the module is then taken as constant."""
+    """The attributes the module's other methods write (``compiler.analysis.module_state``):
+    one module object runs all of them, so what ``reset_states`` assigns is state for
+    ``forward`` too.  Methods already compiled in (``inlined``: qualified names, what the
+    method's compile inlined; a torchvision ``_forward_impl``) are not compiled again; a
+    method irvm cannot compile may write anything (``"*"``): nothing of the module is then
+    taken as constant."""
     from compiler.analysis.module_state import ANYTHING, written_attributes
 
     written: set[str] = set()
+    seen = set(inlined)
     for name in method_names(index, root):
-        if name == method:
+        if f"{root.qualname}.{name}" in seen:
             continue
+        frontend = Frontend(index, root, constants, filename)
         try:
-            written |= written_attributes(Frontend(index, root, constants, filename).compile(name))
+            written |= written_attributes(frontend.compile(name))
         except (CompileError, RecursionError):
             return frozenset({ANYTHING})
+        seen |= frontend.inlined
     return frozenset(written)
 
 
