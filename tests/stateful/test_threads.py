@@ -107,3 +107,18 @@ def test_a_stateless_model_runs_calls_at_once(tmp_path: Path, backend: str) -> N
     with torch.no_grad():
         for i, x in enumerate(xs):
             np.testing.assert_allclose(outs[i], net(torch.from_numpy(x)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_runtime_pool_over_a_module_with_state_serializes_its_calls(counter: Path) -> None:
+    from vm.static import RuntimePool
+
+    model = vm.load(counter, backend="static")
+    pool = RuntimePool(model.static_module, 4)
+    x = np.arange(3, dtype=np.float32)
+    threads = [threading.Thread(target=lambda: [pool(x) for _ in range(5)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert model.module_object.get("count") == 20
+    np.testing.assert_allclose(model.module_object.get("state"), x * (2 - 0.5**19), rtol=1e-5)
