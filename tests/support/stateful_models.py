@@ -5,7 +5,8 @@ Each model's ``forward`` reads attributes it, or another of its methods, reassig
 context buffer starts empty (the silero-VAD pattern, ``if not bool(len(self._context))``),
 running statistics, a counter, a key/value cache that grows, a module that resets itself
 on a new batch size, state in a submodule, state that goes None -> tensor, state whose
-dtype changes (an accumulator; a weight cast on the first call), a list that grows.  ``CASES`` describes each: how to build it, its inputs
+dtype changes (an accumulator; a weight cast on the first call), a list that grows, a
+large sliding window (planned and fused at the static runtime's default sizes).  ``CASES`` describes each: how to build it, its inputs
 for a shape, the two shapes a stream alternates (as Static Runtime's tests run with two
 shapes), the other methods the stream calls and when.  Import only after
 ``pytest.importorskip("torch")``; ``tests/support/stateful.py`` runs them.
@@ -229,6 +230,20 @@ class CastOnce(nn.Module):
         return x[:, :2]
 
 
+class SlidingWindow(nn.Module):
+    """The last 64 rows of every input so far, large enough (up to 1 MiB) for the static
+    runtime to plan tensors and run a fused elementwise chain at its default thresholds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.window = torch.zeros(0, 4096)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.window = torch.cat([self.window, x])[-64:]
+        w = self.window
+        return torch.sigmoid(w * 2 + 1) * w - w / 3 + x.sum()
+
+
 class History(nn.Module):
     """A list attribute appended to in place; the sum of the last three entries."""
 
@@ -283,6 +298,7 @@ CASES = [
     Case("dtype_state", DtypeState, ((3,), (2, 3))),
     Case("cast_once", CastOnce, ((2, 3), (4, 3))),
     Case("history", History, ((2, 4), (5, 4))),
+    Case("sliding_window", SlidingWindow, ((8, 4096), (3, 4096))),
 ]
 
 
