@@ -29,7 +29,7 @@ def vad(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("backend", ["interp", "static"])
 def test_methods_share_the_module_object(vad: Path, backend: str) -> None:
     model = vm.load(vad, backend=backend)
-    assert model.methods == ["forward", "reset_states"]
+    assert model.methods == ["forward", "audio_forward", "reset_states"]
     x = np.random.default_rng(0).standard_normal((2, 128)).astype(np.float32)
     model(x, 16000)
     assert model.module_object.get("_last_batch_size") == 2
@@ -41,11 +41,26 @@ def test_methods_share_the_module_object(vad: Path, backend: str) -> None:
     assert model.method("reset_states") is model.reset_states
 
 
+@pytest.mark.parametrize("backend", ["interp", "static"])
+def test_audio_forward_runs_a_recording_as_torch(vad: Path, backend: str) -> None:
+    """silero's ``model.audio_forward(x, sr)``: chunks through ``forward`` from a fresh state,
+    then the stream goes on from the state it left, as torch's module does."""
+    model, theirs = vm.load(vad, backend=backend), torch.jit.load(str(vad))
+    rng = np.random.default_rng(3)
+    recording = rng.standard_normal((2, 300)).astype(np.float32)
+    chunk = rng.standard_normal((2, 128)).astype(np.float32)
+    with torch.no_grad():
+        want = theirs.audio_forward(torch.from_numpy(recording), 16000).numpy()
+        after = theirs(torch.from_numpy(chunk), 16000).numpy()
+    np.testing.assert_allclose(model.audio_forward(recording, 16000), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model(chunk, 16000), after, rtol=1e-5, atol=1e-6)
+
+
 def test_an_unknown_method_is_refused(vad: Path) -> None:
     model = vm.load(vad, backend="interp")
     with pytest.raises(AttributeError):
         _ = model.no_such_method
-    with pytest.raises(RunError, match="no method 'nope'.*forward, reset_states"):
+    with pytest.raises(RunError, match="no method 'nope'.*forward, audio_forward, reset_states"):
         model.method("nope")
 
 
@@ -65,13 +80,13 @@ def test_a_method_returns_what_torchs_returns(tmp_path: Path) -> None:
 def test_irvm_info_lists_methods_and_irvm_run_runs_one(vad: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert irvm(["info", str(vad)]) == 0
     out = capsys.readouterr().out
-    assert "methods: forward, reset_states" in out
+    assert "methods: forward, audio_forward, reset_states" in out
     assert "state: _context, _last_batch_size, _last_sr, _state" in out
     np.savez(tmp_path / "in.npz", batch_size=np.array(2))
     assert irvm(["run", str(vad), "--method", "reset_states", "--inputs", str(tmp_path / "in.npz")]) == 0
     assert "out0 = None" in capsys.readouterr().out
     assert irvm(["run", str(vad), "--method", "nope"]) == 65
-    assert "has no method `nope` (methods: forward, reset_states)" in capsys.readouterr().err
+    assert "has no method `nope` (methods: audio_forward, forward, reset_states)" in capsys.readouterr().err
 
 
 class GradModes(torch.nn.Module):

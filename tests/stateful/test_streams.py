@@ -30,6 +30,7 @@ def test_every_call_of_a_stream_is_torchs(case, source: str, backend: str, direc
     result = stateful.check(case, stateful_calls, directory, backend, source)
     assert result.calls == stateful_calls
     assert result.mismatches == [], f"{case.name} from {source} on {backend}: {result.mismatches[:3]}"
+    assert result.both_failed == []  # a stream of calls torch runs, not of errors alike
 
 
 def test_a_stream_alternates_two_shapes_and_calls_the_other_methods() -> None:
@@ -56,4 +57,4 @@ def test_the_harness_reports_calls_that_differ(directory: Path) -> None:
     assert [i for i, _ in result.mismatches] == list(range(6))
     failed = stateful.compare("x", "pt", "interp", [RuntimeError("no"), ValueError("a")], [np.zeros(1), KeyError("b")],
                               [("forward", ()), ("forward", ())])
-    assert [i for i, _ in failed.mismatches] == [0]
+    assert [i for i, _ in failed.mismatches] == [0] and failed.both_failed == [1]

@@ -43,6 +43,7 @@ class Stream:
     backend: str
     calls: int
     mismatches: list[tuple[int, str]] = field(default_factory=list)
+    both_failed: list[int] = field(default_factory=list)  # steps torch and irvm both refused
 
 
 def steps(case: Case, calls: int, seed: int = 0, methods: bool = True) -> list[Step]:
@@ -60,8 +61,10 @@ def steps(case: Case, calls: int, seed: int = 0, methods: bool = True) -> list[S
 
 
 def save_archive(case: Case, directory: Path) -> Path:
-    """The case's scripted model saved with ``torch.jit.save`` (made once per directory)."""
-    path = directory / f"{case.name}.pt"
+    """The case's scripted model saved with ``torch.jit.save``, made once per directory and
+    version of the models' source (the file name carries its digest: a cache never serves
+    an archive of an older model)."""
+    path = directory / f"{case.name}-{_source_digest()}.pt"
     if not path.exists():
         directory.mkdir(parents=True, exist_ok=True)
         torch.jit.script(build(case)).save(str(path))
@@ -118,6 +121,8 @@ def compare(case: str, source: str, backend: str, ours: list[Any], theirs: list[
         if isinstance(want, Exception) or isinstance(mine, Exception):
             if not (isinstance(want, Exception) and isinstance(mine, Exception)):
                 result.mismatches.append((i, f"irvm {_brief(mine)} / torch {_brief(want)}"))
+            else:
+                result.both_failed.append(i)
             continue
         try:
             assert_matches(mine, want, f"step {i} ({stream[i][0]})")
@@ -146,6 +151,14 @@ def check(case: Case, calls: int, directory: Path, backend: str, source: str = "
         model = vm.Model(model.program, model.weights, backend="static", methods=model.methods,
                          compile_method=model._compile_method, options=StaticOptions(min_managed_bytes=0))
     return compare(case.name, source, backend, run_irvm(model, stream), theirs, stream)
+
+
+def _source_digest() -> str:
+    import hashlib
+
+    from tests.support import stateful_models
+
+    return hashlib.sha256(Path(stateful_models.__file__).read_bytes()).hexdigest()[:12]
 
 
 def _brief(value: Any) -> str:

@@ -62,6 +62,18 @@ class StreamingVAD(nn.Module):
         self._last_sr = 0
         self._last_batch_size = 0
 
+    @torch.jit.export
+    def audio_forward(self, x: torch.Tensor, sr: int) -> torch.Tensor:
+        """A whole recording, chunk by chunk (the last one padded), from a fresh state."""
+        outs: list[torch.Tensor] = []
+        self.reset_states(x.shape[0])
+        for i in range(0, x.shape[1], 128):
+            chunk = x[:, i : i + 128]
+            if chunk.shape[1] < 128:
+                chunk = nn.functional.pad(chunk, (0, 128 - chunk.shape[1]))
+            outs.append(self.forward(chunk, sr))
+        return torch.cat(outs, dim=1)
+
     def forward(self, x: torch.Tensor, sr: int) -> torch.Tensor:
         batch_size = x.shape[0]
         if not self._last_batch_size:
@@ -272,6 +284,9 @@ def _audio(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[Any, ...]:
     return (rng.standard_normal(shape).astype(np.float32), 16000)
 
 
+RECORDING = np.random.default_rng(7).standard_normal((1, 300)).astype(np.float32)  # 3 chunks, the last padded
+
+
 @dataclass
 class Case:
     """One stateful model: ``make()`` builds it (seeded), ``inputs(rng, shape)`` a call's
@@ -288,7 +303,7 @@ class Case:
 CASES = [
     Case("streaming_rnn", StreamingRNN, ((2, 4), (3, 4))),
     Case("streaming_vad", StreamingVAD, ((1, 128), (2, 128)), _audio,
-         {7: ("reset_states", (1,)), 17: ("reset_states", ())}),
+         {7: ("reset_states", (1,)), 17: ("reset_states", ()), 24: ("audio_forward", (RECORDING, 16000))}),
     Case("running_stats", RunningStats, ((4, 5), (7, 5))),
     Case("counter", Counter, ((3,), (2, 3))),
     Case("kv_cache", KVCache, ((1, 1, 8), (1, 3, 8)), calls={20: ("reset", ())}),
