@@ -2,6 +2,8 @@
 
     python3 tools/stateful_check.py [--calls 100] [--only NAME]... [--source pt|ir|both]
                                     [--cache DIR] [--details]
+    python3 tools/stateful_check.py --archive MODEL.pt --shape 1,512 [--arg 16000]...
+
 
 Every model of ``tests/support/stateful_models.py`` (a streaming RNN, a streaming VAD
 whose context starts empty, running statistics, a counter, a growing key/value cache, a
@@ -13,7 +15,10 @@ from its printed IR, on torch and on each irvm backend (``interp``, ``static``, 
 the table counts the calls whose result is not torch's (``tests/support/stateful.py``
 judges them, as ``tests/stateful/test_streams.py`` does).  Archives and IR are written to
 ``--cache`` (default ``$IRVM_CACHE_DIR/stateful``, else ``~/.cache/irvm/stateful``), made
-again when missing.  Exit status 1 when any call differs.
+again when missing.  ``--archive`` runs the same comparison on any saved model instead
+(silero-vad's ``silero_vad.jit``: ``--shape 1,512 --arg 16000``): ``--calls`` forward calls
+on random float32 inputs of ``--shape`` followed by the ``--arg`` literals.  Exit status 1
+when any call differs.
 """
 
 from __future__ import annotations
@@ -40,7 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", choices=("pt", "ir", "both"), default="both", help="what irvm loads")
     parser.add_argument("--cache", type=Path, default=None, help="where the .pt and .ir files go")
     parser.add_argument("--details", action="store_true", help="print the first differing calls of each stream")
+    parser.add_argument("--archive", type=Path, help="a torch.jit.save archive to stream instead of the harness's models")
+    parser.add_argument("--shape", help="with --archive: the float32 input's shape, as 1,512")
+    parser.add_argument("--arg", action="append", default=[], help="with --archive: a literal argument after it")
     args = parser.parse_args(argv)
+    if args.archive is not None:
+        if not args.shape:
+            parser.error("--archive needs --shape")
+        return _archive(args.archive, tuple(int(n) for n in args.shape.split(",")), args.arg, args.calls)
 
     from tests.support import stateful
     from tests.support.stateful_models import CASES
@@ -74,6 +86,31 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nmismatches per backend: calls whose result is not torch's (of {args.calls} per stream)")
     if args.details and details:
         print("\n" + "\n".join(details))
+    return 1 if bad else 0
+
+
+def _archive(path: Path, shape: tuple[int, ...], extra: list[str], calls: int) -> int:
+    """One row per backend: ``calls`` forward calls of ``path`` on torch and irvm."""
+    import ast
+
+    import numpy as np
+
+    from tests.support import stateful
+
+    rng = np.random.default_rng(0)
+    literals = tuple(ast.literal_eval(a) for a in extra)
+    stream = [("forward", (rng.standard_normal(shape).astype(np.float32), *literals)) for _ in range(calls)]
+    theirs = stateful.run_torch(path, stream)
+    import vm
+
+    print(f"{'model':<24} {'calls':>5}" + "".join(f" {b:>15}" for b in ("interp", "static")))
+    row, bad = f"{path.name:<24} {calls:>5}", 0
+    for backend in ("interp", "static"):
+        result = stateful.compare(path.name, "pt", backend, stateful.run_irvm(vm.load(path, backend=backend), stream),
+                                  theirs, stream)
+        bad += len(result.mismatches) + len(result.both_failed)
+        row += f" {len(result.mismatches):>15}"
+    print(row)
     return 1 if bad else 0
 
 

@@ -30,3 +30,15 @@ def test_the_table_has_a_row_per_model_and_source(tmp_path: Path, capsys: pytest
 def test_an_unknown_model_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         stateful_check.main(["--only", "nope", "--cache", str(tmp_path)])
+
+
+def test_any_archive_streams_against_torch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--archive``: forward calls on random inputs of ``--shape`` and the ``--arg``
+    literals, one row with each backend's mismatches (the VAD's ``sr`` here)."""
+    from tests.support import stateful
+    from tests.support.stateful_models import CASES
+
+    vad = next(c for c in CASES if c.name == "streaming_vad")
+    archive = stateful.save_archive(vad, tmp_path)
+    assert stateful_check.main(["--archive", str(archive), "--shape", "1,128", "--arg", "16000", "--calls", "5"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[1:] == ["5", "0", "0"]
