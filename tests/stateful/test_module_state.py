@@ -176,3 +176,30 @@ def test_the_state_table_survives_an_irbc(tmp_path: Path) -> None:
     assert loaded.state == model.program.state == ("bn.running_mean", "scale")
     again = vm.load(tmp_path / "scaled.irbc", tmp_path / "scaled.weights.npz", backend="static", strict=False)
     assert again.static_module.state == {"bn.running_mean", "scale"}
+
+
+COUNTER_IR = """
+graph(%self : __torch__.M, %x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %k : int = prim::GetAttr[name="k"](%self)
+  %count : int = prim::GetAttr[name="count"](%self)
+  %next : int = aten::add(%count, %one)
+   = prim::SetAttr[name="count"](%self, %next)
+  %y : Tensor = aten::mul(%x, %k)
+  %z : Tensor = aten::mul(%y, %next)
+  return (%z)
+"""
+
+
+def test_attribute_folding_keeps_state_and_folds_settings() -> None:
+    """In a module that assigns ``count``, the setting ``k`` still folds (it used to be
+    left alone with everything else); ``count`` stays a read."""
+    from compiler.passes.fold_module_attributes import fold_module_attributes
+
+    folded = fold_module_attributes(parse(COUNTER_IR), {"k": np.array(3), "count": np.array(0)})
+    assert folded.attributes == {"k": 3}
+    reads = [str(n.attrs["name"]) for n in folded.main.walk() if n.kind == "prim::GetAttr"]
+    assert reads == ["count"]
+    declared = parse(COUNTER_IR)
+    declared.state = frozenset({"k"})  # what another method writes is state too
+    assert fold_module_attributes(declared, {"k": np.array(3), "count": np.array(0)}).attributes == {}
