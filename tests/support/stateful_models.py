@@ -253,7 +253,7 @@ class SlidingWindow(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.window = torch.cat([self.window, x])[-64:]
         w = self.window
-        return torch.sigmoid(w * 2 + 1) * w - w / 3 + x.sum()
+        return torch.sigmoid(w * 2 + 1) * w - w / 3 + x.mean()
 
 
 class History(nn.Module):
