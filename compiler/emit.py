@@ -37,6 +37,7 @@ from typing import Any
 import attrs
 
 from compiler.analysis.last_uses import final_reads, last_uses
+from compiler.analysis.module_state import written_attributes
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.passes.insert_drops import insert_drops
@@ -78,6 +79,7 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         specialized=module.specialized,
         folded_tensors=dict(module.folded_tensors),
         folded_from=dict(module.folded_from),
+        state=tuple(sorted(written_attributes(module))),
         checks=check_table(module),
     )
 

@@ -364,6 +364,9 @@ class Module:
     # True once the specialization pipeline has run on it for its weights: the static
     # runtime then runs no pass of its own
     specialized: bool = False
+    # attributes other methods of the same module object write (dotted paths from %self,
+    # compiler.analysis.module_state): state, though no graph of this program assigns them
+    state: frozenset[str] = frozenset()
 
     def __repr__(self) -> str:
         return f"<Module {self.filename}: main + {len(self.functions)} functions>"
@@ -381,6 +384,7 @@ class Module:
             dict(self.folded_tensors),
             dict(self.folded_from),
             self.specialized,
+            self.state,
         )
 
 

@@ -3,7 +3,8 @@
 Profiles: ``ci`` (default, 200 examples per property, derandomized) and ``long`` (10,000,
 random), chosen with ``pytest --hypothesis-profile long``.  Options: ``--zoo=all`` runs
 every model of the zoo (tests/zoo/test_zoo.py), ``--regen-goldens`` rewrites the golden
-files (tests/emit/goldens/) instead of comparing with them.
+files (tests/emit/goldens/) instead of comparing with them, ``--stateful-calls=N`` runs
+each stream of the stateful harness (tests/stateful/) for N calls instead of 30.
 """
 
 import os
@@ -43,6 +44,18 @@ def pytest_addoption(parser):
         default=False,
         help="rewrite the [out] sections of golden files (tests/emit/goldens) with today's output",
     )
+    parser.addoption(
+        "--stateful-calls",
+        type=int,
+        default=30,
+        help="consecutive calls of each stream of the stateful harness (tests/stateful/)",
+    )
+
+
+@pytest.fixture
+def stateful_calls(request: pytest.FixtureRequest) -> int:
+    """The calls of each stateful stream (``--stateful-calls``, 30 by default)."""
+    return int(request.config.getoption("--stateful-calls"))
 
 
 @pytest.fixture

@@ -2,10 +2,10 @@
 
     irvm run PROGRAM [--inputs IN.npz] [--weights W.npz] [--output OUT.npz]
                      [--backend interp|static] [--trace TRACE.npz] [--no-fusion]
-                     [--fuser blocked|numba]
+                     [--fuser blocked|numba] [--method NAME]
     irvm profile PROGRAM --inputs IN.npz [--weights W.npz] [--runs N]
     irvm disasm PROGRAM
-    irvm info PROGRAM      the inputs and outputs: names, dtypes, shapes
+    irvm info PROGRAM      the inputs and outputs: names, dtypes, shapes; a .pt's methods
     irvm serve MODEL...    serve models over the Open Inference Protocol v2 (vm/serve/command.py)
 
 PROGRAM is graph IR text (``.ir``, compiled on the fly), bytecode (``.irbc``), or a
@@ -40,7 +40,7 @@ import numpy as np
 from vm.api.open import read_program
 from vm.binding.weights import override
 from vm.command import load_npz, run_guarded, version
-from vm.files.kinds import check_writable
+from vm.files.kinds import FileKind, check_writable
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,6 +69,8 @@ def _build_parser() -> argparse.ArgumentParser:
              "(generated code and a memory plan: faster on repeated calls)",
     )
     r.add_argument("--trace", metavar="TRACE.npz", help="save every intermediate value under its IR name (interp backend)")
+    r.add_argument("--method", default="forward", metavar="NAME",
+                   help="run this method of a .pt's module (`irvm info` lists them), on the archive's own state")
     r.add_argument("--force", action="store_true", help="overwrite an existing file that irvm did not write")
     r.set_defaults(handler=_cmd_run)
 
@@ -182,7 +184,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.trace:
         check_writable(Path(args.trace), inputs=given, force=args.force, kind="trace")
     given = load_npz(args.weights)
-    program, own = load_program_and_weights(args.program, fusion=not args.no_fusion, weights=given if args.weights else None)
+    opened = read_program(args.program, fusion=not args.no_fusion, weights=given if args.weights else None, note=_note,
+                          method=args.method)
+    program, own = opened.program, opened.own_weights
     weights = _given_weights(own, given, args)
     inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
@@ -345,6 +349,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
     text = describe_program(program, known)
     if weights:  # a .pt: %self comes from the archive itself
         text = text.replace("bound from --weights", f"bound from the archive ({len(weights)} entries)")
+    if opened.kind is FileKind.TORCHSCRIPT:  # its other methods: `irvm run --method NAME`
+        from compiler.torchscript import archive_methods
+
+        text += f"methods: {', '.join(archive_methods(args.program))}\n"
+    state = getattr(program, "state", ())
+    if state:
+        text += f"state: {', '.join(state)} (attributes a method writes: calls run one at a time)\n"
     print(text, end="")
     examples = [e for e in (opened.examples or getattr(program, "example_inputs", None) or ())]
     if examples and len(examples) == len(known):

@@ -407,6 +407,20 @@ def may_be_written(value: Value, templates: dict[tuple[object, ...], _Template] 
             if source not in reached and is_mutable_type(source.type):
                 reached.add(source)
                 todo.append(source)
+    return _written_forward(reached, templates)
+
+
+def may_be_written_through(value: Value, templates: dict[tuple[object, ...], _Template] | None = None) -> bool:
+    """Whether a node may write ``value``'s memory through ``value`` itself or what may
+    alias it downstream (a view of it, a list holding it), not counting writes to the
+    values it came from: ``self.buf.add_(x)`` writes the attribute ``buf``, while a
+    ``self.count = ...`` elsewhere writes ``%self``, not the tensors it holds."""
+    return _written_forward({value}, {} if templates is None else templates)
+
+
+def _written_forward(reached: set[Value], templates: dict[tuple[object, ...], _Template]) -> bool:
+    """True when a node writes (or stores into what it writes) a value that may share
+    memory with one of ``reached`` (which this extends)."""
     todo = list(reached)
     while todo:  # forward to every value that may share memory with them
         current = todo.pop()

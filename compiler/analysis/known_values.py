@@ -9,7 +9,8 @@ and the flags through a few cheap operators (``aten::__not__``, an ``If`` whose 
 is known: torchvision's ``bn_training = self.training or ...``).  ``known_for(module,
 weights)`` binds ``%self`` and the tensor constants from the weights exactly as the
 runtimes will (``vm.binding.weights``) and returns ``known(value)``: the value, or
-``UNKNOWN``.  Weights the runtimes would refuse make nothing known (the runtime then
+``UNKNOWN``.  Module state is never known: an attribute some method writes
+(``compiler.analysis.module_state``) holds another value on the next call.  Weights the runtimes would refuse make nothing known (the runtime then
 names what is wrong, in its own words); the tensors earlier folds made
 (``Module.folded_tensors``) are known by their names.
 
@@ -34,10 +35,12 @@ Known = Callable[[Value], Any]
 def known_for(module: Module, weights: Any) -> Known:
     """``known(value)`` for the values of ``module.main`` under ``weights`` (a flat
     mapping of dotted keys or a ``vm.binding.weights.ModuleObject``)."""
+    from compiler.analysis.module_state import written_attributes
     from vm.binding.weights import ModuleObject, bind_constants, bind_self
     from vm.core.errors import RunError
 
     main = module.main
+    state = written_attributes(module)
     flat = weights if isinstance(weights, Mapping) else {}
     tensors: dict[str, Any] = {}
     bound: dict[Value, Any] = {}
@@ -48,7 +51,7 @@ def known_for(module: Module, weights: Any) -> Known:
         tensors = bind_constants(main, {**flat, **module.folded_tensors})
     except RunError:  # weights the runtime will refuse: nothing is known, nothing folds
         return lambda value: UNKNOWN
-    return known_values(main, bound, tensors)
+    return known_values(main, bound, tensors, state)
 
 
 def weight_key(value: Value, known: Known) -> str | None:
@@ -95,27 +98,32 @@ def written(value: Value) -> bool:
     )
 
 
-def known_values(graph: Graph, bound: Mapping[Value, Any], tensors: Mapping[str, Any]) -> Known:
+def known_values(
+    graph: Graph, bound: Mapping[Value, Any], tensors: Mapping[str, Any], state: frozenset[str] = frozenset()
+) -> Known:
     """``known(value)``: the load-time value of ``value`` in ``graph``, or ``UNKNOWN``.
 
     ``bound`` maps bound graph inputs (``%self``) to their objects, ``tensors`` the names
     of bound ``<Tensor>`` constants to their arrays.  Follows constants, attribute reads
-    of known objects (``.attributes`` of ``vm.binding.weights.ModuleObject``), ``aten::__not__``
-    and a ``prim::If`` with a known condition, memoized."""
+    of known objects (``.attributes`` of ``vm.binding.weights.ModuleObject``) that are not
+    module ``state`` (written attributes), ``aten::__not__`` and a ``prim::If`` with a
+    known condition, memoized."""
     memo: dict[Value, Any] = {}
 
     def known(value: Value) -> Any:
         if value in memo:
             return memo[value]
         memo[value] = UNKNOWN  # cycles (loop-carried values) stay unknown
-        result = _evaluate(value, known, bound, tensors)
+        result = _evaluate(value, known, bound, tensors, state)
         memo[value] = result
         return result
 
     return known
 
 
-def _evaluate(value: Value, known: Known, bound: Mapping[Value, Any], tensors: Mapping[str, Any]) -> Any:
+def _evaluate(
+    value: Value, known: Known, bound: Mapping[Value, Any], tensors: Mapping[str, Any], state: frozenset[str]
+) -> Any:
     node = value.node
     if node is None:
         return bound.get(value, UNKNOWN)
@@ -125,6 +133,8 @@ def _evaluate(value: Value, known: Known, bound: Mapping[Value, Any], tensors: M
             return tensors.get(value.name, UNKNOWN)
         return constant_value(node)
     if kind == "prim::GetAttr":
+        if state and _is_state(value, state):
+            return UNKNOWN
         owner = known(node.inputs[0])
         attributes = getattr(owner, "attributes", None)
         if isinstance(attributes, dict):
@@ -140,3 +150,9 @@ def _evaluate(value: Value, known: Known, bound: Mapping[Value, Any], tensors: M
         block = node.blocks[0 if cond else 1]
         return known(block.returns[node.outputs.index(value)])
     return UNKNOWN
+
+
+def _is_state(value: Value, state: frozenset[str]) -> bool:
+    from compiler.analysis.module_state import reads_state
+
+    return value.node is not None and reads_state(value.node, state)

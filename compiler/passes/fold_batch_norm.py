@@ -29,8 +29,9 @@ constants, ``aten::__not__`` and a ``prim::If`` whose condition is known (torchv
   would be normalized along ``L``);
 - the convolution's result has no other use but ones that read only its shape, dtype or
   device (torch's ``_check_input_dim`` reads ``dim()``), which the fold keeps; and no
-  value involved is written in place by any node (kinds ending in ``_``) or by
-  ``prim::SetAttr`` (a program that assigns attributes is left alone).
+  value involved is written in place by any node (kinds ending in ``_``), and none is
+  module state (an attribute some method assigns: ``compiler.analysis.module_state``,
+  which ``known_for`` asks, leaves it unknown).
 
 Each fold adds two ``<Tensor>`` constants named after the BatchNorm's result
 (``%x.3.bn_weight``, ``%x.3.bn_bias``), rewires the convolution to them and removes the
@@ -64,7 +65,7 @@ _TRANSPOSED_AT = {"aten::_convolution": 6, "aten::convolution": 6}
 def fold_batch_norm(module: Module, weights: Mapping[str, Any] | Any = None) -> Module:
     """``module`` with each foldable conv + BatchNorm pair of its main graph as one
     convolution (see the module essay), the arrays it made added to ``folded_tensors``;
-    ``module`` itself without weights or when the program assigns attributes."""
+    ``module`` itself without weights or when nothing folds."""
     if weights is None or not _foldable(module, "aten::batch_norm"):
         return module
     copy = owned_copy(module)
@@ -87,10 +88,10 @@ def fold_batch_norm(module: Module, weights: Mapping[str, Any] | Any = None) -> 
 
 
 def _foldable(module: Module, kind: str) -> bool:
-    """Whether the module has a ``kind`` node to fold and assigns no attribute (its
-    weights are then constants of the program)."""
+    """Whether the module has a ``kind`` node to fold (whether its weights are constants
+    of the program is ``known_for``'s question, which module state answers no)."""
     kinds = {n.kind for g in (module.main, *module.functions.values()) for n in g.walk()}
-    return kind in kinds and "prim::SetAttr" not in kinds
+    return kind in kinds
 
 
 def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], taken: set[str]) -> list[Value]:

@@ -13,8 +13,10 @@ of the weights' value, and ``propagate_constants`` (which runs next) removes the
 branches those constants decide.
 
 Only immutable values are folded: tensors, lists, tuples and dicts stay attribute reads
-(they are objects a run may modify, and a tensor constant would print rounded), and a
-module whose graphs assign attributes (``prim::SetAttr``) is left alone entirely.  An
+(they are objects a run may modify, and a tensor constant would print rounded), and an
+attribute that is module *state* -- one a ``prim::SetAttr`` of any graph, or of another
+method of the module object, assigns (``compiler.analysis.module_state``) -- is never
+folded: ``self._last_sr``, ``self.count`` are read on every call.  An
 attribute absent from the weights is not folded (the runtime reports or defaults it as
 before).  The values folded are recorded in ``Module.attributes`` (dotted path -> value):
 the program is specialized for them, and the runtimes refuse weights that contradict
@@ -28,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler import types as T
+from compiler.analysis.module_state import ANYTHING, is_written, written_attributes
 from compiler.ir import FreshNames, Module, Node, Value
 from compiler.passes import note
 from vm.core.enum_values import EnumValue, stored
@@ -37,24 +40,25 @@ _PLAIN = {T.BOOL: bool, T.INT: int, T.FLOAT: float, T.STR: str}
 
 def fold_module_attributes(module: Module, weights: Mapping[str, Any]) -> Module:
     """A copy of ``module`` where no GetAttr chain from the entry's ``%self`` reads a
-    bool/int/float/str attribute (or a None Optional) that ``weights`` holds; the values
-    used are added to the copy's ``attributes``."""
+    bool/int/float/str attribute (or a None Optional) that ``weights`` holds and no
+    method writes; the values used are added to the copy's ``attributes``."""
     from vm.binding.weights import ModuleObject
 
     copy = module.clone()
     main = copy.main
     if not main.inputs or not isinstance(main.inputs[0].type, T.ClassType):
         return copy
-    if any(n.kind == "prim::SetAttr" for g in (main, *copy.functions.values()) for n in g.walk()):
+    written = written_attributes(copy)
+    if ANYTHING in written:
         return copy
     root = weights if isinstance(weights, ModuleObject) else ModuleObject.from_state_dict(weights)
     folded: dict[str, Any] = {}
-    _fold_reads(main.name_source(), main.inputs[0], root, folded)
+    _fold_reads(main.name_source(), main.inputs[0], root, folded, written)
     copy.attributes = {**copy.attributes, **folded}
     return copy
 
 
-def _fold_reads(names: FreshNames, value: Value, obj: Any, folded: dict[str, Any]) -> None:
+def _fold_reads(names: FreshNames, value: Value, obj: Any, folded: dict[str, Any], written: frozenset[str]) -> None:
     from vm.binding.weights import ModuleObject
 
     for use in list(value.uses):
@@ -66,8 +70,10 @@ def _fold_reads(names: FreshNames, value: Value, obj: Any, folded: dict[str, Any
         child = obj.attributes.get(name) if isinstance(obj, ModuleObject) else None
         if isinstance(out.type, T.ClassType):
             if isinstance(child, ModuleObject):
-                _fold_reads(names, out, child, folded)
+                _fold_reads(names, out, child, folded, written)
             continue
+        if is_written(obj.dotted(name) if isinstance(obj, ModuleObject) else name, written):
+            continue  # module state: read on every call
         constant = _constant_for(child, out.type, name in obj.attributes if isinstance(obj, ModuleObject) else False)
         if constant is _KEEP:
             continue

@@ -45,9 +45,10 @@ MAX_ELEMENTS = 65536  # 256 KiB of float32: BERT-tiny's layers are 4k-8k, ViT-B'
 def fold_transposed_weights(module: Module, weights: Mapping[str, Any] | Any = None) -> Module:
     """``module`` with its small linear layers reading their weight stored transposed
     (see the module essay), the arrays it made added to ``folded_tensors``; ``module``
-    itself without weights, when the program assigns attributes or no linear qualifies."""
+    itself without weights or when no linear qualifies (a weight that is module state,
+    ``compiler.analysis.module_state``, is not known, so never qualifies)."""
     kinds = {n.kind for g in (module.main, *module.functions.values()) for n in g.walk()}
-    if weights is None or "aten::linear" not in kinds or "prim::SetAttr" in kinds:
+    if weights is None or "aten::linear" not in kinds:
         return module
     known = known_for(module, weights)
     if not any(_weight(n, known) is not None for n in module.main.walk()):

@@ -72,6 +72,21 @@ def compile_archive(
     return emit(optimized, fused_kernels=fused), ArchiveState(weights)
 
 
+def archive_methods(path: str | Path) -> list[str]:
+    """The methods of the archive's module object (``forward`` first, then the others
+    ``torch.jit.load``'s module has: exported ones, and those ``forward`` calls)."""
+    from compiler.torchscript.frontend import method_names
+    from compiler.torchscript.source import SourceIndex
+
+    archive = Archive(path)
+    try:
+        index = SourceIndex(archive.code_files())
+        root = archive.module()
+    finally:
+        archive.close()
+    return method_names(index, root)
+
+
 def method_defaults(path: str | Path, method: str = "forward") -> list[Any]:
     """The default values of ``method``'s trailing parameters, as the archive's source
     writes them (``attn_mask: Optional[Tensor]=None`` gives None): what torch passes
@@ -210,6 +225,7 @@ __all__ = [
     "compile_archive",
     "is_torchscript_archive",
     "load_torchscript",
+    "archive_methods",
     "method_defaults",
     "prepare_archive_weights",
     "save_archive_weights",

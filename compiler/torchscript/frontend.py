@@ -64,6 +64,7 @@ class Frontend(ExprCompiler):
         self._depth = 0
         self._assigned_cache: dict[int, list[str]] = {}
         self.training_assigned = assigns_training(index.lines)
+        self.inlined: set[str] = set()  # qualified names of the functions compiled in (other_methods_writes)
 
     def compile(self, method: str) -> Module:
         info = self.index.classes.get(self.root.qualname)
@@ -104,6 +105,7 @@ class Frontend(ExprCompiler):
 
     def call_function(self, info: FunctionInfo, args: list[Any], kwargs: dict[str, Any], span: Span | None) -> Any:
         fdef = info.node
+        self.inlined.add(info.qualname)
         if self._depth >= MAX_INLINE_DEPTH:
             raise CompileError(f"calls nested deeper than {MAX_INLINE_DEPTH} (recursion?) at {info.qualname}", span)
         params = fdef.args.args
@@ -435,7 +437,42 @@ def compile_method(
     (``__module.layer1/__module.layer1.0``, as a traced graph prints it), for pictures."""
     frontend = Frontend(index, root, constants, filename)
     frontend.scopes = scopes
-    return frontend.compile(method)
+    module = frontend.compile(method)
+    module.state = other_methods_writes(index, root, constants, frontend.inlined, filename)
+    return module
+
+
+def method_names(index: SourceIndex, root: Record) -> list[str]:
+    """The methods of the archive's module object, as ``torch.jit.load``'s module has them
+    (``forward`` first)."""
+    info = index.classes.get(root.qualname)
+    names = sorted(info.methods) if info is not None else []
+    return sorted(names, key=lambda n: n != "forward")
+
+
+def other_methods_writes(
+    index: SourceIndex, root: Record, constants: tuple[Any, ...], inlined: set[str], filename: str
+) -> frozenset[str]:
+    """The attributes the module's other methods write (``compiler.analysis.module_state``):
+    one module object runs all of them, so what ``reset_states`` assigns is state for
+    ``forward`` too.  Methods already compiled in (``inlined``: qualified names, what the
+    method's compile inlined; a torchvision ``_forward_impl``) are not compiled again; a
+    method irvm cannot compile may write anything (``"*"``): nothing of the module is then
+    taken as constant."""
+    from compiler.analysis.module_state import ANYTHING, written_attributes
+
+    written: set[str] = set()
+    seen = set(inlined)
+    for name in method_names(index, root):
+        if f"{root.qualname}.{name}" in seen:
+            continue
+        frontend = Frontend(index, root, constants, filename)
+        try:
+            written |= written_attributes(frontend.compile(name))
+        except (CompileError, RecursionError):
+            return frozenset({ANYTHING})
+        seen |= frontend.inlined
+    return frozenset(written)
 
 
 def module_scope(path: str) -> str:
@@ -445,4 +482,4 @@ def module_scope(path: str) -> str:
     return "/".join("__module." + ".".join(parts[: i + 1]) for i in range(len(parts)))
 
 
-__all__ = ["Frontend", "compile_method", "module_scope"]
+__all__ = ["Frontend", "compile_method", "method_names", "module_scope", "other_methods_writes"]

@@ -3,21 +3,27 @@
 What ``vm.load`` returns, shaped for people who know ONNX Runtime's ``InferenceSession``:
 ``model.inputs`` / ``model.outputs`` list ``NodeArg``s (name, type, dtype, shape),
 ``model.run(output_names, feeds)`` returns a list, and ``model(*args, **kwargs)`` takes
-inputs by position or by name (a ``.pt``'s forward defaults fill what is left out).
+inputs by position or by name (a ``.pt``'s forward defaults fill what is left out).  An
+archive's other methods are attributes (``model.reset_states()``, ``model.methods``
+lists them), compiled on first use; all of them run on one module object
+(``model.module_object``), as ``torch.jit.load``'s module is one.
 
 Threads: a model may be called from several threads at once.  Everything decided once
-per model is built once and shared read-only (the program and, for the static backend,
-one ``StaticModule``); each calling thread gets its own runtime on first use (a
+per model is built once and shared (the program and, for the static backend, one
+``StaticModule`` per method); each calling thread gets its own runtime on first use (a
 ``StaticRuntime`` over the shared module, or an ``Interpreter``), which owns its plans,
 buffers and random generator, as ``vm.RuntimePool`` hands one runtime to each caller.
+Module state is not per thread: every runtime binds ``%self`` to the model's one module
+object, so a counter a call increments is seen by the next call, from any thread, as in
+torch.  A model whose methods write state (``model.state`` lists the attributes) runs one
+call at a time (a lock across all its methods); a stateless model's calls run at once.
 With ``seed`` the first runtime draws from exactly that seed and every later one from a
-seed spawned from it (``numpy.random.SeedSequence``).
-"""
+seed spawned from it (``numpy.random.SeedSequence``)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +34,8 @@ from vm.core.errors import RunError
 
 
 class Model:
-    """A program ready to run: ``model(x)``, ``model(x=x)``, ``model.run(None, {"x": x})``."""
+    """A program ready to run: ``model(x)``, ``model(x=x)``, ``model.run(None, {"x": x})``;
+    an archive's other methods by name: ``model.reset_states()``, ``model.methods``."""
 
     _irvm_model_ = True  # what vm.Interpreter and vm.StaticModule recognize (no import of this room)
 
@@ -44,40 +51,74 @@ class Model:
         examples: Sequence[Any] | None = None,
         path: Path | None = None,
         strict: bool = True,
+        methods: Sequence[str] = (),
+        compile_method: Callable[[str], Any] | None = None,
+        options: Any = None,
         quantized_engine: str | None = None,
         quantized_kernel: str | None = None,
     ) -> None:
+        """``methods``: the module's method names beside ``forward``, each compiled by
+        ``compile_method(name)`` when first called; ``options``: the static runtime's
+        ``StaticOptions`` (default: its defaults with ``fuser``); ``quantized_engine`` and
+        ``quantized_kernel``: whose integers quantized operators give (vm.load)."""
         from vm.ops.quantized.arith import quantized_setting
 
         self.program = program
         # quantized arithmetic: fbgemm's or qnnpack's, on fbgemm's kernel of this CPU or a pinned one
         self.quantized = quantized_setting(quantized_engine, quantized_kernel)
+        # the example inputs the model came with (a trace's), kept for save(): dtypes and shapes
+        self._examples = [_example_spec(e) for e in examples or ()]
         # a copy of the same kind: an archive's own state (vm.binding.strict.ArchiveState) stays one
         self.weights: dict[str, Any] = type(weights)(weights) if isinstance(weights, dict) else dict(weights or {})
         self.strict = strict
         self.backend = backend
         self.fuser, self.seed, self.threads, self.path = fuser, seed, threads, path
-        self.inputs: list[NodeArg] = input_args(program, examples, self.weights)
-        # the example inputs the model came with (a trace's), kept for save(): dtypes and shapes
-        self._examples = [_example_spec(e) for e in examples or ()]
-        self.outputs: list[NodeArg] = output_args(program)
-        self._names = [arg.name for arg in self.inputs]
-        self._local = threading.local()
+        self.options = options
         self._lock = threading.Lock()
         self._spawned = np.random.SeedSequence(seed) if seed is not None else None
         self._made = 0
-        self.static_module: Any = None
-        if backend == "static":
-            from vm.static import StaticModule, StaticOptions
+        # the module object every method and every thread runs on, as torch.jit.load's
+        # module is one: what one call writes to it (prim::SetAttr), the next one reads
+        from vm.binding.weights import ModuleObject
 
-            self.static_module = StaticModule(program, self.weights or None, StaticOptions(fuser=fuser), strict=strict)
-        self._runtime()  # this thread's, made now: a model that cannot run fails at load
+        self.module_object = ModuleObject.from_state_dict(self.weights)
+        # the attributes some method writes (vm.program.bytecode.Program.state): calls to a
+        # model with state are serialized, as they share that state
+        self.state: tuple[str, ...] = tuple(getattr(program, "state", ()))
+        self._calls: threading.RLock | None = threading.RLock() if self.state else None
+        self.methods: list[str] = list(dict.fromkeys(["forward", *methods]))
+        self._compile_method = compile_method
+        self._methods: dict[str, Method] = {}
+        forward = self._methods["forward"] = Method(self, "forward", program, examples)
+        self.inputs: list[NodeArg] = forward.inputs
+        self.outputs: list[NodeArg] = forward.outputs
+        self.static_module: Any = forward.static_module
+        forward.runtime()  # this thread's, made now: a model that cannot run fails at load
 
     # -- calling ------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The outputs for these inputs: one value, or a tuple when the graph returns several."""
-        return self._runtime()(*self._arguments(args, kwargs))
+        return self._methods["forward"](*args, **kwargs)
+
+    def method(self, name: str) -> Method:
+        """The method ``name`` of the model's module object (compiled on first use)."""
+        found = self._methods.get(name)
+        if found is not None:
+            return found
+        if name not in self.methods or self._compile_method is None:
+            raise RunError(f"the model has no method {name!r}: its methods are {', '.join(self.methods)}")
+        with self._lock:
+            found = self._methods.get(name)
+            if found is None:
+                found = self._methods[name] = Method(self, name, self._compile_method(name), None)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        """``model.reset_states``: a method of the archive beside ``forward``."""
+        if name.startswith("_") or name not in self.__dict__.get("methods", ()):
+            raise AttributeError(f"{type(self).__name__!s} object has no attribute {name!r}")
+        return self.method(name)
 
     def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any], run_options: Any = None) -> list[Any]:
         """As ONNX Runtime's ``InferenceSession.run``: the outputs named (all for None or
@@ -111,74 +152,12 @@ class Model:
         """``self.outputs`` (ONNX Runtime's spelling)."""
         return list(self.outputs)
 
-    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-        """The inputs in graph order: positional first, then by name (the graph's name,
-        ``x.1``, or its Python name, ``x``, when no other input shares it), then the defaults."""
-        names = self._names
-        if len(args) > len(names):
-            raise RunError(f"the model takes {len(names)} input(s) ({self._listing()}), got {len(args)}")
-        slots: list[Any] = [*args, *[_UNSET] * (len(names) - len(args))]
-        for key, value in kwargs.items():
-            i = self._index(key)
-            if slots[i] is not _UNSET:
-                raise RunError(f"input {names[i]!r} given twice (by position and as {key!r})")
-            slots[i] = value
-        defaults = tuple(getattr(self.program, "input_defaults", ()))
-        first_default = len(names) - len(defaults)
-        for i, value in enumerate(slots):
-            if value is _UNSET and i >= first_default:
-                slots[i] = defaults[i - first_default]
-        missing = [names[i] for i, v in enumerate(slots) if v is _UNSET]
-        if missing:
-            raise RunError(f"missing input(s) {', '.join(map(repr, missing))}: the model's inputs are {self._listing()}")
-        return slots
-
-    def _index(self, key: str) -> int:
-        names = self._names
-        if key in names:
-            return names.index(key)
-        matches = [i for i, n in enumerate(names) if _python_name(n) == key or n == _python_name(key)]
-        if len(matches) == 1:
-            return matches[0]
-        raise RunError(f"unknown input {key!r}: the model's inputs are {self._listing()}")
-
-    def _listing(self) -> str:
-        return ", ".join(self._names) or "none"
-
-    def _runtime(self) -> Any:
-        runtime = getattr(self._local, "runtime", None)
-        if runtime is None:
-            runtime = self._local.runtime = self._new_runtime()
-        return runtime
-
-    def _new_runtime(self) -> Any:
-        with self._lock:
-            seed = self._next_seed()
-        if self.static_module is not None:
-            from vm.static import StaticRuntime
-
-            return StaticRuntime(self.static_module, seed=seed, **self._quantized_options())
-        from vm.interpreter.machine import Interpreter
-
-        return Interpreter(self.program, self.weights or None, fuser=self.fuser, seed=seed, strict=self.strict,
-                           **self._quantized_options())
-
-    def _quantized_options(self) -> dict[str, Any]:
-        engine, kernel = self.quantized or (None, None)
-        return {"quantized_engine": engine, "quantized_kernel": kernel}
-
-    @property
-    def quantized_arithmetic(self) -> dict[str, str] | None:
-        """For a model with quantized operators, whose integers they give:
-        ``{"quantized_engine": ..., "quantized_kernel": ...}`` (None for a float model)."""
-        return quantized_arithmetic(self.program, self.quantized)
-
-
     def _next_seed(self) -> int | None:
-        self._made += 1
-        if self._spawned is None or self._made == 1:
-            return self.seed
-        return int(self._spawned.spawn(1)[0].generate_state(1)[0])
+        with self._lock:
+            self._made += 1
+            if self._spawned is None or self._made == 1:
+                return self.seed
+            return int(self._spawned.spawn(1)[0].generate_state(1)[0])
 
     # -- saving ---------------------------------------------------------------------------
 
@@ -209,10 +188,108 @@ class Model:
 
             save_archive_weights(self.path, out, force=force, announce=False)
 
+    @property
+    def quantized_arithmetic(self) -> dict[str, str] | None:
+        """For a model with quantized operators, whose integers they give:
+        ``{"quantized_engine": ..., "quantized_kernel": ...}`` (None for a float model)."""
+        return quantized_arithmetic(self.program, self.quantized)
+
+    def _quantized_options(self) -> dict[str, Any]:
+        engine, kernel = self.quantized or (None, None)
+        return {"quantized_engine": engine, "quantized_kernel": kernel}
+
     def __repr__(self) -> str:
         where = f"{self.path}, " if self.path is not None else ""
         ins = ", ".join(f"{a.name}: {a.type}" for a in self.inputs)
         return f"<vm.Model {where}backend={self.backend!r} ({ins}) -> {len(self.outputs)} output(s)>"
+
+
+class Method:
+    """One method of a model's module object, called as the model is: positional inputs,
+    by name, the source's defaults.  Every method of a model runs on ``model.module_object``;
+    each calling thread gets its own runtime (a ``StaticRuntime`` over the method's shared
+    ``StaticModule``, or an ``Interpreter``), bound to that one object."""
+
+    def __init__(self, model: Model, name: str, program: Any, examples: Sequence[Any] | None) -> None:
+        self.model, self.name, self.program = model, name, program
+        self.inputs: list[NodeArg] = input_args(program, examples, model.weights)
+        self.outputs: list[NodeArg] = output_args(program)
+        self._names = [arg.name for arg in self.inputs]
+        self._local = threading.local()
+        self.static_module: Any = None
+        if model.backend == "static":
+            from vm.static import StaticModule, StaticOptions
+
+            options = model.options or StaticOptions(fuser=model.fuser)
+            self.static_module = StaticModule(program, model.weights or None, options,
+                                              strict=model.strict, self_object=model.module_object)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        runtime, arguments = self.runtime(), self._arguments(args, kwargs)
+        calls = self.model._calls
+        if calls is None:  # no state: threads run at once, each on its own runtime
+            return runtime(*arguments)
+        with calls:  # module state: one call at a time, as the state is one
+            return runtime(*arguments)
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{a.name}: {a.type}" for a in self.inputs)
+        return f"<vm.Model method {self.name}({ins})>"
+
+    def runtime(self) -> Any:
+        runtime = getattr(self._local, "runtime", None)
+        if runtime is None:
+            runtime = self._local.runtime = self._new_runtime()
+        return runtime
+
+    def _new_runtime(self) -> Any:
+        model = self.model
+        seed = model._next_seed()
+        if self.static_module is not None:
+            from vm.static import StaticRuntime
+
+            return StaticRuntime(self.static_module, seed=seed, **model._quantized_options())
+        from vm.interpreter.machine import Interpreter
+
+        return Interpreter(self.program, model.weights or None, fuser=model.fuser, seed=seed, strict=model.strict,
+                           self_object=model.module_object, **model._quantized_options())
+
+    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        """The inputs in graph order: positional first, then by name (the graph's name,
+        ``x.1``, or its Python name, ``x``, when no other input shares it), then the defaults."""
+        names = self._names
+        if len(args) > len(names):
+            raise RunError(f"{self._what()} takes {len(names)} input(s) ({self._listing()}), got {len(args)}")
+        slots: list[Any] = [*args, *[_UNSET] * (len(names) - len(args))]
+        for key, value in kwargs.items():
+            i = self._index(key)
+            if slots[i] is not _UNSET:
+                raise RunError(f"input {names[i]!r} given twice (by position and as {key!r})")
+            slots[i] = value
+        defaults = tuple(getattr(self.program, "input_defaults", ()))
+        first_default = len(names) - len(defaults)
+        for i, value in enumerate(slots):
+            if value is _UNSET and i >= first_default:
+                slots[i] = defaults[i - first_default]
+        missing = [names[i] for i, v in enumerate(slots) if v is _UNSET]
+        if missing:
+            raise RunError(f"missing input(s) {', '.join(map(repr, missing))}: {self._what()}'s inputs are {self._listing()}")
+        return slots
+
+    def _what(self) -> str:
+        return "the model" if self.name == "forward" else f"method {self.name}"
+
+    def _index(self, key: str) -> int:
+        names = self._names
+        if key in names:
+            return names.index(key)
+        matches = [i for i, n in enumerate(names) if _python_name(n) == key or n == _python_name(key)]
+        if len(matches) == 1:
+            return matches[0]
+        raise RunError(f"unknown input {key!r}: {self._what()}'s inputs are {self._listing()}")
+
+    def _listing(self) -> str:
+        return ", ".join(self._names) or "none"
 
 
 _UNSET: Any = object()
@@ -239,9 +316,6 @@ def _python_name(name: str) -> str:
     return base if base and suffix.isdigit() else name
 
 
-__all__ = ["Model", "NodeArg"]
-
-
 def quantized_arithmetic(program: Any, setting: tuple[str, str | None] | None) -> dict[str, str] | None:
     """The engine and fbgemm kernel (vm/ops/quantized/cpu.py) whose integers ``program``'s
     quantized operators give under ``setting`` (None: the defaults); None without any."""
@@ -251,3 +325,6 @@ def quantized_arithmetic(program: Any, setting: tuple[str, str | None] | None) -
         return None
     engine, kernel = setting or ("fbgemm", None)
     return {"quantized_engine": engine, "quantized_kernel": kernel or host_kernel()}
+
+
+__all__ = ["Method", "Model", "NodeArg"]

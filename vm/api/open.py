@@ -49,13 +49,19 @@ def read_program(
     weights: Mapping[str, Any] | None = None,
     note: Note | None = None,
     tool: str = "irvm",
+    method: str = "forward",
 ) -> Opened:
     """``path`` read as a program (see the module docstring); ``weights`` specialize IR
     text for their settings; ``note`` hears what the caller should be told (an older
-    ``.irbc`` compiled again).  A file of another kind is refused saying what it is."""
+    ``.irbc`` compiled again); ``method``: that method of a ``.pt``'s module (another file
+    holds only its entry).  A file of another kind is refused saying what it is."""
     from vm.program.irbc import OlderFormatError, load
 
     kind = expect(path, "program")
+    if method != "forward" and kind is not FileKind.TORCHSCRIPT:
+        from vm.core.errors import RunError
+
+        raise RunError(f"{path} holds one program, not methods: --method {method} needs a torch.jit.save archive (.pt)")
     older = None
     if kind is FileKind.IRBC:
         try:
@@ -81,7 +87,7 @@ def read_program(
             from compiler.torchscript import compile_archive
             from compiler.torchscript.examples import traced_examples
 
-            program, own = compile_archive(path, fusion=fusion, weights=weights, on_pass=progress.stage)
+            program, own = compile_archive(path, method, fusion=fusion, weights=weights, on_pass=progress.stage)
             examples = traced_examples(path)
         else:
             from compiler.cli import read_source
@@ -144,9 +150,22 @@ def load(
     bound = _merge(opened.own_weights, given, path)
     if threads is not None:
         set_threads(threads)
+    methods: list[str] = []
+    compile_method: Callable[[str], Any] | None = None
+    if opened.kind is FileKind.TORCHSCRIPT:  # the module's other methods, compiled when first called
+        from compiler.torchscript import archive_methods, compile_archive
+
+        methods = archive_methods(path)
+        over = given if weights is not None else None
+
+        def compile_other(name: str) -> Any:
+            return compile_archive(path, name, fusion=fusion, weights=over)[0]
+
+        compile_method = compile_other
+
     return Model(
         opened.program, bound, backend=backend, fuser=fuser or "blocked", seed=seed, threads=threads,
-        examples=opened.examples, path=Path(path), strict=strict,
+        examples=opened.examples, path=Path(path), strict=strict, methods=methods, compile_method=compile_method,
         quantized_engine=quantized_engine, quantized_kernel=quantized_kernel,
     )
 

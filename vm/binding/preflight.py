@@ -21,7 +21,7 @@ returns None), so dtype-generic graphs (``x * 2``) take any dtype, as in PyTorch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import attrs
@@ -30,6 +30,7 @@ import numpy as np
 from vm.core import types as T
 from vm.core.errors import RunError
 from vm.core.gc_pause import gc_paused
+from vm.core.state_paths import is_written
 from vm.program.check_graph import is_tensor_literal
 
 # the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
@@ -476,16 +477,18 @@ def _error(node: Node, detail: str, culprit: Known) -> RunError:
 
 def make_guard(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
                skip_self: bool, reaches: bool | None = None,
-               labels: Mapping[str, str] | None = None) -> DtypeGuard | None:
+               labels: Mapping[str, str] | None = None, state: Iterable[str] = ()) -> DtypeGuard | None:
     """A DtypeGuard for ``graph`` with its weights bound (``self_object`` is ``%self``'s
     ModuleObject or None; ``weights`` the flat mapping for frozen constants), or None when
     no strict op is reachable from an input (``reaches``: that answer when the caller has
     it, as a check table does, whose graph leaves out nodes the walk needs).  ``labels``:
-    the names messages give constants a load-time fold made (``resolver``)."""
+    the names messages give constants a load-time fold made (``resolver``); ``state``: the
+    attributes some method writes (``Program.state``), whose dtype a call may change, so
+    the guard knows nothing of them."""
     inputs = list(graph.inputs[1:] if skip_self else graph.inputs)
     if not (reaches_strict(inputs) if reaches is None else reaches):
         return None
-    resolve = resolver(graph, self_object, weights, skip_self, labels)
+    resolve = resolver(graph, self_object, weights, skip_self, labels, frozenset(state))
     return DtypeGuard(graph, resolve, lambda node: resolve(node.outputs[0]), inputs)
 
 
@@ -498,12 +501,14 @@ def check_weights(graph: Graph, self_object: Any, weights: Mapping[str, Any] | N
 
 
 def resolver(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
-             skip_self: bool, labels: Mapping[str, str] | None = None) -> Callable[[Value], tuple[Any, str]]:
+             skip_self: bool, labels: Mapping[str, str] | None = None,
+             state: frozenset[str] = frozenset()) -> Callable[[Value], tuple[Any, str]]:
     """value -> (what it is bound to before the run, a label): ``%self``'s attributes
     through GetAttr chains (an array, a list of arrays, a ModuleObject), a tensor
     constant's bound array; (None, ...) for anything else.  A constant's label is its name
     in ``labels`` when there (what a load-time fold made: the weights it came from), else
-    ``%name``."""
+    ``%name``.  An attribute in ``state`` (written by some method) resolves to None: what
+    it holds now says nothing of the next call."""
     root = graph.inputs[0] if skip_self and graph.inputs else None
     flat = weights if isinstance(weights, Mapping) else {}
 
@@ -519,7 +524,10 @@ def resolver(graph: Graph, self_object: Any, weights: Mapping[str, Any] | None,
             attributes = getattr(parent, "attributes", None)
             if not isinstance(attributes, dict):
                 return None, name
-            return attributes.get(name), parent.dotted(name)
+            dotted = parent.dotted(name)
+            if state and is_written(dotted, state):
+                return None, dotted
+            return attributes.get(name), dotted
         if node.kind == "prim::Constant":
             array, label = _constant(node, flat)
             return array, (labels or {}).get(node.outputs[0].name, label) if node.outputs else label

@@ -92,6 +92,7 @@ class Interpreter:
         strict: bool = True,
         quantized_engine: str | None = None,
         quantized_kernel: str | None = None,
+        self_object: ModuleObject | None = None,
     ):
         from vm.program.accept import refuse_non_program, unwrap_model
 
@@ -113,7 +114,9 @@ class Interpreter:
         self.max_depth = max_depth
         self.trace, self.debug = trace, debug
         self.last_trace: dict[str, Any] | None = None
-        self.self_object = _bind_self(program, weights) if program.takes_self else None
+        # ``self_object``: the module object %self is, shared (a vm.Model's methods and
+        # threads run on one, as torch's module is one); else one built from the weights
+        self.self_object = _bind_self(program, weights, self_object) if program.takes_self else None
         check_folded_from(program.folded_from, weights)  # a program compiled for other weights
         weights = with_folded_tensors(weights, program.folded_tensors)  # its <Tensor> constants too
         self.constants = _bind_constants(program, weights)
@@ -371,17 +374,24 @@ def _bind(ref: OpRef, function: str) -> Any:
         ) from None
 
 
-def _bind_self(program: Program, weights: Mapping[str, Any] | ModuleObject | None) -> ModuleObject:
+def _bind_self(
+    program: Program, weights: Mapping[str, Any] | ModuleObject | None, shared: ModuleObject | None = None
+) -> ModuleObject:
+    """%self: ``shared`` with what the program reads of it bound in place, else built
+    from the weights."""
     from vm.binding import weights as W
-    if isinstance(weights, ModuleObject):
+    if shared is None and isinstance(weights, ModuleObject):
         return weights
     from vm.program.self_reads import self_graph
 
     graph = self_graph(program) if program.takes_self else None
     if graph is not None and hasattr(W, "bind_self"):
         module = program.module_if_loaded
-        return W.bind_self(graph, weights, module.attributes if module is not None else program.folded)
-    return ModuleObject.from_state_dict(weights or {})
+        return W.bind_self(graph, shared if shared is not None else weights,
+                           module.attributes if module is not None else program.folded)
+    if shared is not None:
+        return shared
+    return weights if isinstance(weights, ModuleObject) else ModuleObject.from_state_dict(weights or {})
 
 
 def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
@@ -412,7 +422,8 @@ def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:
     for graph in functions:
         bind_constants(graph, flat or {})
     check_weights(main, self_object, flat, program.takes_self, nodes)
-    return make_guard(main, self_object, flat, program.takes_self, reaches)
+    # module state (Program.state) may change dtype from call to call: the guard knows none
+    return make_guard(main, self_object, flat, program.takes_self, reaches, state=program.state)
 
 
 def _bind_constants(program: Program, weights: Any) -> list[list[Any]]:

@@ -20,6 +20,7 @@ FAMILIES = (
     "enums",
     "factory",
     "fused",
+    "grad_mode",
     "indexing",
     "inplace",
     "linalg",

@@ -189,6 +189,9 @@ class Program:
     specialized: bool = attrs.field(default=False, eq=False, repr=False)
     folded_tensors: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
     folded_from: dict[str, str] = attrs.field(factory=dict, eq=False, repr=False)
+    # module state: the attributes this program or another method of its module object
+    # writes (``compiler.analysis.module_state.written_attributes``), dotted from %self
+    state: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
     # the check table (``vm.program.check_graph``): made by the emitter, or read from the file
     checks: dict[str, Any] | None = attrs.field(default=None, eq=False, repr=False)
     _lock: Any = attrs.field(factory=threading.Lock, eq=False, repr=False, init=False)

@@ -64,7 +64,7 @@ from vm.program.bytecode import (
     loop_exit_effect,
     stack_effect,
 )
-from vm.program.irbc_tables import check_tables
+from vm.program.irbc_tables import check_tables, read_checks, read_state
 
 FORMAT_VERSION = 3
 PRODUCER = "irvm 0.1.0"
@@ -87,6 +87,7 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
         "input_defaults": [_encode(v, arrays) for v in program.input_defaults],
         "functions": [_function_json(f, arrays) for f in program.functions],
         "self_reads": [list(r) for r in program.self_reads],
+        "state": list(program.state),
         **_node_refs_json(program.node_refs, arrays),
     }
     if program.specialized:  # the tensors its folds made, and what from (vm.binding.folded)
@@ -330,24 +331,15 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         optimized_ir=files["optimized.ir"].decode(),
         node_spans=tuple(None if s is None else tuple(s) for s in json.loads(files["spans.json"])),
         node_refs=_node_refs_from_json(body, files, where),
-        checks=_read_checks(files["checks.json"], where),  # the few nodes the checks before a run read
+        checks=read_checks(files["checks.json"], where),  # the few nodes the checks before a run read
         folded=_folded(source) or {},
+        state=read_state(body.get("state", []), where),
         **folds_from_stored(body.get("specialized"), lambda value: _decode(value, files, where), where),
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
             for parent, name, type_text, required, span in body["self_reads"]
         ),
     )
-
-
-def _read_checks(raw: bytes, where: str) -> Any:
-    try:
-        table = json.loads(raw)
-    except ValueError as err:
-        raise BytecodeError(f"{where}: malformed check table ({err})") from None
-    if not isinstance(table, dict):
-        raise BytecodeError(f"{where}: malformed check table (not an object)")
-    return table
 
 
 _OPCODES = {int(op): op for op in Opcode}

@@ -14,6 +14,7 @@ entry.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from vm.core.errors import BytecodeError
@@ -62,3 +63,21 @@ def _span_ok(span: Any) -> bool:
 def _brief(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def read_state(stored: Any, where: str) -> tuple[str, ...]:
+    """The attributes other methods write (``Program.state``): a list of dotted paths."""
+    if not isinstance(stored, list) or not all(isinstance(a, str) and a for a in stored):
+        raise BytecodeError(f"{where}: the module state table is not a list of attribute paths")
+    return tuple(stored)
+
+
+def read_checks(raw: bytes, where: str) -> Any:
+    """The check table (``checks.json``): a JSON object."""
+    try:
+        table = json.loads(raw)
+    except ValueError as err:
+        raise BytecodeError(f"{where}: malformed check table ({err})") from None
+    if not isinstance(table, dict):
+        raise BytecodeError(f"{where}: malformed check table (not an object)")
+    return table

@@ -78,6 +78,7 @@ class GraphCode:
         max_depth: int,
         groups: list[FusionInfo] | None = None,
         fold_attributes: bool = False,
+        live: frozenset[Node] = frozenset(),
     ):
         self.graph, self.label, self.functions = graph, label, functions
         self.groups = {g.gid: g for g in groups or ()}
@@ -110,6 +111,7 @@ class GraphCode:
             if (
                 fold_attributes
                 and node.kind == "prim::GetAttr"
+                and node not in live  # module state: read on every call
                 and node.inputs[0] in self.slots
             ):
                 owner = self.slots[node.inputs[0]]

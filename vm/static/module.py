@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from compiler.analysis.module_state import ANYTHING, state_reads, written_attributes
 from vm.core.errors import RunError
 from vm.core.gc_pause import gc_paused
 from vm.ops import registry
@@ -105,10 +106,13 @@ class StaticModule:
         *,
         example_inputs: Sequence[Any] | None = None,
         strict: bool = True,
+        self_object: Any = None,
     ):
         """``example_inputs``: plan for inputs of these shapes now, so that a runtime's
         first call with such inputs is a steady call (``plan_for``).  ``strict``: weights with
-        keys the program does not read are refused (``vm.binding.strict``)."""
+        keys the program does not read are refused (``vm.binding.strict``).  ``self_object``:
+        the ``vm.binding.weights.ModuleObject`` ``%self`` is (shared with other methods of
+        the same model), else one built from the weights."""
         from vm.program.accept import refuse_path, unwrap_model
 
         source, weights = unwrap_model(source, weights)  # a vm.Model: its program and weights
@@ -148,19 +152,21 @@ class StaticModule:
         self.draws = any(
             n.kind in RANDOM_KINDS for g in (main, *module.functions.values()) for n in g.walk()
         )
-        bound = bind_self(main, weights, module.attributes)
+        bound = bind_self(main, weights, module.attributes, self_object)
         from vm.binding.preflight import check_weights, make_guard
 
         self_object = next(iter(bound.values()), None)
         check_weights(main, self_object, flat, bool(bound), labels=prepared.labels)
-        self.dtype_guard = make_guard(main, self_object, flat, bool(bound), labels=prepared.labels)
-        # %self's attributes are constants of the module unless the program assigns one
-        self.assigns_attributes = any(
-            n.kind == "prim::SetAttr"
-            for g in (main, *module.functions.values())
-            for n in g.walk()
+        # %self's attributes are constants of the module, but for its state: those some
+        # method writes (compiler.analysis.module_state), read on every call
+        self.state = written_attributes(module)
+        self.dtype_guard = make_guard(main, self_object, flat, bool(bound), labels=prepared.labels, state=self.state)
+        self.assigns_attributes = bool(self.state)
+        common["fold_attributes"] = ANYTHING not in self.state
+        common["live"] = frozenset(
+            n for i, g in enumerate((main, *module.functions.values()))
+            for n in state_reads(g, self.state, entry=i == 0)
         )
-        common["fold_attributes"] = not self.assigns_attributes
         self.entry = GraphCode(
             main,
             "main",
@@ -239,7 +245,7 @@ class StaticModule:
             pn = code.by_node.get(node)  # None for a folded attribute read
             return opts.enable_out_variant and pn is not None and pn.out is not None
 
-        facts = self.facts = analyze(code.graph, refs, has_out)
+        facts = self.facts = analyze(code.graph, refs, has_out, self.state)
         s = code.slots
         self.candidates = {s[v]: step for v, step in facts.produced_at.items()}
         self.out_candidates = (
@@ -355,7 +361,14 @@ class StaticModule:
         """Make the plan for inputs shaped like ``example_inputs`` now, by one recording
         run (random operators draw from a generator of their own); runtimes built after
         this start with that plan bound.  A plan holds for any inputs of the same shapes
-        and dtypes, whatever their values (``vm/static/plannable.py``)."""
+        and dtypes, whatever their values (``vm/static/plannable.py``).  Refused for a
+        program that writes module state: the run would change it (it plans on its first
+        call, which is a real call)."""
+        if self.assigns_attributes:
+            raise RunError(
+                f"cannot plan ahead for a module with state ({', '.join(sorted(self.state))}): "
+                "a planning run would change it; its first call plans instead"
+            )
         key, args = self._enter(*example_inputs)
         if self.dtype_guard is not None:  # checked once per input dtypes: now, not on the first call
             self.dtype_guard(args)

@@ -144,12 +144,16 @@ def flat_weights(weights: Any) -> Mapping[str, Any]:
     return {}
 
 
-def bind_self(graph: Graph, weights: Any, folded: Mapping[str, Any]) -> dict[Value, Any]:
-    """``%self`` (a leading module-typed input) comes from the weights, not the caller."""
+def bind_self(graph: Graph, weights: Any, folded: Mapping[str, Any], shared: Any = None) -> dict[Value, Any]:
+    """``%self`` (a leading module-typed input) comes from the weights, not the caller;
+    ``shared``: the module object it is (a ``vm.Model``'s, one for all its methods and
+    threads), with what the graph reads of it bound in place."""
     params = graph.inputs
     if not params or not isinstance(params[0].type, T.ClassType):
         return {}
     from vm.binding import weights as W
+    if shared is not None:
+        return {params[0]: W.bind_self(graph, shared, folded)}
     if isinstance(weights, W.ModuleObject):
         return {params[0]: weights}
     binder = getattr(W, "bind_self", None)

@@ -13,14 +13,17 @@ of the entry graph, all computed once when a ``StaticModule`` is built:
   from its other arguments into that container;
 * candidates: the tensor output of an op that has an out variant and a schema return
   without alias annotation (a fresh tensor), whose alias closure reaches no graph input,
-  no graph output and no module attribute (``prim::SetAttr``), and whose *shape is known
-  from the input shapes alone*.
+  no graph output and no module state (a ``prim::SetAttr``'s value, or an attribute some
+  method writes, ``compiler.analysis.module_state``: ``self.history.append(t)``), and whose
+  *shape is known from the input shapes alone*.
 
 The last condition is what makes a plan keyed by input shapes sound.  A forward taint
-marks the values whose size may depend on data: non-tensor graph inputs, non-tensor
-results computed from tensor contents (``aten::item``, ``aten::Int``...: every op that
-reads a tensor and returns a non-tensor, except shape queries such as ``aten::size`` and
-the splits whose pieces follow from shapes, such as ``aten::chunk``),
+marks the values whose size may depend on data: non-tensor graph inputs, module state
+(what the block reads of the attributes some method writes: a context that is empty on the
+first call), non-tensor results computed from tensor contents (``aten::item``,
+``aten::Int``...: every op that reads a tensor and returns a non-tensor, except shape
+queries such as ``aten::size`` of an untainted tensor and the splits whose pieces follow
+from shapes, such as ``aten::chunk``),
 outputs of ops with data-dependent shapes (``aten::nonzero``...), outputs of control flow,
 and everything computed from a tainted value (an elementwise op only looks at its tensor
 operands, since a scalar operand cannot change its shape).  Tainted tensors run with their
@@ -33,7 +36,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from compiler.analysis import effects
+from compiler.analysis import effects, module_state
 from compiler.analysis.last_uses import reads
 from compiler.ir import Graph, Node, Value
 from vm.core import types as T
@@ -61,6 +64,9 @@ class BlockFacts:
     tainted: frozenset[
         Value
     ]  # values whose size or dtype may depend on more than the key
+    # what the block reads of module state (``compiler.analysis.module_state``): the
+    # attribute values some method writes, which may differ on every call
+    state: frozenset[Value] = frozenset()
 
 
 def is_tensor_type(t: T.Type | None) -> bool:
@@ -68,9 +74,12 @@ def is_tensor_type(t: T.Type | None) -> bool:
 
 
 def analyze(
-    graph: Graph, refs: dict[Node, OpRef], has_out: Callable[[Node], bool]
+    graph: Graph, refs: dict[Node, OpRef], has_out: Callable[[Node], bool], state: frozenset[str] = frozenset()
 ) -> BlockFacts:
-    """Facts for ``graph``'s top-level block; ``refs`` are the resolved ops of its nodes."""
+    """Facts for ``graph``'s top-level block; ``refs`` are the resolved ops of its nodes,
+    ``state`` the attributes some method writes (``module_state.written_attributes``):
+    what the block reads of them is tainted (its size may change from call to call) and
+    a sink (a tensor stored into it outlives the call)."""
     steps = tuple(
         n for n in graph.nodes if n.kind not in ("prim::Constant", "prim::Drop")
     )
@@ -81,8 +90,9 @@ def analyze(
             used_at.setdefault(v, []).append(step)
         for src, dst in _alias_edges(node, _fresh_tensor_op(node, refs, has_out)):
             may_alias.setdefault(src, []).append(dst)
-    tainted = _taint(graph, steps, refs)
-    escape = _escapes(graph, steps, may_alias)
+    read = frozenset(v for n in module_state.state_reads(graph, state) for v in n.outputs)
+    tainted = _taint(graph, steps, refs, read)
+    escape = _escapes(graph, steps, may_alias, read)
     produced_at: dict[Value, int] = {}
     outputs = []
     graph_outputs = set(graph.outputs)
@@ -100,6 +110,7 @@ def analyze(
         used_at,
         may_alias,
         frozenset(tainted),
+        read,
     )
 
 
@@ -163,10 +174,11 @@ def _closure(start: Value, may_alias: dict[Value, list[Value]]) -> set[Value]:
 
 
 def _escapes(
-    graph: Graph, steps: tuple[Node, ...], may_alias: dict[Value, list[Value]]
+    graph: Graph, steps: tuple[Node, ...], may_alias: dict[Value, list[Value]], state: frozenset[Value]
 ) -> set[Value]:
-    """Values whose alias closure reaches a graph input, a graph output or module state."""
-    sinks = set(graph.inputs) | set(graph.outputs)
+    """Values whose alias closure reaches a graph input, a graph output or module state
+    (an attribute assigned, or a state attribute's object: ``self.cache.append(k)``)."""
+    sinks = set(graph.inputs) | set(graph.outputs) | state
     for node in steps:
         for sub in (node, *node.walk()):
             if sub.kind in ("prim::SetAttr", "prim::CallMethod"):
@@ -180,14 +192,15 @@ def _escapes(
 
 
 def _taint(
-    graph: Graph, steps: tuple[Node, ...], refs: dict[Node, OpRef]
+    graph: Graph, steps: tuple[Node, ...], refs: dict[Node, OpRef], state: frozenset[Value]
 ) -> set[Value]:
-    """Values whose size (or, for non-tensors, value) may depend on more than input shapes."""
+    """Values whose size (or, for non-tensors, value) may depend on more than input
+    shapes: non-tensor inputs, module state, and what follows from them."""
     tainted = {
         v
         for v in graph.inputs
         if not is_tensor_type(v.type) and not isinstance(v.type, T.ClassType)
-    }
+    } | set(state)
     for node in steps:
         if _taints(node, refs, tainted):
             tainted.update(node.outputs)
@@ -197,8 +210,10 @@ def _taint(
 def _taints(node: Node, refs: dict[Node, OpRef], tainted: set[Value]) -> bool:
     if node.kind in SUBGRAPH_KINDS or node.kind in DATA_DEPENDENT_SHAPES:
         return True
-    if node.kind in SHAPE_QUERIES or node.kind == "prim::GetAttr":
-        return False
+    if node.kind == "prim::GetAttr":
+        return False  # a setting or a weight (module state is tainted from the start)
+    if node.kind in SHAPE_QUERIES:  # the size of a tensor whose size varies varies
+        return any(v in tainted for v in node.inputs if is_tensor_type(v.type))
     ref = refs.get(node)
     info = _info(ref) if ref is not None else None
     if info is not None and info.elementwise:

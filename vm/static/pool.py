@@ -2,7 +2,9 @@
 
 The module is shared and read-only; each runtime owns its plans, slabs and random
 generator, so a call takes a free runtime (or waits for one) and gives it back, as
-AITemplate's ``ModelContainer`` does.
+AITemplate's ``ModelContainer`` does.  A module with state (``StaticModule.state``: the
+attributes some method writes) has one ``%self`` for all its runtimes, so the pool runs
+its calls one at a time, as ``vm.Model`` does.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class RuntimePool:
         seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(n)]
         self._free = [StaticRuntime(static_module, seed=s) for s in seeds]
         self._available = threading.Condition()
+        self._state = threading.Lock() if static_module.state else None  # one %self: one call at a time
 
     def __call__(self, *args: Any) -> Any:
         with self._available:
@@ -35,7 +38,10 @@ class RuntimePool:
                 self._available.wait()
             runtime = self._free.pop()
         try:
-            return runtime(*args)
+            if self._state is None:
+                return runtime(*args)
+            with self._state:
+                return runtime(*args)
         finally:
             with self._available:
                 self._free.append(runtime)

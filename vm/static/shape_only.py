@@ -20,7 +20,10 @@ A top-level node of the entry graph is *shape-only* when
   tensor whose shape and dtype follow from the key (not tainted, ``vm/static/plannable.py``);
 * its outputs are safe to share between calls: no node may write them or anything that
   may alias them (``effects.may_be_written``), and nothing that may alias them reaches a
-  graph output (the caller owns outputs) or module state.
+  graph output (the caller owns outputs) or module state;
+* it reads nothing of module state, even through a shape query: an attribute some method
+  writes (``facts.state``, from ``compiler.analysis.module_state``) may hold a tensor of
+  another length on the next call (a streaming model's context, empty on the first).
 
 A shape-only value read by a node that is not shape-only, or returned by the graph, is a
 *cached* value: recorded, then bound (read-only) as a constant of the plan's code.
@@ -82,10 +85,10 @@ def _search(
     constant = {v for v in constant if not (effects.is_mutable_type(v.type) and effects.may_be_written(v))}
     # the planner's taint, refined: what a pure node computes from constants and the key
     # (``aten::Int`` of a ``NumToTensor`` of a size) follows from the key as well
-    tainted = {v for v in graph.inputs if v in facts.tainted}
+    tainted = {v for v in graph.inputs if v in facts.tainted} | set(facts.state)
     determined: set[Value] = set()
     keyed = {v for v in graph.inputs if _is_tensor(v.type) and v not in tainted}
-    sinks = set(graph.outputs)
+    sinks = set(graph.outputs) | set(facts.state)
     for node in facts.steps:
         for sub in (node, *node.walk()):
             if sub.kind in ("prim::SetAttr", "prim::CallMethod"):

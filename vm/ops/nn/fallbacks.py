@@ -3,14 +3,14 @@ as fallbacks (``priority=FALLBACK``): a family's registration of the same overlo
 before or after this module is imported, replaces them.
 
 A scripted ``nn.MultiheadAttention`` or ``nn.TransformerEncoderLayer`` decides between
-its fused fast path and the decomposed one with ``aten::is_grad_enabled()``,
-``aten::is_autocast_enabled()``, ``prim::is_nested`` and ``aten::is_floating_point``; a
+its fused fast path and the decomposed one with ``aten::is_grad_enabled()`` (grad mode:
+``vm/ops/grad_mode.py``), ``aten::is_autocast_enabled()``, ``prim::is_nested`` and ``aten::is_floating_point``; a
 traced ``nn.LSTMCell`` splits its gates with ``aten::unsafe_chunk``.  These belong to the
 prim and tensor families; until those register them, the nn end-to-end models would not
 compile.  The owning family can add its own at any time and this file then stands aside.
 
-At inference, irvm answers the mode queries as PyTorch's inference mode does: gradients
-and autocast are off, and numpy arrays are never nested tensors.
+At inference, irvm answers the mode queries as PyTorch's inference mode does: autocast is
+off, and numpy arrays are never nested tensors.
 """
 
 from __future__ import annotations
@@ -39,6 +39,5 @@ def _unsafe_chunk(x: np.ndarray, chunks: int, dim: int) -> list[np.ndarray]:
 _fallback("aten::is_floating_point(Tensor self) -> bool", lambda x: bool(x.dtype.kind in "fc"))
 _fallback("aten::unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]", _unsafe_chunk, registry.Fact.SHAPE_ONLY_LIST)
 _fallback("prim::is_nested(Tensor a) -> bool", lambda x: False)
-_fallback("aten::is_grad_enabled() -> bool", lambda: False)
 _fallback("aten::is_autocast_enabled() -> bool", lambda: False)
 _fallback("aten::is_autocast_cpu_enabled() -> bool", lambda: False)
