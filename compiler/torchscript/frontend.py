@@ -270,7 +270,7 @@ class Frontend(ExprCompiler):
         """Refuse, as torch.jit.load does, ``self.count = 1`` where ``count : Tensor``."""
         info = self.index.classes.get(cls.qualname)
         ann = info.attributes.get(name) if info is not None else None
-        if ann is None or not isinstance(v, Value) or v.type not in _SCALARS:
+        if info is None or ann is None or not isinstance(v, Value) or v.type not in _SCALARS:
             return
         if isinstance(self.index.type_of(ann, info.file), T.TensorType):
             raise self.error(ctx, where, f"wrong type for attribute assignment: {name} is declared Tensor, "
