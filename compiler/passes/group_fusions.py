@@ -289,14 +289,20 @@ def _bring_in(group: Node, v: Value, scan: _Scan) -> Value:
 
 def _merge(group: Node, producer: Node, scan: _Scan) -> None:
     """Move the subgraph of group ``producer`` (which precedes ``group``) into ``group``:
-    its constants join the constants that lead the group's subgraph, its other nodes go, in
-    one splice, before the group's own nodes."""
+    its constants join the constants that lead the group's subgraph (one of each payload: a
+    chain of N ``add(x, y, 1)`` would otherwise carry N copies of 1, each named ``1.k``
+    after a search through the k before it), its other nodes go, in one splice, before the
+    group's own nodes."""
     sub = group.subgraph
     psub = producer.subgraph
     mapping = {id(p): _bring_in(group, outer, scan) for p, outer in zip(psub.inputs, producer.inputs)}
     renamed: list[tuple[Value, str]] = []
     moved: list[Node] = []
+    known = scan.constants(group)
     for node in psub.nodes:
+        if node.kind == "prim::Constant" and _cloned_constant(node.output) and _constant_key(node.output) in known:
+            mapping[id(node.output)] = known[_constant_key(node.output)]  # the group has it already
+            continue
         copy = clone_node(node, mapping)
         for out in copy.outputs:
             renamed.append((out, out.name))
