@@ -279,22 +279,15 @@ def _ms(seconds: float) -> str:
 
 def _cmd_viz(args: argparse.Namespace) -> int:
     from compiler.viz import render
-    from vm.files.kinds import check_writable, mark_picture
+    from vm.files.kinds import check_writable
 
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".svg")
-    targets = [out]  # without graphviz, render refuses a picture and writes nothing
-    before = {}
-    for target in targets:
-        check_writable(target, inputs=[Path(args.file)], force=args.force, kind="viz")
-        before[target] = _stamp(target)
+    check_writable(out, inputs=[Path(args.file)], force=args.force, kind="viz")
     text, shapes = _viz_source(args.file)
-    message = render(
+    message = render(  # marks the picture and writes it in one atomic write
         text, args.file, out, after=args.after, fold_constants=not args.constants,
         fusion=not args.no_fusion, collapse=False if args.expand else None, shapes=shapes,
     )
-    for target in targets:
-        if target.is_file() and _stamp(target) != before[target]:  # written now
-            mark_picture(target)
     print(message, file=sys.stderr)
     return 0
 
@@ -315,14 +308,6 @@ def _viz_source(path: str) -> tuple[str, dict[str, str]]:
     text = archive_ir_text(path, scopes=True) or ""
     _, weights = load_torchscript(path)
     return text, measured_shapes(text, path, weights, traced_examples(path))
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size)
 
 
 if __name__ == "__main__":

@@ -375,7 +375,9 @@ def render(
     collapse: bool | None = None,
     shapes: dict[str, str] | None = None,
 ) -> str:
-    """Parse ``text``, optionally run the pipeline up to ``after``, and draw it to ``out``.
+    """Parse ``text``, optionally run the pipeline up to ``after``, and draw it to ``out``,
+    marked as irvm's, in one atomic write (``vm.files.atomic``: an old ``out`` stays as it
+    was when the write fails).
 
     The format follows ``out``'s suffix (.dot, .svg, .png, .pdf).  A picture needs the
     ``dot`` program: without it nothing is written and the IRError says how to install
@@ -384,6 +386,8 @@ def render(
     """
     from compiler import pipeline
     from compiler.parser import parse
+    from vm.files.atomic import atomic_write_bytes
+    from vm.files.kinds import marked_picture
 
     module = parse(text, filename)
     if after is not None:
@@ -400,13 +404,13 @@ def render(
             f"(install it with 'apt-get install graphviz' or 'brew install graphviz'), "
             f"or write the DOT text instead: -o {out.with_suffix('.dot')}"
         )
-    dot = to_dot(module, fold_constants, collapse, shapes)
-    if fmt == "dot":
-        out.write_text(dot)
-        return f"wrote {out}"
-    proc = subprocess.run(["dot", f"-T{fmt}", "-o", str(out)], input=dot.encode(), capture_output=True, check=False)
-    if proc.returncode != 0:
-        raise IRError(f"dot failed drawing {out}: {proc.stderr.decode(errors='replace').strip()}")
+    dot = to_dot(module, fold_constants, collapse, shapes).encode()
+    if fmt != "dot":  # drawn to memory, so that the file is written once, whole, or not at all
+        proc = subprocess.run(["dot", f"-T{fmt}"], input=dot, capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise IRError(f"dot failed drawing {out}: {proc.stderr.decode(errors='replace').strip()}")
+        dot = proc.stdout
+    atomic_write_bytes(out, marked_picture(dot, out.suffix))  # a full disk: WriteError naming out
     return f"wrote {out}"
 
 

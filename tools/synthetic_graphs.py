@@ -55,3 +55,37 @@ def synthetic_graph(n_layers: int) -> str:
         prev = f"h.{i}"
     lines.append(f"  return (%{prev})")
     return "\n".join(lines) + "\n"
+
+
+def elementwise_chain(n_ops: int) -> str:
+    """Graph IR text of one chain of ``n_ops`` elementwise operators (add with a second
+    input and an alpha, mul by a scalar, tanh, sigmoid, in turn): one fusion group of
+    ``n_ops`` operators, the worst case for a fuser that grows groups by merging."""
+    lines = [
+        "graph(%x : Float(4, 8), %y : Float(4, 8)):",
+        "  %one : int = prim::Constant[value=1]()",
+        "  %half : float = prim::Constant[value=0.5]()",
+    ]
+    prev = "x"
+    ops = ("aten::add(%{}, %y, %one)", "aten::mul(%{}, %half)", "aten::tanh(%{})", "aten::sigmoid(%{})")
+    for i in range(n_ops):
+        lines.append(f"  %v{i} : Tensor = {ops[i % len(ops)].format(prev)}")
+        prev = f"v{i}"
+    lines.append(f"  return (%{prev})")
+    return "\n".join(lines) + "\n"
+
+
+def fan_out(n_branches: int) -> str:
+    """Graph IR text of ``n_branches`` elementwise branches of one input (relu, then a
+    matmul each, which does not fuse), summed by a chain of adds: a wide graph where
+    fusion candidates sit far from their consumers (~3 nodes a branch)."""
+    lines = ["graph(%x : Float(8, 8), %w : Float(8, 8)):", "  %one : int = prim::Constant[value=1]()"]
+    for i in range(n_branches):
+        lines.append(f"  %r{i} : Tensor = aten::relu(%x)")
+        lines.append(f"  %m{i} : Tensor = aten::mm(%r{i}, %w)")
+    acc = "m0"
+    for i in range(1, n_branches):
+        lines.append(f"  %s{i} : Tensor = aten::add(%{acc}, %m{i}, %one)")
+        acc = f"s{i}"
+    lines.append(f"  return (%{acc})")
+    return "\n".join(lines) + "\n"

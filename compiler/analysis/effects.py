@@ -70,10 +70,12 @@ def _kind_facts(kind: str) -> tuple[bool, bool, bool, bool]:
 
 def has_side_effects(node: Node) -> bool:
     """True when running ``node`` matters beyond its outputs and its ``(a!)`` writes:
-    raise, print, calls, random numbers, unknown operators."""
+    raise, print, calls, random numbers, unknown operators, a loop that may never end."""
     kind = node.kind
     if kind in EFFECT_KINDS:
         return True
+    if kind == "prim::Loop":
+        return may_not_terminate(node)
     if kind in PURE_KINDS:
         return False
     info = op_info(node)
@@ -87,6 +89,30 @@ def has_side_effects(node: Node) -> bool:
     if registry.has_factory(kind) and not registry.overloads(kind):
         return False  # a prim factory: reads its inputs and attributes only
     return not pure
+
+
+NO_TRIP_BOUND = 2**63 - 1  # the trip count TorchScript gives a ``while`` loop
+
+
+def may_not_terminate(loop: Node) -> bool:
+    """Can ``prim::Loop`` ``loop`` run forever?  Not when its trip count is a constant below
+    TorchScript's ``while`` sentinel (2^63-1), nor when its initial or its body's continue
+    condition is the constant False (it runs at most once); otherwise it can (``while
+    True:``, ``while k < n:``, ``for i in range(n)`` with ``n`` unknown), and running it is
+    an effect: eliminating it as dead would end a program TorchScript never ends."""
+    trip, condition = loop.inputs[:2]
+    if _constant(condition) is False or _constant(loop.blocks[0].returns[0]) is False:
+        return False
+    count = _constant(trip)
+    return not (type(count) is int and count < NO_TRIP_BOUND)
+
+
+def _constant(v: Value) -> object:
+    """``v``'s value when a ``prim::Constant`` produces it (``...`` otherwise)."""
+    from compiler.resolve import constant_value
+
+    node = v.node
+    return constant_value(node) if node is not None and node.kind == "prim::Constant" else ...
 
 
 def _may_draw(node: Node, info: OpInfo, switches: tuple[tuple[str, object], ...]) -> bool:

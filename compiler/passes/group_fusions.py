@@ -30,6 +30,8 @@ does, ``prim::FusionGroup_0(...)`` and ``with prim::FusionGroup_0 = graph(...)``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from compiler import types as T
 from compiler.analysis.effects import is_pure, op_info
 from compiler.ir import Block, Graph, Node, Value, clone_node
@@ -102,7 +104,8 @@ def _fuse_block(block: Block) -> bool:
 
     During a scan, nodes keep their slots in ``block.nodes`` (a new group takes the slot
     of the node it replaces; a merged producer is left as a stale entry, its owner None,
-    dropped when the scan ends), so ``pos`` finds any node's place in constant time."""
+    dropped when the scan ends), so ``_Scan.pos`` finds any node's place in constant time
+    and ``_Scan.live_between`` steps over the stale entries without visiting them."""
     any_change = False
     for node in block.nodes:
         for inner in node.blocks:
@@ -110,38 +113,123 @@ def _fuse_block(block: Block) -> bool:
     changed = True
     while changed:
         changed = False
-        pos = {node: i for i, node in enumerate(block.nodes)}
+        scan = _Scan(block)
         for consumer in reversed(list(block.nodes)):
             if consumer.owner is block and (consumer.kind == GROUP or is_fusible(consumer)):
-                while (merged := _absorb_one_producer(consumer, block, pos)) is not None:
+                while (merged := _absorb_one_producer(consumer, scan)) is not None:
                     consumer, changed = merged, True
         block.nodes[:] = [n for n in block.nodes if n.owner is block]
         any_change |= changed
     return any_change
 
 
-def _absorb_one_producer(consumer: Node, block: Block, pos: dict[Node, int]) -> Node | None:
+class _Scan:
+    """The bookkeeping of one scan of a block, so that each merge costs the size of what
+    it moves, not the size of the group it grows (a chain of N maps is N merges):
+
+    - ``pos``: every node's slot in ``block.nodes``;
+    - ``live_between``: the live slots between two slots, found through ``_skip`` (a
+      union-find of stale slots onto the next slot, with path halving) rather than by
+      stepping over the producers merged so far;
+    - ``names(group)``: the value names taken in a group's subgraph, collected once per
+      group and kept up to date, rather than collected on each fresh name;
+    - ``constants(group)``: a group's cloned scalar constants by payload, and how many
+      there are (they sit at the start of its subgraph)."""
+
+    def __init__(self, block: Block) -> None:
+        self.block = block
+        self.pos = {node: i for i, node in enumerate(block.nodes)}
+        self._skip = list(range(len(block.nodes) + 1))
+        self._names: dict[Node, set[str]] = {}
+        self._constants: dict[Node, dict[tuple[str, str], Value]] = {}
+        self._prefix: dict[Node, int] = {}
+
+    def kill(self, node: Node) -> None:
+        """``node``'s slot is stale from now on."""
+        slot = self.pos[node]
+        self._skip[slot] = slot + 1
+
+    def _live(self, slot: int) -> int:
+        skip = self._skip
+        while skip[slot] != slot:
+            skip[slot] = skip[skip[slot]]
+            slot = skip[slot]
+        return slot
+
+    def live_between(self, first: Node, last: Node) -> Iterator[Node]:
+        """The live nodes strictly between ``first`` and ``last``, in order."""
+        slot, end = self._live(self.pos[first] + 1), self.pos[last]
+        while slot < end:
+            yield self.block.nodes[slot]
+            slot = self._live(slot + 1)
+
+    def names(self, group: Node) -> set[str]:
+        taken = self._names.get(group)
+        if taken is None:
+            taken = self._names[group] = group.subgraph.value_names()
+        return taken
+
+    def fresh(self, group: Node, base: str) -> str:
+        """A name not taken in ``group``'s subgraph (``Graph.fresh_name``), now taken."""
+        taken = self.names(group)
+        name = group.subgraph.fresh_name(base, taken)
+        taken.add(name)
+        return name
+
+    def constants(self, group: Node) -> dict[tuple[str, str], Value]:
+        """``group``'s cloned scalar constants by payload (the first of equal ones)."""
+        known = self._constants.get(group)
+        if known is None:
+            known = self._constants[group] = {}
+            self._prefix[group] = _constant_prefix(group.subgraph)
+            for node in group.subgraph.nodes[: self._prefix[group]]:
+                known.setdefault(_constant_key(node.output), node.output)
+        return known
+
+    def n_constants(self, group: Node) -> int:
+        self.constants(group)
+        return self._prefix[group]
+
+    def add_constant(self, group: Node, const: Node) -> None:
+        """Put ``const`` after the constants that lead ``group``'s subgraph."""
+        known = self.constants(group)
+        group.subgraph.block.insert(self._prefix[group], const)
+        self._prefix[group] += 1
+        known.setdefault(_constant_key(const.output), const.output)
+
+    def forget(self, group: Node) -> None:
+        self._names.pop(group, None)
+        self._constants.pop(group, None)
+        self._prefix.pop(group, None)
+
+
+def _constant_key(v: Value) -> tuple[str, str]:
+    """A cloned scalar constant's payload and type, as a key (``repr`` keeps 1, 1.0 and True
+    apart, which ``==`` would not; ``pool_constants`` merges what is left at the end)."""
+    node = v.node
+    assert node is not None
+    return repr(sorted(node.attrs.items())), repr(v.type)
+
+
+def _absorb_one_producer(consumer: Node, scan: _Scan) -> Node | None:
     """Pull the latest fusible producer of ``consumer`` into its group; the group, or None."""
+    block, pos = scan.block, scan.pos
     producers = {v.node for v in consumer.inputs if v.node is not None and v.node.owner is block}
     for producer in sorted(producers, key=pos.__getitem__, reverse=True):
         if producer.kind != GROUP and not is_fusible(producer):
             continue
-        if len(consumer.inputs) + len(producer.inputs) > MAX_INPUTS or not _can_move_down(producer, consumer, pos):
+        if len(consumer.inputs) + len(producer.inputs) > MAX_INPUTS or not _can_move_down(producer, consumer, scan):
             continue
-        group = consumer if consumer.kind == GROUP else _singleton(consumer, pos)
-        _merge(group, producer if producer.kind == GROUP else _singleton(producer, pos))
+        group = consumer if consumer.kind == GROUP else _singleton(consumer, scan)
+        _merge(group, producer if producer.kind == GROUP else _singleton(producer, scan), scan)
         note("nodes fused")
         return group
     return None
 
 
-def _can_move_down(producer: Node, consumer: Node, pos: dict[Node, int]) -> bool:
-    block = consumer.owner
-    assert block is not None
+def _can_move_down(producer: Node, consumer: Node, scan: _Scan) -> bool:
     outputs = set(producer.outputs)
-    for node in block.nodes[pos[producer] + 1 : pos[consumer]]:
-        if node.owner is not block:
-            continue  # merged away earlier in this scan
+    for node in scan.live_between(producer, consumer):
         for inner in (node, *node.walk()):
             if not is_pure(inner) or any(v in outputs for v in inner.inputs):
                 return False
@@ -155,72 +243,86 @@ def _blocks(node: Node) -> list[Block]:
     return [b for n in (node, *node.walk()) for b in n.blocks]
 
 
-def _singleton(node: Node, pos: dict[Node, int]) -> Node:
+def _singleton(node: Node, scan: _Scan) -> Node:
     """Replace ``node`` by a group holding only it, in its slot; returns the group."""
     sub = Graph(name=GROUP)
     group = Node(GROUP, attrs={"Subgraph": sub}, span=node.span)
     mapping: dict[int, Value] = {}
     for v in node.inputs:
         if id(v) not in mapping:
-            mapping[id(v)] = _bring_in(group, v)
+            mapping[id(v)] = _bring_in(group, v, scan)
     inner = clone_node(node, mapping)
     sub.block.append(inner)
+    scan.names(group).update(v.name for n in (inner, *inner.walk()) for v in n.outputs)
     for out, new in zip(node.outputs, inner.outputs):
         sub.block.add_return(new)
         group_out = group.add_output(out.name, out.type)
         out.replace_all_uses_with(group_out)
-    block = node.owner
-    assert block is not None
-    slot = pos[node]
+    block = scan.block
+    slot = scan.pos[node]
     block.nodes[slot] = group
-    group.owner, pos[group] = block, slot
+    group.owner, scan.pos[group] = block, slot
     node.owner = None  # its slot is the group's now
     node.destroy()
     return group
 
 
-def _bring_in(group: Node, v: Value) -> Value:
+def _bring_in(group: Node, v: Value, scan: _Scan) -> Value:
     """The value standing for outer ``v`` inside ``group``'s subgraph (added on demand)."""
     sub = group.subgraph
     producer = v.node
     if producer is not None and _cloned_constant(v):
-        for node in sub.nodes:
-            if node.kind == "prim::Constant" and node.attrs == producer.attrs and node.output.type == v.type:
-                return node.output
+        known = scan.constants(group)
+        key = _constant_key(v)
+        if key in known:
+            return known[key]
         const = clone_node(producer, {})
-        const.outputs[0].name = sub.fresh_name(v.name)
-        sub.block.insert(_constant_prefix(sub), const)
+        const.outputs[0].name = scan.fresh(group, v.name)
+        scan.add_constant(group, const)
         return const.output
-    for param, outer in zip(sub.inputs, group.inputs):
+    for param, outer in zip(sub.inputs, group.inputs):  # at most MAX_INPUTS
         if outer is v:
             return param
     group.add_input(v)
-    return sub.block.add_param(sub.fresh_name(v.name), v.type)
+    return sub.block.add_param(scan.fresh(group, v.name), v.type)
 
 
-def _merge(group: Node, producer: Node) -> None:
-    """Move the subgraph of group ``producer`` (which precedes ``group``) into ``group``."""
+def _merge(group: Node, producer: Node, scan: _Scan) -> None:
+    """Move the subgraph of group ``producer`` (which precedes ``group``) into ``group``:
+    its constants join the constants that lead the group's subgraph (one of each payload: a
+    chain of N ``add(x, y, 1)`` would otherwise carry N copies of 1, each named ``1.k``
+    after a search through the k before it), its other nodes go, in one splice, before the
+    group's own nodes."""
     sub = group.subgraph
     psub = producer.subgraph
-    mapping = {id(p): _bring_in(group, outer) for p, outer in zip(psub.inputs, producer.inputs)}
-    at = sum(1 for n in sub.nodes if n.kind == "prim::Constant")
+    mapping = {id(p): _bring_in(group, outer, scan) for p, outer in zip(psub.inputs, producer.inputs)}
     renamed: list[tuple[Value, str]] = []
+    moved: list[Node] = []
+    known = scan.constants(group)
     for node in psub.nodes:
+        if node.kind == "prim::Constant" and _cloned_constant(node.output) and _constant_key(node.output) in known:
+            mapping[id(node.output)] = known[_constant_key(node.output)]  # the group has it already
+            continue
         copy = clone_node(node, mapping)
         for out in copy.outputs:
             renamed.append((out, out.name))
-            out.name = sub.fresh_name(out.name)
+            out.name = scan.fresh(group, out.name)
         if copy.kind == "prim::Constant":
-            sub.block.insert(_constant_prefix(sub), copy)
+            scan.add_constant(group, copy)
         else:
-            sub.block.insert(at, copy)
-        at += 1
+            moved.append(copy)
+    at = scan.n_constants(group)
+    for node in moved:
+        node.owner = sub.block
+    sub.block.nodes[at:at] = moved  # one C-level splice per merge
     for outer, ret in zip(producer.outputs, psub.outputs):
         inner = mapping.get(id(ret), ret)
-        _connect(group, outer, inner)
+        _connect(group, outer, inner, scan)
+    scan.kill(producer)
+    scan.forget(producer)
     producer.owner = None  # a stale entry of the block until the scan ends (_fuse_block)
     producer.destroy()
-    taken = sub.value_names()
+    taken = scan.names(group)
     for value, name in renamed:  # a parameter that held the name may be gone now
         if value.name != name and name not in taken:
             taken.discard(value.name)
@@ -229,20 +331,22 @@ def _merge(group: Node, producer: Node) -> None:
 
 
 def _constant_prefix(sub: Graph) -> int:
-    """Where the next constant goes: after the constants at the start of ``sub``."""
+    """How many constants lead ``sub``."""
     n = 0
     while n < len(sub.nodes) and sub.nodes[n].kind == "prim::Constant":
         n += 1
     return n
 
 
-def _connect(group: Node, outer: Value, inner: Value) -> None:
+def _connect(group: Node, outer: Value, inner: Value, scan: _Scan) -> None:
     """``outer`` (a producer output) is now computed inside ``group`` as ``inner``."""
     sub = group.subgraph
     for i in reversed(range(len(group.inputs))):
         if group.inputs[i] is outer:
-            sub.inputs[i].replace_all_uses_with(inner)
+            param = sub.inputs[i]
+            param.replace_all_uses_with(inner)
             sub.block.remove_param(i)
+            scan.names(group).discard(param.name)
             group.remove_input(i)
     if outer.uses:  # still needed after the group: one more group output
         sub.block.add_return(inner)

@@ -182,7 +182,10 @@ class Archive:
         """``data`` or ``constants``: the pickle ``name.pkl`` with storages from ``name/``."""
         member = f"{name}.pkl"
         if member not in self.members:
-            return () if name == "constants" else None
+            if name == "constants":  # torch's stream reader needs it even when the code uses none
+                raise ArchiveError(f"{self.path}: the archive has no constants.pkl (torch.jit.load refuses it: "
+                                   "'PytorchStreamReader failed locating file constants.pkl')")
+            return None
         cache: dict[str, np.ndarray] = {}
 
         def storage(dtype: str, key: str, numel: int) -> np.ndarray:

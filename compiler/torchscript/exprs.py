@@ -147,7 +147,19 @@ class ExprCompiler(abc.ABC):
         raise self.error(ctx, e, f"unsupported expression `{ast.unparse(e)}` ({type(e).__name__}) in serialized TorchScript")
 
     def unary(self, ctx: Context, e: ast.UnaryOp) -> Any:
-        """``-c`` of a constant folds (``-1``, ``-inf``); otherwise ``aten::neg`` / ``aten::__not__``."""
+        """``-c`` of a constant folds (``-1``, ``-inf``); otherwise ``aten::neg`` / ``aten::__not__``.
+
+        A negated negative literal is read as torch's frontend reads it, which folds ``-1``
+        into the literal's text and negates that text again: ``--1`` (also ``- -1``,
+        ``-(-1)``) is refused, as ``stoll("--1")`` fails and ``torch.jit.load`` refuses the
+        file; ``--1.5`` is 0.0, what ``strtod("--1.5")`` gives torch."""
+        inner = e.operand
+        if (isinstance(e.op, ast.USub) and isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.USub)
+                and isinstance(inner.operand, ast.Constant) and type(inner.operand.value) in (int, float)):
+            if type(inner.operand.value) is int:
+                raise self.error(ctx, e, f"`{ast.unparse(e)}`: a negated negative integer literal, which torch's "
+                                         "frontend cannot read (torch.jit.load refuses this file: stoll)")
+            return self.b.constant(0.0, self.span(ctx, e), T.FLOAT)
         operand = self.value(ctx, e.operand)
         node = operand.node
         if isinstance(e.op, ast.USub) and node is not None and node.kind == "prim::Constant" and not operand.uses:

@@ -47,6 +47,7 @@ from compiler.torchscript.source import FunctionInfo, SourceIndex
 from compiler.torchscript.unpickle import Record
 
 MAX_INLINE_DEPTH = 200
+_SCALARS = (T.INT, T.FLOAT, T.BOOL, T.STR)  # what a `-> Tensor` function may not return
 
 
 class Frontend(ExprCompiler):
@@ -156,6 +157,10 @@ class Frontend(ExprCompiler):
                     f"paths (torch.jit.load refuses this file)", self.span(ctx, last))
             return
         got = result.type if isinstance(result, Value) else None
+        if isinstance(declared, T.TensorType) and got in _SCALARS:  # `-> Tensor` returning 1
+            raise CompileError(
+                f"function {fdef.name}: return value was annotated as having type Tensor but is actually "
+                f"of type {got} (torch.jit.load refuses this file)", self.span(ctx, last))
         if got == T.NONE and declared not in (T.NONE, T.ANY) and not isinstance(declared, T.OptionalType):
             raise CompileError(
                 f"function {fdef.name}: return value was annotated as having type {declared} but is actually "
@@ -258,9 +263,20 @@ class Frontend(ExprCompiler):
             if not isinstance(obj.type, T.ClassType):
                 raise self.error(ctx, target, f"cannot set attribute `{target.attr}` of a {obj.type}")
             v = self.materialize(ctx, value, where)
+            self._check_attribute_type(ctx, obj.type, target.attr, v, where)
             self.b.node("prim::SetAttr", [obj, v], [], self.span(ctx, where), {"name": target.attr})
         else:
             raise self.error(ctx, target, f"unsupported assignment target `{ast.unparse(target)}`")
+
+    def _check_attribute_type(self, ctx: Context, cls: T.ClassType, name: str, v: Any, where: ast.AST) -> None:
+        """Refuse, as torch.jit.load does, ``self.count = 1`` where ``count : Tensor``."""
+        info = self.index.classes.get(cls.qualname)
+        ann = info.attributes.get(name) if info is not None else None
+        if info is None or ann is None or not isinstance(v, Value) or v.type not in _SCALARS:
+            return
+        if isinstance(self.index.type_of(ann, info.file), T.TensorType):
+            raise self.error(ctx, where, f"wrong type for attribute assignment: {name} is declared Tensor, "
+                                         f"the value assigned is {v.type} (torch.jit.load refuses this file)")
 
     def _rename(self, value: Value, name: str) -> None:
         self.b.taken.discard(value.name)

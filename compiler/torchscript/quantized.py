@@ -66,14 +66,21 @@ def rebuild_qtensor(storage: Any, offset: Any, size: Any, stride: Any, quantizer
     scheme = quantizer[0]
     try:
         if scheme is PER_TENSOR and len(quantizer) == 3:
-            return QTensor(values, float(quantizer[1]), int(quantizer[2]))
-        if scheme is PER_CHANNEL and len(quantizer) == 4:
+            q = QTensor(values, float(quantizer[1]), int(quantizer[2]))
+        elif scheme is PER_CHANNEL and len(quantizer) == 4:
             scales, zps, axis = quantizer[1:]
             if not isinstance(scales, np.ndarray) or not isinstance(zps, np.ndarray) or not isinstance(axis, int):
                 raise ArchiveError(f"a per-channel quantized tensor has malformed parameters {quantizer!r:.80}")
-            return QTensor(values, scales, zps, axis)
+            if zps.shape != scales.shape:
+                raise RunError(f"{zps.size} zero points for {scales.size} scales")
+            q = QTensor(values, scales, zps, axis)
+        else:
+            q = None
+        if q is not None:
+            q.check_zero_points()
+            return q
     except RunError as err:
-        raise ArchiveError(f"a quantized tensor is malformed: {err.message}") from None
+        raise ArchiveError(f"a quantized tensor of shape {list(values.shape)} is malformed: {err.message}") from None
     raise ArchiveError(f"quantized tensors with quantizer {scheme!r} are not supported (irvm reads per-tensor and "
                        "per-channel affine ones)")
 

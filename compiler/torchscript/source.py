@@ -131,6 +131,11 @@ class SourceIndex:
                 if isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "Final":
                     info.constants[name] = _literal(stmt.value, self.span(file, stmt))
                 else:
+                    known = info.attributes.get(name)
+                    if known is not None and ast.dump(known) != ast.dump(ann):
+                        raise ArchiveError(
+                            f"class {qualname} declares attribute {name} twice, as {ast.unparse(known)} and as "
+                            f"{ast.unparse(ann)} (torch.jit.load refuses this file)", self.span(file, stmt))
                     info.attributes[name] = ann
                     info.fields.append((name, ann))
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:

@@ -94,7 +94,8 @@ def test_ratio_iou_picture_matches_its_graph() -> None:
 def test_render_dot_and_refuse_unknown_suffix(tmp_path: Path) -> None:
     out = tmp_path / "g.dot"
     assert "wrote" in render(IF_LOOP, "m.ir", out)
-    assert out.read_text().startswith("digraph irvm {")
+    # render marks the picture itself, in the one atomic write that puts it in place
+    assert out.read_text().startswith("// irvm viz\ndigraph irvm {")
     with pytest.raises(compiler.IRError, match="svg"):
         render(IF_LOOP, "m.ir", tmp_path / "g.txt")
 

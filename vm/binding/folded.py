@@ -37,7 +37,8 @@ def digest(array: Any) -> str:
     a = np.ascontiguousarray(array)
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{a.dtype.str}{a.shape}".encode())
-    h.update(a.data.cast("B"))
+    if a.size:  # a zero-size array has no bytes (and memoryview.cast refuses its zero strides)
+        h.update(a.reshape(-1).view(np.uint8).data)
     return h.hexdigest()
 
 

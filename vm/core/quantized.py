@@ -74,6 +74,19 @@ class QTensor:
                     f"axis {axis}, got {self.scale.shape[0]}"
                 )
 
+    def check_zero_points(self) -> None:
+        """Refuse zero points outside the dtype's range, as torch refuses every use of them
+        (``dequantize_tensor_per_channel_affine zero_point 2048 is above upper bound``); a
+        reader calls this, so a file's tensor is refused when read.  Scales are not checked:
+        torch computes with a nan, 0, inf or negative one, and so does irvm."""
+        name, _storage, qmin, qmax = QDTYPES[self.code]
+        zps = np.asarray(self.zero_point).reshape(-1)
+        bad = np.flatnonzero((zps < qmin) | (zps > qmax))
+        if bad.size:
+            k = int(bad[0])
+            where = f" (channel {k} of axis {self.axis})" if self.per_channel else ""
+            raise RunError(f"zero point {int(zps[k])}{where} is outside {name}'s range [{qmin}, {qmax}]")
+
     # --- what shape queries and the runtimes read
     @property
     def shape(self) -> tuple[int, ...]:

@@ -78,3 +78,12 @@ def check_npz(path: str | Path) -> None:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError, RuntimeError) as err:
         raise RunError(f"{path}: damaged .npz archive ({type(err).__name__}: {err})") from None
+
+
+def check_npy_bytes(data: bytes, where: str) -> None:
+    """Refuse the ``.npy`` held in ``data`` (a member already read, as an ``.irbc``'s tensor
+    constants are) when its header claims more bytes than follow it."""
+    import io
+
+    shape, dtype, header = _header_bytes(io.BytesIO(data), where)
+    _check(shape, dtype, len(data) - header, where)

@@ -311,16 +311,25 @@ def mark_picture(path: Path) -> None:
     from vm.files.atomic import atomic_write_bytes
 
     data = path.read_bytes()
+    marked = marked_picture(data, path.suffix)
+    if marked != data:
+        atomic_write_bytes(path, marked)
+
+
+def marked_picture(data: bytes, suffix: str) -> bytes:
+    """``data`` (a picture: .svg, .dot, .png) with irvm's mark in it; others unchanged.
+    Marking in memory lets a writer put the marked picture in place in one atomic write."""
     comment = f"<!-- {PICTURE_MARK} -->\n".encode()
     if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        atomic_write_bytes(path, _png_with_text(data, "Software", PICTURE_MARK))
-    elif data.lstrip().startswith(b"<?xml"):
+        return _png_with_text(data, "Software", PICTURE_MARK)
+    if data.lstrip().startswith(b"<?xml"):
         end = data.index(b"?>") + 2
-        atomic_write_bytes(path, data[:end] + b"\n" + comment + data[end:].lstrip(b"\n"))
-    elif data.lstrip().startswith(b"<"):
-        atomic_write_bytes(path, comment + data)
-    elif path.suffix.lower() == ".dot" or data.lstrip().startswith((b"digraph", b"graph", b"strict")):
-        atomic_write_bytes(path, f"// {PICTURE_MARK}\n".encode() + data)
+        return data[:end] + b"\n" + comment + data[end:].lstrip(b"\n")
+    if data.lstrip().startswith(b"<"):
+        return comment + data
+    if suffix.lower() == ".dot" or data.lstrip().startswith((b"digraph", b"graph", b"strict")):
+        return f"// {PICTURE_MARK}\n".encode() + data
+    return data
 
 
 def _picture_marked(path: Path) -> bool:
@@ -340,4 +349,4 @@ def _png_with_text(data: bytes, key: str, text: str) -> bytes:
     return data[:ihdr_end] + chunk + data[ihdr_end:]
 
 
-__all__ = ["MARK_KEY", "FileKind", "check_writable", "expect", "is_ours", "mark_picture", "npz_mark", "refuse", "sniff"]
+__all__ = ["MARK_KEY", "FileKind", "check_writable", "expect", "is_ours", "mark_picture", "marked_picture", "npz_mark", "refuse", "sniff"]

@@ -122,8 +122,14 @@ def _qtensor(prefix: str, flat: Mapping[str, Any]) -> QTensor:
     scale, zp = _need(flat, prefix + ":scale"), _need(flat, prefix + ":zero_point")
     axis = flat.get(prefix + ":axis")
     if axis is None:
-        return QTensor(values, float(np.asarray(scale).reshape(-1)[0]), int(np.asarray(zp).reshape(-1)[0]))
-    return QTensor(values, np.asarray(scale), np.asarray(zp), int(np.asarray(axis)))
+        q = QTensor(values, float(np.asarray(scale).reshape(-1)[0]), int(np.asarray(zp).reshape(-1)[0]))
+    else:
+        q = QTensor(values, np.asarray(scale), np.asarray(zp), int(np.asarray(axis)))
+    try:
+        q.check_zero_points()
+    except RunError as err:
+        raise RunError(f"quantized tensor {prefix!r}: {err.message}") from None
+    return q
 
 
 def _need(flat: Mapping[str, Any], key: str) -> Any:

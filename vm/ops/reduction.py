@@ -349,20 +349,32 @@ _reg("aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) ->
 
 
 @np.errstate(all="ignore")
-def _var(self: Array, dims: Dims, correction: Any, keepdim: bool) -> Array:
+def _variance(self: Array, dims: Dims, correction: Any, keepdim: bool) -> tuple[np.ndarray, np.dtype]:
+    """The variance in float64 and the dtype of the result.  torch's CPU kernel runs
+    Welford's recurrence in double for float32 and half inputs, so four 2e38s have a
+    variance of 0 (a float32 mean would overflow to inf first) and the standard deviation
+    of [2e38, 2e38, -2e38, -2e38] is 2.3e38 (its variance, 5.3e76, only becomes inf as a
+    float32); a two-pass float64 variance rounds to the same float32."""
     x = _need_float(self, "var")
     axes = _axes(x, dims)
     n = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
     c = 1 if correction is None else correction
-    mean = np.mean(x, axis=axes, keepdims=True)
-    dev = x - mean
+    wide = x.astype(np.float64) if x.dtype.itemsize < 8 else x
+    mean = np.mean(wide, axis=axes, keepdims=True)
+    dev = wide - mean
     ss = np.sum(dev * dev, axis=axes, keepdims=keepdim)
-    return wrap(np.asarray(ss / x.dtype.type(max(n - c, 0)), dtype=x.dtype))
+    return np.asarray(ss / wide.dtype.type(max(n - c, 0))), x.dtype
+
+
+def _var(self: Array, dims: Dims, correction: Any, keepdim: bool) -> Array:
+    var, dtype = _variance(self, dims, correction, keepdim)
+    return wrap(var.astype(dtype))
 
 
 def _std(self: Array, dims: Dims, correction: Any, keepdim: bool) -> Array:
+    var, dtype = _variance(self, dims, correction, keepdim)
     with np.errstate(all="ignore"):
-        return wrap(np.sqrt(_var(self, dims, correction, keepdim)))
+        return wrap(np.sqrt(var).astype(dtype))
 
 
 for _name, _f in (("var", _var), ("std", _std)):

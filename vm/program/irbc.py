@@ -49,11 +49,11 @@ from typing import Any
 import numpy as np
 
 from vm.binding.folded import folds_from_stored, stored_folds
-from vm.core.errors import BytecodeError, IRError, Span
+from vm.core.errors import BytecodeError, IRError, RunError, Span
 from vm.core.gc_pause import gc_paused
+from vm.files.arrays import check_npy_bytes
 from vm.files.atomic import atomic_write
 from vm.files.kinds import MAGIC_MEMBER, has_magic, is_irbc
-from vm.ops import registry
 from vm.ops.registry import OpRef
 from vm.program.bytecode import (
     Function,
@@ -64,7 +64,7 @@ from vm.program.bytecode import (
     loop_exit_effect,
     stack_effect,
 )
-from vm.program.irbc_tables import check_tables, read_checks, read_state
+from vm.program.irbc_tables import check_counts, check_tables, operator_problem, read_checks, read_state
 
 FORMAT_VERSION = 3
 PRODUCER = "irvm 0.1.0"
@@ -272,6 +272,7 @@ def _load_bytes(data: bytes, where: str) -> Program:
     body = json.loads(files["program.json"])
     program = _program_from_json(body, files, where, source)
     verify(program, where)
+    check_counts(program, where)  # registers, arities, fusion specs against the code
     check_tables(program, where)  # self_reads, node spans: vm.program.irbc_tables
     return program
 
@@ -405,6 +406,10 @@ def _decode(value: Any, files: dict[str, bytes], where: str) -> Any:
         raise BytecodeError(f"{where}: malformed constant {value!r}")
     (tag, payload), = value.items()
     if tag == "npy":
+        try:  # the header's shape is checked against the member before numpy allocates
+            check_npy_bytes(files[payload], f"{where}: constant {payload}")
+        except RunError as err:
+            raise BytecodeError(str(err)) from None
         return np.load(io.BytesIO(files[payload]), allow_pickle=False)
     if tag == "list":
         return [_decode(v, files, where) for v in payload]
@@ -456,7 +461,7 @@ def verify(program: Program, where: str = "<program>") -> None:
         _verify_operands(program, function, where)
         _verify_stack(program, function, where)
     for ref in {id(r): r for r in program.node_refs if r is not None}.values():
-        problem = _operator_problem(ref)
+        problem = operator_problem(ref)
         if problem is not None:
             raise BytecodeError(f"{where}: the static runtime's table of node operators: {problem}")
 
@@ -475,25 +480,9 @@ def _verify_tables(program: Program, f: Function, where: str) -> None:
     if len(f.constant_names) not in (0, len(f.constants)):
         raise _fail(where, f, None, "constant names do not match the constant table")
     for ref in f.operators:
-        problem = _operator_problem(ref)
+        problem = operator_problem(ref)
         if problem is not None:
             raise _fail(where, f, None, problem)
-
-
-def _operator_problem(ref: OpRef) -> str | None:
-    """What is wrong with an operator reference of the file, or None."""
-    if ref.n_inputs < 0 or ref.n_outputs < 0:
-        return f"{ref.name} has a negative arity"
-    if registry.has_factory(ref.name):
-        return None
-    try:
-        info = registry.lookup(ref.name)
-    except KeyError:
-        return f"operator {ref.name!r} is not known to this irvm"
-    n_args = len(info.schema.arguments)
-    if not info.schema.vararg and ref.n_inputs + len(ref.defaults) != n_args:
-        return f"operator {ref.name} gets {ref.n_inputs} inputs + {len(ref.defaults)} defaults, its schema takes {n_args}"
-    return None
 
 
 def _verify_operands(program: Program, f: Function, where: str) -> None:

@@ -13,11 +13,14 @@ protocol's mixed JSON-and-binary bodies cannot use), so the same app runs under 
 ``max_body_bytes`` and refused past it (413) before any of it is decoded; decoding and
 encoding run on a worker thread, the model on the model's own threads
 (``vm.serve.service``).  Every infer request is counted in the metrics and logged at
-``info`` on the ``irvm.serve`` logger: method, path, status, milliseconds.
+``info`` on the ``irvm.serve`` logger: method, path, status, milliseconds.  A request
+past its deadline (``ServeOptions.request_timeout``, or the request's ``timeout``
+parameter) is answered 504 while its run, which cannot be interrupted, ends on its thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -40,9 +43,12 @@ MAX_BODY_BYTES = 64 * 1024 * 1024  # a 64 MiB request body; more is refused with
 
 
 def app(models: Mapping[str, Any] | Iterable[ServedModel], *, options: ServeOptions | None = None,
-        max_body_bytes: int = MAX_BODY_BYTES, metrics: Metrics | None = None) -> Starlette:
+        max_body_bytes: int = MAX_BODY_BYTES, metrics: Metrics | None = None,
+        shutdown_grace: float | None = None) -> Starlette:
     """An ASGI app serving ``models``: a mapping of name to a loaded model (``vm.load(...)``,
-    served with ``options``), or ``ServedModel``\\ s.  Its models' threads stop at shutdown."""
+    served with ``options``), or ``ServedModel``\\ s.  Its models' threads stop at shutdown,
+    their runs under way given ``shutdown_grace`` seconds in all (None: as long as they
+    take); ``app.state.stuck_runs`` then counts the runs still going."""
     metrics = metrics or Metrics()
     served: dict[str, ServedModel] = {}
     if isinstance(models, Mapping):
@@ -55,10 +61,17 @@ def app(models: Mapping[str, Any] | Iterable[ServedModel], *, options: ServeOpti
     state = _State(served, metrics, max_body_bytes)
 
     @asynccontextmanager
-    async def lifespan(_app: Starlette):
+    async def lifespan(app_: Starlette):
+        app_.state.stuck_runs = 0
         yield
+        end = None if shutdown_grace is None else time.perf_counter() + shutdown_grace
         for m in served.values():
-            await run_in_threadpool(m.close)
+            grace = None if end is None else max(0.0, end - time.perf_counter())
+            stuck = await run_in_threadpool(m.close, grace)
+            if stuck:
+                LOG.warning("model '%s': %d run(s) still under way after the shutdown grace of %g s",
+                            m.name, stuck, shutdown_grace)
+            app_.state.stuck_runs += stuck
 
     routes = [
         Route("/v2", state.server_metadata),
@@ -142,7 +155,7 @@ class _State:
         start = time.perf_counter()
         name = request.path_params["name"]
         try:
-            response = await self._infer(request)
+            response = await self._infer(request, start)
         except Exception as exc:  # every failure is an answer; the server keeps serving
             status, message = classify(exc)
             if status >= 500:
@@ -153,7 +166,7 @@ class _State:
         LOG.info("%s %s %d %.1fms", request.method, request.url.path, response.status_code, seconds * 1e3)
         return response
 
-    async def _infer(self, request: Request) -> Response:
+    async def _infer(self, request: Request, start: float) -> Response:
         model = self._model(request)
         if request.headers.get("content-encoding", "identity") != "identity":
             raise ProtocolError(400, f"Content-Encoding {request.headers['content-encoding']!r} is not supported; "
@@ -161,7 +174,7 @@ class _State:
         body = await self._body(request)
         header = request.headers.get("inference-header-content-length")
         decoded = await run_in_threadpool(decode_request, body, header, model.inputs, model.outputs)
-        values = await model.infer(decoded.feeds, decoded.outputs)
+        values = await _within(model, decoded, start)
         names = decoded.outputs if decoded.outputs is not None else model.output_names
         content, headers = await run_in_threadpool(encode_response, model.name, model.version, decoded, names, values)
         media = headers.pop("content-type")
@@ -178,6 +191,23 @@ class _State:
                 raise _too_big(size, self.max_body_bytes)
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+async def _within(model: ServedModel, decoded: Any, start: float) -> list[Any]:
+    """The model's outputs for ``decoded``, or a 504 once the request's deadline passes: the
+    server's ``request_timeout`` or the request's ``timeout`` parameter, whichever is first,
+    counted from the request's arrival.  A run not yet started is cancelled; one under way
+    cannot be interrupted mid-kernel and finishes on its thread, unread."""
+    limits = [t for t in (model.options.request_timeout, decoded.timeout) if t is not None]
+    run = model.infer(decoded.feeds, decoded.outputs)
+    if not limits:
+        return await run
+    limit = min(limits)
+    try:
+        return await asyncio.wait_for(run, max(0.0, limit - (time.perf_counter() - start)))
+    except TimeoutError:
+        raise ProtocolError(504, f"model '{model.name}' did not answer within {limit:g} s (the server's "
+                                 "--request-timeout or the request's 'timeout' parameter)") from None
 
 
 def _too_big(size: int, limit: int) -> ProtocolError:

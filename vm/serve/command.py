@@ -3,7 +3,7 @@
     irvm serve MODEL... [--weights W] [--name N] [--host 127.0.0.1] [--port 8000]
                [--backend static|interp] [--threads T] [--instances K]
                [--max-batch-size B] [--batch-delay-ms D] [--max-body-bytes N]
-               [--log-level L]
+               [--request-timeout SECONDS] [--shutdown-grace SECONDS] [--log-level L]
 
 MODEL is a program file (``.pt``, ``.ir``, ``.irbc``) or a folder, whose program files are
 all served.  ``--name`` and ``--weights`` may be given once per model, in the order the
@@ -16,7 +16,12 @@ has started, one line on stdout says where::
     irvm serve: ready at http://127.0.0.1:8000 (models: resnet18)
 
 SIGTERM or Ctrl-C stops accepting connections, lets the requests in flight finish, then
-stops each model's threads (uvicorn's graceful shutdown, then the app's lifespan).
+stops each model's threads (uvicorn's graceful shutdown, then the app's lifespan).  Both
+steps get ``--shutdown-grace`` seconds (default 10), so the server is gone within twice
+that even when a run is stuck: a run cannot be interrupted mid-kernel, so one still going
+is abandoned with a warning and the process exits without waiting for its thread.
+``--request-timeout`` answers a request that takes longer with 504 (the request's own
+``timeout`` parameter, in microseconds, can ask for less).
 """
 
 from __future__ import annotations
@@ -53,6 +58,10 @@ def add_parser(sub: Any) -> None:
                    help="stack requests along the first axis up to this many rows (only for a model that batches)")
     s.add_argument("--batch-delay-ms", type=float, default=5.0, help="how long a batch waits to fill (default 5)")
     s.add_argument("--max-body-bytes", type=int, default=None, help="largest request body (default 64 MiB)")
+    s.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS",
+                   help="answer a request not done within this many seconds with 504 (default: no limit)")
+    s.add_argument("--shutdown-grace", type=float, default=10.0, metavar="SECONDS",
+                   help="on SIGTERM, how long requests and runs in flight may take to finish (default 10)")
     s.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
                    help="info: one line per request")
     s.set_defaults(handler=serve_command)
@@ -61,9 +70,12 @@ def add_parser(sub: Any) -> None:
 def serve_command(args: argparse.Namespace) -> int:
     for flag, value, least in (("--instances", args.instances, 1), ("--max-batch-size", args.max_batch_size, 1),
                                ("--threads", args.threads, 1), ("--port", args.port, 0),
-                               ("--batch-delay-ms", args.batch_delay_ms, 0), ("--max-body-bytes", args.max_body_bytes, 1)):
+                               ("--batch-delay-ms", args.batch_delay_ms, 0), ("--max-body-bytes", args.max_body_bytes, 1),
+                               ("--shutdown-grace", args.shutdown_grace, 0)):
         if value is not None and value < least:
             raise RunError(f"{flag} must be at least {least}, got {value}")
+    if args.request_timeout is not None and not args.request_timeout > 0:
+        raise RunError(f"--request-timeout must be a positive number of seconds, got {args.request_timeout}")
     try:
         import starlette  # noqa: F401
         import uvicorn
@@ -77,14 +89,22 @@ def serve_command(args: argparse.Namespace) -> int:
     limit_blas_threads(threads)
     models = load_models(args.models, args.name, args.weights, backend=args.backend, threads=threads,
                          quantized_engine=args.quantized_engine, quantized_kernel=args.quantized_kernel)
-    options = ServeOptions(args.instances, args.max_batch_size, args.batch_delay_ms)
-    application = app(models, options=options, max_body_bytes=args.max_body_bytes or MAX_BODY_BYTES)
+    options = ServeOptions(args.instances, args.max_batch_size, args.batch_delay_ms, args.request_timeout)
+    application = app(models, options=options, max_body_bytes=args.max_body_bytes or MAX_BODY_BYTES,
+                      shutdown_grace=args.shutdown_grace)
     sock = listen(args.host, args.port)
-    config = uvicorn.Config(application, log_level=args.log_level, access_log=False, lifespan="on")
+    config = uvicorn.Config(application, log_level=args.log_level, access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=args.shutdown_grace)
     server = quiet_exit_server(config)
     host, port = sock.getsockname()[:2]
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     asyncio.run(run_server(server, sock, f"irvm serve: ready at {url} (models: {', '.join(models)})"))
+    stuck = getattr(application.state, "stuck_runs", 0)
+    if stuck:  # their threads would keep the interpreter from exiting (it joins them)
+        print(f"irvm serve: stopped with {stuck} run(s) still under way after the grace of "
+              f"{args.shutdown_grace:g} s (--shutdown-grace); they are abandoned", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(0)
     return 0
 
 

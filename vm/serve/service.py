@@ -26,7 +26,7 @@ import queue
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from typing import Any
 
 import attrs
@@ -40,11 +40,14 @@ from vm.serve.protocol import ProtocolError, TensorSpec, spec_from_node_arg
 @attrs.frozen
 class ServeOptions:
     """How a model is served: ``instances`` concurrent runs; dynamic batching when
-    ``max_batch_size`` > 1, waiting at most ``batch_delay_ms`` for a batch to fill."""
+    ``max_batch_size`` > 1, waiting at most ``batch_delay_ms`` for a batch to fill; a
+    request not answered within ``request_timeout`` seconds (None: no limit) is answered
+    with 504 (``vm.serve.asgi``)."""
 
     instances: int = 1
     max_batch_size: int = 1
     batch_delay_ms: float = 5.0
+    request_timeout: float | None = None
 
 
 def classify(exc: BaseException) -> tuple[int, str]:
@@ -110,11 +113,21 @@ class ServedModel:
         with np.errstate(all="ignore"):
             return list(self.model.run(names, feeds))
 
-    def close(self) -> None:
-        """Finish the runs under way and stop the threads."""
+    def close(self, grace: float | None = None) -> int:
+        """Stop the threads: the runs not started are cancelled, the ones under way get
+        ``grace`` seconds (None: as long as they take) to finish.  A run cannot be
+        interrupted mid-kernel, so one stuck past the grace is left to its thread; returns
+        how many threads are still running."""
         if self._batcher is not None:
-            self._batcher.close()
-        self._pool.shutdown(wait=True)
+            self._batcher.close(grace)
+        self._pool.shutdown(wait=grace is None, cancel_futures=grace is not None)
+        if grace is None:
+            return 0
+        end = time.perf_counter() + grace
+        workers = list(getattr(self._pool, "_threads", ()))  # ThreadPoolExecutor keeps its threads there
+        for thread in workers:
+            thread.join(max(0.0, end - time.perf_counter()))
+        return sum(t.is_alive() for t in workers)
 
 
 @attrs.define(eq=False)
@@ -146,9 +159,9 @@ class Batcher:
         self._queue.put(pending)
         return pending.future
 
-    def close(self) -> None:
+    def close(self, grace: float | None = None) -> None:
         self._queue.put(None)
-        self._thread.join(timeout=30)
+        self._thread.join(timeout=30 if grace is None else grace)
 
     def _loop(self) -> None:
         while True:
@@ -184,10 +197,12 @@ class Batcher:
             self._run_group(group)
         except BaseException as err:  # noqa: BLE001 - no request is left waiting
             for p in group:
-                if not p.future.done():
-                    p.future.set_exception(err)
+                _resolve(p.future, error=err)
 
     def _run_group(self, group: list[_Pending]) -> None:
+        group = [p for p in group if not p.future.cancelled()]  # timed out while they waited
+        if not group:
+            return
         started = time.perf_counter()
         self.served.metrics.run(self.served.name, len(group), [started - p.arrived for p in group])
         if len(group) == 1:
@@ -212,15 +227,28 @@ class Batcher:
         for p in group:
             rows = p.rows or 0
             parts = {n: o[at : at + rows] for n, o in zip(names, outputs)}
-            p.future.set_result([parts[n] for n in p.names])
+            _resolve(p.future, [parts[n] for n in p.names])
             at += rows
 
 
 def _settle(p: _Pending, compute: Any) -> None:
+    if p.future.cancelled():  # its request timed out while it waited: nobody reads it
+        return
     try:
-        p.future.set_result(compute())
+        _resolve(p.future, compute())
     except BaseException as err:  # noqa: BLE001 - handed to the waiting request
-        p.future.set_exception(err)
+        _resolve(p.future, error=err)
+
+
+def _resolve(future: Future, value: Any = None, error: BaseException | None = None) -> None:
+    """Settle ``future``, unless its request gave up on it (timed out, cancelled) meanwhile."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+    except InvalidStateError:
+        pass
 
 
 def _stacks(v: Any) -> bool:

@@ -54,6 +54,17 @@ class _Layout:
     depthwise: bool
 
 
+def check_kernel_size(kernel: Sequence[int]) -> None:
+    """Refuse a weight with an empty kernel dimension (an archive's (4, 1, 3, 0)), as torch's
+    convolutions do, in torch's words (``slow_conv2d_shape_check``)."""
+    if all(k > 0 for k in kernel):
+        return
+    if len(kernel) == 3:
+        raise ValueError(f"kernel size should be greater than zero, but got: {' x '.join(map(str, kernel))} (TxHxW)")
+    height, width = (1, *kernel)[-2:]  # a 1-D convolution runs as a 2-D one of height 1
+    raise ValueError(f"kernel size should be greater than zero, but got kernel_height: {height} kernel_width: {width}")
+
+
 def _hashable(v: int | Ints) -> int | tuple[int, ...]:
     return int(v) if isinstance(v, (int, np.integer)) else tuple(v)
 
@@ -74,6 +85,7 @@ def _layout(
     unbatched = len(xshape) == nsp + 1
     batched = (1, *xshape) if unbatched else xshape
     o, cg, *kernel_ = wshape
+    check_kernel_size(kernel_)
     if batched[1] != cg * groups or o % groups:
         raise ValueError(f"weight {list(wshape)} with groups={groups} does not fit an input of {batched[1]} channels")
     full = (batched[0], o, *out_shape(batched[2:], kernel_, st, pd, dl))
@@ -171,6 +183,7 @@ def conv_transpose_nd(
     x, unbatched = _batched(x, weight)
     n, c, *spatial = x.shape
     cin, og, *kernel_ = weight.shape
+    check_kernel_size(kernel_)
     if c != cin or cin % groups:
         raise ValueError(f"weight {list(weight.shape)} with groups={groups} does not fit {c} input channels")
     full = [(i - 1) * s + d * (k - 1) + 1 + op for i, s, d, k, op in zip(spatial, stride, dilation, kernel_, output_padding)]

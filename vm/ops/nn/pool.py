@@ -227,20 +227,31 @@ def _bins(size: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
     return (i * size) // n_out, -((-(i + 1) * size) // n_out)
 
 
-def _adaptive_avg_axis(x: np.ndarray, axis: int, n_out: int) -> np.ndarray:
-    size = x.shape[axis]
-    if size % n_out == 0:
-        shape = x.shape[:axis] + (n_out, size // n_out) + x.shape[axis + 1 :]
-        return x.reshape(shape).mean(axis=axis + 1, dtype=np.float64).astype(x.dtype)
-    start, end = _bins(size, n_out)
-    csum = np.cumsum(x, axis=axis, dtype=np.float64)
-    pad = [(0, 0)] * x.ndim
-    pad[axis] = (1, 0)
-    csum = np.pad(csum, pad)
-    sums = np.take(csum, end, axis=axis) - np.take(csum, start, axis=axis)
-    shape = [1] * x.ndim
-    shape[axis] = n_out
-    return (sums / (end - start).reshape(shape)).astype(x.dtype)
+def _adaptive_average(x: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """Adaptive average pooling of ``x``'s last ``len(sizes)`` dimensions as torch's CPU
+    kernel computes it: each window summed whole, in x's dtype (a float32 sum of 2e38s
+    overflows to inf; a row of 2e38, -2e38 cancels before the next row is added), then
+    divided by its length along each pooled dimension in turn (``sum / kh / kw``), so that
+    denormals survive as torch's do."""
+    first = x.ndim - len(sizes)
+    spatial = x.shape[first:]
+    axes = tuple(range(first, x.ndim))
+    if all(n % o == 0 for n, o in zip(spatial, sizes)):  # equal windows: one reshape
+        split = x.shape[:first] + tuple(v for n, o in zip(spatial, sizes) for v in (o, n // o))
+        sums = x.reshape(split).sum(axis=tuple(first + 2 * i + 1 for i in range(len(sizes))), dtype=x.dtype)
+    else:
+        bins = [list(zip(*(b.tolist() for b in _bins(n, o)))) for n, o in zip(spatial, sizes)]
+        sums = np.empty(x.shape[:first] + tuple(sizes), x.dtype)
+        for at in itertools.product(*(range(o) for o in sizes)):
+            window = tuple(slice(*bins[i][k]) for i, k in enumerate(at))
+            sums[(Ellipsis, *at)] = x[(Ellipsis, *window)].sum(axis=axes, dtype=x.dtype)
+    with np.errstate(all="ignore"):
+        for i, (n, o) in enumerate(zip(spatial, sizes)):
+            start, end = _bins(n, o)
+            shape = [1] * sums.ndim
+            shape[first + i] = o
+            sums = sums / (end - start).astype(x.dtype).reshape(shape)
+    return sums
 
 
 def _output_size(x: np.ndarray, output_size: Sequence[int | None], n: int) -> tuple[int, ...]:
@@ -256,18 +267,20 @@ def adaptive_avg_pool2d(x: np.ndarray, output_size: Sequence[int | None]) -> np.
     oh, ow = _output_size(x, output_size, 2)
     if oh == ow == 1 and x.ndim >= 3 and x.dtype in _BLAS_FLOATS and x.size and x.flags.c_contiguous:
         return _global_average(x)
-    return _adaptive_avg_axis(_adaptive_avg_axis(x, x.ndim - 2, oh), x.ndim - 1, ow)
+    return _adaptive_average(x, (oh, ow))
 
 
 _BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _global_average(x: np.ndarray) -> np.ndarray:
-    """The mean of each (H, W) plane of a float32/float64 ``x`` as one BLAS matrix-vector
-    product, accumulating in x's dtype as PyTorch's CPU kernel does (global pooling ends
-    every classification network: the generic path's float64 means cost ~10x more)."""
-    plane = x.shape[-2] * x.shape[-1]
-    means = x.reshape(-1, plane) @ np.full(plane, 1.0 / plane, x.dtype)
+    """The mean of each (H, W) plane of a float32/float64 ``x``: the sum as one BLAS
+    matrix-vector product, accumulating in x's dtype as PyTorch's CPU kernel does (global
+    pooling ends every classification network), then ``/ H / W`` as torch divides."""
+    h, w = x.shape[-2:]
+    sums = x.reshape(-1, h * w) @ np.ones(h * w, x.dtype)
+    with np.errstate(all="ignore"):
+        means = sums / x.dtype.type(h) / x.dtype.type(w)
     return means.reshape(x.shape[:-2] + (1, 1))
 
 
@@ -275,16 +288,13 @@ def _global_average(x: np.ndarray) -> np.ndarray:
 @kernel("aten::adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor")
 def adaptive_avg_pool3d(x: np.ndarray, output_size: Sequence[int | None]) -> np.ndarray:
     """Also what a scripted ``F.interpolate(mode="area")`` reaches for 5-d input."""
-    sizes = _output_size(x, output_size, 3)
-    for i, n_out in enumerate(sizes):
-        x = _adaptive_avg_axis(x, x.ndim - 3 + i, n_out)
-    return x
+    return _adaptive_average(x, _output_size(x, output_size, 3))
 
 
 @copying_out
 @kernel("aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor")
 def adaptive_avg_pool1d(x: np.ndarray, output_size: Sequence[int | None]) -> np.ndarray:
-    return _adaptive_avg_axis(x, x.ndim - 1, _output_size(x, output_size, 1)[0])
+    return _adaptive_average(x, _output_size(x, output_size, 1))
 
 
 @kernel("aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)")
