@@ -78,6 +78,7 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         specialized=module.specialized,
         folded_tensors=dict(module.folded_tensors),
         folded_from=dict(module.folded_from),
+        model_keys=dict(module.model_keys),
         checks=check_table(module),
     )
 

@@ -364,6 +364,11 @@ class Module:
     # True once the specialization pipeline has run on it for its weights: the static
     # runtime then runs no pass of its own
     specialized: bool = False
+    # the keys of the model the program was compiled from (its state_dict and settings: a
+    # ``.pt``'s module tree, an export's ``__keys__`` record), key -> True when a state_dict
+    # must hold it (a parameter or buffer): what strict weights are checked against, as
+    # ``load_state_dict(strict=True)`` checks a module's own keys (vm.binding.strict)
+    model_keys: dict[str, bool] = field(factory=dict)
 
     def __repr__(self) -> str:
         return f"<Module {self.filename}: main + {len(self.functions)} functions>"
@@ -381,6 +386,7 @@ class Module:
             dict(self.folded_tensors),
             dict(self.folded_from),
             self.specialized,
+            dict(self.model_keys),
         )
 
 

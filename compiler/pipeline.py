@@ -204,6 +204,10 @@ def optimize(
             show(name, print_module(current))
     if weights is not None and passes is None:
         current.specialized = True
+    if weights is not None and not current.model_keys:  # an export's record of the model's keys
+        from vm.binding.strict import recorded_keys
+
+        current.model_keys = recorded_keys(weights)
     return current, records
 
 

@@ -44,7 +44,11 @@ def load_torchscript(path: str | Path, method: str = "forward", *, scopes: bool 
         module = compile_method(index, root, constants, method, str(path), scopes)
     except RecursionError:  # calls inlined into calls past Python's stack: source_bounds bounds one tree, not the chain
         raise ArchiveError(f"{path}: the source's calls nest deeper than irvm can inline") from None
-    return module, flatten(root, constants)
+    weights = flatten(root, constants)
+    from vm.binding.strict import model_keys_of
+
+    module.model_keys = model_keys_of(weights)  # the module tree's keys: strict weights' reference
+    return module, weights
 
 
 def compile_archive(

@@ -189,6 +189,9 @@ class Program:
     specialized: bool = attrs.field(default=False, eq=False, repr=False)
     folded_tensors: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
     folded_from: dict[str, str] = attrs.field(factory=dict, eq=False, repr=False)
+    # the keys of the model it was compiled from (``Module.model_keys``): strict weights are
+    # checked against them (vm.binding.strict); {} when nothing recorded them
+    model_keys: dict[str, bool] = attrs.field(factory=dict, eq=False, repr=False)
     # the check table (``vm.program.check_graph``): made by the emitter, or read from the file
     checks: dict[str, Any] | None = attrs.field(default=None, eq=False, repr=False)
     _lock: Any = attrs.field(factory=threading.Lock, eq=False, repr=False, init=False)

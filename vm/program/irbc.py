@@ -89,6 +89,8 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
         "self_reads": [list(r) for r in program.self_reads],
         **_node_refs_json(program.node_refs, arrays),
     }
+    if program.model_keys:  # the model's own keys, strict weights' reference (vm.binding.strict)
+        body["model_keys"] = dict(program.model_keys)
     if program.specialized:  # the tensors its folds made, and what from (vm.binding.folded)
         body["specialized"] = stored_folds(program, lambda value: _encode(value, arrays))
     members: list[tuple[str, bytes]] = [("program.json", json.dumps(body).encode())]
@@ -332,12 +334,21 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         node_refs=_node_refs_from_json(body, files, where),
         checks=_read_checks(files["checks.json"], where),  # the few nodes the checks before a run read
         folded=_folded(source) or {},
+        model_keys=_model_keys(body.get("model_keys"), where),
         **folds_from_stored(body.get("specialized"), lambda value: _decode(value, files, where), where),
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
             for parent, name, type_text, required, span in body["self_reads"]
         ),
     )
+
+
+def _model_keys(stored: Any, where: str) -> dict[str, bool]:
+    if stored is None:
+        return {}
+    if not isinstance(stored, dict) or not all(isinstance(k, str) and isinstance(v, bool) for k, v in stored.items()):
+        raise BytecodeError(f"{where}: malformed 'model_keys' table")
+    return dict(stored)
 
 
 def _read_checks(raw: bytes, where: str) -> Any:
