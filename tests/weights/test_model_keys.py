@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from tests.support.paths import ROOT, TOOLS
+from vm.files.npz import flatten_outputs
 
 sys.path.insert(0, str(TOOLS))
 
@@ -39,7 +40,8 @@ def _export(model: nn.Module, args: tuple[torch.Tensor, ...], tmp: Path, *, trac
     exp = export_torch.export(model.eval(), "model", args, trace=trace)
     assert exp.error is None, exp.error
     paths = export_torch.write(exp, tmp, mark=True)
-    np.savez(tmp / "expected.npz", out0=np.asarray(exp.outputs[0] if exp.outputs else None))
+    assert exp.outputs is not None
+    np.savez(tmp / "expected.npz", **flatten_outputs(exp.outputs))
     return paths
 
 
@@ -49,7 +51,12 @@ def _run_matches_torch(paths: dict[str, Path], tmp: Path, backend: str, atol: fl
                  "--backend", backend, "--output", str(out), "--force")
     assert done.returncode == 0, done.stderr[-3000:]
     with np.load(out) as got, np.load(tmp / "expected.npz") as want:
-        np.testing.assert_allclose(got["out0"], want["out0"], rtol=1e-4, atol=atol)
+        assert sorted(k for k in got.files if k != "__irvm__") == sorted(want.files)
+        for key in want.files:
+            if want[key].dtype.kind in "fc":
+                np.testing.assert_allclose(got[key], want[key], rtol=1e-4, atol=atol, err_msg=key)
+            else:
+                np.testing.assert_array_equal(got[key], want[key], err_msg=key)
 
 
 # -- models whose state_dict holds keys the optimized program does not read ----------------
