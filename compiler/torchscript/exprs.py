@@ -27,7 +27,7 @@ from compiler import types as T
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Value
 from compiler.torchscript.builder import GraphBuilder, unify
-from compiler.torchscript.fold import NOT_FOLDED, fold
+from compiler.torchscript.fold import NOT_FOLDED, constant_of, fold
 from compiler.torchscript.quantized import quantized_type
 from compiler.torchscript.source import SourceIndex, dotted
 from compiler.torchscript.unpickle import Record
@@ -371,6 +371,8 @@ class ExprCompiler(abc.ABC):
             if name == "annotate":
                 return self.annotate(ctx, args[1], type_)
             v = self.value(ctx, args[1])
+            if v.type == type_ and constant_of(v) is not NOT_FOLDED:
+                return v  # a constant of that type already: it stays one (see fold.py)
             return self.b.node("prim::unchecked_cast", [v], [type_], span).output
         if name == "uninitialized" and len(args) == 1:
             return self.b.node("prim::Uninitialized", [], [self.index.type_of(args[0], ctx.file)], span).output

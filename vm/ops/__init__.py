@@ -23,6 +23,7 @@ FAMILIES = (
     "indexing",
     "inplace",
     "linalg",
+    "matrix_norm",
     "lists",
     "nn.activation",
     "nn.attention",
