@@ -155,3 +155,41 @@ def test_a_scripted_speaker_encoder_normalized_by_torch_norm_runs(backend: str, 
             got = data["out0"]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=kind)
         np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-5)
+
+
+LIBRARY = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Library(nn.Module):
+    """Library functions whose inlined code branches on their constant arguments."""
+
+    def forward(self, x):
+        y = F.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False)
+        z = F.pad(y, (1, 1, 2, 0), mode="reflect")
+        w = F.pad(F.interpolate(z, size=(5, 7), mode="nearest"), [1, 2], value=0.5)
+        return (F.normalize(w, dim=1), torch.norm(w, p=1, dim=1), torch.norm(w),
+                torch.linalg.norm(w, dim=(2, 3)), torch.linalg.matrix_norm(w, ord="nuc"))
+'''
+
+
+@pytest.mark.parametrize("backend", ["interp", "static"])
+def test_library_functions_with_constant_arguments_run_from_an_archive(backend: str, tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    source = tmp_path / "library.py"
+    source.write_text(LIBRARY)
+    sys.path.insert(0, str(TOOLS))
+    import export_torch
+
+    model = torch.jit.script(export_torch.load_file(source).Library())
+    model.save(str(tmp_path / "library.pt"))
+    x = torch.randn(1, 3, 4, 4)
+    np.savez(tmp_path / "in.npz", arg0=x.numpy())
+    done = _irvm("run", str(tmp_path / "library.pt"), "--inputs", str(tmp_path / "in.npz"), "--backend", backend,
+                 "--output", str(tmp_path / "out.npz"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    with np.load(tmp_path / "out.npz") as data:
+        for i, want in enumerate(model(x)):
+            np.testing.assert_allclose(data[f"out0.{i}"], want.numpy(), rtol=1e-4, atol=1e-5, err_msg=f"output {i}")
