@@ -44,6 +44,7 @@ class Model:
         examples: Sequence[Any] | None = None,
         path: Path | None = None,
         strict: bool = True,
+        module: str | None = None,
     ) -> None:
         self.program = program
         # a copy of the same kind: an archive's own state (vm.binding.strict.ArchiveState) stays one
@@ -51,6 +52,7 @@ class Model:
         self.strict = strict
         self.backend = backend
         self.fuser, self.seed, self.threads, self.path = fuser, seed, threads, path
+        self.module = module  # the module of a torch.package archive at ``path``
         self.inputs: list[NodeArg] = input_args(program, examples, self.weights)
         self.outputs: list[NodeArg] = output_args(program)
         self._names = [arg.name for arg in self.inputs]
@@ -177,7 +179,7 @@ class Model:
         if archive and self.path is not None:
             from compiler.torchscript import save_archive_weights
 
-            save_archive_weights(self.path, out, force=force, announce=False)
+            save_archive_weights(self.path, out, force=force, announce=False, module=self.module)
 
     def __repr__(self) -> str:
         where = f"{self.path}, " if self.path is not None else ""
@@ -191,7 +193,7 @@ _UNSET: Any = object()
 def _is_archive(path: Path) -> bool:
     from vm.files.kinds import FileKind, sniff
 
-    return sniff(path) is FileKind.TORCHSCRIPT
+    return sniff(path) in (FileKind.TORCHSCRIPT, FileKind.PACKAGE)
 
 
 def _python_name(name: str) -> str:
