@@ -79,6 +79,7 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         folded_tensors=dict(module.folded_tensors),
         folded_from=dict(module.folded_from),
         model_keys=dict(module.model_keys),
+        source_reads=dict(module.source_reads),
         checks=check_table(module),
     )
 

@@ -183,6 +183,9 @@ def optimize(
     for name in wanted - {"all"}:
         get_pass(name)
     show = printer or _print_stage
+    from vm.binding.strict import source_reads_of
+
+    source = source_reads_of(module.main)  # what the program reads before a pass folds a branch away
     current = module.clone()
     records: list[PassRecord] = []
     after = node_count(current)
@@ -204,6 +207,7 @@ def optimize(
             show(name, print_module(current))
     if weights is not None and passes is None:
         current.specialized = True
+    current.source_reads = {**source, **current.source_reads}
     if weights is not None and not current.model_keys:  # an export's record of the model's keys
         from vm.binding.strict import recorded_keys
 

@@ -211,3 +211,22 @@ def test_wrong_keys_are_still_refused_naming_the_closest(
         assert done.returncode != 0
         for text in expected:
             assert text in done.stderr, done.stderr
+
+
+def test_without_a_keys_record_the_reads_before_folding_decide(tmp_path: Path) -> None:
+    """A state_dict saved by hand (``numpy.savez``, no ``__keys__``) falls back to the program's
+    reads, counted before the passes fold a branch away: the mixer's ``stem.patch_size``, read
+    only in the removed size check, is read; a misspelled key is still refused."""
+    model, args, _ = _small_models()["mixer.script"]
+    paths = _export(model, args, tmp_path)
+    with np.load(paths["weights"]) as data:
+        plain = {k: data[k] for k in data.files if k not in ("__irvm__", "__keys__")}
+    assert "stem.patch_size.0" in plain
+    np.savez(paths["weights"], **plain)
+    for backend in BACKENDS:
+        _run_matches_torch(paths, tmp_path, backend)
+    plain["head.wieght"] = plain.pop("head.weight")
+    np.savez(tmp_path / "bad.npz", **plain)
+    done = _irvm("run", str(paths["ir"]), "--weights", str(tmp_path / "bad.npz"), "--inputs", str(paths["inputs"]))
+    assert done.returncode != 0
+    assert "unexpected key(s) (1):\n  head.wieght (closest: head.weight)" in done.stderr, done.stderr

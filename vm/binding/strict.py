@@ -19,7 +19,9 @@ it is refused only together with an unexpected key (that pair is the misspelling
 named parameters (``weight_ih_l0``...).  Each name in the error comes with its closest counterpart
 (``difflib``).  ``strict=False`` (``--weights-partial``) skips the comparison.
 
-That comparison with the reads is the fallback.  A program that knows the keys of the model
+The reads include what the program read before the passes folded a branch away
+(``Module.source_reads``), so a key of a removed branch stays read.  That comparison with the
+reads is the fallback.  A program that knows the keys of the model
 it was compiled from (``Program.model_keys``: a ``.pt``'s module tree, or the ``__keys__``
 record ``tools/export_torch.py`` writes into the weights, ``model_keys_of``) is checked
 against them instead, exactly as ``load_state_dict(strict=True)`` checks: a key the model
@@ -90,6 +92,21 @@ def reads_of(graph: Any, constant_names: Iterable[str] = (), folded: Iterable[st
         reads.other.update(UnboundTensor(name).keys())
     if graph is not None and graph.inputs and isinstance(graph.inputs[0].type, T.ClassType):
         _walk(graph.inputs[0], "", reads)
+    return reads
+
+
+def source_reads_of(graph: Any) -> dict[str, bool]:
+    """What ``graph`` (a compiler IR graph, before the passes) reads from ``%self``: dotted
+    path -> True when the whole object below it is read (``Module.source_reads``)."""
+    reads = reads_of(graph)
+    found = {k: False for k in reads.required | reads.optional | reads.other}
+    found.update({k: True for k in reads.wholes})
+    return found
+
+
+def _with_source(reads: Reads, source: Mapping[str, bool]) -> Reads:
+    for path, whole in source.items():
+        (reads.wholes if whole else reads.other).add(path)
     return reads
 
 
@@ -204,7 +221,7 @@ def program_reads(program: Any) -> Reads:
     # the weights the specialization passes read (folded into new tensors) are read too
     reads = reads_of(self_graph(program), names, (*(folded or ()), *getattr(program, "folded_from", {})))
     reads.model_keys = dict(program.model_keys)
-    return reads
+    return _with_source(reads, program.source_reads)
 
 
 def module_reads(module: Any) -> Reads:
@@ -220,7 +237,7 @@ def module_reads(module: Any) -> Reads:
     # the weights the specialization passes read (folded into new tensors) are read too
     reads = reads_of(module.main, names, (*module.attributes, *getattr(module, "folded_from", {})))
     reads.model_keys = dict(module.model_keys)
-    return reads
+    return _with_source(reads, getattr(module, "source_reads", {}))
 
 
 def check_given(own: Mapping[str, Any], given: Mapping[str, Any], source: str) -> None:
@@ -259,5 +276,5 @@ def _closest(key: str, candidates: list[str]) -> str:
 
 __all__ = [
     "KEYS", "PARTIAL_HINT", "ArchiveState", "Reads", "check_given", "check_keys", "model_keys_of", "module_reads",
-    "program_reads", "reads_of", "recorded_keys",
+    "program_reads", "reads_of", "recorded_keys", "source_reads_of",
 ]

@@ -91,6 +91,8 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
     }
     if program.model_keys:  # the model's own keys, strict weights' reference (vm.binding.strict)
         body["model_keys"] = dict(program.model_keys)
+    if program.source_reads:  # ... and what its source read, the fallback
+        body["source_reads"] = dict(program.source_reads)
     if program.specialized:  # the tensors its folds made, and what from (vm.binding.folded)
         body["specialized"] = stored_folds(program, lambda value: _encode(value, arrays))
     members: list[tuple[str, bytes]] = [("program.json", json.dumps(body).encode())]
@@ -335,6 +337,7 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         checks=_read_checks(files["checks.json"], where),  # the few nodes the checks before a run read
         folded=_folded(source) or {},
         model_keys=_model_keys(body.get("model_keys"), where),
+        source_reads=_model_keys(body.get("source_reads"), where),
         **folds_from_stored(body.get("specialized"), lambda value: _decode(value, files, where), where),
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
@@ -347,7 +350,7 @@ def _model_keys(stored: Any, where: str) -> dict[str, bool]:
     if stored is None:
         return {}
     if not isinstance(stored, dict) or not all(isinstance(k, str) and isinstance(v, bool) for k, v in stored.items()):
-        raise BytecodeError(f"{where}: malformed 'model_keys' table")
+        raise BytecodeError(f"{where}: malformed 'model_keys' or 'source_reads' table")
     return dict(stored)
 
 
