@@ -192,7 +192,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     program, own = load_program_and_weights(
         args.program, fusion=not args.no_fusion, weights=given if args.weights else None, module=args.module
     )
-    weights = _given_weights(own, given, args)
+    weights = _given_weights(own, given, args, program.model_keys)
     inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
         from vm.static import StaticOptions, StaticRuntime
@@ -225,13 +225,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _given_weights(own: dict[str, Any], given: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def _given_weights(
+    own: dict[str, Any], given: dict[str, Any], args: argparse.Namespace, model: dict[str, bool] | None = None
+) -> dict[str, Any]:
     """The weights of the run: ``--weights`` over a ``.pt``'s own, compared with them key by key
-    first unless ``--weights-partial`` (vm.binding.strict)."""
+    first unless ``--weights-partial`` (vm.binding.strict; ``model``: the program's model keys)."""
     if own and args.weights and not args.weights_partial:
         from vm.binding.strict import check_given
 
-        check_given(own, given, args.program)
+        check_given(own, given, args.program, model)
     return override(own, given, args.program)
 
 
@@ -309,7 +311,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     program, own = load_program_and_weights(
         args.program, fusion=not args.no_fusion, weights=given if args.weights else None, module=args.module
     )
-    weights = _given_weights(own, given, args)
+    weights = _given_weights(own, given, args, program.model_keys)
     inputs = read_inputs(args.inputs, program)
     from vm.static import StaticOptions
 

@@ -34,7 +34,7 @@ def load_torchscript(
     torch.package archive, the TorchScript module to read (``compiler.torchscript.package``)."""
     from compiler.torchscript.frontend import compile_method
     from compiler.torchscript.source import SourceIndex
-    from compiler.torchscript.weights import flatten
+    from compiler.torchscript.weights import flatten, model_keys
 
     archive = Archive(path, module=module)
     try:
@@ -48,9 +48,7 @@ def load_torchscript(
     except RecursionError:  # calls inlined into calls past Python's stack: source_bounds bounds one tree, not the chain
         raise ArchiveError(f"{path}: the source's calls nest deeper than irvm can inline") from None
     weights = flatten(root, constants)
-    from vm.binding.strict import model_keys_of
-
-    compiled.model_keys = model_keys_of(weights)  # the module tree's keys: strict weights' reference
+    compiled.model_keys = model_keys(root, index.classes, weights)  # strict weights' reference (vm.binding.strict)
     return compiled, weights
 
 

@@ -230,3 +230,49 @@ def test_without_a_keys_record_the_reads_before_folding_decide(tmp_path: Path) -
     done = _irvm("run", str(paths["ir"]), "--weights", str(tmp_path / "bad.npz"), "--inputs", str(paths["inputs"]))
     assert done.returncode != 0
     assert "unexpected key(s) (1):\n  head.wieght (closest: head.weight)" in done.stderr, done.stderr
+
+
+class WithState(nn.Module):
+    """A module with state beyond its state_dict: a plain tensor attribute and a float list
+    (TorchScript attributes, no parameter or buffer), and a BatchNorm's integer buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.bn = nn.BatchNorm1d(3)
+        self.offset = torch.ones(3)
+        self.scales = [0.5, 2.0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.fc(x)) * self.scales[1] + self.offset
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pt_given_torchs_own_state_dict_runs(backend: str, tmp_path: Path) -> None:
+    """``irvm run model.pt --weights sd.npz`` with exactly ``state_dict()`` (other values than
+    the archive's): the attributes outside the state_dict stay the archive's, as
+    ``load_state_dict(strict=True)`` leaves them; a misspelled key is refused."""
+    torch.manual_seed(0)
+    model = WithState().eval()
+    torch.jit.script(model).save(str(tmp_path / "m.pt"))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5)
+        model.bn.running_mean.add_(0.25)
+    state = {k: v.numpy() for k, v in model.state_dict().items()}
+    assert set(state) == {"fc.weight", "fc.bias", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var",
+                          "bn.num_batches_tracked"}
+    np.savez(tmp_path / "sd.npz", **state)
+    x = torch.randn(4, 3)
+    np.savez(tmp_path / "in.npz", arg0=x.numpy())
+    with torch.no_grad():
+        np.savez(tmp_path / "expected.npz", **flatten_outputs([model(x).numpy()]))
+    paths = {"ir": tmp_path / "m.pt", "weights": tmp_path / "sd.npz", "inputs": tmp_path / "in.npz"}
+    _run_matches_torch(paths, tmp_path, backend)
+    state["fc.bais"] = state.pop("fc.bias")
+    np.savez(tmp_path / "bad.npz", **state)
+    done = _irvm("run", str(tmp_path / "m.pt"), "--weights", str(tmp_path / "bad.npz"), "--inputs", str(tmp_path / "in.npz"),
+                 "--backend", backend)
+    assert done.returncode != 0
+    assert "unexpected key(s) (1):\n  fc.bais (closest: fc.bias)" in done.stderr, done.stderr
+    assert "missing key(s) (1):\n  fc.bias (closest: fc.bais)" in done.stderr, done.stderr

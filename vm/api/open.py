@@ -139,7 +139,7 @@ def load(
     if strict and opened.kind in ARCHIVES and given:  # as load_state_dict(strict=True)
         from vm.binding.strict import check_given
 
-        check_given(opened.own_weights, given, str(path))
+        check_given(opened.own_weights, given, str(path), opened.program.model_keys)
     bound = _merge(opened.own_weights, given, path)
     if threads is not None:
         set_threads(threads)

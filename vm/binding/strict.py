@@ -240,15 +240,22 @@ def module_reads(module: Any) -> Reads:
     return _with_source(reads, getattr(module, "source_reads", {}))
 
 
-def check_given(own: Mapping[str, Any], given: Mapping[str, Any], source: str) -> None:
+def check_given(
+    own: Mapping[str, Any], given: Mapping[str, Any], source: str, model: Mapping[str, bool] | None = None
+) -> None:
     """Weights ``given`` over a model's own (``own``, read from ``source``): refused, as
     ``load_state_dict(strict=True)`` refuses, when a key is not the model's or one of the
-    model's parameters (a floating-point tensor) is not given."""
+    model's parameters and buffers (``model``'s must-hold keys, the program's ``model_keys``;
+    without them, its floating-point tensors) is not given.  The code's constants
+    (``CONSTANTS.cN``) are no state_dict entry: the archive's stay."""
     unexpected = sorted(k for k in given if k not in own and k not in _RECORDS)
-    missing = sorted(
-        k for k, v in own.items()
-        if k not in given and isinstance(v, np.ndarray) and v.dtype.kind in "fc" and v.ndim > 0
-    )
+    if model:
+        missing = sorted(k for k, must in model.items() if must and k not in given and not k.startswith("CONSTANTS."))
+    else:
+        missing = sorted(
+            k for k, v in own.items()
+            if k not in given and isinstance(v, np.ndarray) and v.dtype.kind in "fc" and v.ndim > 0
+        )
     if unexpected or missing:
         raise RunError(_message(unexpected, missing, sorted(own), list(given), source))
 
