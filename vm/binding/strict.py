@@ -104,6 +104,26 @@ def source_reads_of(graph: Any) -> dict[str, bool]:
     return found
 
 
+def stored_keys(program: Any) -> dict[str, Any]:
+    """The ``.irbc`` tables of a program's model keys and source reads (none when empty)."""
+    tables = {"model_keys": dict(program.model_keys), "source_reads": dict(program.source_reads)}
+    return {name: table for name, table in tables.items() if table}
+
+
+def keys_from_stored(body: Mapping[str, Any], where: str) -> dict[str, dict[str, bool]]:
+    """The ``Program`` fields of the tables ``stored_keys`` wrote; a malformed one is a
+    ``BytecodeError``."""
+    from vm.core.errors import BytecodeError
+
+    fields = {}
+    for name in ("model_keys", "source_reads"):
+        table = body.get(name, {})
+        if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, bool) for k, v in table.items()):
+            raise BytecodeError(f"{where}: malformed {name!r} table")
+        fields[name] = dict(table)
+    return fields
+
+
 def _with_source(reads: Reads, source: Mapping[str, bool]) -> Reads:
     for path, whole in source.items():
         (reads.wholes if whole else reads.other).add(path)
@@ -282,6 +302,6 @@ def _closest(key: str, candidates: list[str]) -> str:
 
 
 __all__ = [
-    "KEYS", "PARTIAL_HINT", "ArchiveState", "Reads", "check_given", "check_keys", "model_keys_of", "module_reads",
-    "program_reads", "reads_of", "recorded_keys", "source_reads_of",
+    "KEYS", "PARTIAL_HINT", "ArchiveState", "Reads", "check_given", "check_keys", "keys_from_stored", "model_keys_of",
+    "module_reads", "program_reads", "reads_of", "recorded_keys", "source_reads_of", "stored_keys",
 ]

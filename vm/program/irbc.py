@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from vm.binding.folded import folds_from_stored, stored_folds
+from vm.binding.strict import keys_from_stored, stored_keys
 from vm.core.errors import BytecodeError, IRError, Span
 from vm.core.gc_pause import gc_paused
 from vm.files.atomic import atomic_write
@@ -64,7 +65,7 @@ from vm.program.bytecode import (
     loop_exit_effect,
     stack_effect,
 )
-from vm.program.irbc_tables import check_tables
+from vm.program.irbc_tables import check_tables, read_checks
 
 FORMAT_VERSION = 3
 PRODUCER = "irvm 0.1.0"
@@ -89,10 +90,7 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
         "self_reads": [list(r) for r in program.self_reads],
         **_node_refs_json(program.node_refs, arrays),
     }
-    if program.model_keys:  # the model's own keys, strict weights' reference (vm.binding.strict)
-        body["model_keys"] = dict(program.model_keys)
-    if program.source_reads:  # ... and what its source read, the fallback
-        body["source_reads"] = dict(program.source_reads)
+    body.update(stored_keys(program))  # the model's keys and its source's reads (vm.binding.strict)
     if program.specialized:  # the tensors its folds made, and what from (vm.binding.folded)
         body["specialized"] = stored_folds(program, lambda value: _encode(value, arrays))
     members: list[tuple[str, bytes]] = [("program.json", json.dumps(body).encode())]
@@ -334,34 +332,15 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         optimized_ir=files["optimized.ir"].decode(),
         node_spans=tuple(None if s is None else tuple(s) for s in json.loads(files["spans.json"])),
         node_refs=_node_refs_from_json(body, files, where),
-        checks=_read_checks(files["checks.json"], where),  # the few nodes the checks before a run read
+        checks=read_checks(files["checks.json"], where),  # the few nodes the checks before a run read
         folded=_folded(source) or {},
-        model_keys=_model_keys(body.get("model_keys"), where),
-        source_reads=_model_keys(body.get("source_reads"), where),
+        **keys_from_stored(body, where),
         **folds_from_stored(body.get("specialized"), lambda value: _decode(value, files, where), where),
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))
             for parent, name, type_text, required, span in body["self_reads"]
         ),
     )
-
-
-def _model_keys(stored: Any, where: str) -> dict[str, bool]:
-    if stored is None:
-        return {}
-    if not isinstance(stored, dict) or not all(isinstance(k, str) and isinstance(v, bool) for k, v in stored.items()):
-        raise BytecodeError(f"{where}: malformed 'model_keys' or 'source_reads' table")
-    return dict(stored)
-
-
-def _read_checks(raw: bytes, where: str) -> Any:
-    try:
-        table = json.loads(raw)
-    except ValueError as err:
-        raise BytecodeError(f"{where}: malformed check table ({err})") from None
-    if not isinstance(table, dict):
-        raise BytecodeError(f"{where}: malformed check table (not an object)")
-    return table
 
 
 _OPCODES = {int(op): op for op in Opcode}

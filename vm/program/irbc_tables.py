@@ -62,3 +62,17 @@ def _span_ok(span: Any) -> bool:
 def _brief(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def read_checks(raw: bytes, where: str) -> Any:
+    """The check table of ``checks.json`` (``vm.program.check_graph``): a JSON object, else a
+    ``BytecodeError``."""
+    import json
+
+    try:
+        table = json.loads(raw)
+    except ValueError as err:
+        raise BytecodeError(f"{where}: malformed check table ({err})") from None
+    if not isinstance(table, dict):
+        raise BytecodeError(f"{where}: malformed check table (not an object)")
+    return table
