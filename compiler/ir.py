@@ -369,7 +369,7 @@ class Module:
     # must hold it (a parameter or buffer): what strict weights are checked against, as
     # ``load_state_dict(strict=True)`` checks a module's own keys (vm.binding.strict)
     model_keys: dict[str, bool] = field(factory=dict)
-    # what the program read from ``%self`` before any pass removed a branch (dotted path ->
+    # what the program read from ``%self`` once inlined, before any pass removed a branch (path ->
     # True when the whole object below it is read): the strict check's fallback when no
     # model keys are known (vm.binding.strict), so a key of a folded branch is still read
     source_reads: dict[str, bool] = field(factory=dict)

@@ -276,3 +276,31 @@ def test_a_pt_given_torchs_own_state_dict_runs(backend: str, tmp_path: Path) -> 
     assert done.returncode != 0
     assert "unexpected key(s) (1):\n  fc.bais (closest: fc.bias)" in done.stderr, done.stderr
     assert "missing key(s) (1):\n  fc.bias (closest: fc.bais)" in done.stderr, done.stderr
+
+
+class Calls(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.conv(x).mean((2, 3)))
+
+
+def test_a_misspelling_is_refused_in_a_dump_that_calls_its_submodules(tmp_path: Path) -> None:
+    """A ``.graph`` dump (``prim::CallMethod`` on each submodule, irvm's bodies added) with a
+    hand-saved state_dict: the reads are counted once the calls are inlined, so a misspelled key
+    of a called submodule is refused, not taken as part of a whole submodule."""
+    import export_torch
+
+    torch.manual_seed(0)
+    exp = export_torch.export(Calls().eval(), "model", (torch.randn(1, 3, 6, 6),), inline=False)
+    paths = export_torch.write(exp, tmp_path, mark=True)
+    with np.load(paths["weights"]) as data:
+        plain = {k: data[k] for k in data.files if k not in ("__irvm__", "__keys__")}
+    plain["conv.wieght"] = plain.pop("conv.weight")
+    np.savez(tmp_path / "bad.npz", **plain)
+    done = _irvm("run", str(paths["ir"]), "--weights", str(tmp_path / "bad.npz"), "--inputs", str(paths["inputs"]))
+    assert done.returncode != 0
+    assert "conv.wieght (closest: conv.weight)" in done.stderr, done.stderr

@@ -19,8 +19,8 @@ it is refused only together with an unexpected key (that pair is the misspelling
 named parameters (``weight_ih_l0``...).  Each name in the error comes with its closest counterpart
 (``difflib``).  ``strict=False`` (``--weights-partial``) skips the comparison.
 
-The reads include what the program read before the passes folded a branch away
-(``Module.source_reads``), so a key of a removed branch stays read.  That comparison with the
+The reads include what the program read once its calls were inlined, before the passes
+folded a branch away (``Module.source_reads``), so a key of a removed branch stays read.  That comparison with the
 reads is the fallback.  A program that knows the keys of the model
 it was compiled from (``Program.model_keys``: a ``.pt``'s module tree, or the ``__keys__``
 record ``tools/export_torch.py`` writes into the weights, ``model_keys_of``) is checked
