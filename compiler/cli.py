@@ -47,6 +47,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "-o", "--output",
         help="bytecode file to write (default: FILE with .irbc; with --passes or --print-after*, nothing unless -o)",
     )
+    c.add_argument("--module", metavar="NAME",
+                   help="of a torch.package archive, the TorchScript module to compile (models/net.pkl)")
     c.add_argument("--emit", choices=["ir", "bytecode"], help="print the optimized IR or a disassembly instead of writing a file")
     c.add_argument("--passes", help="comma-separated pass names to run instead of the default pipeline ('' for none)")
     c.add_argument("--no-fusion", action="store_true", help="do not group elementwise ops into fusion groups")
@@ -101,16 +103,17 @@ def read_source(path: str) -> str:
     return read_program_text(path)
 
 
-def read_module(path: str) -> tuple[str, Any, dict[str, Any] | None]:
+def read_module(path: str, packaged: str | None = None) -> tuple[str, Any, dict[str, Any] | None]:
     """``(text, module, weights)`` of the program at ``path``: a ``torch.jit.save`` archive's
     ``forward`` (compiled from its source in one read of the archive, so the module keeps
     what printed IR cannot carry, such as the defaults of its arguments) with the archive's
-    weights; else the file's text parsed, and None."""
+    weights (``packaged``: the module of a torch.package archive); else the file's text
+    parsed, and None."""
     from compiler.printer import print_module
     from compiler.torchscript import is_torchscript_archive, load_torchscript
 
     if is_torchscript_archive(path):
-        module, weights = load_torchscript(path)
+        module, weights = load_torchscript(path, module=packaged)
         return print_module(module), module, weights
     from compiler.parser import parse
 
@@ -186,7 +189,7 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
         timings.append((name, time.perf_counter() - start))
         return result
 
-    source, module, own = timed("parse", lambda: read_module(args.file))
+    source, module, own = timed("parse", lambda: read_module(args.file, args.module))
     timed("verify", lambda: verify(module))
     passes = None if args.passes is None else [p.strip() for p in args.passes.split(",") if p.strip()]
     print_after = ("all",) if args.print_after_all else tuple(args.print_after)
@@ -237,7 +240,7 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
         options["example_inputs"] = _example_specs(args.example_inputs, program)
 
     # every output is checked before any is written: a .pt's weights go beside the .irbc
-    pending = prepare_archive_weights(args.file, out, force=args.force)
+    pending = prepare_archive_weights(args.file, out, force=args.force, module=args.module)
     timed("save", lambda: save(program, out, options=options))
     if pending is not None:
         pending.write()

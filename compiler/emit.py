@@ -80,6 +80,8 @@ def emit(module: Module, source: str | None = None, *, fused_kernels: bool = Tru
         folded_tensors=dict(module.folded_tensors),
         folded_from=dict(module.folded_from),
         state=tuple(sorted(written_attributes(module))),
+        model_keys=dict(module.model_keys),
+        source_reads=dict(module.source_reads),
         checks=check_table(module),
     )
 

@@ -367,6 +367,15 @@ class Module:
     # attributes other methods of the same module object write (dotted paths from %self,
     # compiler.analysis.module_state): state, though no graph of this program assigns them
     state: frozenset[str] = frozenset()
+    # the keys of the model the program was compiled from (its state_dict and settings: a
+    # ``.pt``'s module tree, an export's ``__keys__`` record), key -> True when a state_dict
+    # must hold it (a parameter or buffer): what strict weights are checked against, as
+    # ``load_state_dict(strict=True)`` checks a module's own keys (vm.binding.strict)
+    model_keys: dict[str, bool] = field(factory=dict)
+    # what the program read from ``%self`` once inlined, before any pass removed a branch (path ->
+    # True when the whole object below it is read): the strict check's fallback when no
+    # model keys are known (vm.binding.strict), so a key of a folded branch is still read
+    source_reads: dict[str, bool] = field(factory=dict)
 
     def __repr__(self) -> str:
         return f"<Module {self.filename}: main + {len(self.functions)} functions>"
@@ -385,6 +394,8 @@ class Module:
             dict(self.folded_from),
             self.specialized,
             self.state,
+            dict(self.model_keys),
+            dict(self.source_reads),
         )
 
 

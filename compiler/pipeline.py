@@ -183,6 +183,10 @@ def optimize(
     for name in wanted - {"all"}:
         get_pass(name)
     show = printer or _print_stage
+    from vm.binding.strict import source_reads_of
+
+    # what the program reads from %self once calls are inlined, before a pass folds a branch away
+    source: dict[str, bool] | None = None if "propagate_constants" in names else source_reads_of(module.main)
     current = module.clone()
     records: list[PassRecord] = []
     after = node_count(current)
@@ -190,6 +194,8 @@ def optimize(
         before = after  # the module the last pass returned: counted once
         if on_pass is not None:
             on_pass(name, before)
+        if source is None and name == "propagate_constants":
+            source = source_reads_of(current.main)
         start = time.perf_counter()
         with collecting() as counts, in_place():
             current = run(current)
@@ -204,6 +210,11 @@ def optimize(
             show(name, print_module(current))
     if weights is not None and passes is None:
         current.specialized = True
+    current.source_reads = {**(source or {}), **current.source_reads}
+    if weights is not None and not current.model_keys:  # an export's record of the model's keys
+        from vm.binding.strict import recorded_keys
+
+        current.model_keys = recorded_keys(weights)
     return current, records
 
 

@@ -19,6 +19,8 @@ and writes into OUTDIR:
                        inputs are (0-d arrays; ``sizes.0``, ``sizes.1``; ``return_layers.KEY``)
                        and described by path in the ``__spec__`` entry, and every tensor constant PyTorch prints
                        as ``<Tensor>`` or rounded (frozen parameters) under its value name;
+                       and a ``__keys__`` record of all those keys (the model's own,
+                       what strict weights are checked against: vm/binding/strict.py);
                        with ``--no-inline``, also the settings (``conv.stride``,
                        ``norm.eps``...) that irvm's bodies of standard submodules read
                        (``compiler.known``; ``known_module_settings`` gives them
@@ -304,6 +306,18 @@ def module_weights(compiled: Any, graph: Any) -> dict[str, np.ndarray]:
     return encode_all(weights)
 
 
+def with_keys_record(weights: dict[str, Any]) -> dict[str, Any]:
+    """``weights`` (a module's whole flattened state, quantized entries encoded) with its
+    ``__keys__`` record: the model's own keys, which strict weights are checked against
+    (``vm.binding.strict``), so that a key of the module the optimized program does not read
+    is never refused."""
+    from vm.binding.strict import KEYS, model_keys_of
+    from vm.files.quantized import decode
+
+    keys = model_keys_of(decode({k: v for k, v in weights.items() if k != KEYS}))
+    return {**weights, KEYS: np.array(json.dumps(keys, sort_keys=True))}
+
+
 def known_module_settings(model: Any) -> dict[str, np.ndarray]:
     """The plain settings (stride, eps, inplace...) that irvm's known ``forward`` bodies
     (``compiler.known``) read from each standard submodule of ``model``, under
@@ -551,7 +565,8 @@ def write(exp: Export, outdir: Path, inputs: bool = True, mark: bool = False) ->
     paths = targets(exp, outdir, inputs)
     text = exp.ir if exp.ir.endswith("\n") else exp.ir + "\n"
     paths["ir"].write_text(text + EXPORT_MARK + "\n" if mark else text)
-    for key, flat in (("inputs", flatten_values(exp.inputs)), ("weights", exp.weights)):
+    weights = with_keys_record(exp.weights) if exp.is_module else exp.weights
+    for key, flat in (("inputs", flatten_values(exp.inputs)), ("weights", weights)):
         if key in paths and (key != "inputs" or inputs):
             if mark:
                 save_marked(paths[key], flat, NPZ_ROLE)

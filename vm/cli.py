@@ -91,6 +91,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--weights", metavar="W.npz", help="the module's weights, whose layers imply input dtypes and shapes",
     )
     i.add_argument("program", help="the program: a torch.jit.save archive (.pt, its weights inside), graph IR text (.ir; both compiled now) or irvm bytecode (.irbc)")
+    _module_option(i)
     i.set_defaults(handler=_cmd_info)
 
     from vm.serve.command import add_parser as add_serve_parser
@@ -101,6 +102,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", help="the program: a torch.jit.save archive (.pt, its weights inside), graph IR text (.ir; both compiled now) or irvm bytecode (.irbc)")
+    _module_option(p)
     p.add_argument(
         "--inputs", metavar="IN.npz",
         help="an .npz with one array per input, keyed by name (x) or position (arg0); an .npy for a one-input model",
@@ -141,6 +143,14 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _module_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--module", metavar="NAME",
+        help="of a torch.package archive, the TorchScript module to run, by its path in the package "
+             "(models/net.pkl; `irvm info PACKAGE` lists them)",
+    )
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -155,11 +165,13 @@ def load_program(path: str, fusion: bool = True, weights: Any = None):
     return load_program_and_weights(path, fusion, weights)[0]
 
 
-def load_program_and_weights(path: str, fusion: bool = True, weights: Any = None) -> tuple[Any, dict[str, Any]]:
+def load_program_and_weights(
+    path: str, fusion: bool = True, weights: Any = None, module: str | None = None
+) -> tuple[Any, dict[str, Any]]:
     """``load_program``, and the weights a ``torch.jit.save`` archive holds ({} for any
     other file), read in the same pass over the archive (``vm.api.open.read_program``,
-    the one reader of program files)."""
-    opened = read_program(path, fusion=fusion, weights=weights, note=_note)
+    the one reader of program files); ``module``: of a torch.package archive, the one to read."""
+    opened = read_program(path, fusion=fusion, weights=weights, note=_note, module=module)
     return opened.program, opened.own_weights
 
 
@@ -185,9 +197,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_writable(Path(args.trace), inputs=given, force=args.force, kind="trace")
     given = load_npz(args.weights)
     opened = read_program(args.program, fusion=not args.no_fusion, weights=given if args.weights else None, note=_note,
-                          method=args.method)
+                          method=args.method, module=args.module)
     program, own = opened.program, opened.own_weights
-    weights = _given_weights(own, given, args)
+    weights = _given_weights(own, given, args, program.model_keys)
     inputs = read_inputs(args.inputs, program)
     if args.backend == "static":
         from vm.static import StaticOptions, StaticRuntime
@@ -220,20 +232,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _given_weights(own: dict[str, Any], given: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def _given_weights(
+    own: dict[str, Any], given: dict[str, Any], args: argparse.Namespace, model: dict[str, bool] | None = None
+) -> dict[str, Any]:
     """The weights of the run: ``--weights`` over a ``.pt``'s own, compared with them key by key
-    first unless ``--weights-partial`` (vm.binding.strict)."""
+    first unless ``--weights-partial`` (vm.binding.strict; ``model``: the program's model keys)."""
     if own and args.weights and not args.weights_partial:
         from vm.binding.strict import check_given
 
-        check_given(own, given, args.program)
+        check_given(own, given, args.program, model)
     return override(own, given, args.program)
 
 
 def read_inputs(path: str | None, program: Any) -> list[Any]:
     """The argument list from ``--inputs``: an .npz (see vm/files/npz.py), or an .npy holding the
     one input of a one-input graph."""
-    from vm.files.kinds import FileKind, expect
+    from vm.files.kinds import expect
     from vm.files.npz import load_inputs
 
     if path is None:
@@ -301,8 +315,10 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
         check_writable(out, inputs=given, force=args.force, kind="chrome-trace")
     given = load_npz(args.weights)
-    program, own = load_program_and_weights(args.program, fusion=not args.no_fusion, weights=given if args.weights else None)
-    weights = _given_weights(own, given, args)
+    program, own = load_program_and_weights(
+        args.program, fusion=not args.no_fusion, weights=given if args.weights else None, module=args.module
+    )
+    weights = _given_weights(own, given, args, program.model_keys)
     inputs = read_inputs(args.inputs, program)
     from vm.static import StaticOptions
 
@@ -339,9 +355,13 @@ def _example_text(example: Any) -> str:
 def _cmd_info(args: argparse.Namespace) -> int:
     from vm.api.model import quantized_arithmetic
     from vm.api.signature import input_args
+    from vm.files.kinds import sniff
     from vm.program.signature import describe_program
 
-    opened = read_program(args.program, note=_note)
+    if args.module is None and sniff(args.program) is FileKind.PACKAGE:
+        print(_package_listing(args.program), end="")
+        return 0
+    opened = read_program(args.program, note=_note, module=args.module)
     program, weights = opened.program, opened.own_weights
     given = load_npz(args.weights) if args.weights else {}
     known = [(a.dtype.name if a.dtype is not None else None, a.shape)
@@ -368,6 +388,20 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print(f"quantized: {arithmetic['quantized_engine']} arithmetic (--quantized-engine qnnpack for qnnpack's), "
               f"fbgemm's {kernel!r} kernel, this CPU's (--quantized-kernel pins another)")
     return 0
+
+
+def _package_listing(path: str) -> str:
+    """What ``irvm info`` says of a torch.package archive: each pickle it holds, and whether
+    it is a TorchScript module irvm runs (``--module NAME``) or why not."""
+    from compiler.torchscript import package_contents
+
+    found = package_contents(path) or []
+    runnable = [p for p in found if p.script_id is not None]
+    lines = [f"{path}: a torch.package archive, {len(runnable)} TorchScript module(s) of {len(found)} pickle(s)"]
+    for p in found:
+        lines.append(f"  {p.name}: TorchScript module (irvm run {path} --module {p.name})" if p.script_id is not None
+                     else f"  {p.name}: cannot run: {p.reason}")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

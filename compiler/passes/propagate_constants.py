@@ -9,7 +9,9 @@ lists of those.  Tensors are not folded (a tensor literal would print rounded), 
 lists that are written later (a constant list is one shared object).  If the operator
 raises, the node is left alone: the error belongs to run time.
 
-Control flow folds too: a ``prim::If`` on a constant condition is replaced by the body
+What every irvm tensor is folds too, whatever the tensor (``TENSOR_FACTS``: strided, on the
+CPU), so that a library function's check of ``input.layout`` or ``input.device`` decides
+its path.  Control flow folds too: a ``prim::If`` on a constant condition is replaced by the body
 of the branch taken, an If output that both branches return from outside the If is that
 value, a ``prim::Loop`` that cannot run (trip count <= 0, or initial condition false)
 is replaced by its initial carried values, and a carried value the body returns
@@ -72,6 +74,8 @@ def _propagate(graph: Graph) -> None:
             touched = _fold_if(node)
         elif node.kind == "prim::Loop":
             touched = _fold_loop(node)
+        elif node.kind in TENSOR_FACTS and node.inputs and isinstance(node.inputs[0].type, T.TensorType):
+            touched = _fold_tensor_fact(node, names)
         elif _foldable(node):
             touched = _fold_node(node, names, is_written)
         else:
@@ -134,6 +138,26 @@ def _fold_node(node: Node, names: FreshNames, is_written: Any) -> list[Value] | 
     node.destroy()
     note("nodes folded")
     return made
+
+
+# what every irvm tensor is, whatever its values (a numpy array: strided, on the CPU), as
+# torch's library code asks before choosing a path (``torch.norm``: ``input.layout ==
+# torch.strided and input.device.type in ("cpu", ...)``)
+TENSOR_FACTS: dict[str, tuple[Any, T.Type]] = {
+    "prim::layout": (0, T.INT), "prim::device": ("cpu", T.DEVICE), "prim::is_cuda": (0, T.BOOL),
+}
+
+
+def _fold_tensor_fact(node: Node, names: FreshNames) -> list[Value]:
+    payload, type_ = TENSOR_FACTS[node.kind]
+    out = node.outputs[0]
+    const = make_constant(payload, out.type or type_, names(out.name), node)
+    assert node.owner is not None
+    node.owner.insert_before(node, const)
+    out.replace_all_uses_with(const.output)
+    node.destroy()
+    note("nodes folded")
+    return [const.output]
 
 
 _UNREPRESENTABLE = object()

@@ -26,14 +26,17 @@ from compiler.torchscript.archive import Archive, is_torchscript_archive
 from compiler.torchscript.unpickle import ArchiveError
 
 
-def load_torchscript(path: str | Path, method: str = "forward", *, scopes: bool = False) -> tuple[Any, dict[str, Any]]:
+def load_torchscript(
+    path: str | Path, method: str = "forward", *, scopes: bool = False, module: str | None = None
+) -> tuple[Any, dict[str, Any]]:
     """``(Module, weights)`` for ``method`` of the archive's module (see the module docstring);
-    ``scopes``: nodes inlined from a submodule carry its scope (``irc viz``)."""
+    ``scopes``: nodes inlined from a submodule carry its scope (``irc viz``); ``module``: of a
+    torch.package archive, the TorchScript module to read (``compiler.torchscript.package``)."""
     from compiler.torchscript.frontend import compile_method
     from compiler.torchscript.source import SourceIndex
-    from compiler.torchscript.weights import flatten
+    from compiler.torchscript.weights import flatten, model_keys
 
-    archive = Archive(path)
+    archive = Archive(path, module=module)
     try:
         index = SourceIndex(archive.code_files(), archive.debug_tables())
         root = archive.module()
@@ -41,14 +44,16 @@ def load_torchscript(path: str | Path, method: str = "forward", *, scopes: bool 
     finally:
         archive.close()  # memory maps keep their own handle
     try:
-        module = compile_method(index, root, constants, method, str(path), scopes)
+        compiled = compile_method(index, root, constants, method, str(path), scopes)
     except RecursionError:  # calls inlined into calls past Python's stack: source_bounds bounds one tree, not the chain
         raise ArchiveError(f"{path}: the source's calls nest deeper than irvm can inline") from None
-    return module, flatten(root, constants)
+    weights = flatten(root, constants)
+    compiled.model_keys = model_keys(root, index.classes, weights)  # strict weights' reference (vm.binding.strict)
+    return compiled, weights
 
 
 def compile_archive(
-    path: str | Path, method: str = "forward", *, freeze: bool = True, **options: Any
+    path: str | Path, method: str = "forward", *, freeze: bool = True, module: str | None = None, **options: Any
 ) -> tuple[Any, dict[str, Any]]:
     """``(Program, weights)``: ``load_torchscript``, verified, optimized and emitted.
     With ``freeze`` the program is specialized for the archive's own settings (its
@@ -56,18 +61,18 @@ def compile_archive(
     ``compile_source(weights=)`` does: the archive holds both the program and its
     weights, so they are known now, and a runtime that binds weights with other
     settings is refused by name.  ``options`` are those of ``compiler.pipeline.optimize``
-    and ``emit`` (``fusion``...)."""
+    and ``emit`` (``fusion``...); ``module`` as in ``load_torchscript``."""
     from compiler.emit import emit
     from compiler.pipeline import optimize
     from compiler.verify import verify
     from vm.binding.strict import ArchiveState
 
-    module, weights = load_torchscript(path, method)
-    verify(module)
+    loaded, weights = load_torchscript(path, method, module=module)
+    verify(loaded)
     fused = options.pop("fused_kernels", True)
     given = options.pop("weights", None)  # entries over the archive's (irvm run --weights): folded as they are run
     options["weights"] = ({**weights, **given} if given else weights) if freeze else None
-    optimized, _ = optimize(module, options.pop("passes", None), verified=True, **options)
+    optimized, _ = optimize(loaded, options.pop("passes", None), verified=True, **options)
     # the module's own state: every key is the model's, read or not (vm.binding.strict)
     return emit(optimized, fused_kernels=fused), ArchiveState(weights)
 
@@ -131,6 +136,16 @@ def archive_ir_text(path: str | Path, *, scopes: bool = False) -> str | None:
     return print_module(module)
 
 
+def package_contents(path: str | Path) -> list[Any] | None:
+    """The pickles a torch.package archive holds (``compiler.torchscript.package.Packaged``:
+    name, whether it is a TorchScript module, why not), or None when ``path`` is no package."""
+    archive = Archive(path, listing=True)
+    try:
+        return archive.contents
+    finally:
+        archive.zip.close()
+
+
 def weights_path(program_path: str | Path) -> Path:
     """Where ``irc compile model.pt -o model.irbc`` puts the archive's weights:
     ``model.weights.npz`` beside the ``.irbc``."""
@@ -157,7 +172,7 @@ class PendingWeights:
 
 
 def prepare_archive_weights(
-    source: str | Path, program_path: str | Path, force: bool = False, limits: Any = None
+    source: str | Path, program_path: str | Path, force: bool = False, limits: Any = None, module: str | None = None
 ) -> PendingWeights | None:
     """The weights of archive ``source`` to write beside ``program_path`` (see
     ``weights_path``), after every check: the target may be written (``check_writable``)
@@ -176,7 +191,7 @@ def prepare_archive_weights(
     limits = limits or current()
     out = weights_path(program_path)
     check_writable(out, inputs=[Path(source), Path(program_path)], force=force, kind="weights")
-    archive = Archive(source, limits)
+    archive = Archive(source, limits, module=module)
     try:
         weights = flatten(archive.module(), archive.constants(), arrays_only=True)
     finally:
@@ -208,12 +223,12 @@ def _footprint(array: Any) -> int:
 
 
 def save_archive_weights(
-    source: str | Path, program_path: str | Path, force: bool = False, announce: bool = True
+    source: str | Path, program_path: str | Path, force: bool = False, announce: bool = True, module: str | None = None
 ) -> Path | None:
     """Write the weights of archive ``source`` beside ``program_path`` (see ``weights_path``);
     nothing when ``source`` is not an archive.  Entries are arrays, as ``--weights`` reads.
     ``announce``: say so on stderr (the command line does; ``vm.Model.save`` does not)."""
-    pending = prepare_archive_weights(source, program_path, force)
+    pending = prepare_archive_weights(source, program_path, force, module=module)
     return None if pending is None else pending.write(announce)
 
 
@@ -227,6 +242,7 @@ __all__ = [
     "load_torchscript",
     "archive_methods",
     "method_defaults",
+    "package_contents",
     "prepare_archive_weights",
     "save_archive_weights",
     "weights_path",

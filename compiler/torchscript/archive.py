@@ -9,6 +9,9 @@
     model/code/__torch__/...py the TorchScript source of every class and function
     model/code/...py.debug_pkl source ranges (optional)
 
+A torch.package archive holding TorchScript modules is read one module at a time, its
+members seen as those above (``compiler.torchscript.package``).
+
 The pickles go through ``compiler.torchscript.unpickle`` (no code runs).  A storage
 stored uncompressed in the zip -- ``torch.jit.save`` writes them so, aligned -- is
 memory-mapped copy-on-write from the file when it is large, so an archive bigger than
@@ -41,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from compiler.torchscript.limits import RATIO_FLOOR, ReadLimits, current, over
+from compiler.torchscript.package import Packaged, contents, is_package, select
 from compiler.torchscript.quantized import restore_modules
 from compiler.torchscript.unpickle import ArchiveError, Record, safe_loads
 
@@ -52,7 +56,8 @@ _LOCAL_HEADER = struct.Struct("<4s5H3I2H")  # a zip local file header (30 bytes)
 
 def is_torchscript_archive(path: str | Path) -> bool:
     """True when ``path`` is a zip holding ``<top>/data.pkl`` and ``<top>/code/`` (a
-    ``torch.jit.save`` file), whatever its extension."""
+    ``torch.jit.save`` file), or a torch.package holding TorchScript code
+    (``<top>/.data/ts_code/code/``), whatever its extension."""
     try:
         if not zipfile.is_zipfile(path):
             return False
@@ -61,6 +66,8 @@ def is_torchscript_archive(path: str | Path) -> bool:
     except Exception:  # noqa: BLE001 - a damaged zip of any kind is not an archive to compile (kinds.sniff names it)
         return False
     tops = {n.split("/", 1)[0] for n in names}
+    if len(tops) == 1 and any(n.split("/", 1)[-1].startswith(".data/ts_code/code/") for n in names):
+        return True
     return len(tops) == 1 and any(n.endswith("/data.pkl") and n.count("/") == 1 for n in names) and any(
         "/code/" in n for n in names
     )
@@ -69,7 +76,12 @@ def is_torchscript_archive(path: str | Path) -> bool:
 class Archive:
     """An opened TorchScript archive: its pickles (safely loaded) and its code files."""
 
-    def __init__(self, path: str | Path, limits: ReadLimits | None = None) -> None:
+    def __init__(
+        self, path: str | Path, limits: ReadLimits | None = None, module: str | None = None, listing: bool = False
+    ) -> None:
+        """``module``: in a torch.package archive, the TorchScript module to read
+        (``compiler.torchscript.package``); an archive of ``torch.jit.save`` takes none.
+        ``listing``: of a torch.package archive, only list what it holds (``self.contents``)."""
         self.path = Path(path)
         self.limits = limits or current()
         try:
@@ -85,6 +97,14 @@ class Archive:
             raise ArchiveError(f"{self.path}: not a TorchScript archive (expected one top folder, found {sorted(tops)[:5]})")
         self.top = tops.pop()
         self.members = {n[len(self.top) + 1 :]: n for n in names}
+        self.contents: list[Packaged] | None = None
+        if is_package(self.members) and listing:
+            self.contents = contents(self.members, self.read)
+            return
+        if is_package(self.members):  # one TorchScript module of a torch.package, seen as an archive
+            self.members = select(self.members, self.read, module, str(self.path))
+        elif module is not None:
+            raise ArchiveError(f"{self.path} is no torch.package archive: module={module!r} applies to those only")
         has_code = any(m.startswith("code/") for m in self.members)
         if "data.pkl" not in self.members or not has_code:
             if "attributes.pkl" in self.members:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 
-def traced_examples(path: str | Path, method: str = "forward") -> list[Any] | None:
+def traced_examples(path: str | Path, method: str = "forward", module: str | None = None) -> list[Any] | None:
     """The example arguments of ``method`` (arrays of the right dtype and shape, values
     not kept; other values as they are), or None when the archive records none or they
     cannot be read (they only describe the inputs: nothing depends on them)."""
@@ -24,7 +24,7 @@ def traced_examples(path: str | Path, method: str = "forward") -> list[Any] | No
     from compiler.torchscript.unpickle import ArchiveError, safe_loads
 
     try:
-        archive = Archive(path)
+        archive = Archive(path, module=module)
     except (ArchiveError, OSError):
         return None
     try:

@@ -27,7 +27,7 @@ from compiler import types as T
 from compiler.diagnostics import CompileError, Span
 from compiler.ir import Value
 from compiler.torchscript.builder import GraphBuilder, unify
-from compiler.torchscript.fold import NOT_FOLDED, fold
+from compiler.torchscript.fold import NOT_FOLDED, constant_of, fold
 from compiler.torchscript.quantized import quantized_type
 from compiler.torchscript.source import SourceIndex, dotted
 from compiler.torchscript.unpickle import Record
@@ -55,8 +55,19 @@ class ClassRef:
 
 
 @attrs.define(eq=False)
+class Selection:
+    """An element of a ``ModuleList`` / ``ModuleDict`` chosen by an index or key known only at
+    run time (TorchScript's ``prim::ModuleContainerIndex``, behind a module interface): a method
+    called on it runs the element's method that the key selects (``ExprCompiler.dispatch``)."""
+
+    choices: list[tuple[int | str, Value]]  # (index or key, the element read from the container)
+    key: Value
+    is_list: bool  # a ModuleList's index (torch looks up the element named str(index): none for -1)
+
+
+@attrs.define(eq=False)
 class BoundMethod:
-    obj: Value | ClassRef  # a ClassRef for ``Class.__new__``
+    obj: Value | ClassRef | Selection  # a ClassRef for ``Class.__new__``
     name: str
 
 
@@ -69,6 +80,7 @@ class Context:
     declared: dict[str, T.Type] = attrs.field(factory=dict)
 
 
+_CONTAINERS = ("ModuleList", "ModuleDict")  # indexed by a run-time key: ``Selection``
 _CASTS = {"int": "aten::Int", "float": "aten::Float", "bool": "aten::Bool", "str": "aten::str",
           "print": "prim::Print", "sorted": "aten::sorted", "len": "aten::len"}
 _FLOAT_NAMES = ("inf", "nan")
@@ -177,8 +189,8 @@ class ExprCompiler(abc.ABC):
         if name is not None and root not in ctx.env:
             return self.qualified(ctx, e, name)
         base = self.expr(ctx, e.value)
-        if isinstance(base, ClassRef):
-            return BoundMethod(base, e.attr)  # Class.__new__
+        if isinstance(base, (ClassRef, Selection)):
+            return BoundMethod(base, e.attr)  # Class.__new__, or a method of a chosen element
         if not isinstance(base, Value):
             raise self.error(ctx, e, f"cannot read attribute `{e.attr}` of {ast.unparse(e.value)}")
         return self.get_attr(ctx, e, base, e.attr)
@@ -322,6 +334,9 @@ class ExprCompiler(abc.ABC):
             return self.b.node("prim::TupleIndex", [base, self.b.constant(i, span)], [elem_types[i]], span).output
         if not isinstance(base, Value):
             raise self.error(ctx, e, f"cannot index {ast.unparse(e.value)}")
+        record = self.records.get(id(base))
+        if record is not None and record.qualname.rsplit(".", 1)[-1] in _CONTAINERS and not isinstance(e.slice, ast.Slice):
+            return self.container_element(ctx, e, base, record)
         if isinstance(e.slice, ast.Slice):
             raise self.error(ctx, e, "slicing is printed as torch.slice in TorchScript; this form is not supported")
         return self.b.op("aten::__getitem__", [base, self.value(ctx, e.slice)], {}, span)[0]
@@ -351,6 +366,8 @@ class ExprCompiler(abc.ABC):
             return self.class_method(ctx, e, func.obj, func.name)
         args = [self.expr(ctx, a) for a in e.args]
         kwargs = {k.arg: self.expr(ctx, k.value) for k in e.keywords if k.arg is not None}
+        if isinstance(func, BoundMethod) and isinstance(func.obj, Selection):
+            return self.dispatch(ctx, e, func.obj, func.name, args, kwargs)
         if isinstance(func, OpName):
             return self.op_call(ctx, e, func.kind, args, kwargs)
         if isinstance(func, FuncRef):
@@ -383,6 +400,8 @@ class ExprCompiler(abc.ABC):
             if name == "annotate":
                 return self.annotate(ctx, args[1], type_)
             v = self.value(ctx, args[1])
+            if (v.type == type_ and constant_of(v) is not NOT_FOLDED) or (type_ == T.ANY and v.type is not None):
+                return v  # a constant of that type already, or a cast to Any: the value keeps its type (fold.py)
             return self.b.node("prim::unchecked_cast", [v], [type_], span).output
         if name == "uninitialized" and len(args) == 1:
             return self.b.node("prim::Uninitialized", [], [self.index.type_of(args[0], ctx.file)], span).output
@@ -425,10 +444,64 @@ class ExprCompiler(abc.ABC):
         targets = spec.elts if isinstance(spec, ast.Tuple) else [spec]
         types = [self.index.type_of(t, ctx.file) for t in targets]
         actual = v.type or T.TENSOR
-        if isinstance(actual, (T.OptionalType, T.UnionType)) or actual == T.ANY:
-            raise self.error(ctx, e, f"isinstance on a value of type {actual} is decided at run time; not supported")
+        if isinstance(actual, (T.OptionalType, T.UnionType)) or actual == T.ANY:  # decided by the value, at run time
+            return self.b.node("prim::isinstance", [v], [T.BOOL], self.span(ctx, e), {"types": types}).output
         hit = any(t == actual or (isinstance(t, T.TensorType) and isinstance(actual, T.TensorType)) for t in types)
         return self.b.constant(bool(hit), self.span(ctx, e))
+
+    def container_element(self, ctx: Context, e: ast.Subscript, base: Value, record: Record) -> Any:
+        """``layers[i]`` of a ModuleList or ``named[k]`` of a ModuleDict: the element itself when
+        the key is a constant, else a ``Selection`` over every element."""
+        key = self.value(ctx, e.slice)
+        names = [n for n, sub in record.attributes.items() if isinstance(sub, Record)]
+        is_list = record.qualname.endswith("ModuleList")
+        known = constant_of(key)
+        if known is not NOT_FOLDED:
+            if str(known) not in names:
+                kind = "index" if is_list else "key"
+                raise self.error(ctx, e, f"{kind} {known!r} is not in the {record.qualname.rsplit('.', 1)[-1]}")
+            return self.get_attr(ctx, e, base, str(known))
+        choices: list[tuple[int | str, Value]] = []
+        for n in names:
+            element = self.get_attr(ctx, e, base, n)
+            assert isinstance(element, Value)
+            choices.append((int(n) if is_list else n, element))
+        return Selection(choices, key, is_list)
+
+    def dispatch(self, ctx: Context, e: ast.AST, sel: Selection, name: str, args: list[Any], kwargs: dict[str, Any]) -> Value:
+        """Method ``name`` of the element ``sel`` chooses: one ``prim::If`` per element, tried in
+        order, the last ``else`` raising torch's error for a key the container lacks."""
+        values = [self.materialize(ctx, a, e) for a in args]
+        named = {k: self.materialize(ctx, v, e) for k, v in kwargs.items()}
+        span = self.span(ctx, e)
+        return self._dispatch_from(ctx, e, sel, 0, name, values, named, span)
+
+    def _dispatch_from(self, ctx: Context, e: ast.AST, sel: Selection, k: int, name: str, args: list[Value],
+                       kwargs: dict[str, Value], span: Span) -> Value:
+        key, element = sel.choices[k]
+        cond = self.b.op("aten::eq", [sel.key, self.b.constant(key, span)], {}, span)[0]
+        node = self.b.node("prim::If", [cond], [], span)
+        then, other = node.add_block(), node.add_block()
+        before = self.b.block
+        try:
+            self.b.block = then
+            got = self.materialize(ctx, self.call_method(element, name, args, kwargs, span), e)
+            self.b.block = other
+            if k + 1 < len(sel.choices):
+                rest = self._dispatch_from(ctx, e, sel, k + 1, name, args, kwargs, span)
+            else:
+                what = "the ModuleList has no element of that index" if sel.is_list else "the ModuleDict has no such key"
+                error = "builtins.IndexError" if sel.is_list else "builtins.KeyError"
+                self.b.op("prim::RaiseException", [self.b.constant(what, span), self.b.constant(error, span)], {}, span)
+                rest = self.b.node("prim::Uninitialized", [], [got.type or T.TENSOR], span).output
+        finally:
+            self.b.block = before
+        type_ = unify(got.type, rest.type)
+        if type_ is None:
+            raise self.error(ctx, e, f"{name} returns a {got.type} for one element and a {rest.type} for another")
+        then.add_return(got)
+        other.add_return(rest)
+        return node.add_output(self.b.fresh(), type_)
 
     def class_method(self, ctx: Context, e: ast.Call, cls: ClassRef, name: str) -> Any:
         if name == "__new__":

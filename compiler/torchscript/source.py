@@ -64,6 +64,7 @@ class ClassInfo:
     constants: dict[str, Any] = attrs.field(factory=dict)  # Final[...] = value
     methods: dict[str, FunctionInfo] = attrs.field(factory=dict)
     fields: list[tuple[str, ast.expr]] = attrs.field(factory=list)  # NamedTuple fields in order
+    state: list[str] = attrs.field(factory=list)  # a module's ``__parameters__`` and ``__buffers__``: its state_dict
 
 
 class SourceIndex:
@@ -147,6 +148,9 @@ class SourceIndex:
                     and isinstance(target.slice, ast.Constant)
                 ):
                     info.attributes[str(target.slice.value)] = stmt.value
+                elif isinstance(target, ast.Name) and target.id in ("__parameters__", "__buffers__"):
+                    if isinstance(stmt.value, ast.List):
+                        info.state += [str(e.value) for e in stmt.value.elts if isinstance(e, ast.Constant)]
                 elif isinstance(target, ast.Name) and kind == "enum":
                     info.constants[target.id] = _literal(stmt.value, self.span(file, stmt))
         return info

@@ -72,3 +72,29 @@ def _leaf(out: dict[str, Any], path: str, value: Any, stack: list[tuple[str, Any
         out[path] = np.array(value)
     elif isinstance(value, (QTensor, *PACKED_TYPES)):
         out[path] = value  # quantized values (vm.core.quantized)
+
+
+def model_keys(root: Record, classes: dict[str, Any], weights: dict[str, Any]) -> dict[str, bool]:
+    """The model keys (``Module.model_keys``: key -> a state_dict must hold it) of the module
+    tree ``root`` flattened as ``weights``: every key of ``weights``; must-hold are the
+    parameters and buffers each module's class declares (``__parameters__``, ``__buffers__``:
+    what ``state_dict()`` holds), quantized values (a quantized module's packed parameters, held
+    by its ``__getstate__``), and the code's tensor constants (``CONSTANTS.cN``: the program
+    cannot run without them).  ``classes``: the archive's classes by qualified name."""
+    from vm.binding.strict import model_keys_of
+
+    keys = model_keys_of(weights)
+    for key in keys:
+        keys[key] = isinstance(weights[key], (QTensor, *PACKED_TYPES)) or key.startswith("CONSTANTS.")
+    stack: list[tuple[str, Record]] = [("", root)]
+    while stack:
+        path, record = stack.pop()
+        info = classes.get(record.qualname)
+        for name in getattr(info, "state", ()):
+            key = f"{path}.{name}" if path else name
+            if key in keys:
+                keys[key] = True
+        for name, attr in record.attributes.items():
+            if isinstance(attr, Record):
+                stack.append((f"{path}.{name}" if path else name, attr))
+    return keys

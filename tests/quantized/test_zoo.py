@@ -121,10 +121,9 @@ def test_printed_ir_matches_torch(qmodel: str, mode: str, tmp_path: Path) -> Non
     program = compiler.compile_file(tmp_path / "model.ir")
     weights = load_npz(str(tmp_path / "model.weights.npz"))
     # A traced graph bakes the quant stub's scale and zero point in as constants, while the
-    # state_dict export_torch writes still holds them: strict weights refuse those two keys
-    # (naming them), so the traced form runs with strict=False (--weights-partial).
-    strict = mode != "trace"
-    run = vm.Interpreter(program, weights, quantized_engine=QZ.ZOO[qmodel].engine, strict=strict)
+    # state_dict export_torch writes still holds them: they are the model's keys (its
+    # ``__keys__`` record, vm.binding.strict), so strict weights take them.
+    run = vm.Interpreter(program, weights, quantized_engine=QZ.ZOO[qmodel].engine)
     _check(qmodel, _first(run(*_inputs(paths["inputs"]))), _expected(paths["expected"]), f"{qmodel}.{mode} printed IR")
 
 

@@ -56,6 +56,7 @@ class Model:
         options: Any = None,
         quantized_engine: str | None = None,
         quantized_kernel: str | None = None,
+        module: str | None = None,
     ) -> None:
         """``methods``: the module's method names beside ``forward``, each compiled by
         ``compile_method(name)`` when first called; ``options``: the static runtime's
@@ -74,6 +75,7 @@ class Model:
         self.backend = backend
         self.fuser, self.seed, self.threads, self.path = fuser, seed, threads, path
         self.options = options
+        self.module = module  # the module of a torch.package archive at ``path``
         self._lock = threading.Lock()
         self._spawned = np.random.SeedSequence(seed) if seed is not None else None
         self._made = 0
@@ -186,7 +188,7 @@ class Model:
         if archive and self.path is not None:
             from compiler.torchscript import save_archive_weights
 
-            save_archive_weights(self.path, out, force=force, announce=False)
+            save_archive_weights(self.path, out, force=force, announce=False, module=self.module)
 
     @property
     def quantized_arithmetic(self) -> dict[str, str] | None:
@@ -307,7 +309,7 @@ def _example_spec(example: Any) -> list[Any] | None:
 def _is_archive(path: Path) -> bool:
     from vm.files.kinds import FileKind, sniff
 
-    return sniff(path) is FileKind.TORCHSCRIPT
+    return sniff(path) in (FileKind.TORCHSCRIPT, FileKind.PACKAGE)
 
 
 def _python_name(name: str) -> str:

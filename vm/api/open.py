@@ -8,7 +8,8 @@ once per file, and decides how the program is made:
             text the file carries, and the caller is told so);
     .pt     a ``torch.jit.save`` archive, compiled now with its own weights
             (``compiler.torchscript.compile_archive``), and the example inputs a traced
-            archive holds (``compiler.torchscript.examples``);
+            archive holds (``compiler.torchscript.examples``); or one TorchScript module
+            of a torch.package archive, chosen by ``module`` (``compiler.torchscript.package``);
     .ir     graph IR text, compiled now, specialized for ``weights`` when they are given
             (their settings folded, as ``torch.jit.freeze`` folds them).
 
@@ -40,6 +41,7 @@ class Opened:
     own_weights: dict[str, Any]
     kind: FileKind
     examples: list[Any] | None = None
+    module: str | None = None  # the module of a torch.package archive that was read
 
 
 def read_program(
@@ -50,6 +52,7 @@ def read_program(
     note: Note | None = None,
     tool: str = "irvm",
     method: str = "forward",
+    module: str | None = None,
 ) -> Opened:
     """``path`` read as a program (see the module docstring); ``weights`` specialize IR
     text for their settings; ``note`` hears what the caller should be told (an older
@@ -83,12 +86,13 @@ def read_program(
             options = {"fusion": fusion, **older.options}
             program = compiler.compile_source(older.text, str(path), weights=older.weights, on_pass=progress.stage,
                                               **options)
-        elif kind is FileKind.TORCHSCRIPT:
+        elif kind in ARCHIVES:
             from compiler.torchscript import compile_archive
             from compiler.torchscript.examples import traced_examples
 
-            program, own = compile_archive(path, method, fusion=fusion, weights=weights, on_pass=progress.stage)
-            examples = traced_examples(path)
+            program, own = compile_archive(path, method, fusion=fusion, weights=weights, on_pass=progress.stage,
+                                           module=module)
+            examples = traced_examples(path, module=module)
         else:
             from compiler.cli import read_source
 
@@ -97,9 +101,10 @@ def read_program(
     if progress.elapsed > SLOW_COMPILE and note is not None and progress.enabled:  # advice for a person at a terminal
         note(f"compiling {path} took {progress.elapsed:.1f}s; `irc compile {path}` writes a .irbc that starts "
              f"without compiling")
-    return Opened(program, own, kind, examples)
+    return Opened(program, own, kind, examples, module)
 
 
+ARCHIVES = (FileKind.TORCHSCRIPT, FileKind.PACKAGE)  # what compiler.torchscript reads
 SLOW_COMPILE = 1.0  # seconds: a command line says so when compiling takes longer
 
 
@@ -115,6 +120,7 @@ def load(
     seed: int | None = None,
     quantized_engine: str | None = None,
     quantized_kernel: str | None = None,
+    module: str | None = None,
 ) -> Model:
     """Open ``path`` (``.pt``, ``.ir`` or ``.irbc``) as a ``vm.Model``.
 
@@ -130,6 +136,9 @@ def load(
     quantized operators follow, ``"fbgemm"`` (torch's default on x86) or ``"qnnpack"``;
     ``quantized_kernel``: fbgemm's kernel, ``"vnni"``, ``"avx512"`` or ``"avx2"`` (default:
     the one torch runs on this CPU; vm/ops/quantized/cpu.py).
+    ``module``: for a torch.package archive,
+    the TorchScript module to run, by its path in the package (``"models/net.pkl"``;
+    ``irvm info`` lists them).
     """
     from vm.api.model import Model
     from vm.core.errors import RunError
@@ -142,11 +151,11 @@ def load(
 
     quantized_setting(quantized_engine, quantized_kernel)  # a misspelled one refused before the compile
     given = _weights(weights)
-    opened = read_program(path, fusion=fusion, weights=given if weights is not None else None)
-    if strict and opened.kind is FileKind.TORCHSCRIPT and given:  # as load_state_dict(strict=True)
+    opened = read_program(path, fusion=fusion, weights=given if weights is not None else None, module=module)
+    if strict and opened.kind in ARCHIVES and given:  # as load_state_dict(strict=True)
         from vm.binding.strict import check_given
 
-        check_given(opened.own_weights, given, str(path))
+        check_given(opened.own_weights, given, str(path), opened.program.model_keys)
     bound = _merge(opened.own_weights, given, path)
     if threads is not None:
         set_threads(threads)
@@ -166,7 +175,7 @@ def load(
     return Model(
         opened.program, bound, backend=backend, fuser=fuser or "blocked", seed=seed, threads=threads,
         examples=opened.examples, path=Path(path), strict=strict, methods=methods, compile_method=compile_method,
-        quantized_engine=quantized_engine, quantized_kernel=quantized_kernel,
+        quantized_engine=quantized_engine, quantized_kernel=quantized_kernel, module=module,
     )
 
 

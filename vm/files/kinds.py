@@ -8,6 +8,8 @@ first bytes, never from the name:
     IRBC          a zip whose first member is ``irvm-bytecode`` (vm/program/irbc.py)
     NPZ           a zip of ``.npy`` members (numpy.savez)
     TORCHSCRIPT   a zip with ``<dir>/code/`` and ``<dir>/data.pkl`` (torch.jit.save)
+    PACKAGE       a zip with ``<dir>/.data/extern_modules`` or ``<dir>/.data/ts_code/``
+                  (torch.package.PackageExporter; its TorchScript modules run one by one)
     CHECKPOINT    a zip with ``data.pkl`` and no ``code/`` (torch.save), or a bare
                   pickle (torch.save with the legacy format, or pickle.dump)
     NPY           one numpy array (numpy.save)
@@ -46,6 +48,7 @@ class FileKind(enum.Enum):
     NPZ = "numpy .npz archive"
     NPY = "numpy .npy array"
     TORCHSCRIPT = "TorchScript archive (torch.jit.save)"
+    PACKAGE = "torch.package archive (torch.package.PackageExporter)"
     CHECKPOINT = "PyTorch checkpoint (torch.save)"
     ONNX = "ONNX model"
     ZIP = "zip archive"
@@ -149,6 +152,8 @@ def _zip_kind(p: Path) -> FileKind:
             names = zf.namelist()
     except Exception:  # noqa: BLE001  (a damaged zip, whatever zipfile raises)
         return FileKind.DAMAGED_ZIP
+    if any(n.split("/", 1)[-1] == ".data/extern_modules" or "/.data/ts_code/" in n for n in names):
+        return FileKind.PACKAGE
     if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
         code = any("/code/" in f"/{n}" for n in names)
         return FileKind.TORCHSCRIPT if code else FileKind.CHECKPOINT
@@ -160,7 +165,7 @@ def _zip_kind(p: Path) -> FileKind:
 SAVE_HINT = "torch.jit.save(torch.jit.script(model), 'model.pt')"  # what a user with torch runs; irvm runs the .pt
 
 _ACCEPTED = {
-    "program": {FileKind.TEXT, FileKind.BINARY, FileKind.IRBC, FileKind.TORCHSCRIPT, FileKind.MISSING},
+    "program": {FileKind.TEXT, FileKind.BINARY, FileKind.IRBC, FileKind.TORCHSCRIPT, FileKind.PACKAGE, FileKind.MISSING},
     "inputs": {FileKind.NPZ, FileKind.NPY, FileKind.MISSING},
     "weights": {FileKind.NPZ, FileKind.MISSING},
 }
@@ -182,7 +187,9 @@ def refuse(path: str | Path, kind: FileKind, role: str) -> IRError:
     expected: an ``IRError`` for a program (exit 65), a ``RunError`` for inputs or weights."""
     name = str(path)
     what = f"{name} is {'an' if kind.value[0] in 'aeiouAEIOU' else 'a'} {kind.value}"
-    if kind is FileKind.TORCHSCRIPT:
+    if kind is FileKind.PACKAGE:
+        todo = f"give it as the program with the module to run (`irvm info {name}` lists them)"
+    elif kind is FileKind.TORCHSCRIPT:
         todo = f"it carries its own weights: give it as the program (`irvm run {name} --inputs IN.npz`, `vm.load({name!r})`)"
     elif kind is FileKind.CHECKPOINT:
         todo = ("it holds pickled tensors, which irvm does not read: save the weights with "
@@ -216,7 +223,7 @@ def read_program_text(path: str | Path) -> str:
     kind = expect(path, "program")
     if kind is FileKind.IRBC:
         raise IRError(f"{path} is irvm bytecode, not IR text: run it with `irvm run {path}`")
-    if kind is FileKind.TORCHSCRIPT:
+    if kind in (FileKind.TORCHSCRIPT, FileKind.PACKAGE):
         raise IRError(f"{path} is a TorchScript archive, not IR text: read it with "
                       f"`compiler.load_torchscript({str(path)!r})`, or run it with `irvm run {path}`")
     data = Path(path).read_bytes()

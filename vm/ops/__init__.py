@@ -24,6 +24,7 @@ FAMILIES = (
     "indexing",
     "inplace",
     "linalg",
+    "matrix_norm",
     "lists",
     "nn.activation",
     "nn.attention",

@@ -312,7 +312,7 @@ _reg("aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor", _
 # norms, std, var
 
 
-def _vector_norm(self: Array, ord: Any, dims: Dims, keepdim: bool, dtype: int | None) -> Array:
+def vector_norm(self: Array, ord: Any, dims: Dims, keepdim: bool, dtype: int | None) -> Array:
     x = self.astype(to_dtype(dtype), copy=False) if dtype is not None else self
     if category(x.dtype) < FLOAT_CAT:
         raise RuntimeError(
@@ -338,14 +338,14 @@ def _vector_norm(self: Array, ord: Any, dims: Dims, keepdim: bool, dtype: int | 
 
 
 _reg("aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
-     "ScalarType? dtype=None) -> Tensor", _vector_norm)
-_reg("aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor", lambda self, p: _vector_norm(self, p, None, False, None))
+     "ScalarType? dtype=None) -> Tensor", vector_norm)
+_reg("aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor", lambda self, p: vector_norm(self, p, None, False, None))
 _reg("aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
-     lambda self, p, dim, keepdim: _vector_norm(self, 2 if p is None else p, dim, keepdim, None))
+     lambda self, p, dim, keepdim: vector_norm(self, 2 if p is None else p, dim, keepdim, None))
 _reg("aten::norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, ScalarType dtype) -> Tensor",
-     lambda self, p, dim, keepdim, dtype: _vector_norm(self, 2 if p is None else p, dim, keepdim, dtype))
+     lambda self, p, dim, keepdim, dtype: vector_norm(self, 2 if p is None else p, dim, keepdim, dtype))
 _reg("aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor",
-     lambda self, p, dtype: _vector_norm(self, 2 if p is None else p, None, False, dtype))
+     lambda self, p, dtype: vector_norm(self, 2 if p is None else p, None, False, dtype))
 
 
 @np.errstate(all="ignore")

@@ -192,6 +192,10 @@ class Program:
     # module state: the attributes this program or another method of its module object
     # writes (``compiler.analysis.module_state.written_attributes``), dotted from %self
     state: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
+    # the keys of the model it was compiled from (``Module.model_keys``): strict weights are
+    # checked against them (vm.binding.strict); {} when nothing recorded them
+    model_keys: dict[str, bool] = attrs.field(factory=dict, eq=False, repr=False)
+    source_reads: dict[str, bool] = attrs.field(factory=dict, eq=False, repr=False)  # ``Module.source_reads``
     # the check table (``vm.program.check_graph``): made by the emitter, or read from the file
     checks: dict[str, Any] | None = attrs.field(default=None, eq=False, repr=False)
     _lock: Any = attrs.field(factory=threading.Lock, eq=False, repr=False, init=False)

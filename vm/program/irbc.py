@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from vm.binding.folded import folds_from_stored, stored_folds
+from vm.binding.strict import keys_from_stored, stored_keys
 from vm.core.errors import BytecodeError, IRError, RunError, Span
 from vm.core.gc_pause import gc_paused
 from vm.files.arrays import check_npy_bytes
@@ -90,6 +91,7 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
         "state": list(program.state),
         **_node_refs_json(program.node_refs, arrays),
     }
+    body.update(stored_keys(program))  # the model's keys and its source's reads (vm.binding.strict)
     if program.specialized:  # the tensors its folds made, and what from (vm.binding.folded)
         body["specialized"] = stored_folds(program, lambda value: _encode(value, arrays))
     members: list[tuple[str, bytes]] = [("program.json", json.dumps(body).encode())]
@@ -335,6 +337,7 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         checks=read_checks(files["checks.json"], where),  # the few nodes the checks before a run read
         folded=_folded(source) or {},
         state=read_state(body.get("state", []), where),
+        **keys_from_stored(body, where),
         **folds_from_stored(body.get("specialized"), lambda value: _decode(value, files, where), where),
         self_reads=tuple(
             (int(parent), str(name), str(type_text), bool(required), None if span is None else tuple(span))

@@ -49,6 +49,8 @@ def _parse(program: Any) -> Any:
     module.folded_tensors = dict(program.folded_tensors)
     module.folded_from = dict(program.folded_from)
     module.state = frozenset(program.state)  # what the module's other methods write
+    module.model_keys = dict(program.model_keys)
+    module.source_reads = dict(program.source_reads)
     if len(nodes) == len(program.node_spans):  # else the printed spans stay (never wrong nodes)
         for node, stored in zip(nodes, program.node_spans):
             node.span = span_of(stored)

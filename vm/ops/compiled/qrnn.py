@@ -21,9 +21,10 @@ numpy's.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from vm.ops.compiled.activation import _OPTS as _CONTRACTING
 
@@ -57,7 +58,14 @@ def _choose(lo, hi, reduce_range):
     return float(np.float32(scale)), zp
 
 
-@njit(**_OPTS)
+def _arr(dtype: Any, ndim: int, readonly: bool = False) -> types.Array:
+    return types.Array(dtype, ndim, "C", readonly=readonly)
+
+
+# compiled when the family is imported (python3 -m vm.ops.compiled fills the cache), not on a call
+@njit(types.void(_arr(types.float32, 2, True), _arr(types.int32, 2, True), _arr(types.int64, 1, True),
+                 _arr(types.float32, 1, True), _arr(types.float64, 1, True), types.boolean, types.boolean,
+                 _arr(types.int64, 2), _arr(types.int64, 2), _arr(types.float32, 2)), **_OPTS)
 def hidden_map(h, w_t, w_zp, w_scale, bias, reduce_range, saturate, q, acc, y):
     """y = the dynamic quantized linear of h (B, K) by the int8 weight w_t (K, G) (int32
     values, transposed), per-column zero points and float32 scales, float64 bias."""

@@ -13,6 +13,7 @@ range (``reduce_range`` halving it), accumulates likewise and returns float32:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -75,8 +76,8 @@ def qconv(x: Any, packed: Any, scale: float, zero_point: int, relu: bool, op: st
                 f"{xs.shape[1]} input channels"
             )
         if dtype == np.float32 and fit < channels_in:  # exact in float32 chunk by chunk of channels
-            acc = sum((conv_nd(xs[:, c : c + fit], w[:, c : c + fit], None, p.stride, p.padding, p.dilation, 1)
-                       .astype(np.float64) for c in range(0, channels_in, fit)), np.float64(0))
+            acc = _sum64(conv_nd(xs[:, c : c + fit], w[:, c : c + fit], None, p.stride, p.padding, p.dilation, 1)
+                         for c in range(0, channels_in, fit))
         else:
             acc = conv_nd(xs, w, None, p.stride, p.padding, p.dilation, p.groups)
         if _on_fbgemm_bytes(x, p.weight):
@@ -126,13 +127,21 @@ def _linear_acc(x: QTensor, w: QTensor) -> np.ndarray:
         if fit >= k:
             acc = np.matmul(xs, ws.T)
         else:
-            acc = sum((np.matmul(xs[..., c : c + fit], ws[:, c : c + fit].T).astype(np.float64)
-                       for c in range(0, k, fit)), np.float64(0))
+            acc = _sum64(np.matmul(xs[..., c : c + fit], ws[:, c : c + fit].T) for c in range(0, k, fit))
     else:
         acc = np.matmul(centered(x), prepared_weight(w, np.float64)[0].T)
     if _on_fbgemm_bytes(x, w) and fbgemm_kernel() != "vnni":
         acc = saturating.linear(x, w, acc)
     return acc
+
+
+def _sum64(parts: Iterable[np.ndarray]) -> np.ndarray:
+    """The float64 sum of exact float32 partial accumulators (each an integer below 2**24)."""
+    total: np.ndarray | None = None
+    for part in parts:
+        total = part.astype(np.float64) if total is None else total + part
+    assert total is not None
+    return total
 
 
 def _on_fbgemm_bytes(x: QTensor, w: QTensor) -> bool:
