@@ -169,3 +169,19 @@ def test_compiled_cells_match_the_numpy_cells_and_torch(batched: bool, bias: boo
     with torch.no_grad():
         np.testing.assert_allclose(fast, n(gru(x, h)), atol=1e-6)
     np.testing.assert_allclose(fast, slow, atol=1e-6)
+
+
+def test_states_of_another_batch_are_refused_not_read_past() -> None:
+    """The compiled loops read their arrays unchecked: a state whose batch or width differs
+    from the input's goes to the numpy path, which raises (torch refuses it too), never
+    reading past the state into other memory."""
+    w_ih, w_hh, b = np.ones((20, 4), np.float32), np.ones((20, 5), np.float32), np.ones(20, np.float32)
+    x, h, short = np.ones((4, 4), np.float32), np.ones((4, 5), np.float32), np.ones((3, 5), np.float32)
+    with pytest.raises(ValueError):
+        lookup("aten::lstm_cell").kernel(x, [short, short], w_ih, w_hh, b, b)
+    params = [w_ih, w_hh, b, b]
+    with pytest.raises(ValueError):
+        lookup("aten::lstm.input").kernel(np.ones((6, 4, 4), np.float32), [short[None], short[None]], params,
+                                          True, 1, 0.0, False, False, False)
+    got = lookup("aten::lstm_cell").kernel(x, [h, h], w_ih, w_hh, b, b)
+    assert got[0].shape == (4, 5)

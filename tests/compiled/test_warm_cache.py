@@ -37,6 +37,7 @@ def counting(typingctx, targetctx, func, *args, **kwargs):
 
 compiler.compile_extra = counting
 
+from vm.core.quantized import CellParams, LinearPacked, QTensor
 from vm.ops import compiled
 from vm.ops.registry import lookup
 
@@ -55,6 +56,18 @@ for _ in range(2):  # the second round is the steady call
     lookup("aten::log_softmax.int").kernel(x, -1, None)
     lookup("aten::conv2d").kernel(x, np.ones((8, 1, 3, 3), np.float32), w8, [1, 1], [1, 1], [1, 1], 8)
     lookup("aten::conv2d").kernel(x, np.ones((8, 1, 3, 3), np.float32), None, [2, 2], [1, 1], [1, 1], 8)
+    seq, h = np.ones((5, 2, 3), np.float32), np.zeros((1, 2, 4), np.float32)
+    for kind, gates in (("lstm", 16), ("gru", 12), ("rnn_tanh", 4)):
+        params = [np.ones((gates, 3), np.float32) / 9, np.ones((gates, 4), np.float32) / 9,
+                  np.ones(gates, np.float32), np.ones(gates, np.float32)]
+        state = [h, h] if kind == "lstm" else h
+        lookup(f"aten::{kind}.input").kernel(seq, state, params, True, 1, 0.0, False, False, False)
+        if kind != "rnn_tanh":
+            cell_state = [h[0], h[0]] if kind == "lstm" else h[0]
+            lookup(f"aten::{kind}_cell").kernel(seq[0], cell_state, *params)
+    packs = [LinearPacked(QTensor(np.ones((16, k), np.int8), 0.01, 0), np.ones(16, np.float32)) for k in (3, 4)]
+    cells = [CellParams("quantized_dynamic", packs[0], packs[1], None, None, True)]
+    lookup("aten::quantized_lstm.input").kernel(seq, [h, h], cells, True, 1, 0.0, False, False, False, None, True)
 loaded = sorted(compiled._families)
 print(json.dumps({"compiles": compiles, "families": loaded}))
 """

@@ -143,6 +143,15 @@ def run(kind: str, gi: np.ndarray, w_hh: np.ndarray, b_hh: np.ndarray | None, w_
     (not float32, an empty sequence)."""
     if gi.dtype != F or gi.ndim != 3 or not gi.shape[0] or not all(_f32(a) for a in (w_hh, b_hh, w_hr, *state)):
         return None
+    gates, batch = gi.shape[2], gi.shape[1]
+    width = w_hh.shape[1] if w_hh.ndim == 2 else -1
+    hidden = gates // {"lstm": 4, "gru": 3}.get(kind, 1)
+    # shapes the loops read unchecked: anything else takes the numpy loop, which raises
+    # torch's error (a state of another batch, a weight of another width)
+    if (w_hh.shape[0] != gates or (b_hh is not None and b_hh.shape != (gates,))
+            or state[0].shape != (batch, width) or (kind == "lstm" and state[1].shape != (batch, hidden))
+            or (w_hr is not None and w_hr.shape != (width, hidden)) or (w_hr is None and width != hidden)):
+        return None
     gi = np.ascontiguousarray(gi)
     w_t = np.ascontiguousarray(w_hh.T)
     bias = np.zeros(w_hh.shape[0], F) if b_hh is None else np.ascontiguousarray(b_hh)
@@ -199,6 +208,13 @@ def cell(kind: str, x: np.ndarray, state: tuple[np.ndarray, ...], w_ih: np.ndarr
     if not all(a is None or a.dtype == F for a in (x, w_ih, w_hh, b_ih, b_hh, *state)) or x.ndim not in (1, 2):
         return None
     one = x.ndim == 1
+    gates = w_ih.shape[0] if w_ih.ndim == 2 else -1
+    hidden = gates // (4 if kind == "lstm" else 3)
+    want = x.shape[:-1] + (hidden,)
+    if (w_ih.ndim != 2 or w_hh.shape != (gates, hidden) or w_ih.shape[1] != x.shape[-1]
+            or any(a is not None and a.shape != (gates,) for a in (b_ih, b_hh))
+            or any(s.shape != want for s in state)):
+        return None  # the numpy cell raises torch's error
     rows = (lambda a: a[None]) if one else (lambda a: a)
     gi = np.ascontiguousarray(rows(x) @ w_ih.T)
     gh = np.ascontiguousarray(rows(state[0]) @ w_hh.T)

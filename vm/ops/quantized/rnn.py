@@ -73,7 +73,8 @@ class _HiddenMap:
         self.acc = np.empty((batch, w.shape[0]), np.int64)
 
     def __call__(self, h: np.ndarray) -> np.ndarray:
-        if not self.compiled or h.dtype != np.float32 or h.ndim != 2 or h.shape[0] != self.q.shape[0]:
+        if (not self.compiled or h.dtype != np.float32 or h.ndim != 2 or h.shape[0] != self.q.shape[0]
+                or h.shape[1] != self.w_t.shape[0]):  # else the numpy linear, which raises on a bad shape
             return _linear(h, self.cell, "hh")
         y = np.empty((h.shape[0], self.w_t.shape[1]), np.float32)
         self.run(np.ascontiguousarray(h), self.w_t, self.w_zp, self.w_scale, self.bias, self.cell.reduce_range,
