@@ -122,31 +122,37 @@ def _windows(xp: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilat
     return views
 
 
-def _depthwise(x: QTensor, w: QTensor, xp: np.ndarray, stride: Sequence[int], dilation: Sequence[int],
-               out_sizes: Sequence[int]) -> np.ndarray:
+def _depthwise(x: QTensor, w: QTensor, xp: np.ndarray, exact: np.ndarray, stride: Sequence[int],
+               dilation: Sequence[int], out_sizes: Sequence[int]) -> np.ndarray:
     """fbgemm's depthwise kernel: per output channel, its kernel positions paired in row-major
-    order, each pair saturated (on every CPU)."""
+    order, each pair saturated (on every CPU).  Only the channels where a pair can saturate
+    (the largest input of the channel times its largest pair of weights) are recomputed."""
     oc, kernel = w.shape[0], w.shape[2:]
     multiplier = oc // x.shape[1]
-    views = _windows(xp, kernel, stride, dilation, out_sizes)
-    k = len(views)
+    k = int(np.prod(kernel))
     wi = w.int_repr.reshape(oc, k).astype(np.int32)
     if k % 2:
         wi = np.pad(wi, ((0, 0), (0, 1)))
+    x_max = xp.reshape(-1, xp.shape[-1]).max(axis=0).astype(np.int64)  # per input channel
+    pair_w = (np.abs(wi[:, 0::2]) + np.abs(wi[:, 1::2])).max(axis=1)
+    chosen = np.nonzero(x_max[np.arange(oc) // multiplier] * pair_w > 32767)[0]
+    if chosen.size == 0:
+        return exact
+    views = _windows(xp, kernel, stride, dilation, out_sizes)
     wzp = _weight_zero_points(w, oc)
     col = wi.sum(axis=1, dtype=np.int64) - wzp * k
-    acc = np.empty((x.shape[0], *out_sizes, oc), np.float64)
+    acc = np.moveaxis(np.array(exact, dtype=np.float64), 1, -1)  # N, *out, OC
     step = 32  # output channels at a time: the pair products stay small
-    for lo in range(0, oc, step):
-        hi = min(lo + step, oc)
-        src = np.arange(lo, hi) // multiplier
+    for lo in range(0, chosen.size, step):
+        sel = chosen[lo : lo + step]
+        src = sel // multiplier
         patch = np.stack([v[..., src].astype(np.int32) for v in views], axis=-1)  # N, *out, c, k
         if k % 2:
             patch = np.concatenate([patch, np.zeros_like(patch[..., :1])], axis=-1)
-        pairs = patch[..., 0::2] * wi[lo:hi, 0::2] + patch[..., 1::2] * wi[lo:hi, 1::2]
+        pairs = patch[..., 0::2] * wi[sel, 0::2] + patch[..., 1::2] * wi[sel, 1::2]
         raw = np.clip(pairs, -32768, 32767).sum(axis=-1, dtype=np.int64)
         row = patch.sum(axis=-1, dtype=np.int64)
-        acc[..., lo:hi] = raw - int(x.zero_point) * col[lo:hi] - row * wzp[lo:hi]
+        acc[..., sel] = raw - int(x.zero_point) * col[sel] - row * wzp[sel]
     return np.moveaxis(acc, -1, 1)
 
 
@@ -166,7 +172,7 @@ def conv(
     kernel = w.shape[2:]
     out_sizes = exact.shape[2:]
     if way == "depthwise":
-        return _depthwise(x, w, xi, stride, dilation, out_sizes)
+        return _depthwise(x, w, xi, exact, stride, dilation, out_sizes)
     n = x.shape[0]
     wzp = _weight_zero_points(w, oc)
     result = exact
