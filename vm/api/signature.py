@@ -104,9 +104,11 @@ def _constant(inputs: Sequence[Any], i: int) -> Any:
 
 def _free(arg: NodeArg, example: Any) -> NodeArg:
     """An input whose shape came from an example: its rank kept, its sizes free."""
-    if example is None or arg.shape is None:
-        return arg
-    return arg._replace(shape=[None] * len(arg.shape))
+    return arg if example is None else _rank_only(arg)
+
+
+def _rank_only(arg: NodeArg) -> NodeArg:
+    return arg if arg.shape is None else arg._replace(shape=[None] * len(arg.shape))
 
 
 def _completed(arg: NodeArg, found: tuple[np.dtype, list[int | None] | None] | None) -> NodeArg:
@@ -123,7 +125,7 @@ def output_args(program: Any) -> list[NodeArg]:
     """The NodeArgs of ``program``'s outputs, named ``out0``... (the keys ``irvm run --output``
     writes), a tuple output flattened into its elements (``out0.0``, ``out0.1``...)."""
     # a traced graph's output types carry the example's sizes: the rank is kept, not the sizes
-    return [_free(_arg(name, t, None), True) for name, _, t in output_paths(program)]
+    return [_rank_only(_arg(name, t, None)) for name, _, t in output_paths(program)]
 
 
 def output_paths(program: Any) -> list[tuple[str, tuple[int, ...], str]]:
