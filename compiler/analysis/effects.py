@@ -17,6 +17,7 @@ This is a coarse stand-in for TorchScript's AliasDb, sound for what the passes n
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache
 
 from compiler import types as T
@@ -469,3 +470,93 @@ def _written_forward(reached: set[Value], templates: dict[tuple[object, ...], _T
                     reached.add(out)
                     todo.append(out)
     return False
+
+
+class WriteIndex:
+    """``may_be_written`` and ``may_be_written_through`` for every value of some graphs at
+    once, in work linear in their nodes and uses: what a runtime or an analysis asks of
+    every weight, constant and attribute of a model (asked one by one, each question
+    walked from ``%self`` to every attribute read: quadratic in the model).
+
+    The same two searches, run backwards from their answers: ``through`` holds the values
+    from which the forward search reaches a write (every value that is written, or stored
+    into what is written, and every value whose aliasing edges lead to one); ``written``
+    adds the values the backward search leads from one of those (an attribute read of a
+    ``%self`` some other read of which is written).  Ask it of a graph that does not change
+    between the questions; its answers are exactly those of the two functions."""
+
+    def __init__(self, graphs: Iterable[Graph], templates: dict[tuple[object, ...], _Template] | None = None) -> None:
+        templates = {} if templates is None else templates
+        direct: set[Value] = set()  # written, or stored into what is written, by some use
+        into: dict[Value, list[Value]] = {}  # forward edges, reversed: target -> values leading to it
+        below: dict[Value, list[Value]] = {}  # backward edges, reversed: origin -> values it is a source of
+        values: list[Value] = []
+
+        def forward(current: Value, targets: Iterable[Value]) -> None:
+            for out in targets:
+                if is_mutable_type(out.type):
+                    into.setdefault(out, []).append(current)
+
+        for graph in graphs:
+            values.extend(graph.inputs)
+            for node in graph.walk():
+                values.extend(node.outputs)
+                for block in node.blocks:
+                    values.extend(block.params)
+                kind = node.kind
+                if kind in ("prim::If", "prim::Loop"):
+                    targets = [*node.outputs, *(p for b in node.blocks for p in b.params)]
+                    carried = node.inputs if kind == "prim::Loop" else []
+                    for current in (*carried, *(r for b in node.blocks for r in b.returns)):
+                        forward(current, targets)
+                    continue
+                _, sources, aliases, written, stored = _node_step(node, templates)
+                direct.update(written)
+                if written:
+                    direct.update(stored)
+                if aliases:
+                    for current in sources:
+                        forward(current, node.outputs)
+        for value in values:
+            for source in _back_sources(value, templates):
+                if is_mutable_type(source.type):
+                    below.setdefault(source, []).append(value)
+        through = set(direct)
+        todo = list(direct)
+        while todo:
+            for current in into.get(todo.pop(), ()):
+                if current not in through:
+                    through.add(current)
+                    todo.append(current)
+        written_set = set(through)
+        todo = [v for v in through if is_mutable_type(v.type)]
+        while todo:
+            for value in below.get(todo.pop(), ()):
+                if value not in written_set:
+                    written_set.add(value)
+                    if is_mutable_type(value.type):
+                        todo.append(value)
+        self.through: frozenset[Value] = frozenset(through)
+        self.written: frozenset[Value] = frozenset(written_set)
+
+    def may_be_written(self, value: Value) -> bool:
+        return value in self.written
+
+    def may_be_written_through(self, value: Value) -> bool:
+        return value in self.through
+
+
+def _back_sources(current: Value, templates: dict[tuple[object, ...], _Template]) -> list[Value]:
+    """The values ``may_be_written``'s backward search goes to from ``current``."""
+    node = current.node
+    if node is None:
+        owner = current.block.owner if current.block is not None else None
+        node = owner if owner is not None and owner.kind == "prim::Loop" else None
+        if node is None:
+            return []
+    if node.kind == "prim::If":
+        return [r for b in node.blocks for r in b.returns]
+    if node.kind == "prim::Loop":
+        return [*node.inputs[2:], *node.blocks[0].returns[1:]]
+    _, sources, aliases, _, _ = _node_step(node, templates)
+    return sources if aliases else []

@@ -51,12 +51,13 @@ def graph_writes(graph: Graph, entry: bool = True) -> set[str]:
     ``entry`` graph (a callee's first parameter may be any object)."""
     written: set[str] = set()
     root = graph.inputs[0] if entry and graph.inputs and _is_object(graph.inputs[0].type) else None
+    index = effects.WriteIndex((graph,))  # one pass, not one search per attribute read
     for node in graph.walk():
         path = None
         if node.kind == "prim::SetAttr":
             path = _path(node.inputs[0], str(node.attrs.get("name")), root)
         elif node.kind == "prim::GetAttr" and _holds_data(node.outputs[0].type):
-            if effects.may_be_written_through(node.outputs[0]):
+            if index.may_be_written_through(node.outputs[0]):
                 path = _path(node.inputs[0], str(node.attrs.get("name")), root)
         if path is not None:
             written.add(path)

@@ -13,7 +13,7 @@ import gc
 import pytest
 from hypothesis import given
 
-from compiler.analysis.effects import AliasClasses, _nested_first, may_be_written
+from compiler.analysis.effects import AliasClasses, WriteIndex, _nested_first, may_be_written, may_be_written_through
 from compiler.diagnostics import IRError
 from compiler.emit import emit
 from compiler.ir import Block, Module, Node, count_nodes
@@ -108,6 +108,42 @@ def test_the_forward_search_never_misses_a_write_on_real_dumps() -> None:
         answered += sum(not may_be_written(v) for v in values)
         total += len(values)
     assert total > 500 and answered > total // 2
+
+
+def _assert_index_agrees(module: Module) -> None:
+    graphs = list(graphs_of(module))
+    index = WriteIndex(graphs)
+    for graph in graphs:
+        values = [*graph.inputs, *(v for n in graph.walk() for v in (*n.outputs, *(p for b in n.blocks for p in b.params)))]
+        for value in values:
+            assert index.may_be_written(value) == may_be_written(value), f"{value!r}: the index and the search disagree"
+            assert index.may_be_written_through(value) == may_be_written_through(value), f"{value!r}: through"
+
+
+@given(case=graphs())
+def test_the_write_index_answers_as_the_searches(case) -> None:
+    """``WriteIndex`` (what the static runtime and the analyses ask of every weight at once,
+    in one linear pass) gives exactly the answers of ``may_be_written`` and
+    ``may_be_written_through`` asked one value at a time, on random programs."""
+    module, _ = case
+    _assert_index_agrees(module)
+
+
+def test_the_write_index_answers_as_the_searches_on_real_dumps() -> None:
+    """The same on every dump of tests/data/dumps, before and after the pipeline (loops,
+    branches, lists, in-place writes to attributes), where both answers occur."""
+    seen = set()
+    for path in sorted(DUMPS.glob("*.ir")):
+        try:
+            module = parse(path.read_text(), str(path))
+            optimized = optimize(module)[0]
+        except IRError:
+            continue
+        _assert_index_agrees(module)
+        _assert_index_agrees(optimized)
+        index = WriteIndex(list(graphs_of(module)))
+        seen.update(index.may_be_written(v) for n in module.main.walk() for v in n.outputs)
+    assert seen == {True, False}
 
 
 def test_compile_pauses_the_collector_and_restores_it(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:

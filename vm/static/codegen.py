@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.analysis.effects import is_mutable_type, may_be_written
+from compiler.analysis.effects import WriteIndex, is_mutable_type
 from compiler.analysis.last_uses import last_use_in_block
 from compiler.ir import Block, Graph, Node, Value
 from vm.core.errors import CompileError
@@ -79,8 +79,11 @@ class GraphCode:
         groups: list[FusionInfo] | None = None,
         fold_attributes: bool = False,
         live: frozenset[Node] = frozenset(),
+        written: Callable[[Value], bool] | None = None,
     ):
         self.graph, self.label, self.functions = graph, label, functions
+        # may a node write this value's memory (effects.WriteIndex: the module's, over all its graphs)
+        self._written = written if written is not None else WriteIndex((graph,)).may_be_written
         self.groups = {g.gid: g for g in groups or ()}
         self.group_of = {n: g for g in self.groups.values() for n in g.nodes}
         self.is_entry, self.max_depth = is_entry, max_depth
@@ -147,7 +150,7 @@ class GraphCode:
         tensor some node may write in place (a running statistic updated by ``add_``, say)
         is not constant across calls, so a form must not capture it."""
         value = self.constants.get(self._slot(v), UNKNOWN)
-        if isinstance(value, np.ndarray) and may_be_written(v):
+        if isinstance(value, np.ndarray) and self._written(v):
             return UNKNOWN
         return value
 

@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from compiler.analysis.effects import WriteIndex
 from compiler.analysis.module_state import ANYTHING, state_reads, written_attributes
 from vm.core.errors import RunError
 from vm.core.gc_pause import gc_paused
@@ -149,6 +150,9 @@ class StaticModule:
             registry.bind_out if options.enable_out_variant else (lambda ref: None)
         )
         main = module.main
+        # what may be written, for every weight and constant at once (one linear pass)
+        self.writes = WriteIndex((main, *module.functions.values()))
+        common["written"] = self.writes.may_be_written
         self.draws = any(
             n.kind in RANDOM_KINDS for g in (main, *module.functions.values()) for n in g.walk()
         )
@@ -265,7 +269,9 @@ class StaticModule:
         self.shape_cached: frozenset[int] = frozenset()
         if opts.fold_shapes:
             bound = {v for v, slot in s.items() if slot in code.constants}
-            found = shape_only(code.graph, facts, refs, [g.nodes for g in code.groups.values()], bound)
+            found = shape_only(
+                code.graph, facts, refs, [g.nodes for g in code.groups.values()], bound, self.writes.may_be_written
+            )
             self.shape_skip = frozenset(code.by_node[n].index for n in found.nodes if n in code.by_node)
             self.shape_cached = frozenset(s[v] for v in found.cached)
             skipped_slots = {slot for n in found.nodes for v in n.outputs if (slot := s.get(v)) is not None}
@@ -381,10 +387,11 @@ class StaticModule:
 
     def _writes_module_state(self) -> bool:
         """Whether some node may write a tensor read from ``%self`` or a tensor constant."""
-        from compiler.analysis.effects import is_mutable_type, may_be_written
+        from compiler.analysis.effects import is_mutable_type
 
+        written = self.writes.may_be_written
         return any(
-            n.kind in ("prim::GetAttr", "prim::Constant") and is_mutable_type(v.type) and may_be_written(v)
+            n.kind in ("prim::GetAttr", "prim::Constant") and is_mutable_type(v.type) and written(v)
             for g in (self.ir.main, *self.ir.functions.values())
             for n in g.walk()
             for v in n.outputs

@@ -31,6 +31,8 @@ A shape-only value read by a node that is not shape-only, or returned by the gra
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from compiler.analysis import effects
@@ -59,14 +61,19 @@ class ShapeOnly:
 
 
 def shape_only(
-    graph: Graph, facts: BlockFacts, refs: dict[Node, OpRef], groups: list[list[Node]], bound: set[Value]
+    graph: Graph,
+    facts: BlockFacts,
+    refs: dict[Node, OpRef],
+    groups: list[list[Node]],
+    bound: set[Value],
+    written: Callable[[Value], bool],
 ) -> ShapeOnly:
     """The shape-only nodes of ``graph``'s top-level block and the values the rest of the
     graph reads of them.  A fusion group (``groups``: each one's nodes) is shape-only as a
     whole or not at all: a group partly shape-only is left alone, and the search redone."""
     excluded: set[Node] = set()
     while True:
-        found = _search(graph, facts, refs, excluded, bound)
+        found = _search(graph, facts, refs, excluded, bound, written)
         partial = [g for g in groups if any(n in found.nodes for n in g) and not _all_in(g, found.nodes)]
         if not partial:
             return found
@@ -78,11 +85,16 @@ def _all_in(group: list[Node], nodes: frozenset[Node]) -> bool:
 
 
 def _search(
-    graph: Graph, facts: BlockFacts, refs: dict[Node, OpRef], grouped: set[Node], bound: set[Value]
+    graph: Graph,
+    facts: BlockFacts,
+    refs: dict[Node, OpRef],
+    grouped: set[Node],
+    bound: set[Value],
+    written: Callable[[Value], bool],
 ) -> ShapeOnly:
     constant = {v for n in graph.nodes if n.kind == "prim::Constant" for v in n.outputs} | set(bound)
     # a tensor the program may write in place (a weight updated by ``add_``) is no constant
-    constant = {v for v in constant if not (effects.is_mutable_type(v.type) and effects.may_be_written(v))}
+    constant = {v for v in constant if not (effects.is_mutable_type(v.type) and written(v))}
     # the planner's taint, refined: what a pure node computes from constants and the key
     # (``aten::Int`` of a ``NumToTensor`` of a size) follows from the key as well
     tainted = {v for v in graph.inputs if v in facts.tainted} | set(facts.state)
