@@ -9,6 +9,11 @@ each stream of the stateful harness (tests/stateful/) for N calls instead of 30.
 
 import os
 
+# The compiled tier loads on the caller's thread in the suite (``vm.ops.compiled.loading``):
+# every test then runs the same kernels whatever ran before it.  The default, background
+# loading, is tested on its own (tests/compiled/test_tiers.py), in fresh interpreters.
+os.environ.setdefault("IRVM_COMPILE", "eager")
+
 import pytest
 from hypothesis import HealthCheck, settings
 

@@ -53,7 +53,7 @@ def softmax(x: Array, axis: int, out: Array | None = None) -> Array:
     (fresh when None); float32 along the last axis: one compiled pass when the tier is on."""
     if compiled.ENABLED and x.dtype == np.float32:
         dst = np.empty_like(x) if out is None else out
-        if compiled.family("softmax").apply("softmax", x, axis, dst):
+        if (fam := compiled.ready("softmax")) is not None and fam.apply("softmax", x, axis, dst):
             return dst
     peak = _row_peaks(x, axis)
     out = np.subtract(x, peak) if out is None else np.subtract(x, peak, out=out)
@@ -68,7 +68,7 @@ def log_softmax(x: Array, axis: int, out: Array | None = None) -> Array:
     """``(x - max) - log(sum(exp(x - max)))`` along ``axis``, written into ``out`` (compiled as softmax)."""
     if compiled.ENABLED and x.dtype == np.float32:
         dst = np.empty_like(x) if out is None else out
-        if compiled.family("softmax").apply("log_softmax", x, axis, dst):
+        if (fam := compiled.ready("softmax")) is not None and fam.apply("log_softmax", x, axis, dst):
             return dst
     peak = _row_peaks(x, axis)
     out = np.subtract(x, peak) if out is None else np.subtract(x, peak, out=out)
@@ -82,7 +82,7 @@ def log_softmax(x: Array, axis: int, out: Array | None = None) -> Array:
 def safe_softmax(x: Array, axis: int = -1, out: Array | None = None) -> Array:
     """Softmax along ``axis``; a slice that is all ``-inf`` becomes zeros (attention's rule)."""
     out = np.empty_like(x) if out is None else out
-    if compiled.ENABLED and x.dtype == np.float32 and compiled.family("softmax").apply("safe_softmax", x, axis, out):
+    if x.dtype == np.float32 and (fam := compiled.ready("softmax")) is not None and fam.apply("safe_softmax", x, axis, out):
         return out
     peak = np.max(x, axis=axis, keepdims=True)
     dead = np.isneginf(peak)

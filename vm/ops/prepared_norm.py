@@ -73,7 +73,7 @@ def _batch_norm(known: Known, kernel: Kernel, out_variant: Kernel | None) -> For
             return None
         if compiled.ENABLED and x.dtype == np.float32:  # one pass: x * scale + shift per channel
             y = np.empty_like(x) if result is None else result
-            if compiled.family("norm").apply_channel_affine(x, t[0], t[1], y):
+            if (fam := compiled.ready("norm")) is not None and fam.apply_channel_affine(x, t[0], t[1], y):
                 return y
         y = np.multiply(x, t[0], out=result)
         np.add(y, t[1], out=y)

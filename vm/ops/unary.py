@@ -341,7 +341,7 @@ def _gelu_f32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     block, or one compiled pass); ``out`` (float32, x's shape) receives it and may be ``x`` itself."""
     if compiled.ENABLED:
         dst = np.empty_like(x) if out is None else out
-        if compiled.family("activation").apply("gelu", x, dst):
+        if (fam := compiled.ready("activation")) is not None and fam.apply("gelu", x, dst):
             return dst
     return gelu_f32(x, out=out)
 
@@ -351,7 +351,7 @@ def _gelu_tanh_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     order (its vectorized kernel's), into ``out`` (x's shape and dtype, x itself or apart
     from it), block by block through one scratch block: 9 passes in the L2 cache (float32:
     one compiled pass)."""
-    if compiled.ENABLED and compiled.family("activation").apply("gelu_tanh", x, out):
+    if (fam := compiled.ready("activation")) is not None and fam.apply("gelu_tanh", x, out):
         return out
     t = x.dtype.type
     blocks = flat_blocks(x, out)
@@ -394,7 +394,7 @@ def _silu(x: np.ndarray) -> np.ndarray:
 def _silu_into(x: np.ndarray, buf: np.ndarray) -> np.ndarray:
     """``x / (1 + exp(-x))``, PyTorch's formula and order, into ``buf`` (which may be ``x``
     itself): four passes, no temporary unless ``buf`` overlaps ``x`` (float32: one compiled pass)."""
-    if compiled.ENABLED and compiled.family("activation").apply("silu", x, buf):
+    if (fam := compiled.ready("activation")) is not None and fam.apply("silu", x, buf):
         return buf
     if x.dtype == np.float16:
         np.copyto(buf, _silu(x))

@@ -1,5 +1,7 @@
-"""``python3 -m vm.ops.compiled``: fill numba's cache with every compiled kernel ahead of the
-first run (a machine's first run otherwise compiles each family when it first needs it)."""
+"""``python3 -m vm.ops.compiled [FAMILY ...]``: fill numba's cache with every compiled kernel
+(or those of the families named) ahead of the first run.  A process never waits for a
+compile (``vm.ops.compiled``: the numpy kernels run while a family loads); filling the cache
+ahead only makes the compiled kernels arrive sooner."""
 
 from __future__ import annotations
 
@@ -13,7 +15,12 @@ def main() -> int:
     if not compiled.ENABLED:
         print("compiled kernels are off (IRVM_KERNELS=numpy, or numba is not installed): nothing to fill")
         return 0
-    for name in compiled.FAMILIES:
+    names = sys.argv[1:] or list(compiled.FAMILIES)
+    unknown = [n for n in names if n not in compiled.FAMILIES]
+    if unknown:
+        print(f"unknown kernel families {', '.join(unknown)} (known: {', '.join(compiled.FAMILIES)})")
+        return 2
+    for name in names:
         start = time.perf_counter()
         compiled.family(name)
         print(f"{name}: ready in {time.perf_counter() - start:.2f} s")

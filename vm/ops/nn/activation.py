@@ -109,7 +109,7 @@ def _hardswish_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """``x * min(max(x + 3, 0), 6) / 6`` (the product first, as PyTorch's kernel), into
     ``out``, which may be ``x`` itself, block by block through one block of scratch (float32:
     one compiled pass)."""
-    if compiled.ENABLED and compiled.family("activation").apply("hardswish", x, out):
+    if (fam := compiled.ready("activation")) is not None and fam.apply("hardswish", x, out):
         return out
     blocks = flat_blocks(x, out)
     gate = np.empty(blocks[0][0].shape, x.dtype)  # an array even for a 0-d x

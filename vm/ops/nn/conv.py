@@ -120,7 +120,7 @@ def conv_nd(
         )
     xb = x.reshape(lay.batched)
     if lay.depthwise:
-        if compiled.ENABLED and x.dtype == np.float32 and compiled.family("depthwise").apply(
+        if x.dtype == np.float32 and (fam := compiled.ready("depthwise")) is not None and fam.apply(
             xb, weight, bias, lay.stride, lay.padding, lay.dilation, result
         ):
             return out if out is not None else result.reshape(lay.out)

@@ -187,7 +187,7 @@ def rms_norm(
     eps = float(np.finfo(x.dtype).eps) if eps is None else eps
     if compiled.ENABLED and x.dtype == np.float32 and x.size:
         y = np.empty_like(x)
-        if compiled.family("norm").apply_rms_norm(x, math.prod(shape), weight, eps, y):
+        if (fam := compiled.ready("norm")) is not None and fam.apply_rms_norm(x, math.prod(shape), weight, eps, y):
             return y
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     wide = x.astype(np.float64)
@@ -240,7 +240,7 @@ def layer_norm_rows(
     dt = x.dtype
     if compiled.ENABLED and dt == np.float32:
         y = np.empty(x.shape, dt) if out is None else out
-        if compiled.family("norm").apply_layer_norm(x, row, weight, bias, eps, y):
+        if (fam := compiled.ready("norm")) is not None and fam.apply_layer_norm(x, row, weight, bias, eps, y):
             return y
     rows = x.reshape(-1, row)
     y = (np.empty(x.shape, dt) if out is None else out).reshape(rows.shape)
@@ -319,7 +319,7 @@ def group_norm(
         raise ValueError(f"group_norm: {c} channels are not divisible into {num_groups} groups")
     if compiled.ENABLED and x.dtype == np.float32 and x.size:
         y = np.empty_like(x)
-        if compiled.family("norm").apply_group_norm(x, num_groups, weight, bias, eps, y):
+        if (fam := compiled.ready("norm")) is not None and fam.apply_group_norm(x, num_groups, weight, bias, eps, y):
             return y
     grouped = x.reshape(n, num_groups, -1)
     mean, var = _layer_stats(grouped, 1)

@@ -73,8 +73,8 @@ def lstm_cell(
     b_hh: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     h, c = hx
-    if compiled.ENABLED:  # the gates and state update in one compiled call after the products
-        done = compiled.family("rnn").cell("lstm", x, (h, c), w_ih, w_hh, b_ih, b_hh)
+    if (fam := compiled.ready("rnn")) is not None:  # the gates and state update in one compiled call
+        done = fam.cell("lstm", x, (h, c), w_ih, w_hh, b_ih, b_hh)
         if done is not None:
             return done[0], done[1]
     return lstm_step(_proj(x, w_ih, b_ih) + _proj(h, w_hh, b_hh), c)
@@ -93,8 +93,8 @@ def gru_cell(
     b_ih: np.ndarray | None,
     b_hh: np.ndarray | None,
 ) -> np.ndarray:
-    if compiled.ENABLED:
-        done = compiled.family("rnn").cell("gru", x, (hx,), w_ih, w_hh, b_ih, b_hh)
+    if (fam := compiled.ready("rnn")) is not None:
+        done = fam.cell("gru", x, (hx,), w_ih, w_hh, b_ih, b_hh)
         if done is not None:
             return done[0]
     return gru_step(_proj(x, w_ih, b_ih), _proj(hx, w_hh, b_hh), hx)
@@ -173,8 +173,8 @@ def _run_direction(
     """One layer, one direction over time-major ``xs (T, B, I)``: (outputs (T, B, H), final state)."""
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
     gi_all = _proj(xs, w_ih, b_ih)  # (T, B, G): every time step in one matmul
-    if compiled.ENABLED:  # the time loop as one compiled call (float32)
-        done = compiled.family("rnn").run(kind, gi_all, w_hh, b_hh, w_hr, state, reverse)
+    if (fam := compiled.ready("rnn")) is not None:  # the time loop as one compiled call (float32)
+        done = fam.run(kind, gi_all, w_hh, b_hh, w_hr, state, reverse)
         if done is not None:
             return done
     steps = range(xs.shape[0] - 1, -1, -1) if reverse else range(xs.shape[0])

@@ -53,8 +53,9 @@ class _HiddenMap:
     def __init__(self, cell: CellParams, batch: int) -> None:
         self.cell = cell
         w = cell.hh.weight
-        self.compiled = compiled.ENABLED and isinstance(w, QTensor) and w.int_repr.dtype == np.int8
-        if not self.compiled:
+        fam = compiled.ready("qrnn") if isinstance(w, QTensor) and w.int_repr.dtype == np.int8 else None
+        self.compiled = fam is not None
+        if fam is None:
             return
         assert isinstance(w, QTensor)
         prepared = w.prepared if w.prepared is not None else {}
@@ -68,7 +69,7 @@ class _HiddenMap:
         self.w_t, self.w_zp, self.w_scale = found
         self.bias = np.zeros(w.shape[0]) if cell.hh.bias is None else np.asarray(cell.hh.bias, np.float64)
         self.saturate = engine() == "fbgemm" and fbgemm_kernel() != "vnni"
-        self.run = compiled.family("qrnn").hidden_map
+        self.run = fam.hidden_map
         self.q = np.empty((batch, w.shape[1]), np.int64)
         self.acc = np.empty((batch, w.shape[0]), np.int64)
 
