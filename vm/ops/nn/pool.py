@@ -278,7 +278,10 @@ def _global_average(x: np.ndarray) -> np.ndarray:
     matrix-vector product, accumulating in x's dtype as PyTorch's CPU kernel does (global
     pooling ends every classification network), then ``/ H / W`` as torch divides."""
     h, w = x.shape[-2:]
-    sums = x.reshape(-1, h * w) @ np.ones(h * w, x.dtype)
+    rows = x.reshape(-1, h * w)
+    sums = rows @ np.ones(h * w, x.dtype)
+    if not np.isfinite(sums).all():  # an overflow may be the BLAS kernel's order of terms (2e38, 2e38,
+        sums = rows.sum(axis=1, dtype=x.dtype)  # -2e38...): then numpy's pairwise order, as torch's cancels
     with np.errstate(all="ignore"):
         means = sums / x.dtype.type(h) / x.dtype.type(w)
     return means.reshape(x.shape[:-2] + (1, 1))
