@@ -8,11 +8,14 @@ each stream of the stateful harness (tests/stateful/) for N calls instead of 30.
 """
 
 import os
+import tempfile
 
 # The compiled tier loads on the caller's thread in the suite (``vm.ops.compiled.loading``):
 # every test then runs the same kernels whatever ran before it.  The default, background
 # loading, is tested on its own (tests/compiled/test_tiers.py), in fresh interpreters.
 os.environ.setdefault("IRVM_COMPILE", "eager")
+# Compiled programs (vm.api.program_cache) go to a folder of this session's, never the user's.
+os.environ.setdefault("IRVM_CACHE_DIR", tempfile.mkdtemp(prefix="irvm-test-cache-"))
 
 import pytest
 from hypothesis import HealthCheck, settings

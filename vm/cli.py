@@ -365,7 +365,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     program, weights = opened.program, opened.own_weights
     given = load_npz(args.weights) if args.weights else {}
     known = [(a.dtype.name if a.dtype is not None else None, a.shape)
-             for a in input_args(program, opened.examples, {**weights, **given})]
+             for a in input_args(program, opened.examples, {**weights, **given}, None if given else opened.implied)]
     text = describe_program(program, known)
     if weights:  # a .pt: %self comes from the archive itself
         text = text.replace("bound from --weights", f"bound from the archive ({len(weights)} entries)")

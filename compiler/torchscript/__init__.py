@@ -112,13 +112,14 @@ def method_defaults(path: str | Path, method: str = "forward") -> list[Any]:
     return list(literal_defaults(fn.node))
 
 
-def archive_weights(path: str | Path) -> dict[str, Any]:
-    """The weights mapping of the archive at ``path``; {} when ``path`` is no archive."""
+def archive_weights(path: str | Path, module: str | None = None) -> dict[str, Any]:
+    """The weights mapping of the archive at ``path`` (of ``module``, in a torch.package
+    archive); {} when ``path`` is no archive."""
     from compiler.torchscript.weights import flatten
 
-    if not is_torchscript_archive(path):
+    if module is None and not is_torchscript_archive(path):
         return {}
-    archive = Archive(path)
+    archive = Archive(path, module=module)
     try:
         return flatten(archive.module(), archive.constants())
     finally:

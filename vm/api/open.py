@@ -42,6 +42,9 @@ class Opened:
     kind: FileKind
     examples: list[Any] | None = None
     module: str | None = None  # the module of a torch.package archive that was read
+    methods: list[str] | None = None  # a .pt module's methods, when known without reading its source again
+    implied: dict[str, Any] | None = None  # what the weights imply of the inputs, when known ahead
+    cache_entry: Any = None  # the program cache's entry it came from or went to (vm.api.program_cache.Entry)
 
 
 def read_program(
@@ -75,6 +78,11 @@ def read_program(
             if note is not None:
                 note(f"{err}; compiling it now")
             older = err
+    if older is None and kind in ARCHIVES:  # compiled once per machine (vm.api.program_cache)
+        from vm.api.program_cache import cache_dir, compiled_archive
+
+        if cache_dir() is not None:
+            return _archive_program(path, kind, method, fusion, weights, module, note, tool, compiled_archive)
     import compiler
     from compiler.progress import Progress
 
@@ -102,6 +110,36 @@ def read_program(
         note(f"compiling {path} took {progress.elapsed:.1f}s; `irc compile {path}` writes a .irbc that starts "
              f"without compiling")
     return Opened(program, own, kind, examples, module)
+
+
+def _archive_program(path: str | Path, kind: FileKind, method: str, fusion: bool, weights: Mapping[str, Any] | None,
+                     module: str | None, note: Note | None, tool: str, compiled_archive: Any) -> Opened:
+    """A TorchScript archive's program through the program cache: compiled (with the
+    progress line) only when the cache has no entry for this file and these options."""
+    from compiler.progress import Progress
+    from compiler.torchscript import compile_archive
+    from compiler.torchscript.examples import traced_examples
+
+    progress = Progress(f"{tool}: compiling {Path(path).name}")
+    took = [0.0]
+
+    def compile_it() -> tuple[Any, dict[str, Any]]:
+        with progress:
+            progress.stage("read")
+            try:
+                return compile_archive(path, method, fusion=fusion, weights=weights, on_pass=progress.stage,
+                                       module=module)
+            finally:
+                took[0] = progress.elapsed
+
+    program, own, facts, entry = compiled_archive(path, method, compile_it, module=module, options={"fusion": fusion},
+                                                  weights=weights)
+    methods, implied = facts.get("methods"), facts.get("implied")
+    if took[0] > SLOW_COMPILE and note is not None and progress.enabled:
+        note(f"compiling {path} took {took[0]:.1f}s; later loads of it read the compiled program "
+             f"from irvm's cache")
+    return Opened(program, own, kind, traced_examples(path, module=module), module,
+                  methods if isinstance(methods, list) else None, implied if isinstance(implied, dict) else None, entry)
 
 
 ARCHIVES = (FileKind.TORCHSCRIPT, FileKind.PACKAGE)  # what compiler.torchscript reads
@@ -164,7 +202,12 @@ def load(
     if opened.kind is FileKind.TORCHSCRIPT:  # the module's other methods, compiled when first called
         from compiler.torchscript import archive_methods, compile_archive
 
-        methods = archive_methods(path)
+        if opened.methods is not None:
+            methods = opened.methods
+        else:
+            methods = archive_methods(path)
+            if opened.cache_entry is not None:  # the next load need not read the source for them
+                opened.cache_entry.remember(methods=methods)
         over = given if weights is not None else None
 
         def compile_other(name: str) -> Any:
@@ -175,7 +218,7 @@ def load(
     return Model(
         opened.program, bound, backend=backend, fuser=fuser or "blocked", seed=seed, threads=threads,
         examples=opened.examples, path=Path(path), strict=strict, methods=methods, compile_method=compile_method,
-        quantized_engine=quantized_engine, quantized_kernel=quantized_kernel, module=module,
+        quantized_engine=quantized_engine, quantized_kernel=quantized_kernel, module=module, implied=opened.implied,
     )
 
 

@@ -46,11 +46,13 @@ ONNX_ELEMENT = {
 
 
 def input_args(
-    program: Any, examples: Sequence[Any] | None = None, weights: Mapping[str, Any] | None = None
+    program: Any, examples: Sequence[Any] | None = None, weights: Mapping[str, Any] | None = None,
+    known: Mapping[str, Any] | None = None,
 ) -> list[NodeArg]:
     """The NodeArgs of ``program``'s inputs (not ``%self``, which the weights give); an
     example (an array) fixes its input's dtype and shape; else what the graph's types say,
-    completed by what the weights imply (``implied``)."""
+    completed by what the weights imply (``implied``, or ``known``: its answer kept from
+    an earlier read of the same program and weights, ``implied_json``)."""
     names, types = list(program.input_names), list(program.input_types)
     if program.takes_self:
         names, types = names[1:], types[1:]
@@ -59,13 +61,26 @@ def input_args(
         recorded = [None] * len(names)
     args = [_free(_arg(n, t, e), e) for n, t, e in zip(names, types, recorded)]
     if weights and any(a.type == "tensor(undefined)" or a.shape is None or None in a.shape for a in args):
-        found = implied(getattr(program, "module_if_loaded", None), weights)
+        found = implied_from_json(known) if known is not None else implied(getattr(program, "module_if_loaded", None), weights)
         args = [_completed(a, found.get(a.name)) for a in args]
     return args
 
 
 # what an operator's weight says of the input it is applied to: (weight index, input rank or None)
 _CONVS = {"aten::conv1d": 3, "aten::conv2d": 4, "aten::conv3d": 5, "aten::_convolution": None}
+
+
+def implied_json(module: Any, weights: Mapping[str, Any]) -> dict[str, Any]:
+    """``implied`` as plain data (kept in the program cache's entry)."""
+    return {name: [dtype.name, shape] for name, (dtype, shape) in implied(module, weights).items()}
+
+
+def implied_from_json(stored: Mapping[str, Any]) -> dict[str, tuple[np.dtype, list[int | None] | None]]:
+    found: dict[str, tuple[np.dtype, list[int | None] | None]] = {}
+    for name, entry in stored.items():
+        if isinstance(entry, (list, tuple)) and len(entry) == 2:
+            found[str(name)] = (np.dtype(str(entry[0])), None if entry[1] is None else list(entry[1]))
+    return found
 
 
 def implied(module: Any, weights: Mapping[str, Any]) -> dict[str, tuple[np.dtype, list[int | None] | None]]:
