@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from compiler import types as T
-from compiler.ir import Block, Node, Value
+from compiler.ir import Block, Node, TensorLiteral, Value
 from compiler.literals import unquote
 from compiler.parse_tree import RawBlock, RawGraph, RawNode, Spelled
 
@@ -203,6 +203,8 @@ class _Reader:
     def _type(self, text: str) -> T.Type:
         found = _TYPES.get(text)
         if found is None:
+            found = _canonical_type(text)
+        if found is None:
             raw = self.lark_graph(f"graph(%x : {text}):\n  return (%x)\n")
             found = raw.block.params[0][0].type
             assert found is not None
@@ -340,6 +342,8 @@ def _attr_value(line: str, pos: int) -> tuple[Any, int]:
                 return items, pos + 1
             else:
                 raise NotFast
+    if line.startswith("<Tensor>", pos):  # a tensor too large to print: bound from the weights by name
+        return TensorLiteral(None, printed="<Tensor>"), pos + 8
     m = _SCALAR.match(line, pos)
     if m is None:
         raise NotFast
@@ -358,3 +362,19 @@ def _scalar(m: re.Match[str]) -> Any:
         except ValueError:
             raise NotFast from None
     return _WORDS[word]
+
+
+def _canonical_type(text: str) -> T.Type | None:
+    """The type of ``text`` when it is the one spelling ``str`` prints of a type (what irvm's
+    printer writes, in an ``.irbc``'s optimized IR): read by ``vm.core.type_text`` without
+    building the lark grammar (which costs a process more than reading a model does).  Any
+    other spelling, None: the grammar reads it.  ``tests/vm/test_type_text.py`` holds the
+    two readers to one answer on every printed type."""
+    from vm.core.errors import BytecodeError
+    from vm.core.type_text import parse_type_text
+
+    try:
+        found = parse_type_text(text)
+    except BytecodeError:
+        return None
+    return found if str(found) == text else None
