@@ -31,6 +31,7 @@ import numpy as np
 
 from vm.api.signature import NodeArg, input_args, output_args, output_paths
 from vm.core.errors import RunError
+from vm.ops import compiled
 
 
 class Model:
@@ -57,8 +58,11 @@ class Model:
         quantized_engine: str | None = None,
         quantized_kernel: str | None = None,
         module: str | None = None,
+        implied: Mapping[str, Any] | None = None,
     ) -> None:
-        """``methods``: the module's method names beside ``forward``, each compiled by
+        """``implied``: what the weights imply of the inputs (``vm.api.signature.implied``),
+        known ahead (the program cache keeps it, so the IR need not be read for it);
+        ``methods``: the module's method names beside ``forward``, each compiled by
         ``compile_method(name)`` when first called; ``options``: the static runtime's
         ``StaticOptions`` (default: its defaults with ``fuser``); ``quantized_engine`` and
         ``quantized_kernel``: whose integers quantized operators give (vm.load)."""
@@ -76,6 +80,7 @@ class Model:
         self.fuser, self.seed, self.threads, self.path = fuser, seed, threads, path
         self.options = options
         self.module = module  # the module of a torch.package archive at ``path``
+        self.implied = implied
         self._lock = threading.Lock()
         self._spawned = np.random.SeedSequence(seed) if seed is not None else None
         self._made = 0
@@ -214,9 +219,6 @@ class Method:
 
     def __init__(self, model: Model, name: str, program: Any, examples: Sequence[Any] | None) -> None:
         self.model, self.name, self.program = model, name, program
-        self.inputs: list[NodeArg] = input_args(program, examples, model.weights)
-        self.outputs: list[NodeArg] = output_args(program)
-        self._names = [arg.name for arg in self.inputs]
         self._local = threading.local()
         self.static_module: Any = None
         if model.backend == "static":
@@ -224,19 +226,54 @@ class Method:
 
             options = model.options or StaticOptions(fuser=model.fuser)
             self.static_module = StaticModule(program, model.weights or None, options,
-                                              strict=model.strict, self_object=model.module_object)
+                                              strict=model.strict, self_object=model.module_object,
+                                              example_shapes=[_example_spec(e) for e in examples or ()])
+        # after the static module: it has read the program's IR, which the weights' implied sizes need
+        self.inputs: list[NodeArg] = input_args(program, examples, model.weights, model.implied if name == "forward" else None)
+        self.outputs: list[NodeArg] = output_args(program)
+        self._names = [arg.name for arg in self.inputs]
+        self._warm(examples)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         runtime, arguments = self.runtime(), self._arguments(args, kwargs)
         calls = self.model._calls
-        if calls is None:  # no state: threads run at once, each on its own runtime
-            return runtime(*arguments)
-        with calls:  # module state: one call at a time, as the state is one
-            return runtime(*arguments)
+        try:
+            if calls is None:  # no state: threads run at once, each on its own runtime
+                return runtime(*arguments)
+            with calls:  # module state: one call at a time, as the state is one
+                return runtime(*arguments)
+        finally:
+            compiled.call_finished()  # compiled kernels this call asked for may load now
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{a.name}: {a.type}" for a in self.inputs)
         return f"<vm.Model method {self.name}({ins})>"
+
+    def _warm(self, examples: Sequence[Any] | None) -> None:
+        """A first call as fast as the next: where the input shapes are known and running
+        the program on zeros changes nothing the user sees, this thread's runtime is built
+        now and runs them once, so the pages of its buffers, its generated code, numpy's and
+        BLAS's first paths are touched before the user's call.  The static module says when
+        (it planned ahead on zeros: no state written, no value-bound loop, nothing drawn);
+        for the interpreter, which reads no IR, a program with no state, no random operator
+        and no loop at all qualifies."""
+        module = self.static_module
+        if module is not None:
+            if not module.planned_inputs or module.draws or module.assigns_attributes:
+                return
+            made: tuple[Any, ...] = module.planned_inputs
+        else:
+            from vm.binding.inputs import example_zeros
+
+            zeros = example_zeros([_example_spec(e) for e in examples or ()], len(self.inputs))
+            if zeros is None or self.model.state or _loops_or_draws(self.program):
+                return
+            made = zeros
+        try:
+            with np.errstate(all="ignore"):
+                self.runtime()(*made)
+        except Exception:  # noqa: BLE001  (a warm-up that fails leaves the first call as it was)
+            self._local.runtime = None
 
     def runtime(self) -> Any:
         runtime = getattr(self._local, "runtime", None)
@@ -295,6 +332,19 @@ class Method:
 
 
 _UNSET: Any = object()
+
+
+def _loops_or_draws(program: Any) -> bool:
+    """Whether the bytecode has a loop (whose trip count zeros could make anything) or a
+    random operator (a draw would move the user's stream)."""
+    from vm.ops.random import RANDOM_KINDS
+    from vm.program.bytecode import Opcode
+
+    return any(
+        any(ins.op is Opcode.LOOP for ins in f.instructions)
+        or any(ref.name.split(".")[0] in RANDOM_KINDS for ref in f.operators)
+        for f in program.functions
+    )
 
 
 def _example_spec(example: Any) -> list[Any] | None:

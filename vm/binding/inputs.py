@@ -181,4 +181,30 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__} ({value!r:.40})"
 
 
-__all__ = ["InputChecker", "check_inputs", "check_scalar", "check_value", "with_defaults"]
+
+
+_MAX_EXAMPLE = 1 << 26  # elements of one example input planned ahead (256 MiB of float32)
+
+
+def example_zeros(shapes: Sequence[Any] | None, count: int) -> tuple[np.ndarray, ...] | None:
+    """Zeros of the recorded ``(dtype name, shape)`` of each input, or None unless every
+    input has one with every size known."""
+    if not shapes or len(shapes) != count:
+        return None
+    made = []
+    for spec in shapes:
+        if not isinstance(spec, (tuple, list)) or len(spec) != 2:
+            return None
+        dtype, shape = spec
+        if not isinstance(shape, (tuple, list)) or not all(isinstance(d, int) and 0 <= d < _MAX_EXAMPLE for d in shape):
+            return None
+        if np.prod(shape, dtype=np.float64) > _MAX_EXAMPLE:  # a recorded size is a claim: bound what it costs
+            return None
+        try:
+            made.append(np.zeros(tuple(shape), np.dtype(str(dtype))))
+        except (TypeError, ValueError, MemoryError):
+            return None
+    return tuple(made)
+
+
+__all__ = ["InputChecker", "check_inputs", "check_scalar", "check_value", "example_zeros", "with_defaults"]

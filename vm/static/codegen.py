@@ -82,8 +82,7 @@ class GraphCode:
         written: Callable[[Value], bool] | None = None,
     ):
         self.graph, self.label, self.functions = graph, label, functions
-        # may a node write this value's memory (effects.WriteIndex: the module's, over all its graphs)
-        self._written = written if written is not None else WriteIndex((graph,)).may_be_written
+        self._written = written or WriteIndex((graph,)).may_be_written  # may a node write v's memory
         self.groups = {g.gid: g for g in groups or ()}
         self.group_of = {n: g for g in self.groups.values() for n in g.nodes}
         self.is_entry, self.max_depth = is_entry, max_depth
@@ -273,8 +272,7 @@ class _Generator:
             self._emit(1, f"if _d > {code.max_depth}: _deep({code.label!r}, _d)")
         self._block(code.graph.block, 1, returns=True)
         filename = f"<static:{code.label}:{next(_counter)}>"
-        # lines count from 1
-        linemap = LineMap((line + 1, node) for line, node in self.linemap.items())
+        linemap = LineMap((line + 1, node) for line, node in self.linemap.items())  # lines count from 1
         LINEMAPS[filename] = linemap
         source = "\n".join(self.lines) + "\n"
         return _Factory(compile(source, filename, "exec"), source, sorted(self.used), code.groups, linemap)

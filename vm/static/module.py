@@ -32,6 +32,7 @@ import numpy as np
 
 from compiler.analysis.effects import WriteIndex
 from compiler.analysis.module_state import ANYTHING, state_reads, written_attributes
+from vm.binding.inputs import example_zeros
 from vm.core.errors import RunError
 from vm.core.gc_pause import gc_paused
 from vm.ops import registry
@@ -108,9 +109,13 @@ class StaticModule:
         example_inputs: Sequence[Any] | None = None,
         strict: bool = True,
         self_object: Any = None,
+        example_shapes: Sequence[Any] | None = None,
     ):
         """``example_inputs``: plan for inputs of these shapes now, so that a runtime's
-        first call with such inputs is a steady call (``plan_for``).  ``strict``: weights with
+        first call with such inputs is a steady call (``plan_for``).  ``example_shapes``:
+        ``(dtype name, shape)`` per input (what a traced archive or ``irc compile
+        --example-inputs`` recorded), planned for now when it is safe to run the program
+        on zeros (as from the declared types: ``_plan_ahead``), else left to the first call.  ``strict``: weights with
         keys the program does not read are refused (``vm.binding.strict``).  ``self_object``:
         the ``vm.binding.weights.ModuleObject`` ``%self`` is (shared with other methods of
         the same model), else one built from the weights."""
@@ -232,10 +237,11 @@ class StaticModule:
         self.callee_functions(False)
         self.layouts_made = 0  # recording runs planned from (a count for tests and profiles)
         self.planned_from_types = False
+        self.planned_inputs: tuple[np.ndarray, ...] = ()  # the zeros _plan_ahead planned with
         if example_inputs is not None:
             self.plan_for(*example_inputs)
         elif options.plan_from_types:
-            self._plan_from_types()
+            self._plan_ahead(example_zeros(example_shapes, len(self.inputs)) or typed_inputs(self.inputs))
 
     @property
     def processed_nodes(self) -> list:
@@ -397,10 +403,10 @@ class StaticModule:
             for v in n.outputs
         )
 
-    def _plan_from_types(self) -> None:
-        """``plan_for`` inputs made from the declared input types, when they fix every
-        shape and dtype (``inputs.typed_inputs``).  A plan holds whatever the values, so
-        zeros serve; a run that zeros make fail (a check on values, say) leaves the
+    def _plan_ahead(self, made: Sequence[np.ndarray] | None) -> None:
+        """``plan_for`` zeros shaped as the example inputs recorded, else as the declared
+        input types when they fix every shape and dtype (``inputs.typed_inputs``).  A plan
+        holds whatever the values, so zeros serve; a run that zeros make fail (a check on values, say) leaves the
         planning to the first call, as without types.  A program that assigns a module
         attribute or may write one in place (batch norm in training mode updates its
         running statistics) is not run here: the run would change the module's state; nor is one with
@@ -408,7 +414,6 @@ class StaticModule:
         (``plannable.value_bound_loops``): on zeros it could run for any time, or forever."""
         if not self.plannable or self.assigns_attributes:
             return
-        made = typed_inputs(self.inputs)
         if made is None or self._writes_module_state() or value_bound_loops((self.ir.main, *self.ir.functions.values())):
             return
         try:
@@ -417,6 +422,7 @@ class StaticModule:
         except Exception:  # noqa: BLE001  (only an early plan is lost; the first call plans)
             return
         self.planned_from_types = True
+        self.planned_inputs = tuple(made)
 
     def callee_functions(self, timed: bool) -> list[Any]:
         """The callees' functions (shared by every runtime: they hold no per-run state)."""
