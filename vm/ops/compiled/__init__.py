@@ -74,6 +74,9 @@ _lock = threading.Lock()
 _wanted: list[str] = []  # asked for and not loaded yet, in the order asked
 _loader: threading.Thread | None = None
 _stopping = threading.Event()  # the interpreter is exiting: start no new load
+_go = threading.Event()  # the call that asked for a family has returned (``call_finished``)
+START_AFTER = 1.0  # seconds the loader waits for that call to return, at most
+SWITCH_INTERVAL = 0.0005  # the GIL's switch interval while the loader runs (see _load_wanted)
 failures: dict[str, str] = {}  # family -> why it could not be loaded (its numpy kernels stay)
 
 
@@ -126,7 +129,29 @@ def _want(name: str) -> None:
             _loader.start()
 
 
+def call_finished() -> None:
+    """A model call returned (``vm.Model`` says so): families it asked for may load now.
+    The loader never starts while the call that asked is running, so a first call runs its
+    numpy kernels alone; a runtime used without ``vm.Model`` starts it after ``START_AFTER``."""
+    if _wanted and not _go.is_set():
+        _go.set()
+
+
 def _load_wanted() -> None:
+    """The loader thread: once the asking call has returned, load each family asked for.
+    Loading is Python work that holds the GIL (numba's import, the cache's machine code):
+    while it runs, the GIL changes hands every ``SWITCH_INTERVAL`` instead of every 5 ms,
+    so a call made meanwhile waits for it a fraction of a millisecond, not 5 ms a time."""
+    _go.wait(START_AFTER)
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(min(before, SWITCH_INTERVAL))
+    try:
+        _load_all()
+    finally:
+        sys.setswitchinterval(before)
+
+
+def _load_all() -> None:
     global _loader
     while True:
         with _lock:
