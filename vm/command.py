@@ -65,18 +65,16 @@ def load_npz(path: str | None, role: str = "weights") -> dict[str, Any]:
     file of another kind is refused saying what it is (``vm.files.kinds.expect``)."""
     if path is None:
         return {}
-    import numpy as np
+    import zipfile
 
     from vm.files.kinds import MARK_KEY, expect
 
     expect(path, role)
-    from vm.files.arrays import check_npz
+    from vm.files.arrays import mapped_npz
 
-    check_npz(path)  # every header against the file's size, before numpy allocates
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            flat = {k: data[k] for k in data.files if k != MARK_KEY}
-    except (ValueError, OSError) as err:
+    try:  # every header checked against the file's size first; large arrays memory-mapped
+        flat = {k: v for k, v in mapped_npz(path).items() if k != MARK_KEY}
+    except (ValueError, OSError, zipfile.BadZipFile) as err:
         if isinstance(err, FileNotFoundError):
             raise
         raise RunError(f"{path}: not a readable .npz file ({err})") from None

@@ -80,6 +80,52 @@ def check_npz(path: str | Path) -> None:
         raise RunError(f"{path}: damaged .npz archive ({type(err).__name__}: {err})") from None
 
 
+MAP_FROM = 1 << 20  # bytes: a stored member at least this large is memory-mapped, not read
+
+
+def mapped_npz(path: str | Path) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` at ``path`` (checked first, ``check_npz``), each large
+    member stored uncompressed (what ``numpy.savez`` writes) memory-mapped copy-on-write
+    instead of read: loading a model's weights then costs what its headers cost, the pages
+    come in as the first call touches them, and a write (a state updated in place) stays
+    the process's own, never the file's.  Small, compressed or object members are read."""
+    check_npz(path)
+    arrays: dict[str, np.ndarray] = {}
+    mapped: dict[str, tuple[int, tuple[int, ...], np.dtype, bool]] = {}
+    with open(path, "rb") as raw, zipfile.ZipFile(raw) as zf:
+        for info in zf.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            name = info.filename[:-4]
+            if info.compress_type == zipfile.ZIP_STORED and info.file_size >= MAP_FROM and not info.flag_bits & 1:
+                raw.seek(info.header_offset)
+                local = raw.read(30)
+                if local[:4] == b"PK\x03\x04":
+                    start = info.header_offset + 30 + int.from_bytes(local[26:28], "little") + int.from_bytes(
+                        local[28:30], "little")
+                    raw.seek(start)
+                    fmt = np.lib.format
+                    try:
+                        version = fmt.read_magic(raw)
+                        reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                        shape, fortran, dtype = reader(raw)
+                    except (ValueError, EOFError, OSError, SyntaxError, TypeError):
+                        shape, fortran, dtype = None, False, None
+                    if shape is not None and dtype is not None and not dtype.hasobject:
+                        mapped[name] = (raw.tell(), tuple(shape), np.dtype(dtype), bool(fortran))
+                        continue
+            with zf.open(info) as f:
+                arrays[name] = np.lib.format.read_array(f, allow_pickle=False)
+    for name, (offset, shape, dtype, fortran) in mapped.items():
+        count = int(np.prod(shape, dtype=np.int64))
+        if count == 0:
+            arrays[name] = np.zeros(shape, dtype, order="F" if fortran else "C")
+            continue
+        mm = np.memmap(path, dtype=dtype, mode="c", offset=offset, shape=shape, order="F" if fortran else "C")
+        arrays[name] = mm.view(np.ndarray)  # a plain array over the map (numpy's subclass would spread to results)
+    return arrays
+
+
 def check_npy_bytes(data: bytes, where: str) -> None:
     """Refuse the ``.npy`` held in ``data`` (a member already read, as an ``.irbc``'s tensor
     constants are) when its header claims more bytes than follow it."""
