@@ -4,6 +4,7 @@
                                   [--skip-synthetic] [--skip-models] [--runs 3]
     python tools/bench_startup.py --zoo [NAME ...] [--runs 7] [--repeat 1] [--warm | --again]
     python tools/bench_startup.py --kernels
+    python tools/bench_startup.py --processes [NAME ...] [--wild DIR] [--steady 20] [--repeat 3]
 
 Part 1, scaling: synthetic graphs (``tools/synthetic_graphs.py``) of about 1k, 4k, 16k
 and 64k nodes are parsed, verified, optimized and emitted; the table gives the total and
@@ -24,6 +25,11 @@ Part 4, ``--kernels``: the compiled kernel tier's start-up, each in a fresh inte
 ``import vm`` (which must not import numba), then the first call of a compiled kernel (a
 float32 SiLU; ``import numba`` and its family's load included) with numba's cache cold (an
 empty ``NUMBA_CACHE_DIR``: every family compiles) and warm, and a steady call.
+
+Part 5, ``--processes``: what a user meets, in fresh processes: process start to first
+result, load, first and steady call of a ``.pt`` and an ``.irbc`` on both backends, with
+irvm's and numba's caches warm and fresh, beside ``torch.jit.load`` and ONNX Runtime
+(``tools/bench_start_processes.py``).
 
 Compile, save and load are single-threaded and timed in CPU seconds of this process
 (``time.process_time``), as are ``torch.jit.script`` and ``torch.jit.load``: on a shared
@@ -288,8 +294,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm", action="store_true", help="--zoo: run the other backend first in each process")
     parser.add_argument("--again", action="store_true", help="--zoo: measure a second runner of the backend")
     parser.add_argument("--kernels", action="store_true", help="the compiled kernels' start-up, cache cold and warm")
+    parser.add_argument("--processes", nargs=argparse.REMAINDER, metavar="ARG",
+                        help="fresh processes, start to first result, beside torch.jit and ONNX Runtime "
+                             "(tools/bench_start_processes.py; the arguments are its own)")
     args = parser.parse_args(argv)
     sys.setrecursionlimit(10000)
+    if args.processes is not None:
+        from bench_start_processes import main as processes
+
+        return processes(args.processes)
     if args.kernels:
         return bench_kernels()
     if args.zoo is not None:
