@@ -5,8 +5,8 @@ A pass of the specialization pipeline (``compiler.pipeline.SPECIALIZE_PIPELINE``
 weight, but it belongs with them: the in-place result is the form the static runtime's
 memory plan wants, and the pipeline runs where that runtime's IR is made.
 
-A convolution ``%y = ...(%x, %w, %b, ...)`` followed by ``%z = aten::gelu(%y)`` computes the product into
-one buffer and the activation into a second, which the memory plan must place, and the
+A convolution ``%y`` followed by ``%z = aten::gelu(%y)`` computes the product into one
+buffer and the activation into a second, which the memory plan must place, and the
 second pass streams both.  When ``%y`` has no other use, nothing can observe its value
 after the activation, so the activation may overwrite it: ``%z = aten::gelu_(%y)``.  The
 plan then has one tensor fewer, and the activation reads and writes the bytes the product
