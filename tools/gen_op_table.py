@@ -42,7 +42,9 @@ memory planner); **traits**: `elementwise` (a pointwise map the fusion pass may 
 input, `Tensor(a)`), `impure` (a side effect: not removed or reordered by the passes),
 `prepared` (a construction-time form, `vm/ops/prepared.py`), `out=` (PyTorch's `out=`
 overload of a functional overload, registered with it), `takes epilogue` (a fresh result
-an `epilogue` activation may overwrite in place, `compiler/passes/fold_epilogues.py`).
+an `epilogue` activation may overwrite in place, `compiler/passes/fold_epilogues.py`),
+`fast call` (a bare numpy call the static runtime may make in the kernel's place,
+`registry.FastCall`, `vm/static/fastpath.py`).
 The facts of operators that read weights (dtype rules, where a layer keeps its weight,
 the sizes a weight shares with its values) are listed at the end, by operator.
 
@@ -82,6 +84,9 @@ def relu_prepared(known, kernel, out): ...
   and axes, and which weight passes apply: `aten::conv2d`), `weight_shapes=WeightShapes(1,
   (("out", CHANNEL, 0),))` (sizes the weight shares with the values a traced graph
   declares).  A new convolution touches its family module, its test and this file.
+- **A bare numpy call** the static runtime may make in the kernel's place for float
+  operands of one dtype: `declare("aten::relu", fast=(FastCall(np.maximum, (0, ("s", 0))),))`
+  (`vm/ops/registry.py` says what a `FastCall` may require of the node's constants).
 - **out= overloads**: PyTorch's `aten::relu.out(Tensor self, *, Tensor(a!) out)` registers
   with `aten::relu` by itself (from PyTorch's schema in `vm/ops/_out_schemas.py`) and
   runs its out variant.
@@ -125,6 +130,8 @@ def _traits(info: object) -> str:
     for fact, label in (("TAKES_EPILOGUE", "takes epilogue"), ("EPILOGUE", "epilogue")):
         if getattr(type(facts), fact) in facts:
             out.append(label)
+    if info.fast:  # type: ignore[attr-defined]
+        out.append("fast call")
     return ", ".join(out)
 
 

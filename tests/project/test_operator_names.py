@@ -27,7 +27,7 @@ NAMES = {
     "conv": (re.compile(r"\b(aten|quantized)::_?conv"), {"vm/ops/nn/conv.py", "vm/ops/quantized/layers.py"},
              {MODULE_BODIES, OUT_SCHEMAS}),
     "linear": (re.compile(r"\b(aten|quantized)::linear"), {"vm/ops/linalg.py", "vm/ops/quantized/layers.py"},
-               {OUT_SCHEMAS, "vm/static/fastpath.py"}),  # the static runtime's bare-numpy call of a linear
+               {OUT_SCHEMAS}),
 }
 
 

@@ -26,7 +26,8 @@ records (``registry.DtypeRule``, ``Weights``, ``WeightShapes``) and read here by
 (``dtype_rule``, ``weights_of``, ``weight_shapes_of``): the pre-run dtype and weight-shape
 checks (``vm.binding``), the input shapes a model's weights imply (``vm.api.signature``) and
 the weight passes (``compiler.passes.fold_batch_norm``, ``fold_transposed_weights``) ask
-them, so none of those names an operator.  ``tests/ops/test_facts.py`` checks that the
+them, so none of those names an operator.  The bare numpy calls the static runtime may
+make for an overload (``registry.FastCall``) are read by overload (``fast_calls``).  ``tests/ops/test_facts.py`` checks that the
 facts of every registered operator agree with each other and with its schema.
 """
 
@@ -37,7 +38,7 @@ from types import MappingProxyType
 from typing import Any
 
 from vm.ops import registry
-from vm.ops.registry import DtypeRule, Fact, OpInfo, Weights, WeightShapes
+from vm.ops.registry import DtypeRule, Fact, FastCall, OpInfo, Weights, WeightShapes
 
 F = Fact
 _CONTAINER = F.PURE | F.ALIASING | F.CONTAINER
@@ -234,3 +235,14 @@ def weight_shapes() -> Mapping[str, WeightShapes]:
 
 def weight_shapes_of(kind: str) -> WeightShapes | None:
     return weight_shapes().get(kind)
+
+
+_FAST: list[Any] = [-1, MappingProxyType({})]
+
+
+def fast_calls() -> Mapping[str, tuple[FastCall, ...]]:
+    """Overload -> the bare numpy calls the static runtime may make in its place
+    (``vm.static.fastpath``), for every overload that declares some."""
+    if _FAST[0] != registry.version():
+        _FAST[:] = [registry.version(), MappingProxyType({i.name: i.fast for i in registry.all_ops() if i.fast})]
+    return _FAST[1]

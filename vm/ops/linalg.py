@@ -25,7 +25,7 @@ import numpy as np
 
 from vm.ops._common import copy_out, into
 from vm.ops._dtypes import dtype_name, result_type, scalar_for, to_code, wrap
-from vm.ops.registry import DtypeRule, Fact, Weights, WeightShapes, kernel
+from vm.ops.registry import DtypeRule, Fact, FastCall, Weights, WeightShapes, declare, kernel
 
 Array = np.ndarray
 
@@ -234,6 +234,18 @@ def linear_out(buf: Array, input: Array, weight: Array, bias: Array | None) -> A
             return _add_scaled(flat_matmul(input, weight.T, out=buf), bias, 1, 1)
         return _add_scaled(np.matmul(input, weight.T, out=buf), bias, 1, 1)
     return into(buf, linear(input, weight, bias))
+
+
+def linear_fast(x: Array, w: Array, b: Array, out: Array | None = None) -> Array:
+    """``linear`` for a 2-d float input, a 2-d weight and a 1-d bias of one dtype, as the
+    static runtime calls it once a plan fixes those shapes (``vm.static.fastpath``): the
+    kernel's own two calls (the product, then the bias added in place), so its bits; the
+    bias as a (1, n) view, which numpy adds ~0.4 us faster than a broadcast 1-d one."""
+    prod = np.matmul(x, w.T, out=out)
+    return np.add(prod, b.reshape(1, -1), out=prod)
+
+
+declare("aten::linear", fast=(FastCall(linear_fast, (0, 1, 2), matrices=True),))
 
 
 @kernel("aten::dot(Tensor self, Tensor tensor) -> Tensor", dtypes=DtypeRule((0, 1)))

@@ -26,7 +26,8 @@ that reads weights: ``dtypes=DtypeRule(...)`` (the tensor arguments PyTorch's ke
 of one dtype), ``weights=Weights(...)`` (where a convolution or linear layer keeps its
 weight and bias, and which weight passes and inferences apply to it) and
 ``weight_shapes=WeightShapes(...)`` (the sizes a weight must share with the values the
-graph declares).  Mutation and aliasing come
+graph declares); and ``fast=(FastCall(...),)``, the bare numpy call the static runtime may
+make in its place once a plan shows float operands of one dtype.  Mutation and aliasing come
 from the schema's ``(a!)`` / ``(a)`` annotations.  PyTorch's ``out=`` overload of a
 functional overload (``aten::relu.out``) is registered with it, from PyTorch's schema
 (``vm.ops._out_schemas``), running the functional's out variant.
@@ -66,7 +67,7 @@ from vm.ops._common import copy_out
 from vm.ops._out_schemas import OUT_SCHEMAS
 from vm.ops.schema import MISSING, Argument, Schema, generality, parse_schema
 
-__all__ = ["CHANNEL", "MISSING", "Argument", "DtypeRule", "Fact", "OpInfo", "OpRef", "Schema", "WeightShapes",
+__all__ = ["CHANNEL", "MISSING", "Argument", "DtypeRule", "Fact", "FastCall", "OpInfo", "OpRef", "Schema", "WeightShapes",
            "Weights", "bind", "bind_out", "kernel", "lookup", "overloads", "parse_schema", "register_op"]
 
 FALLBACK = -100  # priority of a registration that stands aside for any other
@@ -161,6 +162,28 @@ class WeightShapes:
     checks: tuple[tuple[str, int, int], ...]
 
 
+@attrs.frozen
+class FastCall:
+    """A bare numpy call the static runtime may make in place of the kernel once a plan
+    shows it float tensors of one dtype and constant numbers (``vm.static.fastpath``): for
+    those operands the kernel computes exactly ``call``, so the bits are the kernel's.
+
+    ``call(*operands, out=None)``: a ufunc or a function called as one; ``operands``, in
+    order: an argument position (a tensor, or a constant number), ``("s", c)`` a constant
+    the call adds (relu's 0), ``("c", i)`` argument ``i``, which must be a constant number;
+    ``required``: ``(position, int)`` constants the node must have (``alpha=1``); ``none``:
+    positions whose constant must be None (a clamp with one bound); ``matrices``: a
+    product of matrices (a linear's), called only where the plan fixes the shapes and they
+    are 2-d, 2-d, 1-d of matching sizes.  A registration declares alternatives in order;
+    the first whose constants fit is the one tried."""
+
+    call: Callable[..., Any]
+    operands: tuple[Any, ...]
+    required: tuple[tuple[int, Any], ...] = ()
+    none: tuple[int, ...] = ()
+    matrices: bool = False
+
+
 # fn(known, kernel, out) -> a prepared kernel, Forms, or None (vm.ops.prepared)
 Preparer = Callable[..., Any]
 Switches = tuple[tuple[str, Any], ...]
@@ -185,6 +208,7 @@ class OpInfo:
     dtypes: DtypeRule | None = None  # arguments its kernel takes of one dtype (vm.binding.preflight)
     weights: Weights | None = None  # where a layer keeps its weight; what weight passes may do
     weight_shapes: WeightShapes | None = None  # sizes its weight shares with its values
+    fast: tuple[FastCall, ...] = ()  # bare numpy calls the static runtime may make instead
     module: str = ""  # the registering module (overload order, diagnostics)
 
     @property

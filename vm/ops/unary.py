@@ -34,7 +34,7 @@ from vm.ops._common import BLOCK as _BLOCK
 from vm.ops._common import copy_out, flat_blocks, write_inplace
 from vm.ops._dtypes import BOOL, DEFAULT_FLOAT, FLOAT_CAT, INT64, category, wrap
 from vm.ops._erf32 import erf_f32, gelu_f32
-from vm.ops.registry import Fact, kernel
+from vm.ops.registry import Fact, FastCall, declare, kernel
 
 Fn = Callable[[np.ndarray], Any]
 _BARE = {"abs", "neg", "negative", "floor", "ceil", "trunc", "round", "frac", "sign", "sgn", "square",
@@ -422,3 +422,23 @@ def _silu_flat(x: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> None:
 _register("relu", _relu, write=lambda x, buf: np.maximum(x, x.dtype.type(0), out=buf))
 _register("gelu", _gelu, ', *, str approximate="none"', write=_gelu_into, facts=Fact.EPILOGUE)
 _register("silu", _silu, write=_silu_into, facts=Fact.EPILOGUE)
+
+
+# ---------------------------------------------------------------------------------------
+# The bare numpy calls the static runtime may make in these kernels' place once a plan
+# shows float tensors (``vm.static.fastpath``): the kernel's own ufuncs for such operands
+
+
+@np.errstate(all="ignore")  # as the kernel: exp(-x) overflows to inf silently
+def sigmoid_fast(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The kernel's own recipe (``_sigmoid_into``), minus its dtype dispatch: same bits."""
+    e = np.negative(x, out=out)
+    np.exp(e, out=e)
+    e += e.dtype.type(1)
+    return np.reciprocal(e, out=e)
+
+
+declare("aten::neg", fast=(FastCall(np.negative, (0,)),))
+declare("aten::tanh", fast=(FastCall(np.tanh, (0,)),))
+declare("aten::sigmoid", fast=(FastCall(sigmoid_fast, (0,)),))
+declare("aten::relu", fast=(FastCall(np.maximum, (0, ("s", 0))),))
