@@ -41,7 +41,12 @@ memory planner); **traits**: `elementwise` (a pointwise map the fusion pass may 
 `mutates` (an argument annotated `(a!)`: in-place), `view` (the result aliases an
 input, `Tensor(a)`), `impure` (a side effect: not removed or reordered by the passes),
 `prepared` (a construction-time form, `vm/ops/prepared.py`), `out=` (PyTorch's `out=`
-overload of a functional overload, registered with it).
+overload of a functional overload, registered with it), `takes epilogue` (a fresh result
+an `epilogue` activation may overwrite in place, `compiler/passes/fold_epilogues.py`),
+`fast call` (a bare numpy call the static runtime may make in the kernel's place,
+`registry.FastCall`, `vm/static/fastpath.py`).
+The facts of operators that read weights (dtype rules, where a layer keeps its weight,
+the sizes a weight shares with its values) are listed at the end, by operator.
 
 ## Adding an operator: one place
 
@@ -68,9 +73,20 @@ def relu_prepared(known, kernel, out): ...
   (the extra backend flags arrive as `*_flags`).  No `*_impl` plus a forwarding wrapper.
 - **Facts no schema states**: `facts=Fact.SHAPE_QUERY` (`aten::size`),
   `Fact.DATA_DEPENDENT_SHAPE` (`aten::nonzero`), `Fact.SHAPE_ONLY_LIST` (`aten::chunk`),
-  `Fact.RANDOM`; `draws_unless=` / `writes_unless=` for draws or writes a constant argument
-  switches off (`aten::batch_norm`: `writes_unless=("training", False, ("running_mean",
-  "running_var"))`).  Mutation and aliasing come from the schema's `(a!)` / `(a)`.
+  `Fact.RANDOM`, `Fact.TAKES_EPILOGUE` / `Fact.EPILOGUE`; `draws_unless=` / `writes_unless=`
+  for draws or writes a constant argument switches off (`aten::batch_norm`:
+  `writes_unless=("training", False, ("running_mean", "running_var"))`).  Mutation and
+  aliasing come from the schema's `(a!)` / `(a)`.
+- **An operator that reads weights** declares what the checks and weight passes need, in
+  its family module and nowhere else: `dtypes=DtypeRule((0, 1, 2))` (the tensors PyTorch's
+  kernel takes of one dtype: refused before the run otherwise), `weights=Weights(groups=6,
+  rank=4, folds_batch_norm=True, infers_input=True)` (a layer's weight and bias positions
+  and axes, and which weight passes apply: `aten::conv2d`), `weight_shapes=WeightShapes(1,
+  (("out", CHANNEL, 0),))` (sizes the weight shares with the values a traced graph
+  declares).  A new convolution touches its family module, its test and this file.
+- **A bare numpy call** the static runtime may make in the kernel's place for float
+  operands of one dtype: `declare("aten::relu", fast=(FastCall(np.maximum, (0, ("s", 0))),))`
+  (`vm/ops/registry.py` says what a `FastCall` may require of the node's constants).
 - **out= overloads**: PyTorch's `aten::relu.out(Tensor self, *, Tensor(a!) out)` registers
   with `aten::relu` by itself (from PyTorch's schema in `vm/ops/_out_schemas.py`) and
   runs its out variant.
@@ -110,11 +126,79 @@ def _traits(info: object) -> str:
         out.append("prepared")
     if info.out_of is not None:  # type: ignore[attr-defined]
         out.append("out=")
+    facts = info.facts  # type: ignore[attr-defined]
+    for fact, label in (("TAKES_EPILOGUE", "takes epilogue"), ("EPILOGUE", "epilogue")):
+        if getattr(type(facts), fact) in facts:
+            out.append(label)
+    if info.fast:  # type: ignore[attr-defined]
+        out.append("fast call")
     return ", ".join(out)
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def _argument(info: object, i: int) -> str:
+    arguments = info.schema.arguments  # type: ignore[attr-defined]
+    return f"`{arguments[i].name}`" if i < len(arguments) else f"#{i}"
+
+
+def _dtype_text(info: object, rule: object) -> str:
+    same = ", ".join(_argument(info, i) for i in rule.same)  # type: ignore[attr-defined]
+    parts = [f"one dtype: {same}"] if len(rule.same) > 1 else []  # type: ignore[attr-defined]
+    if rule.indices is not None:  # type: ignore[attr-defined]
+        parts.append(f"integer {_argument(info, rule.indices)}")  # type: ignore[attr-defined]
+    if rule.cpu_norm:  # type: ignore[attr-defined]
+        parts.append("half input, float parameters")
+    return "; ".join(parts)
+
+
+def _weights_text(info: object, layer: object) -> str:
+    w: object = layer
+    parts = [f"weight {_argument(info, w.weight)} (out axis {w.out_axis}, in axis {w.in_axis})"]  # type: ignore[attr-defined]
+    if w.bias is not None:  # type: ignore[attr-defined]
+        parts.append(f"bias {_argument(info, w.bias)}")  # type: ignore[attr-defined]
+    parts.append("features last" if w.features_last else "channels first")  # type: ignore[attr-defined]
+    for field, label in (("groups", "groups"), ("transposed", "unless")):
+        if getattr(w, field) is not None:
+            parts.append(f"{label} {_argument(info, getattr(w, field))}")
+    if w.rank is not None:  # type: ignore[attr-defined]
+        parts.append(f"rank {w.rank}")  # type: ignore[attr-defined]
+    for field, label in (("folds_batch_norm", "folds BatchNorm"), ("transposed_weight", "weight stored transposed"),
+                         ("infers_input", "infers its input")):
+        if getattr(w, field):
+            parts.append(label)
+    return "; ".join(parts)
+
+
+def _shapes_text(info: object, shapes: object) -> str:
+    from vm.ops.registry import CHANNEL
+
+    weight = _argument(info, shapes.weight)  # type: ignore[attr-defined]
+    axis = {CHANNEL: "C"}
+    return ", ".join(
+        f"{side}[{axis.get(a, a)}] = {weight}[{w}]" for side, a, w in shapes.checks  # type: ignore[attr-defined]
+    )
+
+
+def _weight_facts(infos: list[object]) -> list[str]:
+    """One row per operator whose registration declares dtype or weight facts."""
+    rows = []
+    by_kind: dict[str, object] = {}
+    for info in sorted(infos, key=lambda i: i.name):  # type: ignore[attr-defined]
+        declared = (info.dtypes, info.weights, info.weight_shapes)  # type: ignore[attr-defined]
+        if any(d is not None for d in declared):
+            by_kind.setdefault(info.schema.name, info)  # type: ignore[attr-defined]
+    for kind, info in sorted(by_kind.items()):
+        dtypes, weights, shapes = info.dtypes, info.weights, info.weight_shapes  # type: ignore[attr-defined]
+        cells = [
+            _dtype_text(info, dtypes) if dtypes is not None else "",
+            _weights_text(info, weights) if weights is not None else "",
+            _shapes_text(info, shapes) if shapes is not None else "",
+        ]
+        rows.append(f"| `{kind}` | " + " | ".join(_cell(c) for c in cells) + " |")
+    return rows
 
 
 def render() -> str:
@@ -136,6 +220,16 @@ def render() -> str:
             out = "yes" if info.out is not None else ""  # type: ignore[attr-defined]
             lines.append(f"| `{_cell(info.name)}` | `{_cell(str(info.schema))}` | {out} | {_traits(info)} |")  # type: ignore[attr-defined]
         lines.append("")
+    lines.append("## facts of operators that read weights\n")
+    lines.append("Declared on the registrations (`vm/ops/registry.py`: `DtypeRule`, `Weights`, `WeightShapes`) and")
+    lines.append("read through `vm/ops/facts.py` by the pre-run checks (`vm/binding/`), the input shapes a model's")
+    lines.append("weights imply (`vm/api/signature.py`) and the weight passes (`compiler/passes/fold_*`).  **dtypes**:")
+    lines.append("the arguments PyTorch's kernel takes of one dtype; **weights**: where a layer keeps its weight and")
+    lines.append("which weight passes apply; **weight shapes**: sizes of the input (`in`) or result (`out`) the weight")
+    lines.append("must share where a traced graph declares them (`C`: the channel axis).\n")
+    lines.append("| operator | dtypes | weights | weight shapes |\n|---|---|---|---|")
+    lines.extend(_weight_facts([i for v in families.values() for i in v]))
+    lines.append("")
     factories = sorted(getattr(registry, "_FACTORIES", {}))
     if factories:
         lines.append("## node kinds built from their attributes\n")

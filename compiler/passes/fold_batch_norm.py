@@ -21,12 +21,14 @@ constants, ``aten::__not__`` and a ``prim::If`` whose condition is known (torchv
 
 - the BatchNorm's ``training`` is known False and its running mean and variance (and
   ``weight``/``bias`` when not None) are known float arrays of the conv's out channels;
-- the producer is ``aten::conv1d/2d/3d`` (either padding overload), or a non-transposed
-  ``aten::_convolution``/``aten::convolution``, with a known float weight and a known
-  bias or None; or an ``aten::linear`` (BatchNorm1d after Linear) whose input the graph
-  proves 2-d (``_rank``: a sized type, ``flatten(x, 1)``, a literal ``view``...), since
-  only then are its output features BatchNorm's channels (a 3-d ``(N, L, C)`` result
-  would be normalized along ``L``);
+- the producer is a layer whose registration declares that a BatchNorm folds into it
+  (``vm.ops.registry.Weights.folds_batch_norm``: the forward convolutions, either padding
+  overload, and the linear layer), not transposed when it has a ``transposed`` flag, with
+  a known float weight (output channels on its axis 0) and a known bias or None; a layer
+  with its features last (BatchNorm1d after Linear) only when the graph proves its input
+  2-d (``_rank``: a sized type, ``flatten(x, 1)``, a literal ``view``...), since only
+  then are its output features BatchNorm's channels (a 3-d ``(N, L, C)`` result would be
+  normalized along ``L``);
 - the convolution's result has no other use but ones that read only its shape, dtype or
   device (torch's ``_check_input_dim`` reads ``dim()``), which the fold keeps; and no
   value involved is written in place by any node (kinds ending in ``_``), and none is
@@ -52,14 +54,11 @@ from compiler.analysis.known_values import Known, known_for, record_sources
 from compiler.analysis.known_values import written as _written
 from compiler.ir import Graph, Module, Node, TensorLiteral, Value
 from compiler.passes import note, owned_copy
+from vm.ops.facts import weights_of
 
-CONVS = {
-    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution", "aten::convolution",
-}
 # ops that read only a tensor's shape, dtype or device, the same before and after a fold
 METADATA = {"aten::dim", "aten::size", "aten::numel", "prim::dtype", "prim::device", "prim::shape"}
 _DTYPE_NAMES = {"<f2": "Half", "<f4": "Float", "<f8": "Double"}
-_TRANSPOSED_AT = {"aten::_convolution": 6, "aten::convolution": 6}
 
 
 def fold_batch_norm(module: Module, weights: Mapping[str, Any] | Any = None) -> Module:
@@ -101,21 +100,25 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
     block = bn.owner
     if conv is None or block is None or conv.owner is not block:
         return []
-    if conv.kind not in CONVS and not (conv.kind == "aten::linear" and _rank(conv.inputs[0], known) == 2):
+    layer = weights_of(conv.kind)
+    if layer is None or not layer.folds_batch_norm or layer.bias is None:
+        return []
+    if layer.features_last and _rank(conv.inputs[0], known) != 2:
         return []  # a linear's features are BatchNorm's channels only when its result is (N, C)
     y = bn.inputs[0]
     others = [u.user for u in y.uses if u.user is not bn]
     if any(not isinstance(u, Node) or u.kind not in METADATA for u in others) or len(conv.outputs) != 1:
         return []
-    at = _TRANSPOSED_AT.get(conv.kind)
+    at = layer.transposed
     if at is not None and known(conv.inputs[at]) is not False:
         return []
     if _falsy(known(bn.inputs[5])) is not True:
         return []
-    weight, bias = known(conv.inputs[1]), known(conv.inputs[2])
+    params = (conv.inputs[layer.weight], conv.inputs[layer.bias])
+    weight, bias = (known(v) for v in params)
     gamma, beta, mean, var = (known(v) for v in bn.inputs[1:5])
     eps = known(bn.inputs[7])
-    if not _float_array(weight) or weight.ndim < (2 if conv.kind == "aten::linear" else 3):
+    if not _float_array(weight) or weight.ndim < (2 if layer.features_last else 3):
         return []
     if not isinstance(eps, (int, float)):
         return []
@@ -124,7 +127,7 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
         return []
     if not all(a is None or (_float_array(a) and a.shape == (channels,)) for a in (gamma, beta, bias)):
         return []
-    if any(_written(v) for v in (*conv.inputs[1:3], *bn.inputs[1:5])):
+    if any(_written(v) for v in (*params, *bn.inputs[1:5])):
         return []
     scale = 1.0 / np.sqrt(var.astype(np.float64) + float(eps))
     if gamma is not None:
@@ -136,9 +139,9 @@ def _fold(graph: Graph, bn: Node, known: Known, arrays: dict[str, np.ndarray], t
         shift = shift + beta.astype(np.float64)
     folded_w = (weight.astype(np.float64) * scale.reshape((-1,) + (1,) * (weight.ndim - 1))).astype(weight.dtype)
     folded_b = shift.astype(weight.dtype)
-    read = [*conv.inputs[1:3], *bn.inputs[1:5]]
+    read = [*params, *bn.inputs[1:5]]
     base = bn.output.name
-    for index, array, suffix in ((1, folded_w, "bn_weight"), (2, folded_b, "bn_bias")):
+    for index, array, suffix in ((layer.weight, folded_w, "bn_weight"), (layer.bias, folded_b, "bn_bias")):
         name = graph.fresh_name(f"{base}.{suffix}", taken)
         taken.add(name)
         const = Node("prim::Constant", attrs={"value": TensorLiteral(None, printed="<Tensor>")}, span=conv.span)
@@ -178,7 +181,10 @@ def _rank(value: Value, known: Known, depth: int = 0) -> int | None:
         return len(shape.inputs) if shape is not None and shape.kind == "prim::ListConstruct" else None
     if node.kind in ("aten::addmm", "aten::mm"):
         return 2
-    if node.kind in _SAME_RANK or (node.kind == "aten::linear" and getattr(known(node.inputs[1]), "ndim", 0) == 2):
+    layer = weights_of(node.kind)
+    if node.kind in _SAME_RANK or (
+        layer is not None and layer.features_last and getattr(known(node.inputs[layer.weight]), "ndim", 0) == 2
+    ):
         return _rank(node.inputs[0], known, depth + 1)
     return None
 

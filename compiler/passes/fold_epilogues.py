@@ -5,8 +5,8 @@ A pass of the specialization pipeline (``compiler.pipeline.SPECIALIZE_PIPELINE``
 weight, but it belongs with them: the in-place result is the form the static runtime's
 memory plan wants, and the pipeline runs where that runtime's IR is made.
 
-``%y = aten::conv2d(...)`` followed by ``%z = aten::gelu(%y)`` computes the product into
-one buffer and the activation into a second, which the memory plan must place, and the
+A convolution ``%y`` followed by ``%z = aten::gelu(%y)`` computes the product into one
+buffer and the activation into a second, which the memory plan must place, and the
 second pass streams both.  When ``%y`` has no other use, nothing can observe its value
 after the activation, so the activation may overwrite it: ``%z = aten::gelu_(%y)``.  The
 plan then has one tensor fewer, and the activation reads and writes the bytes the product
@@ -18,12 +18,13 @@ out-of-place one, so the results are the same bits; the memory planner learns th
 A node is rewritten when:
 
 - its kind is a unary activation that keeps its operand's shape and dtype for a float
-  operand (``ACTIVATIONS``; ``relu``, ``tanh``, ``sigmoid``, ``clamp`` are left out: the
-  static runtime calls them as bare ufuncs, which already write over an operand that dies
-  at the node), and its in-place overload is registered;
-- its operand is the single output of a producer in ``PRODUCERS`` (convolutions and
-  matrix products, whose schemas return a fresh tensor) in the same block, used by
-  nothing else (no other node, no block return).
+  operand (declared ``Fact.EPILOGUE`` on its registration, ``vm.ops.facts.EPILOGUE_KINDS``;
+  ``relu``, ``tanh``, ``sigmoid``, ``clamp`` are left out: the static runtime calls them as
+  bare ufuncs, which already write over an operand that dies at the node), and its
+  in-place overload is registered;
+- its operand is the single output of a producer declared ``Fact.TAKES_EPILOGUE``
+  (``TAKES_EPILOGUE_KINDS``: convolutions and matrix products, whose schemas return a
+  fresh tensor) in the same block, used by nothing else (no other node, no block return).
 
 Postcondition: no rewritten operand has any use but its activation.
 """
@@ -32,16 +33,7 @@ from __future__ import annotations
 
 from compiler.ir import Module, Node
 from compiler.passes import note, owned_copy
-
-PRODUCERS = frozenset({
-    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution", "aten::convolution",
-    "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::linear", "aten::addmm",
-    "aten::matmul", "aten::mm", "aten::bmm", "aten::baddbmm",
-})
-ACTIVATIONS = frozenset({
-    "aten::gelu", "aten::silu", "aten::hardswish", "aten::hardsigmoid", "aten::hardtanh",
-    "aten::elu", "aten::leaky_relu", "aten::mish", "aten::relu6",
-})
+from vm.ops.facts import EPILOGUE_KINDS, TAKES_EPILOGUE_KINDS
 
 
 def fold_epilogues(module: Module) -> Module:
@@ -59,13 +51,13 @@ def fold_epilogues(module: Module) -> Module:
 
 
 def _qualifies(node: Node) -> bool:
-    if node.kind not in ACTIVATIONS or not node.inputs or not _has_inplace(node.kind):
+    if node.kind not in EPILOGUE_KINDS or not node.inputs or not _has_inplace(node.kind):
         return False
     operand = node.inputs[0]
     producer = operand.node
     return (
         producer is not None
-        and producer.kind in PRODUCERS
+        and producer.kind in TAKES_EPILOGUE_KINDS
         and producer.owner is node.owner
         and len(producer.outputs) == 1
         and len(operand.uses) == 1

@@ -4,8 +4,8 @@ A pass of the specialization pipeline (``compiler.pipeline.SPECIALIZE_PIPELINE``
 when the weights are known; it takes them as input and records the arrays it makes in
 ``Module.folded_tensors``.
 
-``aten::linear(x, W, b)`` multiplies by ``W^T``.  The kernels hand ``W.T`` to BLAS, which
-for a row-major ``W`` (``(out, in)``, as a state_dict holds it) means a transposed
+A linear layer, ``linear(x, W, b)``, multiplies by ``W^T``.  The kernels hand ``W.T`` to
+BLAS, which for a row-major ``W`` (``(out, in)``, as a state_dict holds it) means a transposed
 operand: OpenBLAS then packs it on every call.  For the small layers of a small
 transformer that packing is a good part of the call (measured here, one thread:
 ``(16, 64) x (64, 128)^T`` 20 us -> 12 us, BERT-tiny's 13 linears 0.396 -> 0.386 ms per
@@ -17,7 +17,8 @@ row-major matrix and BLAS reads it as it is.  The values are the same tensor; on
 order of the bytes changes, so the product differs by float32 rounding at most (BLAS
 may sum in another order).
 
-A linear is rewritten when its weight is a known 2-d float array (a ``<Tensor>``
+A linear (any layer whose registration declares ``Weights.transposed_weight``: its kernel
+multiplies by the transposed weight) is rewritten when its weight is a known 2-d float array (a ``<Tensor>``
 constant or a ``%self`` attribute read, ``known_values``) not written in place by any
 node, of at most ``MAX_ELEMENTS`` elements, whose shape agrees with the sizes the graph
 declares for the linear's operand and result (weights of another model are left to the
@@ -38,6 +39,8 @@ from compiler.analysis.known_values import Known, known_for, record_sources
 from compiler.analysis.known_values import written as _written
 from compiler.ir import Module, Node, TensorLiteral, Value
 from compiler.passes import note, owned_copy
+from vm.ops.facts import weights_of
+from vm.ops.registry import Weights
 
 MAX_ELEMENTS = 65536  # 256 KiB of float32: BERT-tiny's layers are 4k-8k, ViT-B's 590k
 
@@ -48,7 +51,7 @@ def fold_transposed_weights(module: Module, weights: Mapping[str, Any] | Any = N
     itself without weights or when no linear qualifies (a weight that is module state,
     ``compiler.analysis.module_state``, is not known, so never qualifies)."""
     kinds = {n.kind for g in (module.main, *module.functions.values()) for n in g.walk()}
-    if weights is None or "aten::linear" not in kinds:
+    if weights is None or not any(_layer(k) is not None for k in kinds):
         return module
     known = known_for(module, weights)
     if not any(_weight(n, known) is not None for n in module.main.walk()):
@@ -60,23 +63,24 @@ def fold_transposed_weights(module: Module, weights: Mapping[str, Any] | Any = N
     taken = copy.main.value_names()
     made: dict[int, Value] = {}  # one constant per weight value
     for node in list(copy.main.walk()):
-        if node.kind != "aten::linear" or node.owner is None:
+        layer = _layer(node.kind)
+        if layer is None or node.owner is None:
             continue
-        source = node.inputs[1]
-        weight = _weight_of(node.inputs[1], source, known)
-        if weight is None or not _fits(node, weight):
+        source = node.inputs[layer.weight]
+        weight = _weight_of(source, source, known)
+        if weight is None or not _fits(node, layer, weight):
             continue
         record_sources(copy, [source], known)
         const = made.get(id(source))
         if const is None:
-            name = copy.main.fresh_name(f"{node.inputs[1].name}.t", taken)
+            name = copy.main.fresh_name(f"{source.name}.t", taken)
             taken.add(name)
             literal = Node("prim::Constant", attrs={"value": TensorLiteral(None, printed="<Tensor>")}, span=node.span)
             const = literal.add_output(name, T.TensorType(dtype=_DTYPES.get(weight.dtype.str), sizes=weight.shape))
             copy.main.block.insert(0, literal)
             arrays[name] = np.asfortranarray(weight)
             made[id(source)] = const
-        node.replace_input(1, const)
+        node.replace_input(layer.weight, const)
     note("linear weights transposed", len(arrays))
     copy.folded_tensors = {**copy.folded_tensors, **arrays}
     return copy
@@ -85,22 +89,29 @@ def fold_transposed_weights(module: Module, weights: Mapping[str, Any] | Any = N
 _DTYPES = {"<f2": "Half", "<f4": "Float", "<f8": "Double"}
 
 
+def _layer(kind: str) -> Weights | None:
+    """Where ``kind`` keeps its weight, when its kernel multiplies by the weight transposed."""
+    layer = weights_of(kind)
+    return layer if layer is not None and layer.transposed_weight else None
+
+
 def _weight(node: Node, known: Known) -> np.ndarray | None:
-    if node.kind != "aten::linear" or len(node.inputs) < 2:
+    layer = _layer(node.kind)
+    if layer is None or len(node.inputs) <= layer.weight:
         return None
-    weight = _weight_of(node.inputs[1], node.inputs[1], known)
-    return weight if weight is not None and _fits(node, weight) else None
+    weight = _weight_of(node.inputs[layer.weight], node.inputs[layer.weight], known)
+    return weight if weight is not None and _fits(node, layer, weight) else None
 
 
-def _fits(node: Node, weight: np.ndarray) -> bool:
+def _fits(node: Node, layer: Weights, weight: np.ndarray) -> bool:
     """Whether ``weight`` agrees with the sizes the graph declares for the linear's input
     and output (a traced graph's ``Float(2, 10)``): weights of another model are left for
     the runtime's checks (``vm.binding.preflight``) to refuse under their own names."""
     declared = getattr(node.inputs[0].type, "sizes", None)
-    if declared and declared[-1] is not None and declared[-1] != weight.shape[1]:
+    if declared and declared[-1] is not None and declared[-1] != weight.shape[layer.in_axis]:
         return False
     declared = getattr(node.output.type, "sizes", None)
-    return not (declared and declared[-1] is not None and declared[-1] != weight.shape[0])
+    return not (declared and declared[-1] is not None and declared[-1] != weight.shape[layer.out_axis])
 
 
 def _weight_of(value: Value, source: Value, known: Known) -> np.ndarray | None:

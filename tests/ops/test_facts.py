@@ -99,8 +99,10 @@ def test_fast_path_ops_are_elementwise() -> None:
     ufunc it calls directly stands for an elementwise overload."""
     from vm.static import fastpath
 
-    assert fastpath.ELEMENTWISE == fastpath.NAMES - {"aten::linear"}
-    for name in fastpath.TABLE:
+    products = {name for name, calls in facts.fast_calls().items() if any(c.matrices for c in calls)}
+    assert products == {"aten::linear"}
+    assert fastpath.ELEMENTWISE == fastpath.NAMES - products
+    for name in fastpath.NAMES - products:
         assert Fact.ELEMENTWISE in facts.op_facts(name), name
 
 
@@ -108,3 +110,26 @@ def test_kind_facts_of_unknown_kind_is_none() -> None:
     """A kind the table does not list has no facts: readers treat it conservatively."""
     assert kind_facts("aten::no_such_op") == Fact.NONE
     assert facts.op_facts("aten::no_such_op.Tensor") == Fact.NONE
+
+
+@pytest.mark.parametrize("name", sorted(facts.fast_calls()))
+def test_fast_calls_agree_with_the_schema(name: str) -> None:
+    """A declared bare call takes argument positions of its overload (a tensor first), a
+    ``("c", i)`` or ``none`` position is an optional or Scalar argument, a ``required`` one
+    a Scalar; alternatives share one form (the generic planned code is written with it)."""
+    info = registry.lookup(name)
+    arguments = info.schema.arguments
+    calls = facts.fast_calls()[name]
+    for call in calls:
+        assert call.operands[0] == 0 and arguments[0].type == "Tensor", name
+        for operand in call.operands:
+            if isinstance(operand, int):
+                assert operand < len(arguments) and arguments[operand].type in ("Tensor", "Tensor?", "Scalar"), name
+            elif operand[0] == "c":
+                assert arguments[operand[1]].type == "Scalar?", name
+            else:
+                assert operand[0] == "s" and isinstance(operand[1], (int, float)), name
+        assert all(arguments[i].type == "Scalar?" for i in call.none), name
+        assert all(arguments[i].type == "Scalar" for i, _ in call.required), name
+    forms = {tuple(isinstance(o, tuple) for o in c.operands) for c in calls}
+    assert len(forms) == 1, name

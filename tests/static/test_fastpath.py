@@ -27,6 +27,7 @@ import compiler
 import vm
 from tests.static.test_runtime import LSTM_CELL
 from tests.support.paths import EXAMPLES
+from vm.ops.linalg import linear_fast
 from vm.static import StaticOptions, StaticRuntime, fastpath
 
 MLP = """
@@ -322,7 +323,7 @@ def test_linear_runs_as_matmul_and_add_with_the_kernels_bits(batch) -> None:
     for _ in range(3):
         assert np.array_equal(_bits(rt(*inputs)), _bits(expected))
     ufuncs = [u for u, _, guard in rt._last_plan.fast.values() if guard is None]
-    assert ufuncs.count(fastpath._linear) == 3
+    assert ufuncs.count(linear_fast) == 3
 
 
 def test_linear_of_a_3d_input_keeps_its_kernel() -> None:
@@ -332,4 +333,4 @@ def test_linear_of_a_3d_input_keeps_its_kernel() -> None:
     rt = StaticRuntime(program)
     for _ in range(2):
         assert np.array_equal(_bits(rt(*args)), _bits(vm.Interpreter(program)(*args)))
-    assert fastpath._linear not in [u for u, _, _ in rt._last_plan.fast.values()]
+    assert linear_fast not in [u for u, _, _ in rt._last_plan.fast.values()]

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from vm.ops.facts import layer_weights
 from vm.program.signature import is_tensor_type, tensor_spec
 
 
@@ -66,10 +67,6 @@ def input_args(
     return args
 
 
-# what an operator's weight says of the input it is applied to: (weight index, input rank or None)
-_CONVS = {"aten::conv1d": 3, "aten::conv2d": 4, "aten::conv3d": 5, "aten::_convolution": None}
-
-
 def implied_json(module: Any, weights: Mapping[str, Any]) -> dict[str, Any]:
     """``implied`` as plain data (kept in the program cache's entry)."""
     return {name: [dtype.name, shape] for name, (dtype, shape) in implied(module, weights).items()}
@@ -85,28 +82,32 @@ def implied_from_json(stored: Mapping[str, Any]) -> dict[str, tuple[np.dtype, li
 
 def implied(module: Any, weights: Mapping[str, Any]) -> dict[str, tuple[np.dtype, list[int | None] | None]]:
     """Input name -> (dtype, shape) a scripted model's weights imply for an input read
-    straight by a convolution (its weight ``(out, in/groups, k...)``: the dtype, the rank
-    of the op, ``in`` channels when ``groups`` is 1) or a linear layer (the dtype; its last
-    dimension is ``in``, the rank unknown)."""
+    straight by a layer whose registration says so (``Weights.infers_input``): for a
+    convolution (its weight ``(out, in/groups, k...)``) the dtype, the rank of the op (the
+    weight's when the op does not fix it), ``in`` channels when ``groups`` is 1; for a
+    linear layer (features last) the dtype only, its last dimension being ``in`` and the
+    rank unknown."""
     graph = getattr(module, "main", None)
+    layers = layer_weights()
     found: dict[str, tuple[np.dtype, list[int | None] | None]] = {}
     for value in getattr(graph, "inputs", ()):
         for use in value.uses:
             node = use.user
-            kind = getattr(node, "kind", "")
-            if (kind not in _CONVS and kind != "aten::linear") or use.index != 0 or len(node.inputs) < 2:
+            layer = layers.get(getattr(node, "kind", ""))
+            if layer is None or not layer.infers_input or use.index != 0 or len(node.inputs) <= layer.weight:
                 continue
-            key = _weight_key(node.inputs[1])
+            weight_value = node.inputs[layer.weight]
+            key = _weight_key(weight_value)
             weight = weights.get(key) if key else None
             if weight is None:  # a tensor the specialization passes made (BatchNorm folded in)
-                weight = getattr(module, "folded_tensors", {}).get(node.inputs[1].name)
+                weight = getattr(module, "folded_tensors", {}).get(weight_value.name)
             if not isinstance(weight, np.ndarray) or weight.ndim < 2:
                 continue
-            rank = _CONVS.get(kind) or (weight.ndim if kind in _CONVS else None)
-            groups = _constant(node.inputs, 8 if kind == "aten::_convolution" else 6)
+            rank = None if layer.features_last else layer.rank or weight.ndim
+            groups = None if layer.groups is None else _constant(node.inputs, layer.groups)
             shape = None
             if rank is not None:
-                shape = [None, weight.shape[1] if groups == 1 else None, *[None] * (rank - 2)]
+                shape = [None, weight.shape[layer.in_axis] if groups == 1 else None, *[None] * (rank - 2)]
             found[value.name] = (np.dtype(weight.dtype.name), shape)
             break
     return found

@@ -31,6 +31,8 @@ from vm.core import types as T
 from vm.core.errors import RunError
 from vm.core.gc_pause import gc_paused
 from vm.core.state_paths import is_written
+from vm.ops.facts import dtype_rules
+from vm.ops.registry import DtypeRule
 from vm.program.check_graph import is_tensor_literal
 
 # the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
@@ -40,36 +42,8 @@ Graph: TypeAlias = Any
 Node: TypeAlias = Any
 Value: TypeAlias = Any
 
-# strict op -> positions of the tensor arguments that must share one dtype
-STRICT: dict[str, tuple[int, ...]] = {
-    **{f"aten::conv{d}d": (0, 1, 2) for d in (1, 2, 3)},
-    **{f"aten::conv_transpose{d}d": (0, 1, 2) for d in (1, 2, 3)},
-    "aten::_convolution": (0, 1, 2),
-    "aten::convolution": (0, 1, 2),
-    "aten::linear": (0, 1, 2),
-    "aten::mm": (0, 1),
-    "aten::bmm": (0, 1),
-    "aten::matmul": (0, 1),
-    "aten::mv": (0, 1),
-    "aten::dot": (0, 1),
-    "aten::addmm": (0, 1, 2),
-    "aten::addmv": (0, 1, 2),
-    "aten::baddbmm": (0, 1, 2),
-    "aten::addbmm": (0, 1, 2),
-    "aten::prelu": (0, 1),
-    "aten::batch_norm": (0, 1, 2, 3, 4),
-    "aten::instance_norm": (0, 1, 2, 3, 4),
-    "aten::layer_norm": (0, 2, 3),
-    "aten::group_norm": (0, 2, 3),
-    "aten::_native_multi_head_attention": (0, 1, 2, 5, 6, 7, 8),
-    "aten::_transformer_encoder_layer_fwd": (0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 15, 16, 17),
-    "aten::lstm_cell": (0, 2, 3, 4, 5),
-    "aten::gru_cell": (0, 2, 3, 4, 5),
-    "aten::rnn_tanh_cell": (0, 2, 3, 4, 5),
-    "aten::rnn_relu_cell": (0, 2, 3, 4, 5),
-}
-_NORMS = {"aten::batch_norm", "aten::instance_norm", "aten::layer_norm", "aten::group_norm"}
-RNNS = {"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"}  # (input, hx, params list, ...)
+# the strict ops are those with a dtype rule on their registration (``vm.ops.registry.DtypeRule``:
+# the positions of the tensor arguments that must share one dtype), ``vm.ops.facts.dtype_rules``
 
 # ops whose (first) output has the dtype of their first input
 _KEEP_EXACT = {  # elementwise: the rank is kept too
@@ -280,8 +254,9 @@ def _feeding_strict(graph: Graph) -> set[Node]:
             nodes.add(node)
             pending.extend(v for v in node.inputs if _may_hold_tensors(v.type))
 
+    rules = dtype_rules()
     for node in graph.walk():
-        if node.kind in STRICT or node.kind in RNNS or node.kind == "aten::embedding":
+        if node.kind in rules:
             need(node)
     seen: set[Value] = set()
     while pending:
@@ -344,8 +319,9 @@ def _step(node: Node, known: dict[Value, Known], attribute: Callable[[Value], tu
             for out in node.outputs:
                 known[out] = attrs.evolve(seq, dimensioned=None)
         return
-    if kind in STRICT or kind in RNNS or kind == "aten::embedding":
-        result = _check_strict(node, known)
+    rule = dtype_rules().get(kind)
+    if rule is not None:
+        result = _check_strict(node, rule, known)
         if result is not None and node.outputs:
             known[node.outputs[0]] = result
         return
@@ -430,28 +406,26 @@ def _promote_types(a: np.dtype, b: np.dtype) -> np.dtype:
     return np.promote_types(a, b)
 
 
-def _check_strict(node: Node, known: dict[Value, Known]) -> Known | None:
-    if node.kind == "aten::embedding":
-        weight, indices = (known.get(v) for v in node.inputs[:2])
+def _check_strict(node: Node, rule: DtypeRule, known: dict[Value, Known]) -> Known | None:
+    if rule.indices is not None and rule.indices < len(node.inputs):
+        indices = known.get(node.inputs[rule.indices])
         if indices is not None and indices.dtype is not None and indices.dtype.kind not in "iu":
             raise _error(node, f"its indices, {indices.origin}, are {indices.dtype}; PyTorch takes int64 or int32 "
                                f"indices (\"Expected tensor for argument #1 'indices' to have one of the following "
                                f"scalar types: Long, Int\")", indices)
-        return weight
-    positions = (0, 2) if node.kind in RNNS else STRICT[node.kind]
-    args = [known.get(node.inputs[i]) for i in positions if i < len(node.inputs)]
+    args = [known.get(node.inputs[i]) for i in rule.same if i < len(node.inputs)]
     present = [a for a in args if a is not None and a.dtype is not None]
     if len({a.dtype for a in present}) <= 1:
         return present[0] if present and args[0] is not None else None
     data = args[0] if args[0] is not None and args[0].dtype is not None else present[0]
     params = [a for a in present[1:] if a.dtype != data.dtype] or [a for a in present if a.dtype != data.dtype]
-    if node.kind in _NORMS and data.dtype == np.float16 and all(p.dtype == np.float32 for p in params):
+    if rule.cpu_norm and data.dtype == np.float16 and all(p.dtype == np.float32 for p in params):
         return data  # PyTorch's CPU norms take a half input with float parameters
     culprit = next((a for a in (data, *params) if a.input_name is not None), data)
     other = params[0] if culprit is data else data
     data_dtype, culprit_dtype = data.dtype, (other.dtype if culprit is data else culprit.dtype)
     assert data_dtype is not None and culprit_dtype is not None  # both come from `present`: dtypes known
-    words = _torch_words(node.kind, data_dtype, culprit_dtype)
+    words = _torch_words(rule, data_dtype, culprit_dtype)
     raise _error(
         node,
         f"{data.origin} is {data.dtype} but {params[0].origin} is {params[0].dtype}; PyTorch refuses mixed "
@@ -464,9 +438,9 @@ _TORCH_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "int
                 "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
-def _torch_words(kind: str, a: np.dtype, b: np.dtype) -> str:
+def _torch_words(rule: DtypeRule, a: np.dtype, b: np.dtype) -> str:
     name_a, name_b = _TORCH_NAMES.get(str(a), str(a)), _TORCH_NAMES.get(str(b), str(b))
-    if kind in _NORMS:
+    if rule.cpu_norm:
         return "\"mixed dtype (CPU): all inputs must share same datatype\""
     return f"\"expected scalar type {name_a} but found {name_b}\""
 
@@ -557,7 +531,7 @@ def _constant(node: Node, flat: Mapping[str, Any]) -> tuple[Any, str]:
 def checked_kind(kind: str) -> bool:
     """True for the operators whose nodes a check reads (the dtype walk, the declared
     shapes, binding ``%self``): what a check table keeps (``vm.program.check_graph``)."""
-    if kind in _CHECKED_PRIMS or kind in STRICT or kind in RNNS or kind == "aten::embedding":
+    if kind in _CHECKED_PRIMS or kind in dtype_rules():
         return True
     return kind.startswith("aten::") and kind[len("aten::"):] in _CARRIERS
 
@@ -572,6 +546,7 @@ def reaches_strict(inputs: Sequence[Value]) -> bool:
     """True when a value computed from ``inputs`` (through any node) meets a strict op."""
     seen: set[int] = set()
     pending = list(inputs)
+    rules = dtype_rules()
     while pending:
         value = pending.pop()
         for use in value.uses:
@@ -581,11 +556,11 @@ def reaches_strict(inputs: Sequence[Value]) -> bool:
             if user is None or id(user) in seen:
                 continue
             seen.add(id(user))
-            if user.kind in STRICT or user.kind in RNNS or user.kind == "aten::embedding":
+            if user.kind in rules:
                 return True
             pending.extend(user.outputs)
             pending.extend(p for b in user.blocks for p in b.params)
     return False
 
 
-__all__ = ["STRICT", "DtypeGuard", "Known", "check_weights", "checked_kind", "make_guard", "reaches_strict", "resolver"]
+__all__ = ["DtypeGuard", "Known", "check_weights", "checked_kind", "make_guard", "reaches_strict", "resolver"]

@@ -11,7 +11,8 @@ Two checks, both on the bound weights and the graph alone (no input needed):
 - ``check_declared_shapes(graph, resolve)``: where the dump declares shapes (traced and
   frozen graphs print ``Float(2, 10, ...)`` on each value), the weights of a linear,
   convolution, norm or embedding agree with them: a Linear whose declared output has 10
-  features cannot take a weight of 5 rows.
+  features cannot take a weight of 5 rows.  Which sizes a weight shares with its values
+  is declared on the operator's registration (``vm.ops.registry.WeightShapes``).
 
 Each failure is a ``RunError`` naming the weight, its shape, and what the graph or the
 module needs.  What neither the graph nor the weights say cannot be checked: a scripted
@@ -29,6 +30,8 @@ import numpy as np
 
 from vm.core import types as T
 from vm.core.errors import RunError
+from vm.ops.facts import weight_shapes
+from vm.ops.registry import CHANNEL
 
 # the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
 # program carries (vm.program.check_graph), read alike: no type names both
@@ -134,14 +137,15 @@ Resolve = Callable[["Value"], tuple[Any, str]]  # a value -> (its bound array or
 def check_declared_shapes(graph: Graph, resolve: Resolve, nodes: Sequence[Node] | None = None) -> None:
     """Raise RunError when a weight contradicts a shape the graph declares at its use
     (``nodes``: the graph's nodes, when the caller has walked it already)."""
+    rules = weight_shapes()
     for node in graph.walk() if nodes is None else nodes:
-        rule = _RULES.get(node.kind)
+        rule = rules.get(node.kind)
         if rule is None or len(node.inputs) < 2:
             continue
-        weight, label = resolve(node.inputs[rule[0]])
+        weight, label = resolve(node.inputs[rule.weight])
         if not isinstance(weight, np.ndarray):
             continue
-        for side, axis, weight_axis in rule[1]:
+        for side, axis, weight_axis in rule.checks:
             value = node.outputs[0] if side == "out" and node.outputs else node.inputs[0]
             sizes = _sizes(value)
             if sizes is None or weight.ndim <= weight_axis:
@@ -159,17 +163,6 @@ def check_declared_shapes(graph: Graph, resolve: Resolve, nodes: Sequence[Node] 
                     f"model (PyTorch's load_state_dict refuses them: size mismatch for {label})",
                     node.span,
                 )
-
-
-CHANNEL = 99  # the channel axis of a (batched or unbatched) convolution's value
-
-# op -> (position of the weight, [(in|out, axis of the value, axis of the weight)])
-_RULES: dict[str, tuple[int, list[tuple[str, int, int]]]] = {
-    "aten::linear": (1, [("out", -1, 0), ("in", -1, 1)]),
-    **{f"aten::conv{d}d": (1, [("out", CHANNEL, 0)]) for d in (1, 2, 3)},
-    "aten::batch_norm": (1, [("in", 1, 0), ("out", 1, 0)]),
-    "aten::embedding": (0, [("out", -1, 1)]),
-}
 
 
 def _sizes(value: Value) -> tuple[int | None, ...] | None:

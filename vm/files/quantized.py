@@ -7,7 +7,7 @@ A quantized tensor stored under ``NAME`` is its integer values and its quantizer
     NAME:zero_point   int64, shaped as the scale
     NAME:axis         int64 0-d, only per channel: the channel dimension
 
-Packed parameters (what ``quantized::conv2d``, ``linear``... take; ``tools/export_torch.py``
+Packed parameters (what the quantized convolutions and linears take; ``tools/export_torch.py``
 writes them for the printed-IR path, ``irc compile model.pt`` beside the ``.irbc``) are a group
 of entries under their attribute's dotted name ``P``, ``P:packed`` naming the kind:
 

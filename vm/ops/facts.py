@@ -18,17 +18,27 @@ import shows up in them.  ``compiler.analysis.effects`` answers DCE's, CSE's and
 questions from both; ``compiler.resolve`` and the emitter skip ``CONTROL`` kinds;
 ``vm.static.plannable`` reads the shape facts for its plan key and the alias facts for its
 may-alias edges; ``vm.static.fastpath`` lets an ``ELEMENTWISE`` node's output take an
-operand's bytes.  ``tests/ops/test_facts.py`` checks that the facts of every registered
-operator agree with each other.
+operand's bytes; ``compiler.passes.fold_epilogues`` writes an ``EPILOGUE`` activation in
+place into a ``TAKES_EPILOGUE`` result.
+
+The facts of operators that read weights are declared on their registrations as small
+records (``registry.DtypeRule``, ``Weights``, ``WeightShapes``) and read here by node kind
+(``dtype_rule``, ``weights_of``, ``weight_shapes_of``): the pre-run dtype and weight-shape
+checks (``vm.binding``), the input shapes a model's weights imply (``vm.api.signature``) and
+the weight passes (``compiler.passes.fold_batch_norm``, ``fold_transposed_weights``) ask
+them, so none of those names an operator.  The bare numpy calls the static runtime may
+make for an overload (``registry.FastCall``) are read by overload (``fast_calls``).  ``tests/ops/test_facts.py`` checks that the
+facts of every registered operator agree with each other and with its schema.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Set
+from collections.abc import Iterator, Mapping, Set
+from types import MappingProxyType
 from typing import Any
 
 from vm.ops import registry
-from vm.ops.registry import Fact, OpInfo
+from vm.ops.registry import DtypeRule, Fact, FastCall, OpInfo, Weights, WeightShapes
 
 F = Fact
 _CONTAINER = F.PURE | F.ALIASING | F.CONTAINER
@@ -143,6 +153,8 @@ DATA_DEPENDENT_SHAPES = _KindSet(F.DATA_DEPENDENT_SHAPE)
 SHAPE_ONLY_LISTS = _KindSet(F.SHAPE_ONLY_LIST)
 SIMPLE_MAPS = _KindSet(F.SIMPLE_MAP)
 RANDOM_KINDS = _KindSet(F.RANDOM)
+TAKES_EPILOGUE_KINDS = _KindSet(F.TAKES_EPILOGUE)
+EPILOGUE_KINDS = _KindSet(F.EPILOGUE)
 
 
 def kind_facts(kind: str) -> Fact:
@@ -174,3 +186,63 @@ def op_facts(qualified: str) -> Fact:
         return info_facts(registry.lookup(qualified))
     except KeyError:
         return kind_facts(qualified)
+
+
+# ---------------------------------------------------------------------------------------
+# The facts of operators that read weights, by node kind
+
+
+_DECLARED: dict[str, tuple[int, Mapping[str, Any]]] = {}
+
+
+def _declared(field: str) -> Mapping[str, Any]:
+    """Node kind -> the record its overloads declare in ``field`` (the first overload, in
+    overload order, that declares one), rebuilt when a registration changes."""
+    cached = _DECLARED.get(field)
+    if cached is None or cached[0] != registry.version():
+        table: dict[str, Any] = {}
+        for kind in registry.kinds():
+            found = next((v for i in registry.overloads(kind) if (v := getattr(i, field)) is not None), None)
+            if found is not None:
+                table[kind] = found
+        cached = _DECLARED[field] = (registry.version(), MappingProxyType(table))
+    return cached[1]
+
+
+def dtype_rules() -> Mapping[str, DtypeRule]:
+    """Every node kind whose kernel takes some tensors of one dtype only, with its rule."""
+    return _declared("dtypes")
+
+
+def dtype_rule(kind: str) -> DtypeRule | None:
+    return dtype_rules().get(kind)
+
+
+def layer_weights() -> Mapping[str, Weights]:
+    """Every node kind that applies a weight to its input (convolutions, linear), with where
+    it keeps it."""
+    return _declared("weights")
+
+
+def weights_of(kind: str) -> Weights | None:
+    return layer_weights().get(kind)
+
+
+def weight_shapes() -> Mapping[str, WeightShapes]:
+    """Every node kind whose weight shares sizes with its values, with those sizes."""
+    return _declared("weight_shapes")
+
+
+def weight_shapes_of(kind: str) -> WeightShapes | None:
+    return weight_shapes().get(kind)
+
+
+_FAST: list[Any] = [-1, MappingProxyType({})]
+
+
+def fast_calls() -> Mapping[str, tuple[FastCall, ...]]:
+    """Overload -> the bare numpy calls the static runtime may make in its place
+    (``vm.static.fastpath``), for every overload that declares some."""
+    if _FAST[0] != registry.version():
+        _FAST[:] = [registry.version(), MappingProxyType({i.name: i.fast for i in registry.all_ops() if i.fast})]
+    return _FAST[1]

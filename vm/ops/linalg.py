@@ -25,7 +25,7 @@ import numpy as np
 
 from vm.ops._common import copy_out, into
 from vm.ops._dtypes import dtype_name, result_type, scalar_for, to_code, wrap
-from vm.ops.registry import kernel
+from vm.ops.registry import DtypeRule, Fact, FastCall, Weights, WeightShapes, declare, kernel
 
 Array = np.ndarray
 
@@ -71,12 +71,17 @@ def gemm(a: Array, b: Array, out: Array | None = None, bias: Array | None = None
     return res
 
 
+# the products take their tensors of one dtype, and return a fresh tensor an activation may
+# overwrite in place (``fold_epilogues``)
+_PRODUCT = {"dtypes": DtypeRule((0, 1)), "facts": Fact.TAKES_EPILOGUE}
+_ADDED = {"dtypes": DtypeRule((0, 1, 2)), "facts": Fact.TAKES_EPILOGUE}  # ... a bias (self) with them
+
 _FEW_ROWS = 32
 _FEW_ROWS_FROM = 32768  # elements of b; below, the plain product is as fast ...
 _WIDE = 96  # ... but for 16 rows or more against this many columns stored transposed
 
 
-@kernel("aten::mm(Tensor self, Tensor mat2) -> Tensor")
+@kernel("aten::mm(Tensor self, Tensor mat2) -> Tensor", **_PRODUCT)
 def mm(self: Array, mat2: Array) -> Array:
     _need_dims(self, 2, "mm", "self")
     _need_dims(mat2, 2, "mm", "mat2")
@@ -92,7 +97,7 @@ def mm_out(buf: Array, self: Array, mat2: Array) -> Array:
     return into(buf, mm(self, mat2))
 
 
-@kernel("aten::bmm(Tensor self, Tensor mat2) -> Tensor")
+@kernel("aten::bmm(Tensor self, Tensor mat2) -> Tensor", **_PRODUCT)
 def bmm(self: Array, mat2: Array) -> Array:
     _need_dims(self, 3, "bmm", "batch1")
     _need_dims(mat2, 3, "bmm", "batch2")
@@ -109,7 +114,7 @@ def bmm_out(buf: Array, self: Array, mat2: Array) -> Array:
     return into(buf, bmm(self, mat2))
 
 
-@kernel("aten::matmul(Tensor self, Tensor other) -> Tensor")
+@kernel("aten::matmul(Tensor self, Tensor other) -> Tensor", **_PRODUCT)
 def matmul(self: Array, other: Array) -> Array:
     if self.ndim == 0 or other.ndim == 0:
         raise RuntimeError(
@@ -150,7 +155,7 @@ def _add_scaled(prod: Array, bias: Array | None, beta: Any, alpha: Any, blas: bo
     return prod
 
 
-@kernel("aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
+@kernel("aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", **_ADDED)
 def addmm(self: Array, mat1: Array, mat2: Array, beta: Any, alpha: Any) -> Array:
     _same_dtype(self, mat1, "self and mat1")
     return _add_scaled(mm(mat1, mat2), self, beta, alpha, blas=True)
@@ -195,7 +200,12 @@ def _row_bias(bias: Array | None, prod_dtype: np.dtype, width: int) -> bool:
     return bias is not None and bias.shape == (width,) and bias.dtype == prod_dtype
 
 
-@kernel("aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")
+@kernel(
+    "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+    weights=Weights(features_last=True, folds_batch_norm=True, transposed_weight=True, infers_input=True),
+    weight_shapes=WeightShapes(1, (("out", -1, 0), ("in", -1, 1))),
+    **_ADDED,
+)
 def linear(input: Array, weight: Array, bias: Array | None) -> Array:
     if input.dtype is not weight.dtype:
         _same_dtype(input, weight, "input and weight")
@@ -226,7 +236,19 @@ def linear_out(buf: Array, input: Array, weight: Array, bias: Array | None) -> A
     return into(buf, linear(input, weight, bias))
 
 
-@kernel("aten::dot(Tensor self, Tensor tensor) -> Tensor")
+def linear_fast(x: Array, w: Array, b: Array, out: Array | None = None) -> Array:
+    """``linear`` for a 2-d float input, a 2-d weight and a 1-d bias of one dtype, as the
+    static runtime calls it once a plan fixes those shapes (``vm.static.fastpath``): the
+    kernel's own two calls (the product, then the bias added in place), so its bits; the
+    bias as a (1, n) view, which numpy adds ~0.4 us faster than a broadcast 1-d one."""
+    prod = np.matmul(x, w.T, out=out)
+    return np.add(prod, b.reshape(1, -1), out=prod)
+
+
+declare("aten::linear", fast=(FastCall(linear_fast, (0, 1, 2), matrices=True),))
+
+
+@kernel("aten::dot(Tensor self, Tensor tensor) -> Tensor", dtypes=DtypeRule((0, 1)))
 def dot(self: Array, tensor: Array) -> Array:
     if self.ndim != 1 or tensor.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
@@ -243,7 +265,7 @@ dot.out(copy_out(dot))
 kernel("aten::vdot(Tensor self, Tensor other) -> Tensor")(dot.__wrapped__).out(copy_out(dot.__wrapped__))
 
 
-@kernel("aten::mv(Tensor self, Tensor vec) -> Tensor")
+@kernel("aten::mv(Tensor self, Tensor vec) -> Tensor", dtypes=DtypeRule((0, 1)))
 def mv(self: Array, vec: Array) -> Array:
     _need_dims(self, 2, "mv", "self")
     _need_dims(vec, 1, "mv", "vec")
@@ -263,7 +285,8 @@ def outer(self: Array, vec2: Array) -> Array:
 outer.out(copy_out(outer))
 
 
-@kernel("aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
+@kernel("aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        **_ADDED)
 def baddbmm(self: Array, batch1: Array, batch2: Array, beta: Any, alpha: Any) -> Array:
     _same_dtype(self, batch1, "self and batch1")
     return _add_scaled(bmm(batch1, batch2), self, beta, alpha)

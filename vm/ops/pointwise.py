@@ -36,7 +36,7 @@ from vm.ops._dtypes import (
     scalar_for,
     wrap,
 )
-from vm.ops.registry import kernel
+from vm.ops.registry import FastCall, declare, kernel
 
 Ufunc = Callable[..., Any]
 
@@ -500,3 +500,21 @@ for _sfx, _v in (("Scalar", "Scalar value"), ("Tensor", "Tensor value")):
         _masked_fill
     ).out(copy_out(_masked_fill))
     kernel(f"aten::masked_fill_.{_sfx}(Tensor(a!) self, Tensor mask, {_v}) -> Tensor(a!)")(_masked_fill_)
+
+
+# ---------------------------------------------------------------------------------------
+# The bare numpy calls the static runtime may make in these kernels' place once a plan
+# shows float tensors of one dtype and constant numbers (``vm.static.fastpath``): for such
+# operands each kernel calls exactly this ufunc (``add``/``sub`` only with ``alpha=1``)
+
+for _name, _uf in (("add", np.add), ("sub", np.subtract)):
+    for _overload in ("Tensor", "Scalar"):
+        declare(f"aten::{_name}.{_overload}", fast=(FastCall(_uf, (0, 1), required=((2, 1),)),))
+for _qualified, _uf in (("aten::mul.Tensor", np.multiply), ("aten::mul.Scalar", np.multiply),
+                        ("aten::maximum", np.maximum), ("aten::minimum", np.minimum),
+                        ("aten::max.other", np.maximum), ("aten::min.other", np.minimum),
+                        ("aten::clamp_min", np.maximum), ("aten::clamp_max", np.minimum)):
+    declare(_qualified, fast=(FastCall(_uf, (0, 1)),))
+# a clamp with one constant bound is minimum or maximum with it
+declare("aten::clamp", fast=(FastCall(np.minimum, (0, ("c", 2)), none=(1,)),
+                             FastCall(np.maximum, (0, ("c", 1)), none=(2,))))

@@ -20,15 +20,22 @@ the longest argument list, with ``*rest`` for trailing arguments it ignores), th
 variant (``out=`` or ``@k.out``), the prepared form (``prepare=`` or ``@k.prepare``),
 ``pure`` (False: print, raise, random), ``elementwise``, kind-level ``facts`` no schema
 states (``Fact.SHAPE_QUERY``, ``DATA_DEPENDENT_SHAPE``...), ``draws_unless`` / ``writes_unless``
-(random draws or writes that a constant argument switches off), and ``priority``
-(``FALLBACK`` registers only what nothing else registers).  Mutation and aliasing come
+(random draws or writes that a constant argument switches off), ``priority``
+(``FALLBACK`` registers only what nothing else registers), and the facts of an operator
+that reads weights: ``dtypes=DtypeRule(...)`` (the tensor arguments PyTorch's kernel takes
+of one dtype), ``weights=Weights(...)`` (where a convolution or linear layer keeps its
+weight and bias, and which weight passes and inferences apply to it) and
+``weight_shapes=WeightShapes(...)`` (the sizes a weight must share with the values the
+graph declares); and ``fast=(FastCall(...),)``, the bare numpy call the static runtime may
+make in its place once a plan shows float operands of one dtype.  Mutation and aliasing come
 from the schema's ``(a!)`` / ``(a)`` annotations.  PyTorch's ``out=`` overload of a
 functional overload (``aten::relu.out``) is registered with it, from PyTorch's schema
 (``vm.ops._out_schemas``), running the functional's out variant.
 
 Every table the passes, the runtimes and fusion read is a query over these entries:
 ``lookup``, ``overloads``, ``all_ops``, ``declared_facts``, ``bind``/``bind_out`` here,
-``vm.ops.facts`` (per-overload and per-kind facts), ``vm.ops.prepared.prepared``.
+``vm.ops.facts`` (per-overload and per-kind facts, the weight facts by kind),
+``vm.ops.prepared.prepared``.
 
 Overload order, which decides a tie when two overloads fit a node equally well, is a rule
 and not the order modules happen to be imported in: higher ``priority`` first, then the
@@ -60,8 +67,8 @@ from vm.ops._common import copy_out
 from vm.ops._out_schemas import OUT_SCHEMAS
 from vm.ops.schema import MISSING, Argument, Schema, generality, parse_schema
 
-__all__ = ["MISSING", "Argument", "Fact", "OpInfo", "OpRef", "Schema", "bind", "bind_out", "kernel",
-           "lookup", "overloads", "parse_schema", "register_op"]
+__all__ = ["CHANNEL", "MISSING", "Argument", "DtypeRule", "Fact", "FastCall", "OpInfo", "OpRef", "Schema", "WeightShapes",
+           "Weights", "bind", "bind_out", "kernel", "lookup", "overloads", "parse_schema", "register_op"]
 
 FALLBACK = -100  # priority of a registration that stands aside for any other
 
@@ -81,11 +88,100 @@ class Fact(enum.Flag):
     SHAPE_ONLY_LIST = enum.auto()  # a list of pieces whose number and shapes follow from shapes
     SIMPLE_MAP = enum.auto()  # PyTorch's isSimpleMap by kind: fusible when no overload is known
     RANDOM = enum.auto()  # draws from the runtime's generator (always, or unless draws_unless holds)
+    TAKES_EPILOGUE = enum.auto()  # returns a fresh tensor an EPILOGUE activation may overwrite in place
+    EPILOGUE = enum.auto()  # a unary activation keeping shape and dtype: may run in place on such a result
     # per overload, from the registration
     ELEMENTWISE = enum.auto()  # a pointwise map: fusion may group it; output may reuse an operand
     OUT_VARIANT = enum.auto()  # has out(buffer, *args): the memory planner may hand it a buffer
     MUTATES = enum.auto()  # writes an argument annotated (a!)
     VIEW = enum.auto()  # a return annotated (a): may share memory with an argument
+
+
+CHANNEL = 99  # a value axis in WeightShapes: a convolution's channels, the axis before its spatial ones
+
+
+@attrs.frozen
+class DtypeRule:
+    """The tensor arguments PyTorch's kernel takes of one dtype only: a float64 image fed to
+    a float32 convolution raises "expected scalar type Double but found Float", where numpy
+    would promote.  ``vm.binding.preflight`` refuses such a mix before the run.
+
+    ``same``: their positions (the first is the data; a ``Tensor[]`` position stands for
+    its items); ``cpu_norm``: PyTorch's CPU norms, which take a float16 input with float32
+    parameters and refuse other mixes as "mixed dtype (CPU)"; ``indices``: the position of
+    an index tensor that must hold integers (an embedding's)."""
+
+    same: tuple[int, ...] = ()
+    cpu_norm: bool = False
+    indices: int | None = None
+
+
+@attrs.frozen
+class Weights:
+    """Where a layer operator (a convolution, a linear) keeps the weight it applies to its
+    input, and what the passes and checks that read weights may do with it.
+
+    ``weight``/``bias``: argument positions (``bias`` None: none); ``out_axis`` / ``in_axis``:
+    the weight's axes of output and input channels (features; per group with ``groups``);
+    ``features_last``: the weight maps the input's last axis to the result's last axis (a
+    linear: a 2-d weight keeps the input's rank), else channels sit on axis 1, before the
+    spatial axes (a convolution, ``(N, C, *spatial)``); ``groups`` / ``transposed``:
+    positions of the ``groups`` argument and of a ``transposed`` flag (the facts here hold
+    when it is False); ``rank``: the rank of a batched input the operator fixes (conv2d: 4),
+    None when the weight's rank says it (or, features last, any rank).
+
+    What may be done with it: ``folds_batch_norm``, an eval BatchNorm after it folds into
+    its weight and bias (``compiler.passes.fold_batch_norm``: scaled along ``out_axis``,
+    which must be 0); ``transposed_weight``, its kernel multiplies by ``weight.T``, so a
+    small weight is worth storing column-major (``compiler.passes.fold_transposed_weights``);
+    ``infers_input``, a scripted model's input read straight by it takes the weight's dtype
+    and, for a convolution, its rank and (``groups`` 1) channels (``vm.api.signature``)."""
+
+    weight: int = 1
+    bias: int | None = 2
+    out_axis: int = 0
+    in_axis: int = 1
+    features_last: bool = False
+    groups: int | None = None
+    transposed: int | None = None
+    rank: int | None = None
+    folds_batch_norm: bool = False
+    transposed_weight: bool = False
+    infers_input: bool = False
+
+
+@attrs.frozen
+class WeightShapes:
+    """Sizes a weight shares with the values at its use, checked against the sizes a traced
+    graph declares (``vm.binding.weight_checks``: weights of another model are refused as
+    ``load_state_dict`` refuses them).  ``weight``: its argument position; ``checks``:
+    ``(side, value axis, weight axis)`` with side ``"in"`` (input 0) or ``"out"`` (output
+    0) and ``CHANNEL`` for a convolution's channel axis."""
+
+    weight: int
+    checks: tuple[tuple[str, int, int], ...]
+
+
+@attrs.frozen
+class FastCall:
+    """A bare numpy call the static runtime may make in place of the kernel once a plan
+    shows it float tensors of one dtype and constant numbers (``vm.static.fastpath``): for
+    those operands the kernel computes exactly ``call``, so the bits are the kernel's.
+
+    ``call(*operands, out=None)``: a ufunc or a function called as one; ``operands``, in
+    order: an argument position (a tensor, or a constant number), ``("s", c)`` a constant
+    the call adds (relu's 0), ``("c", i)`` argument ``i``, which must be a constant number;
+    ``required``: ``(position, int)`` constants the node must have (``alpha=1``); ``none``:
+    positions whose constant must be None (a clamp with one bound); ``matrices``: a
+    product of matrices (a linear's), called only where the plan fixes the shapes and they
+    are 2-d, 2-d, 1-d of matching sizes.  A registration declares alternatives in order;
+    the first whose constants fit is the one tried."""
+
+    call: Callable[..., Any]
+    operands: tuple[Any, ...]
+    required: tuple[tuple[int, Any], ...] = ()
+    none: tuple[int, ...] = ()
+    matrices: bool = False
 
 
 # fn(known, kernel, out) -> a prepared kernel, Forms, or None (vm.ops.prepared)
@@ -109,6 +205,10 @@ class OpInfo:
     draws_unless: Switches = ()  # random unless one (argument, value) switch holds
     writes_unless: tuple[str, Any, tuple[str, ...]] | None = None  # (switch, off value, written)
     out_of: str | None = None  # for a derived out= overload: the functional overload it writes
+    dtypes: DtypeRule | None = None  # arguments its kernel takes of one dtype (vm.binding.preflight)
+    weights: Weights | None = None  # where a layer keeps its weight; what weight passes may do
+    weight_shapes: WeightShapes | None = None  # sizes its weight shares with its values
+    fast: tuple[FastCall, ...] = ()  # bare numpy calls the static runtime may make instead
     module: str = ""  # the registering module (overload order, diagnostics)
 
     @property

@@ -34,7 +34,7 @@ from vm.ops._common import BLOCK as _BLOCK
 from vm.ops._common import copy_out, flat_blocks, write_inplace
 from vm.ops._dtypes import BOOL, DEFAULT_FLOAT, FLOAT_CAT, INT64, category, wrap
 from vm.ops._erf32 import erf_f32, gelu_f32
-from vm.ops.registry import kernel
+from vm.ops.registry import Fact, FastCall, declare, kernel
 
 Fn = Callable[[np.ndarray], Any]
 _BARE = {"abs", "neg", "negative", "floor", "ceil", "trunc", "round", "frac", "sign", "sgn", "square",
@@ -49,9 +49,11 @@ Write = Callable[..., Any]  # write(x, buf, *args): fn(x, *args) computed into b
 
 
 def _register(
-    name: str, fn: Callable[..., Any], extra: str = "", inplace: bool = True, write: Write | None = None
+    name: str, fn: Callable[..., Any], extra: str = "", inplace: bool = True, write: Write | None = None,
+    facts: Fact = Fact.NONE,
 ) -> None:
-    """Register ``aten::name(Tensor self{extra})``, its out variant and ``name_``.
+    """Register ``aten::name(Tensor self{extra})``, its out variant and ``name_`` (``facts``:
+    ``EPILOGUE`` for an activation ``fold_epilogues`` may write in place over a product).
 
     Functions that can overflow or leave their domain (exp, log, sqrt...) run under
     ``np.errstate(all="ignore")``, about 1.5 us a call; the others (``_BARE``) run bare.
@@ -67,7 +69,7 @@ def _register(
 
     run.__name__ = name
     out = copy_out(run) if write is None else _writing_out(name, write, copy_out(run))
-    kernel(f"aten::{name}(Tensor self{extra}) -> Tensor", elementwise=True)(run).out(out)
+    kernel(f"aten::{name}(Tensor self{extra}) -> Tensor", elementwise=True, facts=facts)(run).out(out)
     if inplace:
         kernel(f"aten::{name}_(Tensor(a!) self{extra}) -> Tensor(a!)")(
             _writing_inplace(name, write, run) if write is not None
@@ -418,5 +420,25 @@ def _silu_flat(x: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> None:
 
 
 _register("relu", _relu, write=lambda x, buf: np.maximum(x, x.dtype.type(0), out=buf))
-_register("gelu", _gelu, ', *, str approximate="none"', write=_gelu_into)
-_register("silu", _silu, write=_silu_into)
+_register("gelu", _gelu, ', *, str approximate="none"', write=_gelu_into, facts=Fact.EPILOGUE)
+_register("silu", _silu, write=_silu_into, facts=Fact.EPILOGUE)
+
+
+# ---------------------------------------------------------------------------------------
+# The bare numpy calls the static runtime may make in these kernels' place once a plan
+# shows float tensors (``vm.static.fastpath``): the kernel's own ufuncs for such operands
+
+
+@np.errstate(all="ignore")  # as the kernel: exp(-x) overflows to inf silently
+def sigmoid_fast(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The kernel's own recipe (``_sigmoid_into``), minus its dtype dispatch: same bits."""
+    e = np.negative(x, out=out)
+    np.exp(e, out=e)
+    e += e.dtype.type(1)
+    return np.reciprocal(e, out=e)
+
+
+declare("aten::neg", fast=(FastCall(np.negative, (0,)),))
+declare("aten::tanh", fast=(FastCall(np.tanh, (0,)),))
+declare("aten::sigmoid", fast=(FastCall(sigmoid_fast, (0,)),))
+declare("aten::relu", fast=(FastCall(np.maximum, (0, ("s", 0))),))

@@ -8,7 +8,8 @@ the recording run saw every tensor of the entry block, and for values whose dtyp
 shapes follow from the plan key (the untainted values of ``vm/static/plannable.py``) what
 it saw holds for every run with that key.
 
-So when the recording run shows that a node of the table below took float tensors of one
+So when the recording run shows that a node whose registration declares a bare call
+(``vm.ops.registry.FastCall``, ``fast=`` beside its kernel) took float tensors of one
 dtype (and scalar *constants*), produced that dtype with at least one dimension, the plan
 calls the ufunc directly: ``v5 = u3(v1, s3_1)`` (or ``u3(v1, s3_1, b5)`` into a slab view),
 with the constant pre-converted to a numpy scalar of the tensor's dtype exactly as the
@@ -16,7 +17,7 @@ kernel's ``scalar_for`` does.  For those operands the kernel would call the very
 ufunc, so the result is bit for bit the kernel's.  Ops that can warn (division, exp) or
 whose kernels use another formula are left to their kernels; sigmoid is called as the
 kernel's own four-ufunc recipe, overflow ignored as the kernel ignores it; a 2-d
-``linear`` with a bias as the kernel's matmul and in-place add (``_linear``: measured
+``linear`` with a bias as the kernel's matmul and in-place add (``linear_fast``: measured
 ~0.6 us a call saved: the 3-layer MLP at batch 1 went from 28.2 to 26.4 us).  An unguarded
 bare ufunc is also what lets the planner write its result over an operand that dies at
 the node (in-place reuse, ``vm/static/memory_planner.py``): a ufunc is exact with ``out=`` equal
@@ -62,53 +63,17 @@ from typing import Any
 import attrs
 import numpy as np
 
-from vm.ops.facts import Fact, op_facts
+from vm.ops.facts import Fact, fast_calls, op_facts
+from vm.ops.registry import FastCall
 from vm.static.model import ProcessedNode
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
-# a ufunc, or a function called as one: f(operands..., out=None) (_sigmoid, _linear)
+# a ufunc, or a function called as one: f(operands..., out=None) (sigmoid_fast, linear_fast)
 UfuncLike = Callable[..., np.ndarray]
 
-# overload -> (ufunc, which inputs are operands, constant inputs that must hold a value)
-TABLE: dict[str, tuple[UfuncLike, tuple[int, ...], dict[int, Any]]] = {}
-for _name, _ufunc in (("add", np.add), ("sub", np.subtract)):
-    for _overload in ("Tensor", "Scalar"):
-        TABLE[f"aten::{_name}.{_overload}"] = (_ufunc, (0, 1), {2: 1})
-for _overload in ("Tensor", "Scalar"):
-    TABLE[f"aten::mul.{_overload}"] = (np.multiply, (0, 1), {})
-TABLE["aten::maximum"] = (np.maximum, (0, 1), {})
-TABLE["aten::minimum"] = (np.minimum, (0, 1), {})
-TABLE["aten::max.other"] = (np.maximum, (0, 1), {})
-TABLE["aten::min.other"] = (np.minimum, (0, 1), {})
-TABLE["aten::neg"] = (np.negative, (0,), {})
-TABLE["aten::tanh"] = (np.tanh, (0,), {})
-TABLE["aten::clamp_min"] = (np.maximum, (0, 1), {})
-
-
-@np.errstate(all="ignore")  # as the kernel: exp(-x) overflows to inf silently
-def _sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """The kernel's own recipe (vm/ops/unary.py), minus its dtype dispatch: same bits."""
-    e = np.negative(x, out=out)
-    np.exp(e, out=e)
-    e += e.dtype.type(1)
-    return np.reciprocal(e, out=e)
-
-
-TABLE["aten::sigmoid"] = (_sigmoid, (0,), {})
-TABLE["aten::clamp_max"] = (np.minimum, (0, 1), {})
-
-
-
-def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``aten::linear`` for a 2-d float input, a 2-d weight and a 1-d bias of one dtype:
-    the kernel's own two calls (the product, then the bias added in place), so its bits;
-    the bias as a (1, n) view, which numpy adds ~0.4 us faster than a broadcast 1-d one."""
-    prod = np.matmul(x, w.T, out=out)
-    return np.add(prod, b.reshape(1, -1), out=prod)
-
-
-NAMES = frozenset(TABLE) | {"aten::relu", "aten::clamp", "aten::linear"}
+# the overloads with a bare call, each declared on its registration (vm.ops.registry.FastCall)
+NAMES = frozenset(fast_calls())
 # nodes whose output may take an operand's bytes: the elementwise ones (vm.ops.facts)
 ELEMENTWISE = frozenset(n for n in NAMES if Fact.ELEMENTWISE in op_facts(n))
 
@@ -156,7 +121,7 @@ class Probe:
     ufunc: UfuncLike
     args: tuple[tuple[str, Any], ...]  # ("v", slot) or ("s", a Python number)
     guarded: bool
-    linear: bool  # ``_linear``: x, w, b must also be 2-d, 2-d, 1-d of matching sizes
+    linear: bool  # a product (``FastCall.matrices``): x, w, b must also be 2-d, 2-d, 1-d of matching sizes
 
     @property
     def structure(self) -> tuple[tuple[tuple[str, int], ...], bool]:
@@ -196,37 +161,16 @@ class Probe:
 
 def probe(pn: ProcessedNode, constants: Mapping[int, Any], tainted: frozenset[int]) -> Probe | None:
     """The part of ``choose`` that no run changes, or None when ``choose`` never picks
-    ``pn`` (not in the table, a constant operand that is not a number...)."""
+    ``pn`` (no bare call declared, a constant operand that is not a number...)."""
     if pn.ref is None or len(pn.outputs) != 1:
         return None
-    name = pn.ref.name
-    operands: list[Any]
-    if name == "aten::relu":
-        ufunc, operands = np.maximum, [0, ("s", 0)]
-    elif name == "aten::clamp":
-        lo, hi = _constant(pn, 1, constants), _constant(pn, 2, constants)
-        if lo is None and _number(hi):
-            ufunc, operands = np.minimum, [0, ("s", hi)]
-        elif hi is None and _number(lo):
-            ufunc, operands = np.maximum, [0, ("s", lo)]
-        else:
-            return None
-    elif name == "aten::linear":
-        ufunc, operands = _linear, [0, 1, 2]
-    elif name in TABLE:
-        ufunc, indices, required = TABLE[name]
-        if any(
-            _constant(pn, i, constants) != v or type(_constant(pn, i, constants)) is not int
-            for i, v in required.items()
-        ):
-            return None
-        operands = list(indices)
-    else:
+    fast = _fitting(pn, fast_calls().get(pn.ref.name, ()), constants)
+    if fast is None:
         return None
+    call, operands = fast
     guarded = _guarded(pn, operands, tainted)
-    linear = ufunc is _linear
-    if linear and guarded:
-        return None  # linear is only called fast where the plan key fixes the shapes
+    if call.matrices and guarded:
+        return None  # a product is only called fast where the plan key fixes the shapes
     args: list[tuple[str, Any]] = []
     for operand in operands:
         value = operand[1] if isinstance(operand, tuple) else _constant(pn, operand, constants)
@@ -238,9 +182,41 @@ def probe(pn: ProcessedNode, constants: Mapping[int, Any], tainted: frozenset[in
             args.append(("s", value))
         else:
             return None
-    if not any(kind == "v" for kind, _ in args) or (linear and len(args) != 3):
+    if not any(kind == "v" for kind, _ in args) or (call.matrices and len(args) != len(operands)):
         return None
-    return Probe(pn.index, pn.outputs[0], ufunc, tuple(args), guarded, linear)
+    return Probe(pn.index, pn.outputs[0], call.call, tuple(args), guarded, call.matrices)
+
+
+def _fitting(
+    pn: ProcessedNode, calls: tuple[FastCall, ...], constants: Mapping[int, Any]
+) -> tuple[FastCall, list[Any]] | None:
+    """The first declared call whose constants ``pn`` has (``required`` values, ``none``
+    positions, ``("c", i)`` numbers), with its operands: positions, and ``("s", c)`` for a
+    constant the call adds or takes; None when none fits."""
+    for call in calls:
+        operands = _operands(pn, call, constants)
+        if operands is not None:
+            return call, operands
+    return None
+
+
+def _operands(pn: ProcessedNode, call: FastCall, constants: Mapping[int, Any]) -> list[Any] | None:
+    if any(_constant(pn, i, constants) is not None for i in call.none):
+        return None
+    if any(
+        _constant(pn, i, constants) != v or type(_constant(pn, i, constants)) is not int
+        for i, v in call.required
+    ):
+        return None
+    operands: list[Any] = []
+    for operand in call.operands:
+        if isinstance(operand, tuple) and operand[0] == "c":
+            value = _constant(pn, operand[1], constants)
+            if not _number(value):
+                return None
+            operand = ("s", value)
+        operands.append(operand)
+    return operands
 
 
 def call_shape(
@@ -253,20 +229,14 @@ def call_shape(
     a plan's choice of another form is not taken."""
     if pn.ref is None or len(pn.outputs) != 1:
         return None
-    name = pn.ref.name
-    operands: list[Any]
-    if name in ("aten::relu", "aten::clamp"):
-        operands = [0, ("s", 0)]
-    elif name == "aten::linear":
-        operands = [0, 1, 2]
-    elif name in TABLE:
-        operands = list(TABLE[name][1])
-    else:
+    calls = fast_calls().get(pn.ref.name, ())
+    if not calls:
         return None
+    operands: list[Any] = list(calls[0].operands)  # alternatives share their form
     args: list[tuple[str, int]] = []
     j = 0
     for operand in operands:
-        if isinstance(operand, tuple):  # the constant relu and clamp add
+        if isinstance(operand, tuple):  # a constant the call adds (relu's 0), or a bound (clamp's)
             args.append(("s", j))
             j += 1
             continue

@@ -25,7 +25,7 @@ import numpy as np
 from vm.ops import compiled
 from vm.ops._common import flat_blocks
 from vm.ops.nn._util import copying_out, sigmoid, write_out
-from vm.ops.registry import kernel
+from vm.ops.registry import DtypeRule, Fact, kernel
 
 Fn = Callable[..., np.ndarray]
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -42,10 +42,12 @@ def need_float(name: str, x: np.ndarray) -> None:
         raise NotImplementedError(f"{name} is not implemented for {x.dtype} tensors")
 
 
-def _register(name: str, params: str, compute: Fn, *, inplace: bool = True, into: Fn | None = None) -> None:
+def _register(name: str, params: str, compute: Fn, *, inplace: bool = True, into: Fn | None = None,
+              facts: Fact = Fact.NONE) -> None:
     """``aten::name``, its out variant and ``aten::name_``; ``into(x, *args, out=buf)``, when
     given, computes ``compute`` straight into a float buffer of x's shape and dtype (x itself
-    for the in-place form) with the same ufuncs, so the same bits."""
+    for the in-place form) with the same ufuncs, so the same bits.  ``facts``: ``EPILOGUE``
+    for an activation ``fold_epilogues`` may write in place over a product's result."""
     sep = ", " if params else ""
 
     def fn(x: np.ndarray, *args: Any) -> np.ndarray:
@@ -56,7 +58,7 @@ def _register(name: str, params: str, compute: Fn, *, inplace: bool = True, into
         return np.asarray(fn(x, *args), dtype=x.dtype)
 
     functional.__name__ = name
-    registered = kernel(f"aten::{name}(Tensor self{sep}{params}) -> Tensor", elementwise=True)(functional)
+    registered = kernel(f"aten::{name}(Tensor self{sep}{params}) -> Tensor", elementwise=True, facts=facts)(functional)
 
     def direct(out: np.ndarray, x: np.ndarray) -> bool:
         return (type(out) is np.ndarray and out.shape == x.shape
@@ -126,18 +128,19 @@ def _hardsigmoid(x: np.ndarray) -> np.ndarray:
     return _hardsigmoid_into(x, np.empty_like(x))
 
 
+_EPILOGUE = Fact.EPILOGUE  # fold_epilogues may write it in place over a conv's or matmul's result
 _register("hardtanh", "Scalar min_val=-1, Scalar max_val=1", lambda x, lo, hi: np.clip(x, lo, hi),
-          into=lambda x, lo, hi, out: np.clip(x, lo, hi, out=out))
-_register("relu6", "", lambda x: np.clip(x, 0, 6), into=lambda x, out: np.clip(x, 0, 6, out=out))
-_register("leaky_relu", "Scalar negative_slope=0.01", lambda x, s: np.where(x > 0, x, x * s))
-_register("elu", "Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", _elu)
+          into=lambda x, lo, hi, out: np.clip(x, lo, hi, out=out), facts=_EPILOGUE)
+_register("relu6", "", lambda x: np.clip(x, 0, 6), into=lambda x, out: np.clip(x, 0, 6, out=out), facts=_EPILOGUE)
+_register("leaky_relu", "Scalar negative_slope=0.01", lambda x, s: np.where(x > 0, x, x * s), facts=_EPILOGUE)
+_register("elu", "Scalar alpha=1, Scalar scale=1, Scalar input_scale=1", _elu, facts=_EPILOGUE)
 _register("selu", "", lambda x: _elu(x, SELU_ALPHA, SELU_SCALE, 1))
 _register("celu", "Scalar alpha=1.", _celu)
 _register("softplus", "Scalar beta=1, Scalar threshold=20", _softplus, inplace=False)
 _register("hardswish", "", lambda x: _hardswish_into(x, np.empty_like(x)),
-          into=lambda x, out: _hardswish_into(x, out))
-_register("hardsigmoid", "", _hardsigmoid, into=lambda x, out: _hardsigmoid_into(x, out))
-_register("mish", "", lambda x: x * np.tanh(_softplus(x, 1, 20)))
+          into=lambda x, out: _hardswish_into(x, out), facts=_EPILOGUE)
+_register("hardsigmoid", "", _hardsigmoid, into=lambda x, out: _hardsigmoid_into(x, out), facts=_EPILOGUE)
+_register("mish", "", lambda x: x * np.tanh(_softplus(x, 1, 20)), facts=_EPILOGUE)
 _register("threshold", "Scalar threshold, Scalar value", lambda x, t, v: np.where(x > t, x, v))
 _register("hardshrink", "Scalar lambd=0.5", lambda x, lam: np.where(np.abs(x) > lam, x, 0), inplace=False)
 _register(
@@ -150,7 +153,7 @@ _register("log_sigmoid", "", lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.ab
 
 
 @copying_out
-@kernel("aten::prelu(Tensor self, Tensor weight) -> Tensor")
+@kernel("aten::prelu(Tensor self, Tensor weight) -> Tensor", dtypes=DtypeRule((0, 1)))
 def prelu(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Per-channel (axis 1) or shared negative slope."""
     need_float("prelu", x)

@@ -27,7 +27,7 @@ from vm.ops._softmax import safe_softmax
 from vm.ops.linalg import flat_matmul
 from vm.ops.nn._util import copying_out
 from vm.ops.random import dropout_impl
-from vm.ops.registry import Fact, kernel, lookup
+from vm.ops.registry import DtypeRule, Fact, kernel, lookup
 
 Array = np.ndarray
 
@@ -157,7 +157,8 @@ def multi_head_attention(
 @kernel(
     "aten::_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, int num_head, "
     "Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, Tensor? mask=None, "
-    "bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)"
+    "bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) -> (Tensor, Tensor)",
+    dtypes=DtypeRule((0, 1, 2, 5, 6, 7, 8)),
 )
 def native_multi_head_attention(
     query: np.ndarray,
@@ -197,7 +198,8 @@ def _activation(x: Array, use_gelu: bool) -> Array:
     "aten::_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, "
     "Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, "
     "Tensor norm_weight_1, Tensor norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, Tensor ffn_weight_1, "
-    "Tensor ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor"
+    "Tensor ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, int? mask_type=None) -> Tensor",
+    dtypes=DtypeRule((0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 15, 16, 17)),
 )
 def transformer_encoder_layer_fwd(
     src: np.ndarray,

@@ -27,7 +27,7 @@ from vm.ops import compiled
 from vm.ops.nn._util import check_out, copying_out, expand, pad_spatial, write_out
 from vm.ops.nn.depthwise import depthwise
 from vm.ops.nn.im2col import conv_forward, out_shape
-from vm.ops.registry import kernel
+from vm.ops.registry import CHANNEL, DtypeRule, Fact, Weights, WeightShapes, kernel
 
 Ints = Sequence[int]
 
@@ -209,7 +209,12 @@ def conv_transpose_nd(
 
 
 # ---------------------------------------------------------------------------------------
-# Registrations
+# Registrations.  Every convolution takes input, weight and bias of one dtype, and its
+# fresh result may take an activation in place (``fold_epilogues``); the forward ones
+# keep their output channels on the weight's axis 0, so an eval BatchNorm after one folds
+# into it (``fold_batch_norm``).
+
+_LAYER = {"dtypes": DtypeRule((0, 1, 2)), "facts": Fact.TAKES_EPILOGUE}
 
 
 def _through_out(fn: Any) -> Any:
@@ -228,8 +233,15 @@ def _register_conv(dims: int) -> None:
     base = f"Tensor input, Tensor weight, Tensor? bias=None, SymInt[{dims}] stride={ones}"
     tail = f"SymInt[{dims}] dilation={ones}, SymInt groups=1) -> Tensor"
     name = f"aten::conv{dims}d"
-    kernel(f"{name}({base}, SymInt[{dims}] padding={zeros}, {tail}", out=_through_out(conv_nd))(conv_nd)
-    kernel(f'{name}.padding({base}, str padding="valid", {tail}', out=_through_out(conv_padding_str))(conv_padding_str)
+    layer = {
+        **_LAYER,
+        # a scripted model's input read by one has the op's rank and, groups 1, the weight's channels
+        "weights": Weights(groups=6, rank=dims + 2, folds_batch_norm=True, infers_input=True),
+        "weight_shapes": WeightShapes(1, (("out", CHANNEL, 0),)),
+    }
+    kernel(f"{name}({base}, SymInt[{dims}] padding={zeros}, {tail}", out=_through_out(conv_nd), **layer)(conv_nd)
+    kernel(f'{name}.padding({base}, str padding="valid", {tail}', out=_through_out(conv_padding_str),
+           **layer)(conv_padding_str)
 
 
 for _dims in (1, 2, 3):
@@ -266,14 +278,18 @@ def convolution(
 
 
 _CONV = "Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation"
+_EITHER = Weights(groups=8, transposed=6, folds_batch_norm=True)  # the weight's axes as for a forward one
 kernel(
     f"aten::convolution({_CONV}, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
+    out=_through_out(convolution), weights=_EITHER, **_LAYER,
+)(convolution)
+kernel(
     # what traced graphs emit for every nn.ConvNd
     f"aten::_convolution({_CONV}, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, "
     "bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor",
     f"aten::_convolution.deprecated({_CONV}, bool transposed, int[] output_padding, SymInt groups, "
     "bool benchmark, bool deterministic, bool cudnn_enabled) -> Tensor",
-    out=_through_out(convolution),
+    out=_through_out(convolution), weights=attrs.evolve(_EITHER, infers_input=True), **_LAYER,
 )(convolution)
 
 
@@ -285,7 +301,9 @@ def _register_conv_transpose(dims: int) -> None:
         f"SymInt[{dims}] stride={ones}, SymInt[{dims}] padding={zeros}, SymInt[{dims}] output_padding={zeros}, "
         f"SymInt groups=1, SymInt[{dims}] dilation={ones}) -> Tensor"
     )
-    copying_out(kernel(schema)(conv_transpose_nd))
+    # the weight is (in, out / groups, *kernel): nothing folds into it
+    weights = Weights(out_axis=1, in_axis=0, groups=6, rank=dims + 2)
+    copying_out(kernel(schema, weights=weights, **_LAYER)(conv_transpose_nd))
 
 
 for _dims in (1, 2):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from vm.ops.nn._util import check_out, copying_out
-from vm.ops.registry import kernel
+from vm.ops.registry import DtypeRule, WeightShapes, kernel
 
 
 def _check_indices(indices: np.ndarray, rows: int) -> np.ndarray:
@@ -33,7 +33,9 @@ def _check_indices(indices: np.ndarray, rows: int) -> np.ndarray:
 
 @kernel(
     "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
-    "bool sparse=False) -> Tensor"
+    "bool sparse=False) -> Tensor",
+    dtypes=DtypeRule((0,), indices=1),  # integer indices; the result is the weight's dtype
+    weight_shapes=WeightShapes(0, (("out", -1, 1),)),
 )
 def embedding(
     weight: np.ndarray,

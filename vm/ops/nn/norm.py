@@ -27,7 +27,7 @@ import numpy as np
 
 from vm.ops import compiled
 from vm.ops.nn._util import copying_out, write_out
-from vm.ops.registry import kernel
+from vm.ops.registry import DtypeRule, WeightShapes, kernel
 
 # with the batch's statistics, the running statistics are updated in place (no schema
 # annotation says so): the writes unless the switch argument is the constant off value
@@ -74,6 +74,8 @@ def _update_running(
     "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
     "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
     writes_unless=("training", False, _RUNNING),
+    dtypes=DtypeRule((0, 1, 2, 3, 4), cpu_norm=True),
+    weight_shapes=WeightShapes(1, (("in", 1, 0), ("out", 1, 0))),  # one entry per channel
 )
 def batch_norm(
     x: np.ndarray,
@@ -156,7 +158,8 @@ def native_layer_norm(
 
 @kernel(
     "aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
-    "float eps=1.0000000000000001e-05, bool cudnn_enable=True) -> Tensor"
+    "float eps=1.0000000000000001e-05, bool cudnn_enable=True) -> Tensor",
+    dtypes=DtypeRule((0, 2, 3), cpu_norm=True),
 )
 def layer_norm(
     x: np.ndarray,
@@ -304,7 +307,8 @@ def layer_norm_out(
 @copying_out
 @kernel(
     "aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
-    "float eps=1.0000000000000001e-05, bool cudnn_enabled=True) -> Tensor"
+    "float eps=1.0000000000000001e-05, bool cudnn_enabled=True) -> Tensor",
+    dtypes=DtypeRule((0, 2, 3), cpu_norm=True),
 )
 def group_norm(
     x: np.ndarray,
@@ -332,6 +336,7 @@ def group_norm(
     "aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
     "Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor",
     writes_unless=("use_input_stats", False, _RUNNING),
+    dtypes=DtypeRule((0, 1, 2, 3, 4), cpu_norm=True),
 )
 def instance_norm(
     x: np.ndarray,

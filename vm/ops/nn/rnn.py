@@ -31,7 +31,7 @@ import numpy as np
 from vm.ops import compiled
 from vm.ops.nn._util import copying_out, sigmoid
 from vm.ops.random import dropout_impl
-from vm.ops.registry import Fact, kernel
+from vm.ops.registry import DtypeRule, Fact, kernel
 
 Array = np.ndarray
 
@@ -60,9 +60,13 @@ def gru_step(gi: Array, gh: Array, h: Array) -> Array:
     return (1 - z) * n + z * h
 
 
+_CELL = DtypeRule((0, 2, 3, 4, 5))  # the input, the weights and the biases: one dtype
+
+
 @kernel(
     "aten::lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
-    "Tensor? b_hh=None) -> (Tensor, Tensor)"
+    "Tensor? b_hh=None) -> (Tensor, Tensor)",
+    dtypes=_CELL,
 )
 def lstm_cell(
     x: np.ndarray,
@@ -83,7 +87,8 @@ def lstm_cell(
 @copying_out
 @kernel(
     "aten::gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
-    "Tensor? b_hh=None) -> Tensor"
+    "Tensor? b_hh=None) -> Tensor",
+    dtypes=_CELL,
 )
 def gru_cell(
     x: np.ndarray,
@@ -107,7 +112,8 @@ def _relu(x: Array) -> Array:
 @copying_out
 @kernel(
     "aten::rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
-    "Tensor? b_hh=None) -> Tensor"
+    "Tensor? b_hh=None) -> Tensor",
+    dtypes=_CELL,
 )
 def rnn_tanh_cell(
     x: np.ndarray,
@@ -123,7 +129,8 @@ def rnn_tanh_cell(
 @copying_out
 @kernel(
     "aten::rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
-    "Tensor? b_hh=None) -> Tensor"
+    "Tensor? b_hh=None) -> Tensor",
+    dtypes=_CELL,
 )
 def rnn_relu_cell(
     x: np.ndarray,
@@ -249,7 +256,8 @@ def run_rnn(
 
 _TAIL = "bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first"
 # dropout between layers draws only in training, with dropout > 0 and more than one layer
-_DRAWS = dict(facts=Fact.RANDOM, draws_unless=(("dropout", 0.0), ("train", False), ("num_layers", 1)))
+_DRAWS = dict(facts=Fact.RANDOM, draws_unless=(("dropout", 0.0), ("train", False), ("num_layers", 1)),
+              dtypes=DtypeRule((0, 2)))  # the input and the params' items share a dtype
 
 
 @kernel(f"aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, {_TAIL}) -> (Tensor, Tensor, Tensor)", **_DRAWS)
