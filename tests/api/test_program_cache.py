@@ -121,3 +121,20 @@ def test_the_folder_is_kept_under_its_limit(cache, model_file, tmp_path) -> None
     program_cache.evict(cache, keep=old.stem, limit_mb=0.5)
     assert old.exists() and old.with_suffix(".irbc").exists()
     assert len(list(cache.glob("*.json"))) <= 2
+
+
+def test_a_folder_others_can_write_is_not_used(tmp_path, model_file, monkeypatch) -> None:
+    """An entry is a program this process runs: a cache folder writable by others (where
+    someone could plant an entry for a file they know) is passed over, and the file compiled."""
+    folder = tmp_path / "shared"
+    (folder / "programs").mkdir(parents=True)
+    (folder / "programs").chmod(0o777)
+    monkeypatch.setenv("IRVM_CACHE_DIR", str(folder))
+    vm.load(model_file)
+    assert not list((folder / "programs").glob("*.irbc"))
+
+
+def test_quantized_or_other_objects_given_as_weights_are_not_cached(cache, model_file) -> None:
+    """Weights that cannot be keyed by their bytes (objects) compile without the cache."""
+    assert program_cache.entry_key(model_file, "forward", None, {}, {"w": object()}) is None
+    assert program_cache.entry_key(model_file, "forward", None, {}, {"w": np.ones(2)}) is not None

@@ -18,7 +18,9 @@ machine code and a browser its compiled scripts:
   compiler (the module's method names).  The archive's own weights are not copied: they
   are read from the archive itself (memory-mapped), and so are its traced example inputs;
 - **where**: ``$IRVM_CACHE_DIR/programs``, else ``$XDG_CACHE_HOME/irvm/programs``, else
-  ``~/.cache/irvm/programs``; ``IRVM_CACHE_DIR=off`` turns the cache off.  Entries are
+  ``~/.cache/irvm/programs``; ``IRVM_CACHE_DIR=off`` turns the cache off.  The folder must
+  be the user's alone (owned, not writable by group or others; made so when missing), as an
+  entry is a program the process runs: another is not used.  Entries are
   written atomically (never half a file), only ever inside that folder, and the folder is
   kept under ``IRVM_CACHE_MAX_MB`` (default 2048) by removing the entries used least
   recently;
@@ -79,30 +81,53 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def _weights_digest(weights: Mapping[str, Any] | None) -> str:
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _weights_digest(weights: Mapping[str, Any] | None) -> str | None:
+    """The digest of the given weights' keys and bytes; None when a value is not an array
+    or a plain setting (a quantized tensor, say): such weights are compiled, never cached."""
     if not weights:
         return ""
     h = hashlib.sha256()
     for key in sorted(weights):
         value = weights[key]
         h.update(key.encode() + b"\0")
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) and not value.dtype.hasobject:
             h.update(f"{value.dtype.str}{value.shape}".encode())
             h.update(np.ascontiguousarray(value).view(np.uint8).reshape(-1).data if value.size else b"")
-        else:
+        elif isinstance(value, _PLAIN) or (isinstance(value, (list, tuple)) and all(isinstance(v, _PLAIN) for v in value)):
             h.update(repr(value).encode())
+        else:
+            return None
         h.update(b"\1")
     return h.hexdigest()
 
 
 def entry_key(path: Path, method: str, module: str | None, options: Mapping[str, Any],
-              weights: Mapping[str, Any] | None) -> str:
+              weights: Mapping[str, Any] | None) -> str | None:
+    """The entry's name; None when these weights cannot be keyed (``_weights_digest``)."""
+    given = _weights_digest(weights)
+    if given is None:
+        return None
     parts = {
         "format": FORMAT, "file": _file_digest(path), "method": method, "module": module,
-        "options": sorted((k, repr(v)) for k, v in options.items()), "weights": _weights_digest(weights),
+        "options": sorted((k, repr(v)) for k, v in options.items()), "weights": given,
         "code": code_fingerprint(),
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _private(folder: Path) -> bool:
+    """Whether ``folder`` is this user's alone (made so if it is missing): an entry is a
+    program this process will run, so a folder others may write into is not used."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = folder.stat()
+    except OSError:
+        return False
+    getuid = getattr(os, "getuid", None)
+    return (getuid is None or st.st_uid == getuid()) and not st.st_mode & 0o022
 
 
 class Entry:
@@ -201,10 +226,11 @@ def compiled_archive(
     imply of the inputs, ``vm.api.signature.implied_json``) and, once a load has read them
     (``Entry.remember``), ``methods`` (the module's method names)."""
     folder = cache_dir()
-    if folder is None:
+    key = entry_key(Path(path), method, module, options, weights) if folder is not None else None
+    if folder is None or key is None or not _private(folder):
         program, own = compile_it()
         return program, own, {}, None
-    entry = Entry(folder, entry_key(Path(path), method, module, options, weights))
+    entry = Entry(folder, key)
     found = entry.read()
     if found is not None:
         from compiler.torchscript import archive_weights
