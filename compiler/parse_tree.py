@@ -22,8 +22,8 @@ from lark import Token, Transformer
 
 from compiler import types as T
 from compiler.diagnostics import IRSyntaxError
-from compiler.ir import Block, Node, TensorLiteral, Value
-from compiler.literals import AnnotatedDict, AnnotatedList, Opaque, tensor_tag, unquote
+from vm.ir.graph import Block, Node, TensorLiteral, Value
+from vm.ir.literals import AnnotatedDict, AnnotatedList, Opaque, tensor_tag, unquote
 
 __all__ = ["Builder", "RawBlock", "RawGraph", "RawNode", "Spelled"]
 

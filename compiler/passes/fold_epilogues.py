@@ -30,8 +30,8 @@ Postcondition: no rewritten operand has any use but its activation.
 
 from __future__ import annotations
 
-from compiler.ir import Module, Node
 from compiler.passes import note, owned_copy
+from vm.ir.graph import Module, Node
 
 PRODUCERS = frozenset({
     "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution", "aten::convolution",

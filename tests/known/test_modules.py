@@ -547,8 +547,8 @@ def test_known_bodies_are_added_under_the_mangled_class_and_inlined_at_the_call(
     from compiler import parse
     from compiler.passes.add_known_methods import add_known_methods
     from compiler.passes.inline_calls import inline_calls
-    from compiler.printer import print_module
     from tests.support.filecheck_runner import check_output, strip_checks
+    from vm.ir.printer import print_module
 
     module = parse(strip_checks(INLINED))
     with_bodies = add_known_methods(module)

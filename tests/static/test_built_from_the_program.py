@@ -18,8 +18,8 @@ torch = pytest.importorskip("torch")
 
 import compiler  # noqa: E402
 import compiler.pipeline  # noqa: E402
-import compiler.resolve  # noqa: E402
 import vm  # noqa: E402
+import vm.ir.resolve  # noqa: E402
 import vm.program.irbc  # noqa: E402
 from tests.support.paths import TOOLS  # noqa: E402
 from vm.core.errors import RunError  # noqa: E402
@@ -50,7 +50,7 @@ def _forbid(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for target, name in (
         (compiler.pipeline, "optimize"), (compiler.pipeline, "specialize"), (compiler.pipeline, "get_pass"),
-        (compiler.resolve, "resolve_all"), (compiler.resolve, "resolve_node"), (compiler, "specialize"),
+        (vm.ir.resolve, "resolve_all"), (vm.ir.resolve, "resolve_node"), (compiler, "specialize"),
         (compiler, "freeze"), (compiler, "compile_source"),
     ):
         if hasattr(target, name):

@@ -33,7 +33,7 @@ from vm.core.gc_pause import gc_paused
 from vm.core.state_paths import is_written
 from vm.program.check_graph import is_tensor_literal
 
-# the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
+# the graphs read here are the compiler's IR (vm.ir.graph) or the check graph a loaded
 # program carries (vm.program.check_graph), read alike: no type names both
 Block: TypeAlias = Any
 Graph: TypeAlias = Any

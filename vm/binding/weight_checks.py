@@ -30,7 +30,7 @@ import numpy as np
 from vm.core import types as T
 from vm.core.errors import RunError
 
-# the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
+# the graphs read here are the compiler's IR (vm.ir.graph) or the check graph a loaded
 # program carries (vm.program.check_graph), read alike: no type names both
 Graph: TypeAlias = Any
 Node: TypeAlias = Any

@@ -53,7 +53,7 @@ from vm.core.enum_values import EnumValue, parse_member
 from vm.core.errors import RunError, Span
 from vm.core.quantized import PACKED_TYPES, QTensor
 
-# the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
+# the graphs read here are the compiler's IR (vm.ir.graph) or the check graph a loaded
 # program carries (vm.program.check_graph), read alike: no type names both
 Graph: TypeAlias = Any
 Node: TypeAlias = Any
@@ -435,8 +435,8 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
 
 def constant_keys(name: str) -> list[str]:
     """Where a tensor constant named ``name`` may sit in a weights mapping, in order (the
-    same rule as ``compiler.resolve.UnboundTensor.keys``)."""
-    # lazy: compiler.resolve imports the operator library, which imports this module
+    same rule as ``vm.ir.resolve.UnboundTensor.keys``)."""
+    # lazy: vm.ir.resolve imports the operator library, which imports this module
     from vm.binding.unbound import UnboundTensor
 
     return UnboundTensor(name).keys()

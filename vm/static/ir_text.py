@@ -4,7 +4,7 @@ The static runtime runs the optimized IR itself (PyTorch's Static Runtime runs t
 too), so it needs the IR objects that the interpreter never does.  A program compiled in
 this process has them (``Program.module``); a program read from a file carries the
 optimized IR as printed (``Program.optimized_ir``) and the original span of each of its
-nodes (``Program.node_spans``, in ``compiler.program_tables.all_nodes`` order).
+nodes (``Program.node_spans``, in ``vm.ir.graph.all_nodes`` order).
 ``optimized_module`` parses that text once per program, when a static runtime is first
 built from it, gives every node back its span, and keeps the module on the program.  It
 never optimizes again.
@@ -37,7 +37,7 @@ def optimized_module(program: Any) -> Any:
 
 def _parse(program: Any) -> Any:
     from compiler.parser import parse
-    from compiler.program_tables import all_nodes
+    from vm.ir.graph import all_nodes
     from vm.program.check_graph import span_of
 
     module = parse(program.optimized_ir, "<optimized IR>")

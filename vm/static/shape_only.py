@@ -11,7 +11,7 @@ nodes read as globals and does not run their producers.
 A top-level node of the entry graph is *shape-only* when
 
 * it is pure and deterministic (no effect, no write, no random draw:
-  ``compiler.analysis.effects.is_pure``), not control flow, not a call, not an attribute
+  ``vm.ir.effects.is_pure``), not control flow, not a call, not an attribute
   read, and not part of a fusion group;
 * each input is a constant (a literal, a weight or a module attribute the module read
   once: ``bound``; a weight's slice is computed once as well), a shape-only
@@ -22,7 +22,7 @@ A top-level node of the entry graph is *shape-only* when
   may alias them (``effects.may_be_written``), and nothing that may alias them reaches a
   graph output (the caller owns outputs) or module state;
 * it reads nothing of module state, even through a shape query: an attribute some method
-  writes (``facts.state``, from ``compiler.analysis.module_state``) may hold a tensor of
+  writes (``facts.state``, from ``vm.ir.module_state``) may hold a tensor of
   another length on the next call (a streaming model's context, empty on the first).
 
 A shape-only value read by a node that is not shape-only, or returned by the graph, is a
@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import attrs
 
-from compiler.analysis import effects
-from compiler.analysis.last_uses import reads
-from compiler.ir import Graph, Node, Value
 from vm.core import types as T
+from vm.ir import effects
+from vm.ir.graph import Graph, Node, Value
+from vm.ir.last_uses import reads
 from vm.ops.facts import SHAPE_QUERIES, SUBGRAPH_KINDS
 from vm.ops.random import RANDOM_KINDS
 from vm.ops.registry import OpRef
