@@ -35,9 +35,8 @@ IR_MAY_IMPORT = ("vm.core.", "vm.ops", "vm.binding.unbound", "vm.fusion.kernels"
 # The imports of compiler/ still left below the front door, each named with the change
 # that removes it (issue #37): IR text given in place of a program (``compile_text``) and a
 # program compiled without its weights specialized at load (``specialize``), both moving to
-# the front door; and the optimized IR of a ``.irbc`` read back by the IR text parser
-# (``ir_text``), until the file carries it as tables.  The set shrinks to nothing; it never grows.
-NOT_YET_AT_THE_FRONT_DOOR = {("vm.static.module_ir", "compiler"), ("vm.static.ir_text", "compiler.parser")}
+# the front door.  The set shrinks to nothing; it never grows.
+NOT_YET_AT_THE_FRONT_DOOR = {("vm.static.module_ir", "compiler")}
 
 
 def _is_compiler(module: str) -> bool:

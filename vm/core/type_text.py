@@ -11,6 +11,7 @@ is enough, and the VM needs no compiler to understand its own file:
              | "NamedTuple(" name ":" type ("," ...)* ")"
              | "Dict(" type "," type ")" | "Union(" type ("," type)* ")"
              | ("Future" | "RRef" | "Await") "[" type "]" | "Enum<" qualname ">"
+             | "InterfaceType<" qualname ">"
              | DTYPE "(" sizes ["strides=[" ... "]"] ["requires_grad=" 0|1] ["device=" d] ")"
              | qualname                                       a leaf, class or type variable
 
@@ -26,7 +27,7 @@ from functools import lru_cache
 from vm.core import types as T
 from vm.core.errors import BytecodeError
 
-_TOKEN = re.compile(r"\s*(Enum<[A-Za-z0-9_.]*>|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|-?\d+|\[\]|[()\[\],:?=*])")
+_TOKEN = re.compile(r"\s*((?:Enum|InterfaceType)<[A-Za-z0-9_.]*>|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|-?\d+|\[\]|[()\[\],:?=*])")
 _DTYPES = frozenset(T.SCALAR_TYPE_CODES)
 _LEAVES: dict[str, T.Type] = {
     t.name: t
@@ -99,6 +100,8 @@ class _Reader:
             return T.TupleType(tuple(self.types_until(")")))
         if token.startswith("Enum<"):
             return T.EnumType(token[len("Enum<") : -1])
+        if token.startswith("InterfaceType<"):
+            return T.InterfaceType(token[len("InterfaceType<") : -1])
         if self.peek() == "[" and token in ("Future", "RRef", "Await"):
             self.take("[")
             (elem,) = self.types_until("]") or [None]

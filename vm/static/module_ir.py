@@ -39,7 +39,7 @@ def as_module(source: Any) -> Module:
         return Module(source)
     from vm.static.ir_text import optimized_module
 
-    module = optimized_module(source) if hasattr(source, "optimized_ir") else getattr(source, "module", None)
+    module = optimized_module(source) if hasattr(source, "ir_table") else getattr(source, "module", None)
     if isinstance(module, Module):
         return module
     raise TypeError(f"cannot build a StaticModule from {type(source).__name__}")
