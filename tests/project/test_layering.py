@@ -130,3 +130,31 @@ def test_nothing_below_the_server_imports_it() -> None:
     imports it, so the runtime, the front door and the compiler never load starlette or Ray."""
     users = {n for n, targets in GRAPH.items() for t in targets if t == "vm.serve" or t.startswith("vm.serve.")}
     assert {n for n in users if not n.startswith("vm.serve")} == {"vm.cli"}
+
+
+# the fields that make a class a copy of the IR's Node, Block or Value (vm/ir/graph.py)
+IR_SHAPES = {
+    "Node": {"kind", "inputs", "outputs", "blocks"},
+    "Block": {"params", "nodes", "returns", "owner"},
+    "Value": {"name", "type", "uses"},
+}
+
+
+def test_no_module_redeclares_the_ir() -> None:
+    """Only vm/ir/graph.py declares classes shaped like the IR's Node, Block and Value: no
+    room keeps a shadow of the data model (as vm/program/check_graph.py's records were)."""
+    import ast
+
+    found = []
+    for top in ("compiler", "vm"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if path == ROOT / "vm" / "ir" / "graph.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                fields = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+                found += [(str(path.relative_to(ROOT)), node.name, like) for like, shape in IR_SHAPES.items() if shape <= fields]
+    assert found == []
+    graph = (ROOT / "vm" / "ir" / "graph.py").read_text()
+    assert all(f"class {name}:" in graph for name in IR_SHAPES)  # the rule reads the real model
