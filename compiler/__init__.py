@@ -10,12 +10,11 @@ The Python API is a contract (keep it stable)::
     module = compiler.specialize(module, weights)    # the whole specialization pipeline
 """
 
-import compiler.printer  # noqa: F401  (gives compiler.ir.Module its __str__; ir does not import its printer)
 from compiler.diagnostics import CompileError, IRError, IRSyntaxError, IRValidationError, Span
 
 
 def parse(text: str, filename: str | None = None):
-    """Parse graph IR text (as PyTorch prints it) into a ``compiler.ir.Module``."""
+    """Parse graph IR text (as PyTorch prints it) into a ``vm.ir.graph.Module``."""
     from compiler.parser import parse as _parse
 
     return _parse(text, filename)
@@ -36,7 +35,7 @@ def compile_file(path, **options):
 
 
 def freeze(module, weights, fusion: bool = True):
-    """An optimized ``compiler.ir.Module`` specialized for ``weights`` (its settings folded,
+    """An optimized ``vm.ir.graph.Module`` specialized for ``weights`` (its settings folded,
     the branches they decide removed), as if compiled with them; ``module`` itself when
     none of its settings is in ``weights``."""
     from compiler.pipeline import freeze as _freeze
@@ -45,7 +44,7 @@ def freeze(module, weights, fusion: bool = True):
 
 
 def specialize(module, weights, *, fusion: bool = True, skip=()):
-    """An optimized ``compiler.ir.Module`` specialized for ``weights`` by the pass manager's
+    """An optimized ``vm.ir.graph.Module`` specialized for ``weights`` by the pass manager's
     ``SPECIALIZE_PIPELINE`` (settings folded, eval BatchNorms folded into their
     convolutions, activations written in place, small linear weights stored transposed),
     leaving out the passes named in ``skip``; the tensors the folds made are in its

@@ -109,8 +109,8 @@ def read_module(path: str, packaged: str | None = None) -> tuple[str, Any, dict[
     what printed IR cannot carry, such as the defaults of its arguments) with the archive's
     weights (``packaged``: the module of a torch.package archive); else the file's text
     parsed, and None."""
-    from compiler.printer import print_module
     from compiler.torchscript import is_torchscript_archive, load_torchscript
+    from vm.ir.printer import print_module
 
     if is_torchscript_archive(path):
         module, weights = load_torchscript(path, module=packaged)
@@ -177,8 +177,8 @@ def _compile(args: argparse.Namespace, progress: Any) -> int:
 
     from compiler import pipeline
     from compiler.emit import emit
-    from compiler.printer import print_module
     from compiler.verify import verify
+    from vm.ir.printer import print_module
 
     timings: list[tuple[str, float]] = []
 

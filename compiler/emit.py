@@ -7,13 +7,13 @@ graph becomes one ``Function``, emitted block by block:
 
 - every value gets a fresh register (the outputs of one node get consecutive ones, so a
   single STOREN stores them); registers are never reused: memory is given back by MOVE,
-  which the emitter picks at a value's last use (``compiler.analysis.last_uses``, as
+  which the emitter picks at a value's last use (``vm.ir.last_uses``, as
   ``emitUse`` does), and by DROPR for each ``prim::Drop`` input;
-- a ``prim::Constant`` emits nothing: its run-time value (``compiler.resolve.
+- a ``prim::Constant`` emits nothing: its run-time value (``vm.ir.resolve.
   constant_value``, computed once here, tensor literals already arrays) goes to the
   constant table and each use is a LOADC;
 - an operator node loads its inputs, runs ``OP k`` (``OPN k n`` for variadic prim
-  factories) on the operator-table entry that ``compiler.resolve`` picked, and stores its
+  factories) on the operator-table entry that ``vm.ir.resolve`` picked, and stores its
   outputs;
 - ``prim::If`` is ``JF else / then / JMP end / else / end: STORE(N)``: each branch leaves
   its block outputs on the stack;
@@ -36,15 +36,15 @@ from typing import Any
 
 import attrs
 
-from compiler.analysis.last_uses import final_reads, last_uses
-from compiler.analysis.module_state import written_attributes
 from compiler.diagnostics import CompileError, Span
-from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.passes.insert_drops import insert_drops
 from compiler.program_tables import check_table, node_refs_of, node_spans_of, self_reads_of
-from compiler.resolve import constant_value, resolve_all
 from compiler.types import InterfaceType, TensorType
 from vm.core.gc_pause import gc_paused
+from vm.ir.graph import Block, Graph, Module, Node, Value
+from vm.ir.last_uses import final_reads, last_uses
+from vm.ir.module_state import written_attributes
+from vm.ir.resolve import constant_value, resolve_all
 from vm.ops import registry
 from vm.ops.registry import OpRef
 from vm.program.bytecode import Function, Instruction, Opcode, Program
@@ -121,7 +121,7 @@ def compile_file(path: str | Path, **options: Any) -> Program:
 
 
 def _print(module: Module) -> str:
-    from compiler.printer import print_module
+    from vm.ir.printer import print_module
 
     return print_module(module)
 
@@ -234,7 +234,7 @@ class _FunctionEmitter:
 
     def use_all(self, values: list[Value], user: Node | Block) -> None:
         """Push ``values``, read by ``user``: LOADC for a constant, MOVE at a value's last
-        use (``compiler.analysis.last_uses``; after ``insert_drops`` it is in the block
+        use (``vm.ir.last_uses``; after ``insert_drops`` it is in the block
         that defines the value), else LOAD."""
         for value, final in zip(values, final_reads(values)):
             producer = value.node
@@ -420,7 +420,7 @@ class _FunctionEmitter:
         index = self.table.add_subgraph(sub, f"{self.name}.FusionGroup_{len(self.table.graphs)}")
         self.use_all(node.inputs, node)
         if self.table.fused_kernels:
-            from compiler.fusion_spec import fused_opref
+            from vm.ir.fusion_spec import fused_opref
 
             ref = fused_opref(node)
             probe = next((i for i, v in enumerate(node.inputs) if v.type is None or isinstance(v.type, TensorType)), 0)

@@ -23,9 +23,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from compiler import types as T
-from compiler.ir import Block, Node, TensorLiteral, Value
-from compiler.literals import unquote
 from compiler.parse_tree import RawBlock, RawGraph, RawNode, Spelled
+from vm.ir.graph import Block, Node, TensorLiteral, Value
+from vm.ir.literals import unquote
 
 __all__ = ["NotFast", "Tok", "read"]
 

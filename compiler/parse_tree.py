@@ -14,7 +14,6 @@ named leaf types by name, so a 10k-node graph does not build 10k ``Tensor`` obje
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, ClassVar, Protocol
 
 from attrs import define, field
@@ -22,8 +21,9 @@ from lark import Token, Transformer
 
 from compiler import types as T
 from compiler.diagnostics import IRSyntaxError
-from compiler.ir import Block, Node, TensorLiteral, Value
-from compiler.literals import AnnotatedDict, AnnotatedList, Opaque, tensor_tag, unquote
+from vm.core.type_text import TypeTextError, read_tensor_type, tensor_type_of, type_of_name
+from vm.ir.graph import Block, Node, TensorLiteral, Value
+from vm.ir.literals import AnnotatedDict, AnnotatedList, Opaque, tensor_tag, unquote
 
 __all__ = ["Builder", "RawBlock", "RawGraph", "RawNode", "Spelled"]
 
@@ -64,21 +64,12 @@ class RawGraph:
     span: Any
 
 
-_LEAVES: dict[str, T.Type] = {
-    t.name: t
-    for t in (T.INT, T.FLOAT, T.BOOL, T.STR, T.NONE, T.DEVICE, T.SCALAR, T.NUMBER, T.ANY, T.FUNCTION,
-              T.LAYOUT, T.SCALAR_TYPE, T.MEMORY_FORMAT, T.GENERATOR)  # fmt: skip
-}
-_LEAVES["Tensor"] = T.TENSOR
 _TENSOR_NAMES = frozenset(T.SCALAR_TYPE_CODES) | {"Tensor"}
 _FLOATING = frozenset({"Float", "Double", "Half", "BFloat16", "ComplexFloat", "ComplexDouble", "ComplexHalf"})
 _NUMBERS = {"INF": math.inf, "NEG_INF": -math.inf, "NAN": math.nan, "NEG_NAN": math.nan}
 
 
 _TENSOR_TYPES: dict[str, T.Type] = {}
-_STRIDES = re.compile(r"strides=\[([^\]]*)\]")
-_DEVICE = re.compile(r"[A-Za-z_]+(:[0-9]+)?")
-_SIZE_ITEM = re.compile(r"(\*|-?[0-9]+)(?::(-?[0-9]+))?|(requires_grad|device|strides)(?:=([A-Za-z0-9_:]+))?")
 
 
 class _Size(tuple):
@@ -92,7 +83,7 @@ class Builder(Transformer):
 
     def __init__(self) -> None:
         super().__init__(visit_tokens=False)
-        self._named: dict[str, T.Type] = dict(_LEAVES)
+        self._named: dict[str, T.Type] = {}  # each name's type, looked up once (vm.core.type_text)
 
     # -- structure ---------------------------------------------------------------------
 
@@ -300,9 +291,9 @@ class Builder(Transformer):
         name = children[0].value
         found = self._named.get(name)
         if found is None:
-            if not T.is_known_leaf_name(name):
+            found = type_of_name(name)
+            if found is None:
                 raise IRSyntaxError(f"unknown type {name}", self.context.at(children[0]))
-            found = T.ClassType(name) if "." in name else T.NamedType(name)
             self._named[name] = found
         return found
 
@@ -350,38 +341,13 @@ class Builder(Transformer):
         token = children[0]
         found = _TENSOR_TYPES.get(token.value)
         if found is None:
-            found = self._read_tensor_type(token)
+            try:
+                found = read_tensor_type(token.value)  # the ground floor's reader of tensor type text
+            except TypeTextError as err:
+                raise IRSyntaxError(str(err), self.context.at(token)) from None
             if len(_TENSOR_TYPES) < 100_000:
                 _TENSOR_TYPES[token.value] = found
         return found
-
-    def _read_tensor_type(self, token: Token) -> T.Type:
-        head = Token("QUALNAME", token.value[: token.value.index("(")])
-        head.line, head.column = token.line, token.column
-        body = token.value[len(head) + 1 : -1]
-        args: list[_Size] = []
-        strides = _STRIDES.search(body)
-        if strides is not None:
-            body = body[: strides.start()] + "strides" + body[strides.end() :]
-        for item in (x.strip() for x in body.split(",")) if body.strip() else ():
-            m = _SIZE_ITEM.fullmatch(item)
-            if m is None:
-                raise IRSyntaxError(f"bad tensor type item {item!r} in {token.value}", self.context.at(token))
-            size, stride, key, value = m.groups()
-            if key in ("requires_grad", "device") and value is None:
-                raise IRSyntaxError(f"{key} needs a value in {token.value}", self.context.at(token))
-            if key == "strides" and strides is not None:
-                items = [x.strip() for x in strides.group(1).split(",") if x.strip()]
-                if not all(x == "*" or x.lstrip("-").isdigit() for x in items):
-                    raise IRSyntaxError(f"bad strides in {token.value}", self.context.at(token))
-                args.append(_Size(("kw", "strides", [None if x == "*" else int(x) for x in items])))
-            elif key is not None:
-                args.append(_Size(("kw", key, value)))
-            elif stride is not None:
-                args.append(_Size(("sizestride", int(size), int(stride))))
-            else:
-                args.append(_Size(("size", None if size == "*" else int(size))))
-        return self._tensor_type(head, args)
 
     def named_field(self, children: list[Any]) -> _Size:
         return _Size(("field", children[0].value, children[1]))
@@ -391,7 +357,10 @@ class Builder(Transformer):
         args = [] if children[1:] == [None] else children[1:]
         name = head.value.rstrip("[")
         if name in _TENSOR_NAMES:
-            return self._tensor_type(head, args)
+            try:
+                return tensor_type_of(head.value, args)
+            except TypeTextError as err:
+                raise IRSyntaxError(str(err), self.context.at(head)) from None
         if name == "NamedTuple" and args and all(isinstance(a, _Size) and a[0] == "field" for a in args):
             return T.TupleType(tuple(a[2] for a in args), tuple(a[1] for a in args))
         if any(isinstance(a, _Size) for a in args):
@@ -407,41 +376,3 @@ class Builder(Transformer):
         if name == "Optional" and len(args) == 1:
             return T.OptionalType(args[0])
         raise IRSyntaxError(f"unknown type {name}({', '.join(map(str, args))})", self.context.at(head))
-
-    def _tensor_type(self, head: Token, args: list[Any]) -> T.TensorType:
-        sizes: list[int | None] = []
-        strides: list[int | None] | None = None
-        options: dict[str, Any] = {}
-        for arg in args:
-            if not isinstance(arg, _Size):
-                raise IRSyntaxError(f"unexpected type {arg} in a tensor type", self.context.at(head))
-            if arg[0] != "kw" and (options or (strides is not None and arg[0] == "size")):
-                raise IRSyntaxError(f"size after the options of {head.value}(...)", self.context.at(head))
-            if arg[0] == "size":
-                sizes.append(arg[1])
-            elif arg[0] == "sizestride":
-                sizes.append(arg[1])
-                strides = (strides or []) + [arg[2]]
-            elif arg[1] == "strides" and isinstance(arg[2], list) and strides is None:
-                strides = arg[2]
-            elif arg[1] in ("requires_grad", "device") and arg[1] not in options:
-                options[arg[1]] = arg[2]
-            else:
-                raise IRSyntaxError(f"unexpected tensor type option {arg[1]}=", self.context.at(head))
-        if strides is not None and len(strides) != len(sizes):
-            raise IRSyntaxError(
-                f"{head.value}(...) has {len(sizes)} sizes but {len(strides)} strides", self.context.at(head)
-            )
-        requires_grad = options.get("requires_grad")
-        device = options.get("device")
-        if requires_grad is not None and str(requires_grad) not in ("0", "1"):
-            raise IRSyntaxError(f"requires_grad must be 0 or 1 in {head.value}(...)", self.context.at(head))
-        if device is not None and not (isinstance(device, str) and _DEVICE.fullmatch(device)):
-            raise IRSyntaxError(f"bad device in {head.value}(...): expected cpu, cuda:1...", self.context.at(head))
-        return T.TensorType(
-            dtype=None if head.value == "Tensor" else head.value,
-            sizes=tuple(sizes) if (sizes or head.value != "Tensor") else None,
-            strides=None if strides is None else tuple(strides),
-            requires_grad=None if requires_grad is None else bool(int(requires_grad)),
-            device=None if device is None else str(device),
-        )

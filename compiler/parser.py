@@ -43,10 +43,10 @@ from lark import Lark
 from compiler import line_parser
 from compiler import types as T
 from compiler.diagnostics import IRSyntaxError, IRValidationError, Span
-from compiler.ir import Graph, Module, Node, Value
 from compiler.parse_tree import Builder, RawBlock, RawGraph, RawNode, Spelled
 from vm.core.enum_values import member_of
 from vm.core.gc_pause import gc_paused
+from vm.ir.graph import Graph, Module, Node, Value
 
 __all__ = ["grammar", "parse"]
 

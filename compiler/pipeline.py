@@ -53,9 +53,9 @@ from typing import Any
 import attrs
 
 from compiler.diagnostics import IRError
-from compiler.ir import Module
 from compiler.passes import collecting, in_place, node_count
 from vm.core.gc_pause import gc_paused
+from vm.ir.graph import Module
 
 DEFAULT_PIPELINE: list[str] = [
     # Phase 0: standard torch.nn submodules get irvm's forward bodies, then calls to known
@@ -205,7 +205,7 @@ def optimize(
         if verify_each:
             verify(current)
         if "all" in wanted or name in wanted:
-            from compiler.printer import print_module
+            from vm.ir.printer import print_module
 
             show(name, print_module(current))
     if weights is not None and passes is None:

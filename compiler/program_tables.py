@@ -4,11 +4,11 @@ operator every node resolved to (what the static runtime binds, without resolvin
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from compiler import types as T
-from compiler.ir import Graph, Module
+from vm.ir.graph import Graph, Module, all_nodes
 
 SelfRead = tuple[int, str, str, bool, Any]
 
@@ -35,22 +35,6 @@ def self_reads_of(graph: Graph) -> tuple[SelfRead, ...]:
             if isinstance(out.type, T.ClassType):
                 pending.append((out, len(reads) - 1))
     return tuple(reads)
-
-
-def all_nodes(module: Module) -> Iterator[Any]:
-    """Every node of every graph of ``module``, fusion sub-graphs included, in a fixed
-    order: each graph walked in program order, a node's sub-graph right after it."""
-    for graph in (module.main, *module.functions.values()):
-        stack = [graph.walk()]
-        while stack:
-            node = next(stack[-1], None)
-            if node is None:
-                stack.pop()
-                continue
-            yield node
-            for value in node.attrs.values():
-                if isinstance(value, Graph):
-                    stack.append(value.walk())
 
 
 def node_spans_of(module: Module) -> tuple[Any, ...]:
@@ -119,7 +103,7 @@ class _CheckWriter:
         return [[self.value(p) for p in block.params], nodes, [self.value(r) for r in block.returns]]
 
     def node(self, node: Any, constants_only: bool) -> list[Any] | None:
-        from compiler.ir import TensorLiteral
+        from vm.ir.graph import TensorLiteral
 
         stored_attrs: dict[str, Any] = {}
         blocks: list[Any] = []

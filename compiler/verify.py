@@ -33,9 +33,9 @@ from typing import Any
 
 from compiler import types as T
 from compiler.diagnostics import IRValidationError
-from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Use, Value
 from vm.core.enum_values import EnumValue
 from vm.core.gc_pause import gc_paused
+from vm.ir.graph import Block, Graph, Module, Node, TensorLiteral, Use, Value
 
 __all__ = ["assignable", "check_block_arity", "verify"]
 

@@ -30,8 +30,8 @@ from collections import Counter
 from pathlib import Path
 
 from compiler.diagnostics import IRError, RunError
-from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.types import ClassType, TensorType, Type
+from vm.ir.graph import Block, Graph, Module, Node, Value
 
 COLLAPSE_AT = 150  # boxes; a bigger graph is drawn one box per module unless expanded
 
@@ -53,7 +53,7 @@ def _type_str(t: Type | None) -> str:
 
 def _constant_label(node: Node) -> str:
     """The constant as the IR prints it (``"abc"``, ``[1, 2]``, ``{0.5}``), shortened."""
-    from compiler.printer import format_attr_value
+    from vm.ir.printer import format_attr_value
 
     if "value" not in node.attrs:
         return "None" if node.attrs.get("name") is None else str(node.attrs["name"])

@@ -122,9 +122,9 @@ def group_kernel(case: str, inputs: list[np.ndarray], **options: Any) -> tuple[A
     program's inputs in the order the group takes them (grouping reorders them: the chain
     group takes ``(x, b, w)``)."""
     import compiler
-    from compiler.fusion_spec import fusion_spec
     from compiler.pipeline import optimize
     from vm.fusion.kernels import FusedKernel
+    from vm.ir.fusion_spec import fusion_spec
 
     optimized, _ = optimize(compiler.parse(CASES[case][0](), case))
     (node,) = [n for n in optimized.main.walk() if "Subgraph" in n.attrs]

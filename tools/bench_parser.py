@@ -16,7 +16,7 @@ import argparse
 import time
 
 from compiler.parser import grammar, parse
-from compiler.printer import print_module
+from vm.ir.printer import print_module
 
 TYPE = "Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu)"
 

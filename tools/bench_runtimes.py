@@ -403,7 +403,7 @@ def dispatch_overhead(budget: float) -> dict[str, float]:
     module = compiler.parse("\n".join(lines))
     static = vm.StaticRuntime(module)  # unoptimized: constant propagation would fold it
     kernel = registry.bind(
-        __import__("compiler.resolve", fromlist=["resolve"]).resolve(
+        __import__("vm.ir.resolve", fromlist=["resolve"]).resolve(
             module.main.nodes[1]
         )
     )

@@ -55,7 +55,7 @@ def _stub_weights(program: object) -> dict[str, object]:
     """Placeholder arrays for ``<Tensor>`` constants: the listing needs no real weights."""
     import numpy as np
 
-    from compiler.resolve import UnboundTensor
+    from vm.ir.resolve import UnboundTensor
 
     stub: dict[str, object] = {}
     for function in getattr(program, "functions", ()):

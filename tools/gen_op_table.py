@@ -31,7 +31,7 @@ HEADER = """\
 
 Every operator irvm can run, one row per overload, with its schema exactly as PyTorch
 registers it. The compiler resolves each `aten::`/`prim::` node of the IR to one of these
-overloads from the argument types (`compiler/resolve.py`); a node whose operator is
+overloads from the argument types (`vm/ir/resolve.py`); a node whose operator is
 missing here is a compile error that names the node and lists the closest schemas.
 `python tools/op_coverage.py DUMPS...` lists every operator a set of `.ir` dumps needs
 that is missing here (with `--models hf,tv,timm` it builds and dumps model zoos itself).

@@ -7,7 +7,7 @@
 
 For every graph the tool parses the IR, gives calls of standard ``torch.nn`` modules
 irvm's bodies and inlines every call (``add_known_methods`` + ``inline_calls``, as the
-compiler does first), then asks ``compiler.resolve`` for each node, nested blocks
+compiler does first), then asks ``vm.ir.resolve`` for each node, nested blocks
 included.  Nothing is constant-folded, so an operator inside a branch that is never
 taken in eval mode (``bernoulli_`` under ``if self.training``) still counts: the
 compiler would stop on it unless propagation removed the branch.
@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compiler.diagnostics import CompileError, IRError
-from compiler.ir import Graph, Module, Node
-from compiler.resolve import constant_value, normalize, resolve
+from vm.ir.graph import Graph, Module, Node
+from vm.ir.resolve import constant_value, normalize, resolve
 from vm.ops.facts import CONTROL_KINDS
 
 

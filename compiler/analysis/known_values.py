@@ -10,7 +10,7 @@ is known: torchvision's ``bn_training = self.training or ...``).  ``known_for(mo
 weights)`` binds ``%self`` and the tensor constants from the weights exactly as the
 runtimes will (``vm.binding.weights``) and returns ``known(value)``: the value, or
 ``UNKNOWN``.  Module state is never known: an attribute some method writes
-(``compiler.analysis.module_state``) holds another value on the next call.  Weights the runtimes would refuse make nothing known (the runtime then
+(``vm.ir.module_state``) holds another value on the next call.  Weights the runtimes would refuse make nothing known (the runtime then
 names what is wrong, in its own words); the tensors earlier folds made
 (``Module.folded_tensors``) are known by their names.
 
@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from compiler import types as T
-from compiler.ir import Graph, Module, Node, TensorLiteral, Value
-from compiler.resolve import constant_value
+from vm.ir.graph import Graph, Module, Node, TensorLiteral, Value
+from vm.ir.resolve import constant_value
 
 UNKNOWN: Any = object()
 Known = Callable[[Value], Any]
@@ -35,9 +35,9 @@ Known = Callable[[Value], Any]
 def known_for(module: Module, weights: Any) -> Known:
     """``known(value)`` for the values of ``module.main`` under ``weights`` (a flat
     mapping of dotted keys or a ``vm.binding.weights.ModuleObject``)."""
-    from compiler.analysis.module_state import written_attributes
     from vm.binding.weights import ModuleObject, bind_constants, bind_self
     from vm.core.errors import RunError
+    from vm.ir.module_state import written_attributes
 
     main = module.main
     state = written_attributes(module)
@@ -153,6 +153,6 @@ def _evaluate(
 
 
 def _is_state(value: Value, state: frozenset[str]) -> bool:
-    from compiler.analysis.module_state import reads_state
+    from vm.ir.module_state import reads_state
 
     return value.node is not None and reads_state(value.node, state)

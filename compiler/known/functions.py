@@ -66,7 +66,7 @@ from __future__ import annotations
 from functools import cache
 
 from compiler import types as T
-from compiler.ir import Graph, Node
+from vm.ir.graph import Graph, Node
 
 # ---------------------------------------------------------------------------------------
 # The table: printed function name -> the texts of its bodies (one per overload).

@@ -62,11 +62,11 @@ from functools import cache
 
 from compiler import types as T
 from compiler.diagnostics import CompileError
-from compiler.ir import Graph, Node
 from compiler.known.layers import CONTAINERS, LAYERS
 from compiler.known.library import fixed_bodies
 from compiler.known.sequence import METHODS, SEQUENCE
 from compiler.known.text import SELF
+from vm.ir.graph import Graph, Node
 
 # unmangled class qualname -> (builder of its forward's IR text, rank of its int[] settings);
 # the classes whose body is fixed text (bodies/modules/*.ir) have no int[] settings: rank 0

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from compiler.ir import Block, Graph, Module, Node, Value, count_nodes
+from vm.ir.graph import Block, Graph, Module, Node, Value, count_nodes
 
 Target = TypeVar("Target", Graph, Module)
 
@@ -92,7 +92,7 @@ def lazy_is_written(graph: Graph) -> Callable[[Value], bool]:
     passes that ask only about rare nodes (a folded list, an identity on a tensor) then
     mostly skip the analysis of a big graph entirely.  Sound for passes whose edits never
     make a value written that was not (folding, rewriting to an alias)."""
-    from compiler.analysis.effects import AliasClasses, may_be_written
+    from vm.ir.effects import AliasClasses, may_be_written
 
     classes = None
     templates: dict[tuple[object, ...], Any] = {}  # may_be_written's cache, opaque here

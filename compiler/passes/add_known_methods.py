@@ -17,10 +17,10 @@ body per call, as it must choose among overloads by argument types.
 
 from __future__ import annotations
 
-from compiler.ir import Graph, Module
 from compiler.known import method_body
 from compiler.passes import Target, note, owned_copy
 from compiler.passes.inline_calls import callee_name
+from vm.ir.graph import Graph, Module
 
 
 def add_known_methods(target: Target) -> Target:

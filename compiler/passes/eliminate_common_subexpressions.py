@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.analysis.effects import AliasClasses, is_mutable_type, is_pure
-from compiler.ir import Block, Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, note
 from compiler.passes.pool_constants import _tagged
+from vm.ir.effects import AliasClasses, is_mutable_type, is_pure
+from vm.ir.graph import Block, Graph, Node, Value
 
 
 def eliminate_common_subexpressions(target: Target) -> Target:

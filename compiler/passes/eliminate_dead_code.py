@@ -7,7 +7,7 @@ IR.  *Mark* starts from the graph's returns and from every node with a side effe
 - a node is live when an output is live, when it has a side effect, when it contains a
   live node (an If or Loop around a print), or when it writes (``(a!)`` in its schema)
   to memory that a live value or a graph input may refer to (the caller sees a write to
-  an input) -- the points-to sets of ``compiler.analysis.effects.AliasClasses``;
+  an input) -- the points-to sets of ``vm.ir.effects.AliasClasses``;
 - a live node makes its inputs live; a live If makes its condition live, and for each
   live output the matching return of both branches;
 - a live Loop makes its trip count, its initial condition and the body's continue
@@ -27,9 +27,9 @@ body return and loop output together).
 
 from __future__ import annotations
 
-from compiler.analysis.effects import AliasClasses, has_side_effects
-from compiler.ir import Block, Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, note
+from vm.ir.effects import AliasClasses, has_side_effects
+from vm.ir.graph import Block, Graph, Node, Value
 
 
 def eliminate_dead_code(target: Target) -> Target:

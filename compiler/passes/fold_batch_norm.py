@@ -32,7 +32,7 @@ constants, ``aten::__not__`` and a ``prim::If`` whose condition is known (torchv
 - the convolution's result has no other use but ones that read only its shape, dtype or
   device (torch's ``_check_input_dim`` reads ``dim()``), which the fold keeps; and no
   value involved is written in place by any node (kinds ending in ``_``), and none is
-  module state (an attribute some method assigns: ``compiler.analysis.module_state``,
+  module state (an attribute some method assigns: ``vm.ir.module_state``,
   which ``known_for`` asks, leaves it unknown).
 
 Each fold adds two ``<Tensor>`` constants named after the BatchNorm's result
@@ -52,8 +52,8 @@ import numpy as np
 from compiler import types as T
 from compiler.analysis.known_values import Known, known_for, record_sources
 from compiler.analysis.known_values import written as _written
-from compiler.ir import Graph, Module, Node, TensorLiteral, Value
 from compiler.passes import note, owned_copy
+from vm.ir.graph import Graph, Module, Node, TensorLiteral, Value
 from vm.ops.facts import weights_of
 
 # ops that read only a tensor's shape, dtype or device, the same before and after a fold

@@ -31,8 +31,8 @@ Postcondition: no rewritten operand has any use but its activation.
 
 from __future__ import annotations
 
-from compiler.ir import Module, Node
 from compiler.passes import note, owned_copy
+from vm.ir.graph import Module, Node
 from vm.ops.facts import EPILOGUE_KINDS, TAKES_EPILOGUE_KINDS
 
 

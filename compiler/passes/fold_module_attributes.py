@@ -15,7 +15,7 @@ branches those constants decide.
 Only immutable values are folded: tensors, lists, tuples and dicts stay attribute reads
 (they are objects a run may modify, and a tensor constant would print rounded), and an
 attribute that is module *state* -- one a ``prim::SetAttr`` of any graph, or of another
-method of the module object, assigns (``compiler.analysis.module_state``) -- is never
+method of the module object, assigns (``vm.ir.module_state``) -- is never
 folded: ``self._last_sr``, ``self.count`` are read on every call.  An
 attribute absent from the weights is not folded (the runtime reports or defaults it as
 before).  The values folded are recorded in ``Module.attributes`` (dotted path -> value):
@@ -30,10 +30,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler import types as T
-from compiler.analysis.module_state import ANYTHING, is_written, written_attributes
-from compiler.ir import FreshNames, Module, Node, Value
 from compiler.passes import note
 from vm.core.enum_values import EnumValue, stored
+from vm.ir.graph import FreshNames, Module, Node, Value
+from vm.ir.module_state import ANYTHING, is_written, written_attributes
 
 _PLAIN = {T.BOOL: bool, T.INT: int, T.FLOAT: float, T.STR: str}
 

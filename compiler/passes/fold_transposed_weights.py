@@ -37,8 +37,8 @@ import numpy as np
 from compiler import types as T
 from compiler.analysis.known_values import Known, known_for, record_sources
 from compiler.analysis.known_values import written as _written
-from compiler.ir import Module, Node, TensorLiteral, Value
 from compiler.passes import note, owned_copy
+from vm.ir.graph import Module, Node, TensorLiteral, Value
 from vm.ops.facts import weights_of
 from vm.ops.registry import Weights
 
@@ -49,7 +49,7 @@ def fold_transposed_weights(module: Module, weights: Mapping[str, Any] | Any = N
     """``module`` with its small linear layers reading their weight stored transposed
     (see the module essay), the arrays it made added to ``folded_tensors``; ``module``
     itself without weights or when no linear qualifies (a weight that is module state,
-    ``compiler.analysis.module_state``, is not known, so never qualifies)."""
+    ``vm.ir.module_state``, is not known, so never qualifies)."""
     kinds = {n.kind for g in (module.main, *module.functions.values()) for n in g.walk()}
     if weights is None or not any(_layer(k) is not None for k in kinds):
         return module

@@ -23,7 +23,7 @@ scalar constants cloned into groups; a write whose target became a fresh group o
 so without the rounds a second run would fuse more.  PyTorch runs DCE around its fuser
 for the same reasons.
 
-The group node's ``attrs["Subgraph"]`` is a ``compiler.ir.Graph`` whose parameters match
+The group node's ``attrs["Subgraph"]`` is a ``vm.ir.graph.Graph`` whose parameters match
 the group's inputs and whose returns match its outputs; the printer shows it as PyTorch
 does, ``prim::FusionGroup_0(...)`` and ``with prim::FusionGroup_0 = graph(...)``.
 """
@@ -33,11 +33,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from compiler import types as T
-from compiler.analysis.effects import is_pure, op_info
-from compiler.ir import Block, Graph, Node, Value, clone_node
 from compiler.passes import Target, apply_to_clone, collecting, note
 from compiler.passes.eliminate_dead_code import sweep_dead_code
 from compiler.passes.pool_constants import pool_graph
+from vm.ir.effects import is_pure, op_info
+from vm.ir.graph import Block, Graph, Node, Value, clone_node
 from vm.ops.facts import SIMPLE_MAPS
 
 GROUP = "prim::FusionGroup"

@@ -25,9 +25,9 @@ inlined: its calls stay calls, and the emitter gives them a frame.  Functions st
 from __future__ import annotations
 
 from compiler import types as T
-from compiler.ir import Block, Graph, Module, Node, Value, clone_node
 from compiler.known import known_body
 from compiler.passes import Target, graphs_of, note, owned_copy
+from vm.ir.graph import Block, Graph, Module, Node, Value, clone_node
 
 
 def inline_calls(target: Target) -> Target:

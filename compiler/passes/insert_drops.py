@@ -12,22 +12,22 @@ interpreter pre-processing (``preprocess_graph.cpp``) does, in two steps:
    (constants excepted: they are LOADC'd, never stored) gets a ``prim::Drop`` right
    after its definition -- at the start of the block for parameters, right after the
    node for outputs, one Drop node per definition carrying all its unused values.
-2. *insertLastUses*: the last use of each value (``compiler.analysis.last_uses``: each
+2. *insertLastUses*: the last use of each value (``vm.ir.last_uses``: each
    block scanned backwards, return first, nested blocks before a node's own inputs).
    When that use is nested inside an If or Loop, find the node at the value's
    defining depth that contains the use and add the value to a ``prim::Drop`` placed
    right after that node (one Drop per control-flow node, created on demand).
 
-Afterwards ``compiler.analysis.last_uses`` puts every non-constant value's last use in
+Afterwards ``vm.ir.last_uses`` puts every non-constant value's last use in
 its defining block, and the emitter turns each ``prim::Drop`` input into DROPR.
 """
 
 from __future__ import annotations
 
-from compiler.analysis.last_uses import last_uses
 from compiler.diagnostics import Span
-from compiler.ir import Block, Graph, Node, Value
 from compiler.passes import Target, ancestor_in, graphs_of, note
+from vm.ir.graph import Block, Graph, Node, Value
+from vm.ir.last_uses import last_uses
 
 DROP = "prim::Drop"
 

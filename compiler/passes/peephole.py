@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from compiler import types as T
-from compiler.ir import FreshNames, Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, lazy_is_written, note
 from compiler.passes.eliminate_dead_code import sweep_dead_code
+from vm.ir.graph import FreshNames, Graph, Node, Value
 
 _FLOAT_DTYPES = frozenset({"Float", "Double", "Half", "BFloat16"})
 _IDENTITY_SCALAR = {"aten::mul": 1, "aten::div": 1, "aten::add": 0, "aten::sub": 0}
@@ -91,7 +91,7 @@ _DROPOUTS = frozenset(
 
 
 def _eval_dropout(node: Node) -> Value | None:
-    from compiler.resolve import constant_value
+    from vm.ir.resolve import constant_value
 
     x, p, train = node.inputs
     if p.node is None or p.node.kind != "prim::Constant" or train.node is None or train.node.kind != "prim::Constant":

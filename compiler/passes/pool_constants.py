@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from compiler.analysis.effects import AliasClasses, is_mutable_type
-from compiler.ir import Block, Graph, Node, TensorLiteral, Value
 from compiler.passes import Target, apply_to_clone, note
-from compiler.resolve import constant_value
+from vm.ir.effects import AliasClasses, is_mutable_type
+from vm.ir.graph import Block, Graph, Node, TensorLiteral, Value
+from vm.ir.resolve import constant_value
 
 
 def pool_constants(target: Target) -> Target:

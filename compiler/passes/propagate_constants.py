@@ -1,7 +1,7 @@
 """Constant propagation: run at compile time what only depends on constants.
 
 As TorchScript's ``ConstantPropagation``: a node whose inputs are all constants is run
-now -- resolved to its overload with ``compiler.resolve`` and called through
+now -- resolved to its overload with ``vm.ir.resolve`` and called through
 ``vm.ops.registry.bind``, the same kernels the VMs use -- and its outputs are replaced by
 new constants.  Only pure nodes qualify (no side effect, no ``(a!)`` write, no blocks),
 and only results a constant can hold exactly: ints, floats, bools, strings, None and
@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 
 from compiler import types as T
-from compiler.analysis.effects import has_side_effects, mutated_inputs
-from compiler.ir import FreshNames, Graph, Node, Value
 from compiler.passes import Target, apply_to_clone, lazy_is_written, note
 from compiler.passes.eliminate_dead_code import sweep_dead_code
-from compiler.resolve import constant_value, resolve
+from vm.ir.effects import has_side_effects, mutated_inputs
+from vm.ir.graph import FreshNames, Graph, Node, Value
+from vm.ir.resolve import constant_value, resolve
 from vm.ops.facts import CONTROL_KINDS
 from vm.ops.registry import bind
 

@@ -131,7 +131,7 @@ def archive_ir_text(path: str | Path, *, scopes: bool = False) -> str | None:
     ``path`` is not a TorchScript archive; ``scopes`` as in ``load_torchscript``."""
     if not is_torchscript_archive(path):
         return None
-    from compiler.printer import print_module
+    from vm.ir.printer import print_module
 
     module, _ = load_torchscript(path, scopes=scopes)
     return print_module(module)

@@ -3,7 +3,7 @@
 ``GraphBuilder`` appends nodes to its current block and names their outputs uniquely in
 the graph (a Python variable's name, else a number, as PyTorch's dumps do).  An operator
 call ``torch.add(x, 1)`` / ``ops.prim.NumToTensor(n)`` is matched against every
-registered overload of ``aten::add`` with the rules of ``compiler.resolve`` (positional
+registered overload of ``aten::add`` with the rules of ``vm.ir.resolve`` (positional
 arguments, keyword arguments by name, the schema's defaults for the rest, a ``...``
 vararg taking the extras); the cheapest fit wins, its defaults become constants so the
 node has every argument (as TorchScript's own graphs do), and the outputs get the
@@ -16,8 +16,8 @@ from typing import Any
 
 from compiler import types as T
 from compiler.diagnostics import CompileError, Span
-from compiler.ir import Block, Graph, Node, TensorLiteral, Value
-from compiler.resolve import (
+from vm.ir.graph import Block, Graph, Node, TensorLiteral, Value
+from vm.ir.resolve import (
     TypeVar,
     _no_overload,
     _unknown_operator,

@@ -25,13 +25,13 @@ import attrs
 
 from compiler import types as T
 from compiler.diagnostics import CompileError, Span
-from compiler.ir import Value
 from compiler.torchscript.builder import GraphBuilder, unify
 from compiler.torchscript.fold import NOT_FOLDED, constant_of, fold
 from compiler.torchscript.quantized import quantized_type
 from compiler.torchscript.source import SourceIndex, dotted
 from compiler.torchscript.unpickle import Record
 from vm.core.quantized import PACKED_TYPES, QTensor
+from vm.ir.graph import Value
 
 
 @attrs.define(eq=False)

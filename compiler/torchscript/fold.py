@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from compiler import types as T
-from compiler.ir import Value
+from vm.ir.graph import Value
 
 NOT_FOLDED: Any = object()
 

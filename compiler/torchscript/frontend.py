@@ -35,7 +35,6 @@ from typing import Any
 
 from compiler import types as T
 from compiler.diagnostics import CompileError, Span
-from compiler.ir import Graph, Module, Value
 from compiler.torchscript.builder import MAX_INT, GraphBuilder, unify
 from compiler.torchscript.exprs import (
     Context,
@@ -45,6 +44,7 @@ from compiler.torchscript.exprs import (
 from compiler.torchscript.fold import assigns_training, constant_of
 from compiler.torchscript.source import FunctionInfo, SourceIndex
 from compiler.torchscript.unpickle import Record
+from vm.ir.graph import Graph, Module, Value
 
 MAX_INLINE_DEPTH = 200
 _SCALARS = (T.INT, T.FLOAT, T.BOOL, T.STR)  # what a `-> Tensor` function may not return
@@ -469,13 +469,13 @@ def method_names(index: SourceIndex, root: Record) -> list[str]:
 def other_methods_writes(
     index: SourceIndex, root: Record, constants: tuple[Any, ...], inlined: set[str], filename: str
 ) -> frozenset[str]:
-    """The attributes the module's other methods write (``compiler.analysis.module_state``):
+    """The attributes the module's other methods write (``vm.ir.module_state``):
     one module object runs all of them, so what ``reset_states`` assigns is state for
     ``forward`` too.  Methods already compiled in (``inlined``: qualified names, what the
     method's compile inlined; a torchvision ``_forward_impl``) are not compiled again; a
     method irvm cannot compile may write anything (``"*"``): nothing of the module is then
     taken as constant."""
-    from compiler.analysis.module_state import ANYTHING, written_attributes
+    from vm.ir.module_state import ANYTHING, written_attributes
 
     written: set[str] = set()
     seen = set(inlined)

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from compiler.parser import parse
-from compiler.printer import print_module
 from tests.support.paths import CORPUS, ROOT
 from vm.files.npz import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from vm.ir.printer import print_module
 from vm.program import irbc
 
 MANIFEST: list[dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text())

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 import compiler
 from compiler.diagnostics import RunError
-from compiler.fusion_spec import fused_opref, fusion_spec
 from compiler.pipeline import optimize
 from tests.support.paths import EXAMPLES
 from vm.fusion.kernels import FusedKernel
+from vm.ir.fusion_spec import fused_opref, fusion_spec
 from vm.ops.registry import bind
 
 

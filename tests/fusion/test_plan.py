@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 import compiler
 import vm.fusion.kernels as fusion
 from compiler.diagnostics import RunError
-from compiler.fusion_spec import fusion_spec
 from tests.support.paths import CORPUS, EXAMPLES
 from vm.fusion.kernels import FusedKernel
+from vm.ir.fusion_spec import fusion_spec
 
 DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
 SPECIALS = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-30, 3.5, -2.0]

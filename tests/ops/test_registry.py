@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler.resolve import resolve
+from vm.ir.resolve import resolve
 from vm.ops import FAMILIES, facts, prepared, registry
 from vm.ops._out_schemas import OUT_SCHEMAS
 from vm.ops.registry import FALLBACK, Fact, OpRef, kernel, register_op

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from compiler import types as T
-from compiler.ir import Graph, Module, TensorLiteral
-from compiler.literals import AnnotatedList
 from compiler.parser import parse
-from compiler.printer import print_module, structural_diff
 from compiler.verify import verify
 from tests.support import paths
+from vm.ir.graph import Graph, Module, TensorLiteral
+from vm.ir.literals import AnnotatedList
+from vm.ir.printer import print_module, structural_diff
 
 DUMPS = sorted(paths.DUMPS.glob("*.ir"))
 CORPUS = sorted(paths.CORPUS.glob("*.ir"))

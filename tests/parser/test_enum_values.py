@@ -20,11 +20,11 @@ import compiler
 import vm
 from compiler.diagnostics import IRError, RunError
 from compiler.parser import parse
-from compiler.printer import print_module
 from tests.support.paths import ROOT
 from vm.core import types as T
 from vm.core.enum_values import EnumValue
 from vm.files.npz import compare_flat, flatten_outputs
+from vm.ir.printer import print_module
 
 GRAPH = """graph(%self : __torch__.M,
       %x.1 : Tensor):

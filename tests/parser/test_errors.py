@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from compiler.diagnostics import IRError, IRSyntaxError, IRValidationError
 from compiler.parser import parse
-from compiler.printer import print_module, structurally_equal
 from compiler.verify import verify
 from tests.support import paths
+from vm.ir.printer import print_module, structurally_equal
 
 DUMPS = sorted(paths.DUMPS.glob("*.ir"))
 

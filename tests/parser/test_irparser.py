@@ -16,8 +16,8 @@ import pytest
 from compiler import types as T
 from compiler.diagnostics import IRSyntaxError, IRValidationError
 from compiler.parser import parse
-from compiler.printer import print_module
 from compiler.verify import verify
+from vm.ir.printer import print_module
 
 ROUNDTRIP = {
     "NestedBlock": """graph():

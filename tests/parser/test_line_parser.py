@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiler.diagnostics import IRError
-from compiler.ir import Graph, Module
 from compiler.parser import parse
-from compiler.printer import print_module
 from tests.support.mutations import IR_EDITS, apply_ir_edits, ir_seeds
 from tests.support.paths import DATA, EXAMPLES
 from tests.support.strategies import ir_modules
+from vm.ir.graph import Graph, Module
+from vm.ir.printer import print_module
 
 FILES = sorted({*DATA.rglob("*.ir"), *EXAMPLES.rglob("*.ir")})
 

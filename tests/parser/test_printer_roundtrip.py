@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 
 from compiler.parser import parse
-from compiler.printer import print_module, structural_diff
 from compiler.verify import verify
 from tests.support.strategies import ir_modules
+from vm.ir.printer import print_module, structural_diff
 
 
 @given(ir_modules())

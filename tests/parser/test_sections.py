@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from compiler.diagnostics import IRValidationError
-from compiler.ir import Graph
 from compiler.parser import parse
-from compiler.printer import print_module
 from compiler.verify import verify
+from vm.ir.graph import Graph
+from vm.ir.printer import print_module
 
 NESTED = """graph(%x : Tensor):
   %a : Tensor = prim::FusionGroup_0(%x)

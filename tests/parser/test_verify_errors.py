@@ -9,9 +9,9 @@ import pytest
 
 from compiler import types as T
 from compiler.diagnostics import IRValidationError
-from compiler.ir import Node, Use
 from compiler.parser import parse
 from compiler.verify import assignable, verify
+from vm.ir.graph import Node, Use
 
 GOOD = """graph(%x : Tensor, %c : bool, %n : int):
   %one : int = prim::Constant[value=1]()

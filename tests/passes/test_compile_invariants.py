@@ -13,16 +13,16 @@ import gc
 import pytest
 from hypothesis import given
 
-from compiler.analysis.effects import AliasClasses, WriteIndex, _nested_first, may_be_written, may_be_written_through
 from compiler.diagnostics import IRError
 from compiler.emit import emit
-from compiler.ir import Block, Module, Node, count_nodes
 from compiler.parser import parse
 from compiler.passes import graphs_of
 from compiler.pipeline import optimize
 from compiler.verify import verify
 from tests.support.paths import DUMPS
 from tests.support.strategies import graphs
+from vm.ir.effects import AliasClasses, WriteIndex, _nested_first, may_be_written, may_be_written_through
+from vm.ir.graph import Block, Module, Node, count_nodes
 
 
 def _recursive_walk(block: Block) -> list[Node]:

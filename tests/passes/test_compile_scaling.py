@@ -46,7 +46,7 @@ def test_pipeline_work_is_linear_in_graph_size() -> None:
 
 def _names_collected(n_layers: int, monkeypatch) -> int:
     """How many value names ``Graph.value_names`` gathers in all during ``optimize``."""
-    from compiler.ir import Graph
+    from vm.ir.graph import Graph
 
     module = parse(synthetic_graph(n_layers), f"<synthetic {n_layers}>")
     collected = [0]

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import compiler
-import compiler.ir
-from compiler.printer import print_module
+import vm.ir.graph
 from compiler.verify import verify
 from tests.support.filecheck_runner import Case, golden_cases, strip_checks
 from tests.support.paths import TOOLS
+from vm.ir.printer import print_module
 
 CASES = golden_cases(Path(__file__).parent.parent / "static" / "freeze")
 
@@ -70,7 +70,7 @@ def test_specialize_on_a_scripted_shufflenet_unit_matches_compiling_with_the_wei
     direct = compiler.compile_source(exp.ir, "s.ir", weights=exp.weights).module
     verify(specialized)
 
-    def kinds(module: compiler.ir.Module) -> Counter[str]:
+    def kinds(module: vm.ir.graph.Module) -> Counter[str]:
         return Counter(n.kind for n in module.main.walk())
 
     assert kinds(specialized) == kinds(direct) and "prim::If" not in kinds(specialized)

@@ -20,9 +20,6 @@ from typing import Any
 import pytest
 from hypothesis import given, note
 
-from compiler.analysis.effects import is_pure
-from compiler.analysis.last_uses import last_uses
-from compiler.ir import Block, Graph, Module, Node, Value
 from compiler.passes import ancestor_in, graphs_of
 from compiler.passes.group_fusions import GROUP, is_fusible
 from compiler.passes.inline_calls import _recursive_functions, callee_name
@@ -32,6 +29,9 @@ from compiler.verify import verify
 from tests.support.ir_checks import check_wellformed, dump, structure
 from tests.support.reference import FreedValueError, run_reference, same_value
 from tests.support.strategies import graphs
+from vm.ir.effects import is_pure
+from vm.ir.graph import Block, Graph, Module, Node, Value
+from vm.ir.last_uses import last_uses
 
 ALL_PASSES = [*DEFAULT_PIPELINE, "insert_drops"]
 

@@ -22,11 +22,11 @@ import pytest
 
 from compiler import parse
 from compiler import types as T
-from compiler.ir import Module, TensorLiteral
 from compiler.pipeline import WEIGHT_PASSES, get_pass
-from compiler.printer import print_module
 from compiler.verify import verify
 from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
+from vm.ir.graph import Module, TensorLiteral
+from vm.ir.printer import print_module
 
 CASES = golden_cases(Path(__file__).parent)
 

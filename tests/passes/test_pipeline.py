@@ -7,10 +7,10 @@ import itertools
 import pytest
 
 from compiler import parse
-from compiler.analysis.last_uses import last_uses
 from compiler.diagnostics import IRError
 from compiler.pipeline import DEFAULT_PIPELINE, PassRecord, optimize
-from compiler.printer import print_module
+from vm.ir.last_uses import last_uses
+from vm.ir.printer import print_module
 
 PROGRAM = """graph(%x : Float(2, 3), %flag : bool):
   %a : int = prim::Constant[value=1]()
@@ -171,7 +171,7 @@ def test_last_use_in_block_counts_nested_reads_at_their_loop() -> None:
     """One level up, a value read inside a Loop body is last used at the Loop node (live for
     the whole loop), ``reads`` lists what a node takes from outside its blocks, and
     ``final_reads`` marks an operand's last position in a node."""
-    from compiler.analysis.last_uses import final_reads, last_use_in_block, reads
+    from vm.ir.last_uses import final_reads, last_use_in_block, reads
 
     module = parse(
         """graph(%x : Tensor, %n : int):

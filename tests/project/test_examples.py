@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from compiler.parser import parse
-from compiler.printer import print_module
 from tests.support.paths import EXAMPLES
 from vm.files.npz import compare_flat, flatten_outputs, load_inputs, outputs_as_list, read_npz
+from vm.ir.printer import print_module
 
 ROOT = EXAMPLES.parent
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.ir"))

@@ -7,8 +7,8 @@ import pytest
 
 from compiler import types as T
 from compiler.diagnostics import CompileError, Span
-from compiler.ir import Graph, Node, TensorLiteral
-from compiler.resolve import (
+from vm.ir.graph import Graph, Node, TensorLiteral
+from vm.ir.resolve import (
     FixedList,
     TypeVar,
     UnboundTensor,

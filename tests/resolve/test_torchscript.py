@@ -8,7 +8,7 @@ TorchScript itself bound (checked by hand against the schemas PyTorch registers)
 from __future__ import annotations
 
 import compiler
-from compiler.resolve import resolve_all
+from vm.ir.resolve import resolve_all
 
 IR = """\
 graph(%x.1 : int,

@@ -1,4 +1,4 @@
-"""Module state is state (``compiler.analysis.module_state``): the attributes any method
+"""Module state is state (``vm.ir.module_state``): the attributes any method
 writes, found once, and every fold, plan and cache that asks it.  A setting nothing writes
 still folds; a weight another method reassigns does not; the static runtime neither folds
 ``len(self._context)`` nor plans a tensor that a state attribute keeps."""
@@ -13,11 +13,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import vm  # noqa: E402
-from compiler.analysis.module_state import is_written, state_reads, written_attributes  # noqa: E402
 from compiler.parser import parse  # noqa: E402
 from compiler.torchscript import compile_archive, load_torchscript  # noqa: E402
 from tests.support.stateful_models import StreamingVAD, SubState  # noqa: E402
 from vm.core.errors import RunError  # noqa: E402
+from vm.ir.module_state import is_written, state_reads, written_attributes  # noqa: E402
 from vm.static import StaticModule, StaticOptions  # noqa: E402
 
 

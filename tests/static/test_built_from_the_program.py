@@ -18,8 +18,8 @@ torch = pytest.importorskip("torch")
 
 import compiler  # noqa: E402
 import compiler.pipeline  # noqa: E402
-import compiler.resolve  # noqa: E402
 import vm  # noqa: E402
+import vm.ir.resolve  # noqa: E402
 import vm.program.irbc  # noqa: E402
 from tests.support.paths import TOOLS  # noqa: E402
 from vm.core.errors import RunError  # noqa: E402
@@ -50,7 +50,7 @@ def _forbid(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for target, name in (
         (compiler.pipeline, "optimize"), (compiler.pipeline, "specialize"), (compiler.pipeline, "get_pass"),
-        (compiler.resolve, "resolve_all"), (compiler.resolve, "resolve_node"), (compiler, "specialize"),
+        (vm.ir.resolve, "resolve_all"), (vm.ir.resolve, "resolve_node"), (compiler, "specialize"),
         (compiler, "freeze"), (compiler, "compile_source"),
     ):
         if hasattr(target, name):
@@ -117,8 +117,9 @@ def test_irc_print_after_all_shows_the_specialization_passes(tmp_path: Path) -> 
 
 
 def _rehashed(path: Path, edit: Any) -> None:
-    """Rewrite the ``.irbc`` at ``path`` with ``edit(text)`` applied to its optimized IR and
-    its hash made right again (what an edited file looks like to the hash check)."""
+    """Rewrite the ``.irbc`` at ``path`` with ``edit(nodes)`` applied to its optimized IR's
+    entry graph (``vm.ir.tables``: ``[block, kind, inputs, ...]`` per node) and its hash
+    made right again (what an edited file looks like to the hash check)."""
     import json
     import zipfile
 
@@ -128,7 +129,12 @@ def _rehashed(path: Path, edit: Any) -> None:
     with zipfile.ZipFile(path) as zf:
         members = [(n, zf.read(n)) for n in zf.namelist() if n != MAGIC_MEMBER]
         header = json.loads(zf.read(MAGIC_MEMBER))
-    members = [(n, edit(data.decode()).encode() if n == "optimized.ir" else data) for n, data in members]
+    def edited(data: bytes) -> bytes:
+        table = json.loads(data)
+        edit(table["main"][3])
+        return json.dumps(table).encode()
+
+    members = [(n, edited(data) if n == "ir.json" else data) for n, data in members]
     header["sha256"] = _digest(members)
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr(zipfile.ZipInfo(MAGIC_MEMBER), json.dumps(header), compress_type=zipfile.ZIP_STORED)
@@ -145,12 +151,22 @@ IR = """graph(%x : Tensor, %y : Tensor):
 """
 
 
+def _node(nodes: list[Any], kind: str) -> list[Any]:
+    (node,) = [n for n in nodes if n[1] == kind]
+    return node
+
+
+def _swap_first_operands(node: list[Any]) -> None:
+    inputs = node[2]
+    inputs[0], inputs[1] = inputs[1], inputs[0]
+
+
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda t: t.replace("aten::relu", "aten::sigmoid"),  # another operator
-        lambda t: t.replace("aten::add(%x, %y", "aten::add(%y, %x"),  # operands swapped
-        lambda t: t.replace("aten::mul", "aten::div"),  # another operator of the same arity
+        lambda nodes: _node(nodes, "aten::relu").__setitem__(1, "aten::sigmoid"),  # another operator
+        lambda nodes: _swap_first_operands(_node(nodes, "aten::add")),  # operands swapped
+        lambda nodes: _node(nodes, "aten::mul").__setitem__(1, "aten::div"),  # another operator of the same arity
     ],
     ids=["operator", "operands", "same_arity"],
 )

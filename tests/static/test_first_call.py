@@ -207,7 +207,7 @@ def test_each_block_last_uses_are_computed_once(monkeypatch: pytest.MonkeyPatch)
     """The code of several modes of a graph (the generic planned code, which records too,
     and a timed one, as ``irvm profile`` compiles): the last uses of a block, which place
     the ``del`` lines, are computed once for all."""
-    from compiler.analysis.last_uses import last_use_in_block
+    from vm.ir.last_uses import last_use_in_block
     from vm.static import codegen
 
     blocks: list[Any] = []

@@ -20,11 +20,11 @@ import pytest
 
 import compiler
 from compiler import types as T
-from compiler.printer import print_module
 from compiler.verify import verify
 from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
 from tests.support.paths import TOOLS
 from vm.interpreter.machine import Interpreter
+from vm.ir.printer import print_module
 from vm.static import StaticModule, StaticOptions, StaticRuntime
 
 CASES = golden_cases(Path(__file__).parent / "freeze")

@@ -314,7 +314,7 @@ def test_a_static_module_of_a_compiled_or_loaded_program_resolves_no_operator(
 ) -> None:
     """The compiler records each node's operator (``Program.node_refs``, kept in the
     ``.irbc``), so building a StaticModule, fusion groups expanded, resolves nothing."""
-    import compiler.resolve
+    import vm.ir.resolve
 
     program = compiler.compile_source(RATIO_IOU, fusion=True)
     path = tmp_path / "ratio_iou.irbc"
@@ -325,10 +325,10 @@ def test_a_static_module_of_a_compiled_or_loaded_program_resolves_no_operator(
     def refuse(node: object) -> None:
         raise AssertionError(f"resolved {node.kind} again")
 
-    import compiler.fusion_spec
+    import vm.ir.fusion_spec
 
-    monkeypatch.setattr(compiler.resolve, "resolve", refuse)
-    monkeypatch.setattr(compiler.fusion_spec, "resolve", refuse)  # the fused kernels' operators
+    monkeypatch.setattr(vm.ir.resolve, "resolve", refuse)
+    monkeypatch.setattr(vm.ir.fusion_spec, "resolve", refuse)  # the fused kernels' operators
     rng = np.random.default_rng(5)
     args = [rng.random(4096, dtype=np.float32) + 0.1 for _ in range(8)]
     want = vm.Interpreter(program)(*args)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.ir import Block, Graph, Module, Node, Use, Value
 from compiler.passes import graphs_of
 from compiler.passes.pool_constants import _tagged
-from compiler.printer import print_graph, print_module
+from vm.ir.graph import Block, Graph, Module, Node, Use, Value
+from vm.ir.printer import print_graph, print_module
 
 
 def check_wellformed(target: Graph | Module) -> None:

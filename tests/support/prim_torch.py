@@ -1,8 +1,8 @@
 """Test support: run a TorchScript function both in torch and through irvm's resolver + kernels.
 
 ``Scripted(src)`` compiles ``src`` (one ``def f``) with ``torch.jit.CompilationUnit``,
-converts its graph (straight-line code only) into ``compiler.ir`` nodes with the types
-TorchScript printed, resolves every node with ``compiler.resolve.resolve`` (so that a test
+converts its graph (straight-line code only) into ``vm.ir.graph`` nodes with the types
+TorchScript printed, resolves every node with ``vm.ir.resolve.resolve`` (so that a test
 sees the overload chosen) and runs the graph with the reference evaluator
 (tests/support/reference.py).  ``ours(*args)`` and ``theirs(*args)`` then give the two
 results for comparison.
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from compiler import types as T
-from compiler.ir import Graph, Module, Node, Value
-from compiler.resolve import resolve
 from tests.support.against_torch import to_numpy, to_torch
 from tests.support.reference import run_graph
+from vm.ir.graph import Graph, Module, Node, Value
+from vm.ir.resolve import resolve
 
 
 def convert_type(t: Any) -> T.Type:

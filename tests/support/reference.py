@@ -1,7 +1,7 @@
 """The reference evaluator: a direct walk of the IR, the oracle of the differential tests.
 
 ``run_reference(module, inputs)`` runs ``module.main`` as JAX's ``eval_jaxpr`` runs a
-jaxpr (an environment, read, write): each node goes through ``compiler.resolve`` and
+jaxpr (an environment, read, write): each node goes through ``vm.ir.resolve`` and
 ``vm.ops.registry.bind``, and If, Loop, CallFunction, CallMethod on a known graph and
 FusionGroup are handled here.  It copies its inputs, so callers can reuse them.  The
 interpreter's two loops, the static runtime and every pass are compared with it
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.ir import Block, Graph, Module, Node, Value
+from vm.ir.graph import Block, Graph, Module, Node, Value
 from vm.ops import registry
 
 
@@ -28,7 +28,7 @@ def run_reference(module: Module, inputs: Sequence[Any], weights: Any = None, *,
 
     Inputs are deep-copied first (in-place ops must not change the caller's arrays).  With
     ``free_dead`` every value is deleted from the environment right after its last use
-    (``compiler.analysis.last_uses``), as the interpreter's MOVE and DROPR free registers;
+    (``vm.ir.last_uses``), as the interpreter's MOVE and DROPR free registers;
     reading a freed value then fails, which tests ``insert_drops``.
     """
     run = _Run(module, weights, free_dead)
@@ -54,7 +54,7 @@ class _Run:
         if len(args) != len(graph.inputs):
             raise TypeError(f"{graph.name} takes {len(graph.inputs)} inputs, got {len(args)}")
         if self.free_dead and id(graph) not in self.last:
-            from compiler.analysis.last_uses import last_uses
+            from vm.ir.last_uses import last_uses
 
             # constants are never freed: the interpreter loads them from its table (LOADC)
             self.last[id(graph)] = {
@@ -79,7 +79,7 @@ class _Run:
         return outs
 
     def node(self, node: Node, env: dict[Value, Any], last: dict[Value, Any] | None) -> list[Any]:
-        from compiler.resolve import UnboundTensor, constant_value, resolve
+        from vm.ir.resolve import UnboundTensor, constant_value, resolve
 
         args = [_read(env, v) for v in node.inputs]
         kind = node.kind

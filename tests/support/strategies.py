@@ -2,8 +2,8 @@
 that parses.
 
 **Programs that run.** ``graphs()`` is THE strategy for whole programs: it draws a
-``compiler.ir.Module`` (a main graph and a few functions it calls) together with inputs
-for it.  Graphs are built with the ``compiler.ir`` API, statement by statement, by a
+``vm.ir.graph.Module`` (a main graph and a few functions it calls) together with inputs
+for it.  Graphs are built with the ``vm.ir.graph`` API, statement by statement, by a
 builder that tracks the shape and dtype of every tensor so that everything it emits is
 valid and runs: all shapes come from a small set that broadcasts pairwise, and every
 tensor type in the IR is exact (``Float(2, 3)``), so passes may trust the types.
@@ -45,9 +45,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from compiler import types as T
-from compiler.ir import Block, Graph, Module, Node, TensorLiteral, Value
-from compiler.literals import AnnotatedList, format_float
-from compiler.printer import print_module
+from vm.ir.graph import Block, Graph, Module, Node, TensorLiteral, Value
+from vm.ir.literals import AnnotatedList, format_float
+from vm.ir.printer import print_module
 from vm.ops import registry
 
 __all__ = [

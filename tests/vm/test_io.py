@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from compiler import types as T
 from compiler.diagnostics import RunError
-from compiler.ir import Graph
 from tests.support.paths import CORPUS
 from tests.support.reference import same_value
 from vm.files.npz import (
@@ -31,6 +30,7 @@ from vm.files.npz import (
     save_values,
     unflatten,
 )
+from vm.ir.graph import Graph
 
 arrays = st.builds(
     lambda shape, dtype: (np.arange(int(np.prod(shape))) % 3).astype(dtype).reshape(shape),

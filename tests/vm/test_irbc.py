@@ -286,14 +286,14 @@ def test_loading_runs_no_pass_and_no_parse(ratio_iou_file: Path, monkeypatch: py
     IR parser, nor the pass pipeline, nor overload resolution; fusion groups come resolved."""
     import compiler.parser
     import compiler.pipeline
-    import compiler.resolve
+    import vm.ir.resolve
 
     def forbidden(*args, **kwargs):
         raise AssertionError("loading a .irbc must not parse, optimize or resolve")
 
     monkeypatch.setattr(compiler.parser, "parse", forbidden)
     monkeypatch.setattr(compiler.pipeline, "optimize", forbidden)
-    monkeypatch.setattr(compiler.resolve, "resolve", forbidden)
+    monkeypatch.setattr(vm.ir.resolve, "resolve", forbidden)
     program = load(ratio_iou_file)
     assert any(ref.name == "prim::FusedKernel" for f in program.functions for ref in f.operators)
     out = vm.Interpreter(program)(*[np.ones(4, np.float32)] * 8)

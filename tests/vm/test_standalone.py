@@ -99,7 +99,7 @@ def test_compiler_names_are_the_vm_objects() -> None:
     catches what the VM raises and types compare equal across the two names."""
     assert diagnostics.RunError is errors.RunError and diagnostics.Span is errors.Span
     assert types.TensorType is vm_types.TensorType and types.INT is vm_types.INT
-    from compiler.resolve import UnboundTensor
+    from vm.ir.resolve import UnboundTensor
 
     assert UnboundTensor is unbound.UnboundTensor
 

@@ -46,3 +46,44 @@ def test_malformed_text_is_a_bytecode_error(text: str) -> None:
     """A type text that no printer writes (an edited file) is a BytecodeError naming it."""
     with pytest.raises(BytecodeError, match="malformed type"):
         parse_type_text(text)
+
+
+def test_the_grammar_and_the_ground_floor_agree_on_what_a_tensor_type_token_is() -> None:
+    """A refined tensor type is one token in the IR grammar and in ``vm.core.type_text``,
+    and both read it with the one reader (``read_tensor_type``)."""
+    import re
+
+    from tests.support.paths import ROOT
+    from vm.core.type_text import TENSOR_TYPE
+
+    grammar = (ROOT / "grammar" / "ir.lark").read_text()
+    token = re.search(r"^TENSOR_TYPE\.2: /(.*)/$", grammar, re.MULTILINE)
+    assert token is not None and token.group(1) == TENSOR_TYPE.pattern.replace("(?:", "(", 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("Float(2, x)", "bad tensor type item 'x' in Float(2, x)"),
+        ("Float(2, requires_grad)", "requires_grad needs a value in Float(2, requires_grad)"),
+        ("Float(2, strides=[a])", "bad strides in Float(2, strides=[a])"),
+        ("Float(2, 3, strides=[1])", "Float(...) has 2 sizes but 1 strides"),
+        ("Float(2, requires_grad=2)", "requires_grad must be 0 or 1 in Float(...)"),
+        ("Float(2, device=cpu, 3)", "size after the options of Float(...)"),
+    ],
+)
+def test_a_bad_tensor_type_is_refused_alike_by_the_parser_and_the_file_reader(text: str, message: str) -> None:
+    """The parser reports the reader's message at the token; the file reader refuses the
+    same text as a malformed type."""
+    import re
+
+    from compiler.diagnostics import IRSyntaxError
+
+    with pytest.raises(IRSyntaxError, match=re.escape(message)):
+        _parsed(text)
+    with pytest.raises(BytecodeError, match="malformed type"):
+        parse_type_text(text)
+
+
+def test_an_interface_type_reads_back() -> None:
+    assert parse_type_text("InterfaceType<__torch__.Iface>") == _parsed("InterfaceType<__torch__.Iface>")

@@ -22,7 +22,7 @@ returns None), so dtype-generic graphs (``x * 2``) take any dtype, as in PyTorch
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
 import attrs
 import numpy as np
@@ -31,16 +31,13 @@ from vm.core import types as T
 from vm.core.errors import RunError
 from vm.core.gc_pause import gc_paused
 from vm.core.state_paths import is_written
+from vm.ir.graph import Block, Graph, Node, Value
 from vm.ops.facts import dtype_rules
 from vm.ops.registry import DtypeRule
 from vm.program.check_graph import is_tensor_literal
 
-# the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
-# program carries (vm.program.check_graph), read alike: no type names both
-Block: TypeAlias = Any
-Graph: TypeAlias = Any
-Node: TypeAlias = Any
-Value: TypeAlias = Any
+# the graphs read here are the program's IR (vm.ir.graph): its module, or the nodes of it a
+# loaded program's check table keeps (vm.program.check_graph), one data model
 
 # the strict ops are those with a dtype rule on their registration (``vm.ops.registry.DtypeRule``:
 # the positions of the tensor arguments that must share one dtype), ``vm.ops.facts.dtype_rules``

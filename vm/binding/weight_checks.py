@@ -24,20 +24,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 
 from vm.core import types as T
 from vm.core.errors import RunError
+from vm.ir.graph import Graph, Node, Value
 from vm.ops.facts import weight_shapes
 from vm.ops.registry import CHANNEL
 
-# the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
-# program carries (vm.program.check_graph), read alike: no type names both
-Graph: TypeAlias = Any
-Node: TypeAlias = Any
-Value: TypeAlias = Any
+# the graphs read here are the program's IR (vm.ir.graph): its module, or the nodes of it a
+# loaded program's check table keeps (vm.program.check_graph), one data model
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 

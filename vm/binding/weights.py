@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 
@@ -52,12 +52,10 @@ from vm.core import types as T
 from vm.core.enum_values import EnumValue, parse_member
 from vm.core.errors import RunError, Span
 from vm.core.quantized import PACKED_TYPES, QTensor
+from vm.ir.graph import Graph, Node, Value
 
-# the graphs read here are the compiler's IR (compiler.ir) or the check graph a loaded
-# program carries (vm.program.check_graph), read alike: no type names both
-Graph: TypeAlias = Any
-Node: TypeAlias = Any
-Value: TypeAlias = Any
+# the graphs read here are the program's IR (vm.ir.graph): its module, or the nodes of it a
+# loaded program's check table keeps (vm.program.check_graph), one data model
 
 
 class ModuleObject:
@@ -435,8 +433,8 @@ def bind_constants(graph: Graph, weights: Mapping[str, Any], nodes: Sequence[Nod
 
 def constant_keys(name: str) -> list[str]:
     """Where a tensor constant named ``name`` may sit in a weights mapping, in order (the
-    same rule as ``compiler.resolve.UnboundTensor.keys``)."""
-    # lazy: compiler.resolve imports the operator library, which imports this module
+    same rule as ``vm.ir.resolve.UnboundTensor.keys``)."""
+    # lazy: vm.ir.resolve imports the operator library, which imports this module
     from vm.binding.unbound import UnboundTensor
 
     return UnboundTensor(name).keys()

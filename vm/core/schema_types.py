@@ -2,7 +2,7 @@
 ``Tensor(a!)`` without its alias annotation, ``t[]`` with a type variable ``t``).
 
 The operator library reads them at run time (``prim::isinstance``), so they live in the
-VM; ``compiler.resolve`` re-exports them for overload resolution.
+VM; ``vm.ir.resolve`` re-exports them for overload resolution.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Module state as dotted attribute paths: the one rule both the compiler and the runtimes read.
 
-``compiler.analysis.module_state`` finds the attributes of ``%self`` that some method
+``vm.ir.module_state`` finds the attributes of ``%self`` that some method
 writes and a program carries them (``Program.state``): dotted paths from ``%self``
 (``"_context"``, ``"acc.total"``), ``"*.NAME"`` for attribute ``NAME`` of any object,
 ``"*"`` for anything.  ``is_written`` answers whether an attribute read is state; it lives

@@ -23,7 +23,7 @@ place (``add_``) is changed in the dict and for the caller who passed it, and a 
 out of a dict and appended to grows in the dict; ``d.keys()``, ``d.values()``, ``l.copy()``,
 ``l[a:b]`` and ``l + m`` return new lists, ``append`` writes its list and returns None to
 the program; tuples, strings and scalars are immutable values.  The compiler's alias
-analysis (``compiler.analysis.effects``) follows these rules, so no pass removes or reorders
+analysis (``vm.ir.effects``) follows these rules, so no pass removes or reorders
 a write that one of those references can see.  Comparing containers compares their
 elements as TorchScript does: tensors by ``eq`` and its truth, never by identity (``[t] ==
 [t]`` with a multi-element ``t`` raises "Boolean value of Tensor with more than one value is

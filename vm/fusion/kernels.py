@@ -93,7 +93,7 @@ class FusedKernel:
         self.name = name
         self.min_block = MIN_BLOCK if min_block is None else min_block
         self.max_block = max(self.min_block, MAX_BLOCK if max_block is None else max_block)
-        spec = self.spec = subgraph  # a FusionSpec (compiler.fusion_spec makes one from a sub-graph)
+        spec = self.spec = subgraph  # a FusionSpec (vm.ir.fusion_spec makes one from a sub-graph)
         self.n_inputs = spec.n_inputs
         self.constants: dict[int, Any] = dict(spec.constants)
         self.steps = tuple(
@@ -455,7 +455,7 @@ class FusionSpec(NamedTuple):
     ``steps`` are (operator, input slots, output slot, span as a tuple or None, node text)
     in order; slots number the group's inputs first, then ``constants`` (slot -> value),
     then the steps' results; ``outputs`` are the slots the group returns; ``input_kinds``
-    are the declared kinds of the inputs (``compiler.fusion_spec.input_kind``)."""
+    are the declared kinds of the inputs (``vm.ir.fusion_spec.input_kind``)."""
 
     n_inputs: int
     constants: tuple[tuple[int, Any], ...]

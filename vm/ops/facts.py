@@ -14,8 +14,8 @@ Two sources, one vocabulary (``Fact``, defined in ``vm.ops.registry``):
   still classified), and PyTorch's isSimpleMap list (a fact about PyTorch, by kind).
 
 The kind sets (``EFFECT_KINDS``...) are live views: a custom operator registered after
-import shows up in them.  ``compiler.analysis.effects`` answers DCE's, CSE's and fusion's
-questions from both; ``compiler.resolve`` and the emitter skip ``CONTROL`` kinds;
+import shows up in them.  ``vm.ir.effects`` answers DCE's, CSE's and fusion's
+questions from both; ``vm.ir.resolve`` and the emitter skip ``CONTROL`` kinds;
 ``vm.static.plannable`` reads the shape facts for its plan key and the alias facts for its
 may-alias edges; ``vm.static.fastpath`` lets an ``ELEMENTWISE`` node's output take an
 operand's bytes; ``compiler.passes.fold_epilogues`` writes an ``EPILOGUE`` activation in

@@ -421,7 +421,7 @@ def version() -> int:
 
 
 # ---------------------------------------------------------------------------------------
-# Binding: what the compiler resolved, made callable.  The compiler (compiler/resolve.py)
+# Binding: what the compiler resolved, made callable.  The compiler (vm/ir/resolve.py)
 # turns a node into an OpRef using the IR's types; the VM binds an OpRef to a callable at
 # load time, without the compiler (an .irbc file stores OpRefs).
 

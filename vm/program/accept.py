@@ -3,7 +3,7 @@
 ``vm.Interpreter(x)`` and ``vm.StaticModule(x)`` / ``vm.StaticRuntime(x)`` take a compiled
 ``Program`` (the static runtime also an IR ``Module``, a ``Graph`` or IR text).  Given a
 ``vm.Model`` (what ``vm.load`` returns) they take its program and, unless weights are
-given, its weights.  Given a path, or a ``compiler.ir.Module`` where only a program
+given, its weights.  Given a path, or a ``vm.ir.graph.Module`` where only a program
 will do, they raise a ``RunError`` naming the call that does what was meant
 (``vm.load(path)``, ``compiler.compile_source``...), where Python would have said
 ``'str' object has no attribute 'functions'``.  The model is recognized by its

@@ -119,7 +119,7 @@ class Function:
     in the IR file and its text, for error messages and the disassembly);
     ``register_names[r]`` is the IR name of the value held in register ``r`` (``x.1``);
     ``constant_names[k]`` the name of the constant in entry ``k``, so a runtime can bind a
-    ``<Tensor>`` constant (``compiler.resolve.UnboundTensor``) or a rounded literal from
+    ``<Tensor>`` constant (``vm.ir.resolve.UnboundTensor``) or a rounded literal from
     the weights by name.
     A function's inputs arrive on the stack; its code starts by storing them.
     """
@@ -150,10 +150,10 @@ class Program:
     bound from the weights, not passed by callers; ``self_reads`` lists the attributes
     the program reads from it (``vm.program.self_reads``).
 
-    ``module`` is the optimized ``compiler.ir.Module`` when there is one in memory: the
+    ``module`` is the optimized ``vm.ir.graph.Module`` when there is one in memory: the
     compiler's own object for a program just compiled, or, for a program read from a
-    ``.irbc``, the one the static runtime parsed from ``optimized_ir`` when it was built
-    (``vm.static.ir_text``, spans restored from ``node_spans``; never re-optimized).  The
+    ``.irbc``, the one the static runtime decoded from ``ir_table`` when it was built
+    (``vm.static.ir_text``, ``vm.ir.tables``: data, no parse; never re-optimized).  The
     interpreter never needs it: the checks before a run read ``check_table()``
     (``vm.program.check_graph``) and ``self_reads`` (``vm.program.self_reads``).
 
@@ -175,10 +175,12 @@ class Program:
     input_defaults: tuple[Any, ...] = ()
     # ``module=`` in the constructor (attrs drops the underscore; the alias says so to type checkers)
     _module: Any = attrs.field(default=None, eq=False, repr=False, alias="module")
-    optimized_ir: str = attrs.field(default="", eq=False, repr=False)
+    # the optimized IR as the file stores it (``vm.ir.tables.module_table``), for a program
+    # read from a ``.irbc``; None for one compiled in this process (its ``module`` is the IR)
+    ir_table: dict[str, Any] | None = attrs.field(default=None, eq=False, repr=False)
     node_spans: tuple[Any, ...] = attrs.field(default=(), eq=False, repr=False)
     # the operator each node of ``module`` resolved to (None for constants and control
-    # flow), in ``compiler.program_tables.all_nodes`` order: the static runtime's
+    # flow), in ``vm.ir.graph.all_nodes`` order: the static runtime's
     # resolution, done once by the compiler (empty: not recorded, resolve again)
     node_refs: tuple[Any, ...] = attrs.field(default=(), eq=False, repr=False)
     self_reads: tuple[tuple[int, str, str, bool, Any], ...] = attrs.field(default=(), eq=False, repr=False)
@@ -190,7 +192,7 @@ class Program:
     folded_tensors: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
     folded_from: dict[str, str] = attrs.field(factory=dict, eq=False, repr=False)
     # module state: the attributes this program or another method of its module object
-    # writes (``compiler.analysis.module_state.written_attributes``), dotted from %self
+    # writes (``vm.ir.module_state.written_attributes``), dotted from %self
     state: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
     # the keys of the model it was compiled from (``Module.model_keys``): strict weights are
     # checked against them (vm.binding.strict); {} when nothing recorded them
@@ -225,11 +227,15 @@ class Program:
         return self.checks
 
     def optimized_text(self) -> str:
-        """The optimized IR as text (the module printed, ``str(module)``, when not read
-        from a file)."""
-        if self.optimized_ir or self._module is None:
-            return self.optimized_ir
-        return str(self._module)
+        """The optimized IR as text: the module printed (``str(module)``; a program read
+        from a file prints the IR its table stores)."""
+        if self._module is not None:
+            return str(self._module)
+        if self.ir_table is None:
+            return ""
+        from vm.ir.tables import module_from_table
+
+        return str(module_from_table(self.ir_table))
 
 
 def is_class_type(type_text: str) -> bool:

@@ -1,17 +1,16 @@
 """The part of the optimized IR that a run checks before its first operator, as the VM
-reads it from an ``.irbc`` file: a few small graph records, no compiler.
+reads it from an ``.irbc`` file: a few nodes of the IR, in the ground floor's data model.
 
 Binding weights and refusing what PyTorch would refuse (``vm.binding.weights.bind_self`` and
 ``bind_constants``, ``vm.binding.preflight``'s dtype guard, ``vm.binding.weight_checks``) walk the IR:
 ``prim::GetAttr`` chains from ``%self``, tensor constants, the nodes whose argument dtypes
 must agree, and the nodes that carry a dtype from one to the next.  A program compiled in
-this process hands them the compiler's IR; a program read from a file carries a *check
-table* instead (``compiler.program_tables.check_table``, member ``checks.json``): just those
+this process hands them its module; a program read from a file carries a *check table*
+instead (``compiler.program_tables.check_table``, member ``checks.json``): just those
 nodes, with their values' names, types (as printed, read by ``vm.core.type_text``) and spans,
-inside the blocks that hold them.  ``from_table`` rebuilds it as the records below, which
-have the attributes the checks read on the compiler's ``Node``/``Value``/``Block``/
-``Graph`` (``kind``, ``inputs``, ``outputs``, ``attrs``, ``blocks``, ``span``, ``owner``,
-``uses``, ``returns``, ``walk``), so one implementation of each check serves both.
+inside the blocks that hold them.  ``from_table`` rebuilds them as ``vm.ir.graph`` objects
+(``Graph``, ``Block``, ``Node``, ``Value``; a tensor constant's ``TensorLiteral`` with its
+values left out), so one implementation of each check serves both, on one data model.
 
 A node the table leaves out changes no check: the dtype walk knows nothing of its
 outputs either way.  What needs every node, whether the inputs reach a strict operator at
@@ -20,80 +19,15 @@ all (``vm.binding.preflight``), is decided by the compiler and stored as ``reach
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
 from vm.core.errors import BytecodeError, Span
 from vm.core.type_text import parse_type_text
+from vm.ir.graph import Block, Graph, Node, TensorLiteral, Value
 
 TABLE_VERSION = 1
-
-
-@attrs.frozen
-class Use:
-    user: Any  # a CheckNode, or the CheckBlock that returns the value
-    index: int
-
-
-@attrs.define(eq=False)
-class CheckValue:
-    name: str
-    type: Any
-    node: CheckNode | None = None
-    uses: list[Use] = attrs.field(factory=list)
-
-
-@attrs.define(eq=False)
-class CheckNode:
-    kind: str
-    inputs: list[CheckValue]
-    outputs: list[CheckValue]
-    attrs: dict[str, Any]
-    blocks: list[CheckBlock]
-    span: Span | None
-    owner: CheckBlock | None = None
-
-
-@attrs.define(eq=False)
-class CheckBlock:
-    params: list[CheckValue]
-    nodes: list[CheckNode] = attrs.field(factory=list)
-    returns: list[CheckValue] = attrs.field(factory=list)
-    owner: CheckNode | None = None
-
-
-@attrs.frozen
-class TensorConstant:
-    """What the checks know of a ``prim::Constant`` tensor literal: whether its values were
-    printed (None for ``<Tensor>``, bound from the weights by name), its shape and dtype."""
-
-    values: tuple[()] | None
-    shape: tuple[int, ...] | None
-    dtype: str | None
-
-
-@attrs.define(eq=False)
-class CheckGraph:
-    block: CheckBlock
-    span: Span | None = None
-
-    @property
-    def inputs(self) -> list[CheckValue]:
-        return self.block.params
-
-    def walk(self) -> Iterator[CheckNode]:
-        """Every node, a node's blocks right after it (the compiler's ``Graph.walk``)."""
-        stack = [iter(self.block.nodes)]
-        while stack:
-            node = next(stack[-1], None)
-            if node is None:
-                stack.pop()
-                continue
-            yield node
-            for block in reversed(node.blocks):
-                stack.append(iter(block.nodes))
 
 
 @attrs.frozen
@@ -101,8 +35,8 @@ class CheckTables:
     """The entry graph, each function's tensor constants, and whether any input reaches
     a strict operator (``vm.binding.preflight``)."""
 
-    main: CheckGraph
-    functions: tuple[CheckGraph, ...]
+    main: Graph
+    functions: tuple[Graph, ...]
     reaches_strict: bool
 
 
@@ -122,60 +56,72 @@ class _Reader:
             raise BytecodeError(f"check table version {table.get('version')!r}, this irvm reads {TABLE_VERSION}")
         types = [None if t is None else parse_type_text(str(t)) for t in table["types"]]
         spans = [None if s is None else Span(str(s[0]), int(s[1]), int(s[2]), s[3]) for s in table["spans"]]
-        self.table, self.spans = table, spans
-        self.values = [CheckValue(str(name), types[t]) for name, t in table["values"]]
+        self.table, self.spans, self.types = table, spans, types
+        self.values: list[Value] = []
+        self.defined: list[bool] = []
+        for name, t in table["values"]:
+            self.values.append(Value(str(name), types[t]))
+            self.defined.append(False)
 
     def tables(self) -> CheckTables:
         table = self.table
-        main = CheckGraph(self.block(table["main"], None))
-        functions = tuple(CheckGraph(self.block(f, None)) for f in table["functions"])
+        main = Graph(self.block(table["main"], None))
+        functions = tuple(Graph(self.block(f, None)) for f in table["functions"])
         return CheckTables(main, functions, bool(table["reaches_strict"]))
 
-    def block(self, stored: list[Any], owner: CheckNode | None) -> CheckBlock:
+    def define(self, i: int) -> Value:
+        """Value ``i`` where it is defined (a parameter, an output): once."""
+        value = self.values[i]
+        if self.defined[i]:
+            raise BytecodeError(f"value {i} (%{value.name}) is defined twice")
+        self.defined[i] = True
+        return value
+
+    def block(self, stored: list[Any], owner: Node | None) -> Block:
         params, nodes, returns = stored
-        block = CheckBlock([self.values[i] for i in params], owner=owner)
+        block = Block(owner=owner)
+        for i in params:
+            value = self.define(i)
+            value.block = block
+            block.params.append(value)
         for stored_node in nodes:
-            block.nodes.append(self.node(stored_node, block))
-        block.returns = [self.values[i] for i in returns]
-        for k, value in enumerate(block.returns):
-            value.uses.append(Use(block, k))
+            block.append(self.node(stored_node))
+        for i in returns:
+            block.add_return(self.values[i])
         return block
 
-    def node(self, stored: list[Any], owner: CheckBlock) -> CheckNode:
+    def node(self, stored: list[Any]) -> Node:
         kind, inputs, outputs, stored_attrs, blocks, span = stored
         attributes = dict(stored_attrs)
         if "tensor" in attributes:
             has_values, shape, dtype = attributes.pop("tensor")
-            attributes["value"] = TensorConstant(
+            attributes["value"] = TensorLiteral(
                 () if has_values else None, None if shape is None else tuple(int(s) for s in shape), dtype
             )
-        node = CheckNode(str(kind), [self.values[i] for i in inputs], [self.values[i] for i in outputs],
-                         attributes, [], None if span is None else self.spans[span], owner)
-        for k, value in enumerate(node.inputs):
-            value.uses.append(Use(node, k))
-        for value in node.outputs:
+        node = Node(str(kind), attrs=attributes, span=None if span is None else self.spans[span])
+        for i in inputs:
+            node.add_input(self.values[i])
+        for i in outputs:
+            value = self.define(i)
             value.node = node
+            node.outputs.append(value)
         node.blocks = [self.block(b, node) for b in blocks]
         return node
 
 
-def self_graph(self_type: str, reads: Any) -> CheckGraph:
+def self_graph(self_type: str, reads: Any) -> Graph:
     """A graph whose ``%self`` (of type ``self_type``) has the GetAttr nodes ``reads``
     records (``vm.program.self_reads``), for ``vm.binding.weights.bind_self``."""
-    root = CheckValue("self", parse_type_text(self_type))
-    block = CheckBlock([root])
-    values = [root]
+    graph = Graph()
+    values = [graph.block.add_param("self", parse_type_text(self_type))]
     for parent, name, type_text, required, span in reads:
         attributes: dict[str, Any] = {"name": name}
         if required:
             attributes["required"] = 1
-        out = CheckValue(f"attr.{len(values)}", parse_type_text(type_text) if type_text else None)
-        node = CheckNode("prim::GetAttr", [values[parent + 1]], [out], attributes, [], span_of(span), block)
-        values[parent + 1].uses.append(Use(node, 0))
-        out.node = node
-        block.nodes.append(node)
-        values.append(out)
-    return CheckGraph(block)
+        node = graph.block.append(Node("prim::GetAttr", attrs=attributes, span=span_of(span)))
+        node.add_input(values[parent + 1])
+        values.append(node.add_output(f"attr.{len(values)}", parse_type_text(type_text) if type_text else None))
+    return graph
 
 
 def span_of(stored: Any) -> Span | None:
@@ -187,8 +133,8 @@ def span_of(stored: Any) -> Span | None:
 
 
 def is_tensor_literal(value: Any) -> bool:
-    """A tensor constant's literal: the compiler's ``TensorLiteral`` or a ``TensorConstant``."""
-    return type(value).__name__ in ("TensorLiteral", "TensorConstant")
+    """A tensor constant's literal (its values left out when it came from a check table)."""
+    return isinstance(value, TensorLiteral)
 
 
-__all__ = ["CheckGraph", "CheckTables", "TensorConstant", "from_table", "is_tensor_literal", "self_graph"]
+__all__ = ["CheckTables", "from_table", "is_tensor_literal", "self_graph"]

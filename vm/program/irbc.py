@@ -14,9 +14,10 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
 - ``source.ir``: the IR text the program was compiled from, and the compile options, so
   that a newer irvm's command line can compile an old file again (options include the
   module attribute values folded into the program, when it was compiled with weights);
-- ``optimized.ir``: the optimized IR as printed, for the static runtime (which runs the
-  IR, and parses this text only when one is built, ``vm.static.ir_text``) and ``irc viz``,
-  and ``spans.json``, the original span of each of its nodes;
+- ``ir.json``: the optimized IR as tables (``vm.ir.tables``), for the static runtime
+  (which runs the IR, and decodes them only when one is built, ``vm.static.ir_text``:
+  data, no parser) and ``irc viz``, and ``spans.json``, the original span of each of its
+  nodes;
 - ``checks.json``: the check table, the few nodes of the IR that binding weights and the
   checks before a run read (``vm.program.check_graph``), so that running a program with weights
   parses no IR either.
@@ -24,7 +25,8 @@ bytes (``PK\\x03\\x04`` ... ``irvm-bytecode`` at offset 30).  Members:
 The file is the compiled program: loading runs no pass, resolves no overload and
 parses no IR (fusion groups are stored resolved, ``vm.fusion.kernels.FusionSpec``; ``%self``'s
 attribute reads as a table, ``vm.program.self_reads``; the checks' nodes, ``vm.program.check_graph``).
-Format 3 (format 2 had no check table).
+Format 4 (format 3 carried the optimized IR as printed text, which only the IR parser
+could read back; format 2 had no check table).
 
 Loading checks, in order: the magic, the format version (a newer or an older format is
 refused in one line, ``OlderFormatError`` carrying the older file's IR text so that the
@@ -67,7 +69,7 @@ from vm.program.bytecode import (
 )
 from vm.program.irbc_tables import check_counts, check_tables, operator_problem, read_checks, read_state
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 PRODUCER = "irvm 0.1.0"
 
 
@@ -105,7 +107,7 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
         options = {**(options or {}), "attributes": folded}
     source = json.dumps({"text": program.source, "options": options or {}}).encode()
     members.append(("source.ir", source))
-    members.append(("optimized.ir", program.optimized_text().encode()))
+    members.append(("ir.json", json.dumps(_ir_table(program)).encode()))
     members.append(("spans.json", json.dumps(list(program.node_spans)).encode()))
     members.append(("checks.json", json.dumps(program.check_table()).encode()))
     header = {"format": FORMAT_VERSION, "producer": PRODUCER, "sha256": _digest(members)}
@@ -119,6 +121,15 @@ def save(program: Program, path: Path | str, options: dict[str, Any] | None = No
                 zf.writestr(zipfile.ZipInfo(name), data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
 
     atomic_write(path, write)  # a fresh temporary file, renamed: never half a file, never another's file
+
+
+def _ir_table(program: Program) -> dict[str, Any] | None:
+    """The optimized IR as tables: the module's, or, read from a file and not decoded
+    since, the table it was read with (None: a program without one)."""
+    from vm.ir.tables import module_table
+
+    module = program.module_if_loaded
+    return module_table(module) if module is not None else program.ir_table
 
 
 def _digest(members: list[tuple[str, bytes]]) -> str:
@@ -331,7 +342,7 @@ def _program_from_json(body: dict[str, Any], files: dict[str, bytes], where: str
         source=str(source["text"]),
         output_types=tuple(str(t) for t in body["output_types"]),
         input_defaults=tuple(_decode(v, files, where) for v in body.get("input_defaults", ())),
-        optimized_ir=files["optimized.ir"].decode(),
+        ir_table=json.loads(files["ir.json"]),  # checked and decoded when a static runtime is built
         node_spans=tuple(None if s is None else tuple(s) for s in json.loads(files["spans.json"])),
         node_refs=_node_refs_from_json(body, files, where),
         checks=read_checks(files["checks.json"], where),  # the few nodes the checks before a run read

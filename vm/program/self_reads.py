@@ -5,10 +5,10 @@ bytecode alone.  Binding ``%self`` (``vm.binding.weights.bind_self``) walks the 
 nodes that read from it.  The compiler records them as ``self_reads``
 (``compiler.program_tables.self_reads_of``): one entry per GetAttr, ``(parent, name,
 type, required, span)`` with ``parent`` the index of the entry whose result it reads from
-(-1 for ``%self``).  ``self_graph`` rebuilds just those nodes as a ``vm.program.check_graph``
-graph, a few hundred nodes at most.  The other checks before a run read the program's
-check table (``vm.program.check_graph``); the static runtime, which runs the optimized IR itself,
-parses the text the file carries (``vm.static.ir_text``).
+(-1 for ``%self``).  ``self_graph`` rebuilds just those nodes as a ``vm.ir.graph.Graph``
+(``vm.program.check_graph.self_graph``), a few hundred nodes at most.  The other checks before
+a run read the program's check table (``vm.program.check_graph``); the static runtime, which
+runs the optimized IR itself, decodes the tables the file carries (``vm.static.ir_text``).
 """
 
 from __future__ import annotations

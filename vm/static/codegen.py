@@ -38,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from compiler.analysis.effects import WriteIndex, is_mutable_type
-from compiler.analysis.last_uses import last_use_in_block
-from compiler.ir import Block, Graph, Node, Value
 from vm.core.errors import CompileError
+from vm.ir.effects import WriteIndex, is_mutable_type
+from vm.ir.graph import Block, Graph, Node, Value
+from vm.ir.last_uses import last_use_in_block
 from vm.ops.prepared import UNKNOWN, has_preparer, prepared
 from vm.ops.registry import OpRef
 from vm.static.model import Binding, FusionInfo, Mode, ProcessedNode, call_too_deep

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler.ir import Value
 from vm.binding.inputs import check_value
+from vm.ir.graph import Value
 from vm.program.signature import is_tensor_type, tensor_spec
 
 

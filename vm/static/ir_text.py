@@ -3,15 +3,15 @@
 The static runtime runs the optimized IR itself (PyTorch's Static Runtime runs the graph
 too), so it needs the IR objects that the interpreter never does.  A program compiled in
 this process has them (``Program.module``); a program read from a file carries the
-optimized IR as printed (``Program.optimized_ir``) and the original span of each of its
-nodes (``Program.node_spans``, in ``compiler.program_tables.all_nodes`` order).
-``optimized_module`` parses that text once per program, when a static runtime is first
-built from it, gives every node back its span, and keeps the module on the program.  It
-never optimizes again.
+optimized IR as tables (``Program.ir_table``, ``vm.ir.tables``: every node with its
+original span).  ``optimized_module`` decodes them once per program, when a static
+runtime is first built from it, and keeps the module on the program: plain data read back
+into the ground floor's IR objects, with no parser and nothing of the compiler.  It never
+optimizes again.
 
-The text is tied to the bytecode (``tie``): the file's hash covers both, but an edited
+The tables are tied to the bytecode (``tie``): the file's hash covers both, but an edited
 file can be re-hashed, and then the two backends would run different programs.  So the
-parsed IR must have one node per entry of the operator table ``node_refs`` (which the
+decoded IR must have one node per entry of the operator table ``node_refs`` (which the
 emitter wrote from the same IR), and each node with an operator, printed as the emitter
 printed it into the bytecode's node texts (``%y = aten::add(%a, %b, %1)``), must pair
 with its operator exactly as the bytecode's ``OP``/``OPN`` instructions pair their node
@@ -26,21 +26,20 @@ from typing import Any
 
 
 def optimized_module(program: Any) -> Any:
-    """The optimized IR module of ``program`` (parsed from its text the first time for a
-    program read from a file); None when it has neither."""
-    if program.module_if_loaded is None and program.optimized_ir:
+    """The optimized IR module of ``program`` (decoded from its tables the first time for
+    a program read from a file); None when it has neither."""
+    if program.module_if_loaded is None and program.ir_table is not None:
         with program._lock:
             if program.module_if_loaded is None:
-                object.__setattr__(program, "_module", _parse(program))
+                object.__setattr__(program, "_module", _decode(program))
     return program.module_if_loaded
 
 
-def _parse(program: Any) -> Any:
-    from compiler.parser import parse
-    from compiler.program_tables import all_nodes
-    from vm.program.check_graph import span_of
+def _decode(program: Any) -> Any:
+    from vm.ir.graph import all_nodes
+    from vm.ir.tables import module_from_table
 
-    module = parse(program.optimized_ir, "<optimized IR>")
+    module = module_from_table(program.ir_table, "<optimized IR>", "<optimized IR>")
     nodes = list(all_nodes(module))
     tie(program, nodes)
     module.attributes = dict(program.folded)  # the attribute values it was compiled for
@@ -51,9 +50,6 @@ def _parse(program: Any) -> Any:
     module.state = frozenset(program.state)  # what the module's other methods write
     module.model_keys = dict(program.model_keys)
     module.source_reads = dict(program.source_reads)
-    if len(nodes) == len(program.node_spans):  # else the printed spans stay (never wrong nodes)
-        for node, stored in zip(nodes, program.node_spans):
-            node.span = span_of(stored)
     _restore_enum_values(program, nodes)
     return module
 

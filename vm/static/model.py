@@ -9,8 +9,8 @@ from typing import Any
 
 import attrs
 
-from compiler.ir import Node, Value
 from vm.core.errors import RunError
+from vm.ir.graph import Node, Value
 from vm.ops.registry import OpRef
 
 

@@ -30,11 +30,11 @@ from typing import Any
 import attrs
 import numpy as np
 
-from compiler.analysis.effects import WriteIndex
-from compiler.analysis.module_state import ANYTHING, state_reads, written_attributes
 from vm.binding.inputs import example_zeros
 from vm.core.errors import RunError
 from vm.core.gc_pause import gc_paused
+from vm.ir.effects import WriteIndex
+from vm.ir.module_state import ANYTHING, state_reads, written_attributes
 from vm.ops import registry
 from vm.ops.random import RANDOM_KINDS, make_generator, using_generator
 from vm.static import fastpath
@@ -167,7 +167,7 @@ class StaticModule:
         self_object = next(iter(bound.values()), None)
         check_weights(main, self_object, flat, bool(bound), labels=prepared.labels)
         # %self's attributes are constants of the module, but for its state: those some
-        # method writes (compiler.analysis.module_state), read on every call
+        # method writes (vm.ir.module_state), read on every call
         self.state = written_attributes(module)
         self.dtype_guard = make_guard(main, self_object, flat, bool(bound), labels=prepared.labels, state=self.state)
         self.assigns_attributes = bool(self.state)
@@ -393,7 +393,7 @@ class StaticModule:
 
     def _writes_module_state(self) -> bool:
         """Whether some node may write a tensor read from ``%self`` or a tensor constant."""
-        from compiler.analysis.effects import is_mutable_type
+        from vm.ir.effects import is_mutable_type
 
         written = self.writes.may_be_written
         return any(

@@ -15,10 +15,9 @@ from typing import Any
 
 import attrs
 
-from compiler.ir import Graph, Module, Node, Value, clone_node
-from compiler.program_tables import all_nodes
 from vm.core import types as T
 from vm.core.errors import CompileError
+from vm.ir.graph import Graph, Module, Node, Value, all_nodes, clone_node
 from vm.static.model import FusionInfo
 
 
@@ -40,7 +39,7 @@ def as_module(source: Any) -> Module:
         return Module(source)
     from vm.static.ir_text import optimized_module
 
-    module = optimized_module(source) if hasattr(source, "optimized_ir") else getattr(source, "module", None)
+    module = optimized_module(source) if hasattr(source, "ir_table") else getattr(source, "module", None)
     if isinstance(module, Module):
         return module
     raise TypeError(f"cannot build a StaticModule from {type(source).__name__}")
@@ -101,8 +100,8 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
     """The fused kernel of a group's ``subgraph`` (its operators from ``refs`` when the
     compiler resolved them), or None when it cannot have one."""
     try:
-        from compiler.fusion_spec import fusion_spec
         from vm.fusion.kernels import FusedKernel
+        from vm.ir.fusion_spec import fusion_spec
 
         return FusedKernel(fusion_spec(subgraph, refs))
     except Exception:  # noqa: BLE001  (no fused kernel: the group runs expanded)
@@ -173,7 +172,7 @@ def bound_constants(module: Module, weights: Mapping[str, Any]) -> dict[str, Any
 
 
 def constant(node: Any, weights: Mapping[str, Any]) -> Any:
-    from compiler.resolve import UnboundTensor, constant_value
+    from vm.ir.resolve import UnboundTensor, constant_value
 
     value = constant_value(node)
     if isinstance(value, UnboundTensor):
@@ -234,11 +233,11 @@ def prepare(source: Any, weights: Any, options: Any, strict: bool = False) -> Pr
     module, fallbacks, groups, moved = expand_fusion_groups(module, recorded)
     if recorded is not None:
         return Prepared(module, {moved.get(n, n): ref for n, ref in recorded.items()}, groups, fallbacks, added)
-    from compiler.resolve import resolve_all
+    from vm.ir.resolve import resolve_all
 
     refs, errors = resolve_all(module)
     if len(errors) == 1:
         raise errors[0]
-    if errors:  # every unsupported node at once, as compiler.resolve.check_all reports them
+    if errors:  # every unsupported node at once, as vm.ir.resolve.check_all reports them
         raise CompileError(f"{len(errors)} nodes cannot be compiled:\n" + "\n".join(map(str, errors)))
     return Prepared(module, refs, groups, fallbacks, added)

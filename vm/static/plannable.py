@@ -14,7 +14,7 @@ of the entry graph, all computed once when a ``StaticModule`` is built:
 * candidates: the tensor output of an op that has an out variant and a schema return
   without alias annotation (a fresh tensor), whose alias closure reaches no graph input,
   no graph output and no module state (a ``prim::SetAttr``'s value, or an attribute some
-  method writes, ``compiler.analysis.module_state``: ``self.history.append(t)``), and whose
+  method writes, ``vm.ir.module_state``: ``self.history.append(t)``), and whose
   *shape is known from the input shapes alone*.
 
 The last condition is what makes a plan keyed by input shapes sound.  A forward taint
@@ -36,10 +36,10 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from compiler.analysis import effects, module_state
-from compiler.analysis.last_uses import reads
-from compiler.ir import Graph, Node, Value
 from vm.core import types as T
+from vm.ir import effects, module_state
+from vm.ir.graph import Graph, Node, Value
+from vm.ir.last_uses import reads
 from vm.ops import registry
 from vm.ops.facts import (
     CONTAINER_KINDS,
@@ -64,7 +64,7 @@ class BlockFacts:
     tainted: frozenset[
         Value
     ]  # values whose size or dtype may depend on more than the key
-    # what the block reads of module state (``compiler.analysis.module_state``): the
+    # what the block reads of module state (``vm.ir.module_state``): the
     # attribute values some method writes, which may differ on every call
     state: frozenset[Value] = frozenset()
 

@@ -11,7 +11,7 @@ nodes read as globals and does not run their producers.
 A top-level node of the entry graph is *shape-only* when
 
 * it is pure and deterministic (no effect, no write, no random draw:
-  ``compiler.analysis.effects.is_pure``), not control flow, not a call, not an attribute
+  ``vm.ir.effects.is_pure``), not control flow, not a call, not an attribute
   read, and not part of a fusion group;
 * each input is a constant (a literal, a weight or a module attribute the module read
   once: ``bound``; a weight's slice is computed once as well), a shape-only
@@ -22,7 +22,7 @@ A top-level node of the entry graph is *shape-only* when
   may alias them (``effects.may_be_written``), and nothing that may alias them reaches a
   graph output (the caller owns outputs) or module state;
 * it reads nothing of module state, even through a shape query: an attribute some method
-  writes (``facts.state``, from ``compiler.analysis.module_state``) may hold a tensor of
+  writes (``facts.state``, from ``vm.ir.module_state``) may hold a tensor of
   another length on the next call (a streaming model's context, empty on the first).
 
 A shape-only value read by a node that is not shape-only, or returned by the graph, is a
@@ -35,10 +35,10 @@ from collections.abc import Callable
 
 import attrs
 
-from compiler.analysis import effects
-from compiler.analysis.last_uses import reads
-from compiler.ir import Graph, Node, Value
 from vm.core import types as T
+from vm.ir import effects
+from vm.ir.graph import Graph, Node, Value
+from vm.ir.last_uses import reads
 from vm.ops.facts import SHAPE_QUERIES, SUBGRAPH_KINDS
 from vm.ops.random import RANDOM_KINDS
 from vm.ops.registry import OpRef
@@ -107,7 +107,6 @@ def _search(
                 sinks.update(sub.inputs)
     nodes: set[Node] = set()
     values: set[Value] = set()
-    templates: dict = {}
     for node in facts.steps:
         pure = bool(node.outputs) and _candidate(node)
         if pure and all(_input_ok(node, i, v, constant, determined, keyed) for i, v in enumerate(node.inputs)):
@@ -119,7 +118,7 @@ def _search(
             continue
         if not all(_input_ok(node, i, v, constant, values, keyed) for i, v in enumerate(node.inputs)):
             continue
-        if any(_shared_unsafely(v, facts, sinks, templates) for v in node.outputs):
+        if any(_shared_unsafely(v, facts, sinks, written) for v in node.outputs):
             continue
         nodes.add(node)
         values.update(node.outputs)
@@ -149,7 +148,7 @@ def _input_ok(node: Node, i: int, v: Value, constant: set[Value], values: set[Va
     return metadata and v in keyed
 
 
-def _shared_unsafely(v: Value, facts: BlockFacts, sinks: set[Value], templates: dict) -> bool:
+def _shared_unsafely(v: Value, facts: BlockFacts, sinks: set[Value], written: Callable[[Value], bool]) -> bool:
     """May a value shared by every call of a plan be written, or handed to a caller?"""
     if not effects.is_mutable_type(v.type):
         return False
@@ -159,7 +158,7 @@ def _shared_unsafely(v: Value, facts: BlockFacts, sinks: set[Value], templates: 
             if nxt not in seen:
                 seen.add(nxt)
                 todo.append(nxt)
-    return bool(seen & sinks) or effects.may_be_written(v, templates)
+    return bool(seen & sinks) or written(v)
 
 
 def _is_tensor(t: T.Type | None) -> bool:

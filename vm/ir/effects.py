@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cache
 
-from compiler import types as T
-from compiler.ir import Graph, Node, Value
+from vm.core import types as T
+from vm.ir.graph import Graph, Node, Value
 from vm.ops import registry
 from vm.ops.facts import ALIASING_KINDS, EFFECT_KINDS, PURE_KINDS
 from vm.ops.registry import OpInfo
@@ -42,8 +42,8 @@ def op_info(node: Node) -> OpInfo | None:
 
 
 def _resolve_info(node: Node) -> OpInfo | None:
-    from compiler.diagnostics import CompileError
-    from compiler.resolve import resolve
+    from vm.core.errors import CompileError
+    from vm.ir.resolve import resolve
 
     try:
         ref = resolve(node)
@@ -110,7 +110,7 @@ def may_not_terminate(loop: Node) -> bool:
 
 def _constant(v: Value) -> object:
     """``v``'s value when a ``prim::Constant`` produces it (``...`` otherwise)."""
-    from compiler.resolve import constant_value
+    from vm.ir.resolve import constant_value
 
     node = v.node
     return constant_value(node) if node is not None and node.kind == "prim::Constant" else ...
@@ -119,7 +119,7 @@ def _constant(v: Value) -> object:
 def _may_draw(node: Node, info: OpInfo, switches: tuple[tuple[str, object], ...]) -> bool:
     """Can this call of a conditionally random operator draw?  No when a constant argument
     turns its dropout off (the registration's ``draws_unless``); yes otherwise."""
-    from compiler.resolve import constant_value
+    from vm.ir.resolve import constant_value
 
     names = [a.name for a in info.schema.arguments]
     for name, off in switches:
@@ -156,7 +156,7 @@ def mutated_inputs(node: Node) -> list[int]:
 
 
 def _conditional_writes(node: Node, names: list[str], conditional: tuple[str, object, tuple[str, ...]]) -> list[int]:
-    from compiler.resolve import constant_value
+    from vm.ir.resolve import constant_value
 
     switch, off, targets = conditional
     if switch in names and names.index(switch) < len(node.inputs):

@@ -9,7 +9,7 @@ as ``with kind_N = graph(...)``, numbered in document order; each sub-graph's ow
 sections follow it (depth first).  ``Module.functions`` print last as
 ``with NAME = graph(...)``.
 
-Literals use compiler/literals.py, so floats, strings and tensor literals print as C++
+Literals use vm/ir/literals.py, so floats, strings and tensor literals print as C++
 prints them.  Everything is iterative: a graph nested 500 blocks deep prints without
 recursion.
 
@@ -23,11 +23,11 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from compiler.ir import MODULE_PRINTER, Block, Graph, Module, Node, TensorLiteral, Value
-from compiler.literals import AnnotatedDict, AnnotatedList, Opaque, format_float, format_tensor_literal, quote
-from compiler.types import Type
 from vm.core.enum_values import EnumValue
 from vm.core.gc_pause import gc_paused
+from vm.core.types import Type
+from vm.ir.graph import MODULE_PRINTER, Block, Graph, Module, Node, TensorLiteral, Value
+from vm.ir.literals import AnnotatedDict, AnnotatedList, Opaque, format_float, format_tensor_literal, quote
 
 __all__ = ["print_module", "print_graph", "format_attr_value", "structurally_equal"]
 

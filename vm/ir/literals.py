@@ -25,8 +25,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compiler.ir import TensorLiteral
-from compiler.types import SCALAR_TYPE_CODES
+from vm.core.types import SCALAR_TYPE_CODES
+from vm.ir.graph import TensorLiteral
 
 __all__ = [
     "AnnotatedDict",

@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 from attrs import define, field, frozen
 
-from compiler.diagnostics import Span
-from compiler.types import Type
+from vm.core.errors import Span
+from vm.core.types import Type
 
 
 @frozen
@@ -335,8 +335,8 @@ class FreshNames:
         return name
 
 
-# ``str(module)`` prints through ``compiler.printer``, which puts its ``print_module`` here when
-# imported (the ``compiler`` package imports it): the data model does not import its printer.
+# ``str(module)`` prints through ``vm.ir.printer``, which puts its ``print_module`` here when
+# imported (the ``vm.ir`` package imports it): the data model does not import its printer.
 MODULE_PRINTER: list[Callable[[Module], str]] = []
 
 
@@ -365,7 +365,7 @@ class Module:
     # runtime then runs no pass of its own
     specialized: bool = False
     # attributes other methods of the same module object write (dotted paths from %self,
-    # compiler.analysis.module_state): state, though no graph of this program assigns them
+    # vm.ir.module_state): state, though no graph of this program assigns them
     state: frozenset[str] = frozenset()
     # the keys of the model the program was compiled from (its state_dict and settings: a
     # ``.pt``'s module tree, an export's ``__keys__`` record), key -> True when a state_dict
@@ -523,3 +523,19 @@ def all_blocks(graph: Graph) -> Iterator[Block]:
 
 def constant_nodes(nodes: Sequence[Node]) -> list[Node]:
     return [n for n in nodes if n.kind == "prim::Constant"]
+
+
+def all_nodes(module: Module) -> Iterator[Node]:
+    """Every node of every graph of ``module``, fusion sub-graphs included, in a fixed
+    order: each graph walked in program order, a node's sub-graph right after it."""
+    for graph in (module.main, *module.functions.values()):
+        stack = [graph.walk()]
+        while stack:
+            node = next(stack[-1], None)
+            if node is None:
+                stack.pop()
+                continue
+            yield node
+            for value in node.attrs.values():
+                if isinstance(value, Graph):
+                    stack.append(value.walk())

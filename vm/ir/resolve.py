@@ -1,4 +1,4 @@
-"""Overload resolution and constant values: the compiler's bridge to the operator library.
+"""Overload resolution and constant values: the IR's bridge to the operator library.
 
 A node in the IR names an operator without its overload (``aten::add``); which kernel
 runs depends on the types of the values it consumes.  TorchScript chose that overload
@@ -7,7 +7,7 @@ choose again here, once, at compile time, and the VMs bind the result (an ``OpRe
 without ever looking at types again.
 
 The choice works on schema types, parsed from the registry's schema text into
-``compiler.types`` objects plus ``TypeVar`` for type variables (``t``, ``tVal``).  Each
+``vm.core.types`` objects plus ``TypeVar`` for type variables (``t``, ``tVal``).  Each
 registered overload of the node's kind is scored against the node's input types: every
 argument either fits, at a cost, or rules the overload out.  An exact fit costs nothing;
 a binding of a type variable, an ``Optional`` accepting its element, a ``Scalar``
@@ -35,12 +35,12 @@ from typing import Any
 import attrs
 import numpy as np
 
-from compiler import types as T
-from compiler.diagnostics import CompileError
-from compiler.ir import Graph, Module, Node, TensorLiteral, Value
 from vm.binding.unbound import UnboundTensor
+from vm.core import types as T
+from vm.core.errors import CompileError
 from vm.core.schema_types import FixedList, TypeVar, parse_schema_type
 from vm.core.types import NUMPY_DTYPES
+from vm.ir.graph import Graph, Module, Node, TensorLiteral, Value
 from vm.ops import registry
 from vm.ops.facts import CONTROL_KINDS  # the emitter and the runtimes handle these
 from vm.ops.registry import MISSING, OpInfo, OpRef

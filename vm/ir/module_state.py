@@ -31,10 +31,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from compiler import types as T
-from compiler.analysis import effects
-from compiler.ir import Graph, Module, Node, Value
+from vm.core import types as T
 from vm.core.state_paths import ANYTHING, is_written
+from vm.ir import effects
+from vm.ir.graph import Graph, Module, Node, Value
 
 
 def written_attributes(module: Module) -> frozenset[str]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler import types as T
-from compiler.resolve import constant_value, resolve
+from vm.core import types as T
 from vm.fusion.kernels import FusionSpec, spec_attrs
+from vm.ir.resolve import constant_value, resolve
 from vm.ops.registry import OpRef
 
 
@@ -25,7 +25,7 @@ def input_kind(t: Any) -> str:
 
 
 def fusion_spec(subgraph: Any, refs: Mapping[Any, OpRef] | None = None) -> FusionSpec:
-    """Resolve the operators of a fusion ``subgraph`` (a ``compiler.ir.Graph``); a node
+    """Resolve the operators of a fusion ``subgraph`` (a ``vm.ir.graph.Graph``); a node
     found in ``refs`` (resolved already, by the compiler) takes its operator from there."""
     index: dict[int, int] = {id(v): i for i, v in enumerate(subgraph.inputs)}
     slot = len(subgraph.inputs)

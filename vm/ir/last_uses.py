@@ -19,15 +19,15 @@ in a loop body is live for the whole loop.  ``reads`` lists what a node reads fr
 scopes around it, its nested blocks included.  All three are linear in the graph (a
 node's nested blocks are walked once per enclosing level).
 
-This module reads the IR data model only and runs no pass, so the static runtime may
-use it (``vm/static/`` imports the IR from ``compiler/``).
+This module reads the IR data model only and runs no pass: it sits on the ground floor
+(``vm/ir/``), which the compiler and the static runtime both import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compiler.ir import Block, Graph, Node, Value
+from vm.ir.graph import Block, Graph, Node, Value
 
 User = Node | Block  # a node's input, or a block's return (the block is the user)
 
