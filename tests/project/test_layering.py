@@ -2,12 +2,16 @@
 every ``import`` in ``compiler/`` and ``vm/``, inside functions too, drawn with ``ast``).
 
 - no import cycle between modules (issue #18's bar);
-- ``vm/`` stands below ``compiler/``: outside ``vm/static/``, the command line
-  (``vm/cli.py``) and the front door (``vm/api/``, which compiles ``.pt`` and ``.ir`` files
-  for ``vm.load``) no ``vm`` module imports anything from ``compiler`` (issue #15);
+- ``vm/`` stands below ``compiler/``: outside ``vm/static/``, only the front door
+  (``vm/api/``, which compiles ``.pt`` and ``.ir`` files for ``vm.load``, IR text and the
+  specialization for the weights for ``vm.StaticRuntime``) and the server on top of it import
+  anything from ``compiler`` (issue #15); the command line opens models through the front
+  door and imports none (issue #37);
 - ``vm/static/``, which runs the IR itself, reads the compiler's IR data model and
-  analyses (the model, its parser and printer, the tables a program carries, overload
-  resolution, fusion specs), never a pass or the pipeline.
+  analyses (the model, its parser, the tables a program carries, overload resolution,
+  fusion specs), never the compiler's front door (``compiler``, ``compiler.cli``), a pass,
+  the pipeline or the emitter: it compiles nothing (issue #37: IR text and a program
+  compiled without its weights are the front door's work, ``vm/api/static.py``).
 
 Each rule is a plain test of the rule itself, with the few entry points it allows named
 (the exceptions once listed here are gone), so a new cycle or a new import fails at once.
@@ -26,20 +30,17 @@ GRAPH = import_cycles.import_graph(ROOT)
 
 VM_ENTRIES_TO_COMPILER = {"vm.cli"}  # the command line compiles .ir text on the fly
 VM_ROOMS_TO_COMPILER = (
-    "vm.api.",  # the front door: vm.load compiles .pt and .ir files
-    "vm.serve.",  # irvm serve sits on top of both packages, as vm/cli.py does (it opens models through vm.load)
+    "vm.api.",  # the front door: vm.load compiles .pt and .ir files, vm.StaticRuntime IR text and specializes
+    "vm.serve.",  # irvm serve sits on top of both packages (it opens models through vm.load)
 )
 
-# The static runtime accepts IR text in place of a program and compiles it through the
-# compiler's front door (prepare.compile_text -> compiler.compile_source): the one
-# on-the-fly compile inside the runtime, which issue #15 allows beside the data model.
-STATIC_ON_THE_FLY_COMPILE = {("vm.static.module_ir", "compiler")}
-
 STATIC_MAY_READ = {
-    "compiler.ir", "compiler.types", "compiler.diagnostics", "compiler.parser", "compiler.printer",
-    "compiler.literals", "compiler.program_tables", "compiler.resolve", "compiler.fusion_spec",
+    "compiler.ir", "compiler.parser", "compiler.program_tables", "compiler.resolve", "compiler.fusion_spec",
 }
 STATIC_MAY_READ_PACKAGES = ("compiler.analysis.",)
+# what compiles: the compiler's front door and command line, the pipeline, the passes, the emitter
+COMPILING = ("compiler", "compiler.cli", "compiler.pipeline", "compiler.emit")
+COMPILING_PACKAGES = ("compiler.passes", "compiler.torchscript")
 
 
 
@@ -93,9 +94,9 @@ def test_a_type_level_import_is_an_edge(tmp_path) -> None:
     assert "vm.b" in graph["vm.a"] and import_cycles.cycles(graph) != []
 
 
-def test_the_vm_imports_the_compiler_only_in_the_static_runtime_the_command_line_and_the_front_door() -> None:
-    """Outside vm/static/, vm/cli.py and vm/api/, no vm module imports a compiler module (a
-    function-level import counts)."""
+def test_the_vm_imports_the_compiler_only_in_the_static_runtime_and_the_front_door() -> None:
+    """Outside vm/static/, vm/api/ and vm/serve/, no vm module imports a compiler module (a
+    function-level import counts): not the command line, which opens models with ``vm.load``."""
     outside = {(n, t) for n, t in _vm_imports_of_compiler() if not n.startswith("vm.static.")}
     assert {
         (n, t) for n, t in outside if n not in VM_ENTRIES_TO_COMPILER and not n.startswith(VM_ROOMS_TO_COMPILER)
@@ -103,11 +104,22 @@ def test_the_vm_imports_the_compiler_only_in_the_static_runtime_the_command_line
 
 
 def test_the_static_runtime_reads_only_the_data_model() -> None:
-    """vm/static/ imports from compiler only the IR data model and analyses, never a pass
-    or the pipeline (the specialization passes are the compiler's, reached through its front
-    door ``compiler.specialize``), and
-    the compiler's front door for IR text given in place of a program."""
-    assert _static_beyond_the_data_model() == STATIC_ON_THE_FLY_COMPILE
+    """vm/static/ imports from compiler only the IR data model and analyses: no compile, no
+    pass, no pipeline, no front door of the compiler (the exception once listed here, IR text
+    compiled by ``module_ir.compile_text``, and ``compiler.specialize`` called at construction,
+    moved to the front door, ``vm/api/static.py``)."""
+    assert _static_beyond_the_data_model() == set()
+    compiling = {
+        (n, t) for n, t in _vm_imports_of_compiler() if n.startswith("vm.static.")
+        and (t in COMPILING or t.startswith(COMPILING_PACKAGES))
+    }
+    assert compiling == set()
+
+
+def test_the_rules_name_modules_that_exist() -> None:
+    """The modules the rules above name are in the graph (a renamed module would make a rule vacuous)."""
+    named = {*STATIC_MAY_READ, "compiler", "compiler.cli", "compiler.pipeline", "compiler.emit", "vm.cli", "vm.api.static"}
+    assert named <= GRAPH.keys()
 
 
 def test_the_compiler_never_imports_the_vm_package_or_its_command_line() -> None:

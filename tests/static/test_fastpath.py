@@ -27,7 +27,8 @@ import compiler
 import vm
 from tests.static.test_runtime import LSTM_CELL
 from tests.support.paths import EXAMPLES
-from vm.static import StaticOptions, StaticRuntime, fastpath
+from vm import StaticRuntime
+from vm.static import StaticOptions, fastpath
 
 MLP = """
 graph(%x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor, %b2 : Tensor, %w3 : Tensor, %b3 : Tensor):

@@ -24,8 +24,9 @@ from compiler.printer import print_module
 from compiler.verify import verify
 from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
 from tests.support.paths import TOOLS
+from vm import StaticModule, StaticRuntime
 from vm.interpreter.machine import Interpreter
-from vm.static import StaticModule, StaticOptions, StaticRuntime
+from vm.static import StaticOptions
 
 CASES = golden_cases(Path(__file__).parent / "freeze")
 OFF = StaticOptions(fold_attributes=False)

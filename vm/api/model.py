@@ -220,7 +220,8 @@ class Method:
         self._local = threading.local()
         self.static_module: Any = None
         if model.backend == "static":
-            from vm.static import StaticModule, StaticOptions
+            from vm.api.static import StaticModule  # the front door's: a program specialized for its weights
+            from vm.static import StaticOptions
 
             options = model.options or StaticOptions(fuser=model.fuser)
             self.static_module = StaticModule(program, model.weights or None, options,
