@@ -22,6 +22,7 @@ seed spawned from it (``numpy.random.SeedSequence``)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -57,11 +58,14 @@ class Model:
         quantized_engine: str | None = None,
         quantized_kernel: str | None = None,
         module: str | None = None,
+        method: str = "forward",
     ) -> None:
         """``methods``: the module's method names beside ``forward``, each compiled by
         ``compile_method(name)`` when first called; ``options``: the static runtime's
         ``StaticOptions`` (default: its defaults with ``fuser``); ``quantized_engine`` and
-        ``quantized_kernel``: whose integers quantized operators give (vm.load)."""
+        ``quantized_kernel``: whose integers quantized operators give (vm.load);
+        ``method``: the method ``program`` is, which a call of the model runs
+        (``irvm run --method``; ``forward`` unless told)."""
         from vm.ops.quantized.arith import quantized_setting
 
         self.program = program
@@ -88,10 +92,11 @@ class Model:
         # model with state are serialized, as they share that state
         self.state: tuple[str, ...] = tuple(getattr(program, "state", ()))
         self._calls: threading.RLock | None = threading.RLock() if self.state else None
-        self.methods: list[str] = list(dict.fromkeys(["forward", *methods]))
+        self.methods: list[str] = list(dict.fromkeys(["forward", method, *methods]))
         self._compile_method = compile_method
         self._methods: dict[str, Method] = {}
-        forward = self._methods["forward"] = Method(self, "forward", program, examples)
+        self.entry = method
+        forward = self._methods[method] = Method(self, method, program, examples)
         self.inputs: list[NodeArg] = forward.inputs
         self.outputs: list[NodeArg] = forward.outputs
         self.static_module: Any = forward.static_module
@@ -101,7 +106,11 @@ class Model:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The outputs for these inputs: one value, or a tuple when the graph returns several."""
-        return self._methods["forward"](*args, **kwargs)
+        return self._methods[self.entry](*args, **kwargs)
+
+    def run_traced(self, *args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """``Method.run_traced`` of the model's call (the interp backend)."""
+        return self._methods[self.entry].run_traced(*args, **kwargs)
 
     def method(self, name: str) -> Method:
         """The method ``name`` of the model's module object (compiled on first use)."""
@@ -219,13 +228,18 @@ class Method:
         self._names = [arg.name for arg in self.inputs]
         self._local = threading.local()
         self.static_module: Any = None
+        self.setup_seconds = 0.0  # building the static module (irvm profile's "setup")
         if model.backend == "static":
+            import time
+
             from vm.api.static import StaticModule  # the front door's: a program specialized for its weights
             from vm.static import StaticOptions
 
             options = model.options or StaticOptions(fuser=model.fuser)
+            start = time.perf_counter()
             self.static_module = StaticModule(program, model.weights or None, options,
                                               strict=model.strict, self_object=model.module_object)
+            self.setup_seconds = time.perf_counter() - start
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         runtime, arguments = self.runtime(), self._arguments(args, kwargs)
@@ -234,6 +248,19 @@ class Method:
             return runtime(*arguments)
         with calls:  # module state: one call at a time, as the state is one
             return runtime(*arguments)
+
+    def run_traced(self, *args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """The outputs, and every value the run stored under its IR name (``irvm run
+        --trace``): the interpreter's ``run_traced``, so the interp backend only (the
+        static runtime reuses its buffers)."""
+        runtime, arguments = self.runtime(), self._arguments(args, kwargs)
+        if not hasattr(runtime, "run_traced"):
+            raise RunError(
+                "a trace needs the interpreter (backend='interp'): the static runtime reuses one memory "
+                "slab for intermediates, so they are gone by the end of the run"
+            )
+        with self.model._calls or _NO_LOCK:
+            return runtime.run_traced(*arguments)
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{a.name}: {a.type}" for a in self.inputs)
@@ -296,6 +323,7 @@ class Method:
 
 
 _UNSET: Any = object()
+_NO_LOCK: Any = contextlib.nullcontext()
 
 
 def _example_spec(example: Any) -> list[Any] | None:
