@@ -26,7 +26,7 @@ a Program, an IR Module or a Graph and runs it as compiled.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from vm.static import StaticOptions
@@ -54,10 +54,10 @@ def static_source(source: Any, weights: Any, options: StaticOptions | None, stri
     module = as_module(source)
     if module.specialized:
         return source, weights
-    if strict and isinstance(weights, Mapping):  # as the binding session will: before any fold reads them
-        from vm.binding.strict import check_keys, module_reads
+    from vm.binding.session import strict_keys
+    from vm.binding.strict import module_reads
 
-        check_keys(module_reads(module), weights)
+    strict_keys(lambda: module_reads(module), weights, strict)  # the session's step 1, before any fold reads them
     folded = specialize(module, weights, options)
     if folded is module:
         return source, weights

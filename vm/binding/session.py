@@ -27,7 +27,7 @@ Each step's refusal is the step's own ``RunError``, worded where the step lives.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -81,13 +81,21 @@ class Bound:
 def bind(program: Bindable, weights: Any, *, strict: bool = True, shared: Any = None) -> Bound:
     """Steps 1-5 of the module docstring, in that order.  ``weights``: a flat mapping of
     dotted keys, a ``ModuleObject`` or None; ``shared``: the module object ``%self`` is."""
-    if strict and isinstance(weights, Mapping):
-        check_keys(program.reads(), weights)
+    strict_keys(program.reads, weights, strict)
     check_folded_from(program.folded_from, weights)
     self_object = program.bind_self(weights, shared)
     flat = {**(weights if isinstance(weights, Mapping) else {}), **program.folded_tensors}
     constants = program.bind_constants(flat)
     return Bound(self_object, flat, constants, program.guard(self_object, flat))
+
+
+def strict_keys(reads: Callable[[], Reads], weights: Any, strict: bool = True) -> None:
+    """Step 1 alone: refuse a mapping of weights whose keys are not the model's
+    (``vm.binding.strict.check_keys`` against ``reads()``), unless ``strict`` is off.  The
+    front door runs it too before it specializes a program for weights (``vm/api/static.py``):
+    a fold must not read another model's weights."""
+    if strict and isinstance(weights, Mapping):
+        check_keys(reads(), weights)
 
 
 class Engines:
@@ -117,4 +125,4 @@ class Engines:
             yield
 
 
-__all__ = ["Bindable", "Bound", "Engines", "bind"]
+__all__ = ["Bindable", "Bound", "Engines", "bind", "strict_keys"]
