@@ -17,7 +17,9 @@ one input also takes an ``.npy``.  W.npz holds a
 module's weights under dotted state_dict keys.  OUT.npz gets ``out0``..``outN-1``, tuples and
 lists flattened as ``out0.0``, ``out0.1``...  Without ``--output`` results are printed.
 
-``--trace`` needs the interpreter backend (the static runtime reuses its buffers).  Files
+``run`` and ``profile`` open the program with ``vm.load`` (vm/api/open.py: the weights merged
+and checked there, once) and call the model; ``info`` reads it with the same front door's
+``read_program``.  ``--trace`` needs the interpreter backend (the static runtime reuses its buffers).  Files
 irvm writes carry a mark, and no existing file without it is replaced unless ``--force``
 (vm/files/kinds.py).  Before the first operator, inputs and weights are checked as PyTorch
 would check them (vm/binding/preflight.py, vm/binding/weight_checks.py).
@@ -157,21 +159,12 @@ def _positive(text: str) -> int:
     return value
 
 
-def load_program(path: str, fusion: bool = True, weights: Any = None):
+def load_program(path: str, fusion: bool = True, weights: Any = None) -> Any:
     """A Program from ``.irbc`` (verified before use), or from ``.ir`` text or a
     ``torch.jit.save`` archive (compiled now); any other kind of file is refused by ``vm.files.kinds.expect``, saying what it is.
-    ``.ir`` text given ``weights`` is specialized for their settings, as ``torch.jit.freeze`` would."""
-    return load_program_and_weights(path, fusion, weights)[0]
-
-
-def load_program_and_weights(
-    path: str, fusion: bool = True, weights: Any = None, module: str | None = None
-) -> tuple[Any, dict[str, Any]]:
-    """``load_program``, and the weights a ``torch.jit.save`` archive holds ({} for any
-    other file), read in the same pass over the archive (``vm.api.open.read_program``,
-    the one reader of program files); ``module``: of a torch.package archive, the one to read."""
-    opened = read_program(path, fusion=fusion, weights=weights, note=_note, module=module)
-    return opened.program, opened.own_weights
+    ``.ir`` text given ``weights`` is specialized for their settings, as ``torch.jit.freeze`` would
+    (``vm.api.open.read_program``, the one reader of program files)."""
+    return read_program(path, fusion=fusion, weights=weights, note=_note).program
 
 
 def _note(message: str) -> None:
