@@ -52,7 +52,7 @@ class Model:
         examples: Sequence[Any] | None = None,
         path: Path | None = None,
         strict: bool = True,
-        methods: Sequence[str] = (),
+        methods: Sequence[str] | Callable[[], Sequence[str]] = (),
         compile_method: Callable[[str], Any] | None = None,
         options: Any = None,
         quantized_engine: str | None = None,
@@ -60,8 +60,9 @@ class Model:
         module: str | None = None,
         method: str = "forward",
     ) -> None:
-        """``methods``: the module's method names beside ``forward``, each compiled by
-        ``compile_method(name)`` when first called; ``options``: the static runtime's
+        """``methods``: the module's method names beside ``forward`` (or what lists them, called
+        when they are first asked for: ``vm.load`` reads a ``.pt``'s names from the archive
+        only then), each compiled by ``compile_method(name)`` when first called; ``options``: the static runtime's
         ``StaticOptions`` (default: its defaults with ``fuser``); ``quantized_engine`` and
         ``quantized_kernel``: whose integers quantized operators give (vm.load);
         ``method``: the method ``program`` is, which a call of the model runs
@@ -92,7 +93,8 @@ class Model:
         # model with state are serialized, as they share that state
         self.state: tuple[str, ...] = tuple(getattr(program, "state", ()))
         self._calls: threading.RLock | None = threading.RLock() if self.state else None
-        self.methods: list[str] = list(dict.fromkeys(["forward", method, *methods]))
+        self._list_methods: Callable[[], Sequence[str]] = methods if callable(methods) else (lambda: methods)
+        self._method_names: list[str] | None = None
         self._compile_method = compile_method
         self._methods: dict[str, Method] = {}
         self.entry = method
@@ -112,6 +114,17 @@ class Model:
         """``Method.run_traced`` of the model's call (the interp backend)."""
         return self._methods[self.entry].run_traced(*args, **kwargs)
 
+    @property
+    def methods(self) -> list[str]:
+        """The module's methods, ``forward`` first (listed on first use)."""
+        names = self._method_names
+        if names is None:
+            with self._lock:
+                if self._method_names is None:
+                    self._method_names = list(dict.fromkeys(["forward", self.entry, *self._list_methods()]))
+                names = self._method_names
+        return names
+
     def method(self, name: str) -> Method:
         """The method ``name`` of the model's module object (compiled on first use)."""
         found = self._methods.get(name)
@@ -127,7 +140,7 @@ class Model:
 
     def __getattr__(self, name: str) -> Any:
         """``model.reset_states``: a method of the archive beside ``forward``."""
-        if name.startswith("_") or name not in self.__dict__.get("methods", ()):
+        if name.startswith("_") or "_list_methods" not in self.__dict__ or name not in self.methods:
             raise AttributeError(f"{type(self).__name__!s} object has no attribute {name!r}")
         return self.method(name)
 

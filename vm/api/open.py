@@ -18,6 +18,7 @@ A long compile shows its progress on a terminal (``compiler.progress``), never i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,12 +161,12 @@ def load(
     bound = bound_weights(opened, given, strict, path)
     if threads is not None:
         set_threads(threads)
-    methods: list[str] = []
+    methods: Callable[[], list[str]] = list  # no method but the one compiled
     compile_method: Callable[[str], Any] | None = None
-    if opened.kind is FileKind.TORCHSCRIPT:  # the module's other methods, compiled when first called
+    if opened.kind is FileKind.TORCHSCRIPT:  # the module's other methods, listed and compiled when first asked for
         from compiler.torchscript import compile_archive
 
-        methods = archive_methods(path)
+        methods = functools.partial(archive_methods, path)  # a second read of the archive, when asked for
         over = given if weights is not None else None
 
         def compile_other(name: str) -> Any:
