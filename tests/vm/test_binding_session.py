@@ -105,3 +105,20 @@ def test_both_backends_refuse_the_same_weights_with_the_same_message(case: str) 
     static = _refusal(lambda: vm.static.module.StaticModule(program, weights))
     assert interp == static
     assert ("fc.wieght" if case == "misspelled" else "fc.weight") in interp
+
+
+def test_engines_are_entered_only_when_the_callers_differ() -> None:
+    """Step 6: a runtime with random operators runs on its own generator, one with a quantized
+    setting on that arithmetic; one with neither has nothing to enter (``idle``)."""
+    from vm.ops.quantized.arith import current_setting
+    from vm.ops.random import generator, using_generator
+
+    assert session.Engines(0, None, None, draws=False).idle
+    engines = session.Engines(7, "qnnpack", None, draws=True)
+    assert not engines.idle and not engines.current()
+    with engines.entered():
+        assert engines.current() and generator() is engines.generator
+        assert current_setting() == engines.quantized
+        with using_generator(np.random.default_rng(1)):
+            assert not engines.current()
+    assert not engines.current()

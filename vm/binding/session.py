@@ -107,6 +107,9 @@ class Engines:
         self.quantized = quantized_setting(quantized_engine, quantized_kernel)
         self.generator = make_generator(seed)
         self.draws = draws
+        # nothing to enter, ever (no random operator, the caller's quantized arithmetic): a
+        # runtime keeps None instead, so its steady call tests one local
+        self.idle = not draws and self.quantized is None
 
     def current(self) -> bool:
         """Whether a call runs on this runtime's engines already (the steady case)."""

@@ -107,6 +107,7 @@ class Interpreter:
         draws = any(ref.name.split(".")[0] in RANDOM_KINDS for f in program.functions for ref in f.operators)
         self.engines = Engines(seed, quantized_engine, quantized_kernel, draws)
         self.generator, self.quantized = self.engines.generator, self.engines.quantized
+        self._engines = None if self.engines.idle else self.engines
         self.max_depth = max_depth
         self.trace, self.debug = trace, debug
         self.last_trace: dict[str, Any] | None = None
@@ -131,8 +132,9 @@ class Interpreter:
         self._entry = (self.program.entry, entry.code, entry.template, entry.start, self.max_depth)
 
     def __call__(self, *args: Any) -> Any:
-        if not self.engines.current():  # this runtime's generator and quantized arithmetic
-            with self.engines.entered():
+        engines = self._engines  # this runtime's generator and quantized arithmetic (None: nothing to enter)
+        if engines is not None and not engines.current():
+            with engines.entered():
                 return self(*args)
         if self._fast_kinds is not None and tuple(map(type, args)) == self._fast_kinds:
             if self.dtype_guard is not None:

@@ -62,6 +62,7 @@ class StaticRuntime:
         # kernel do (see vm.Interpreter); the module bound the weights, once for every runtime
         self.engines = Engines(seed, quantized_engine, quantized_kernel, sm.draws)
         self.generator, self.quantized = self.engines.generator, self.engines.quantized
+        self._engines = None if self.engines.idle else self.engines
         self._plain = (
             None if sm.plannable else sm.bind(sm.entry, Mode(), Binding(callees=sm.callee_functions(False)))
         )
@@ -78,8 +79,9 @@ class StaticRuntime:
             self._add_plan(key, layout)
 
     def __call__(self, *args: Any) -> Any:
-        if not self.engines.current():  # this runtime's generator and quantized arithmetic
-            with self.engines.entered():
+        engines = self._engines  # this runtime's generator and quantized arithmetic (None: nothing to enter)
+        if engines is not None and not engines.current():
+            with engines.entered():
                 return self(*args)
         sm = self.module
         if len(args) != sm.n_inputs:
