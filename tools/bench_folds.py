@@ -55,7 +55,7 @@ def measure(name: str, rounds: int) -> dict[str, tuple[int, float, float]]:
     from export_torch import to_numpy
     from zoo_models import ZOO
 
-    from vm.static import StaticModule, StaticRuntime
+    from vm import StaticModule, StaticRuntime
 
     model, inputs = ZOO[name].build()
     program, weights, _ = bench_zoo.export_case(model, inputs, name)

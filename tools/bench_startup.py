@@ -175,11 +175,11 @@ def first_and_steady_cpu(make: Any, inputs: list[Any], runs: int) -> tuple[float
 def bench_model(name: str, runs: int) -> dict[str, str]:
     """Compile, save, load and run ``name``; prints its lines and returns its column of
     the summary table."""
+    from vm import StaticRuntime
     from vm.files.npz import load_inputs
     from vm.interpreter.machine import Interpreter
     from vm.program import irbc
     from vm.program.irbc import save
-    from vm.static import StaticRuntime
 
     info = export_model(name)
     text = Path(info["ir"]).read_text()

@@ -42,8 +42,8 @@ def bench(name: str, runs: int) -> None:
     from bench_startup import export_model, first_and_steady, first_and_steady_cpu
 
     import compiler
+    from vm import StaticModule, StaticRuntime
     from vm.files.npz import load_inputs
-    from vm.static import StaticModule, StaticRuntime
 
     info = export_model(name)
     program = compiler.compile_file(str(info["ir"]))

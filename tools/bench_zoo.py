@@ -136,8 +136,8 @@ def engines(name: str, threads: int) -> tuple[dict[str, Callable[[], Any] | str]
     from export_torch import to_numpy
     from zoo_models import ZOO
 
+    from vm import StaticRuntime
     from vm.interpreter.machine import Interpreter
-    from vm.static import StaticRuntime
 
     model, inputs = ZOO[name].build()
     calls: dict[str, Callable[[], Any] | str] = {}

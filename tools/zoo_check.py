@@ -115,7 +115,7 @@ def run_case(
         if backend == "interp":
             runtime = vm.Interpreter(program, weights)
         else:
-            from vm.static import StaticModule, StaticRuntime
+            from vm import StaticModule, StaticRuntime
 
             runtime = StaticRuntime(StaticModule(program, weights, options))
         start = time.perf_counter()

@@ -3,7 +3,8 @@
     model = vm.load("model.pt")          # .pt, .ir or .irbc -> a vm.Model (vm/api/)
     model(x)  /  model(x=x)  /  model.run(None, {"x": x})
     vm.Interpreter(program, weights=None)(*args)     # the backends themselves
-    vm.StaticRuntime(program, weights=None)(*args)
+    vm.StaticRuntime(program, weights=None)(*args)   # (IR text compiled, a program specialized
+                                                     # for its weights first: vm/api/static.py)
     vm.save(program_or_model, "model.irbc")
     vm.set_num_threads(1)    # BLAS, fused and compiled kernels: one thread each
 
@@ -18,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what __getattr__ gives, spelled for type checkers (at run time they load when used)
     from vm.api import Model, NodeArg, load
+    from vm.api.static import StaticModule, StaticRuntime
     from vm.interpreter.machine import Interpreter
     from vm.program.bytecode import Program
-    from vm.static import RuntimePool, StaticModule, StaticRuntime
+    from vm.static import RuntimePool
     from vm.threads import get_num_threads, set_num_threads
 
 
@@ -55,10 +57,14 @@ def __getattr__(name: str):
         from vm.program.bytecode import Program
 
         return Program
-    if name in ("StaticModule", "StaticRuntime", "RuntimePool"):
-        from vm import static
+    if name in ("StaticModule", "StaticRuntime"):  # the front door's: IR text compiled, weights specialized
+        from vm.api import static as front
 
-        return getattr(static, name)
+        return getattr(front, name)
+    if name == "RuntimePool":
+        from vm.static import RuntimePool
+
+        return RuntimePool
     raise AttributeError(f"module 'vm' has no attribute {name!r}")
 
 

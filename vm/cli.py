@@ -17,7 +17,9 @@ one input also takes an ``.npy``.  W.npz holds a
 module's weights under dotted state_dict keys.  OUT.npz gets ``out0``..``outN-1``, tuples and
 lists flattened as ``out0.0``, ``out0.1``...  Without ``--output`` results are printed.
 
-``--trace`` needs the interpreter backend (the static runtime reuses its buffers).  Files
+``run`` and ``profile`` open the program with ``vm.load`` (vm/api/open.py: the weights merged
+and checked there, once) and call the model; ``info`` reads it with the same front door's
+``read_program``.  ``--trace`` needs the interpreter backend (the static runtime reuses its buffers).  Files
 irvm writes carry a mark, and no existing file without it is replaced unless ``--force``
 (vm/files/kinds.py).  Before the first operator, inputs and weights are checked as PyTorch
 would check them (vm/binding/preflight.py, vm/binding/weight_checks.py).
@@ -37,8 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from vm.api.open import read_program
-from vm.binding.weights import override
+from vm.api.open import archive_methods, package_listing, read_program
 from vm.command import load_npz, run_guarded, version
 from vm.files.kinds import FileKind, check_writable
 
@@ -158,21 +159,12 @@ def _positive(text: str) -> int:
     return value
 
 
-def load_program(path: str, fusion: bool = True, weights: Any = None):
+def load_program(path: str, fusion: bool = True, weights: Any = None) -> Any:
     """A Program from ``.irbc`` (verified before use), or from ``.ir`` text or a
     ``torch.jit.save`` archive (compiled now); any other kind of file is refused by ``vm.files.kinds.expect``, saying what it is.
-    ``.ir`` text given ``weights`` is specialized for their settings, as ``torch.jit.freeze`` would."""
-    return load_program_and_weights(path, fusion, weights)[0]
-
-
-def load_program_and_weights(
-    path: str, fusion: bool = True, weights: Any = None, module: str | None = None
-) -> tuple[Any, dict[str, Any]]:
-    """``load_program``, and the weights a ``torch.jit.save`` archive holds ({} for any
-    other file), read in the same pass over the archive (``vm.api.open.read_program``,
-    the one reader of program files); ``module``: of a torch.package archive, the one to read."""
-    opened = read_program(path, fusion=fusion, weights=weights, note=_note, module=module)
-    return opened.program, opened.own_weights
+    ``.ir`` text given ``weights`` is specialized for their settings, as ``torch.jit.freeze`` would
+    (``vm.api.open.read_program``, the one reader of program files)."""
+    return read_program(path, fusion=fusion, weights=weights, note=_note).program
 
 
 def _note(message: str) -> None:
@@ -195,32 +187,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         check_writable(Path(args.output), inputs=given, force=args.force, kind="outputs")
     if args.trace:
         check_writable(Path(args.trace), inputs=given, force=args.force, kind="trace")
-    given = load_npz(args.weights)
-    opened = read_program(args.program, fusion=not args.no_fusion, weights=given if args.weights else None, note=_note,
-                          method=args.method, module=args.module)
-    program, own = opened.program, opened.own_weights
-    weights = _given_weights(own, given, args, program.model_keys)
-    inputs = read_inputs(args.inputs, program)
-    if args.backend == "static":
-        from vm.static import StaticOptions, StaticRuntime
-
-        options = StaticOptions(fuser=args.fuser)
-        result = StaticRuntime(
-            program, weights, options, seed=args.seed, strict=not args.weights_partial,
-            quantized_engine=args.quantized_engine, quantized_kernel=args.quantized_kernel,
-        )(*inputs)
-        trace = None
+    model = _open(args, "static" if args.backend == "static" else "interp", method=args.method)
+    inputs = read_inputs(args.inputs, model.program)
+    if args.trace:
+        result, trace = model.run_traced(*inputs)
     else:
-        from vm.interpreter.machine import Interpreter
-
-        interp = Interpreter(
-            program, weights, fuser=args.fuser, seed=args.seed, strict=not args.weights_partial,
-            quantized_engine=args.quantized_engine, quantized_kernel=args.quantized_kernel,
-        )
-        if args.trace:
-            result, trace = interp.run_traced(*inputs)
-        else:
-            result, trace = interp(*inputs), None
+        result, trace = model(*inputs), None
+    program = model.program
     if trace is not None:
         save_marked(args.trace, {name: np.asarray(v) for name, v in trace.items() if _storable(v)}, "trace")
     results = result if isinstance(result, tuple) and len(program.output_types) > 1 else (result,)
@@ -232,16 +205,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _given_weights(
-    own: dict[str, Any], given: dict[str, Any], args: argparse.Namespace, model: dict[str, bool] | None = None
-) -> dict[str, Any]:
-    """The weights of the run: ``--weights`` over a ``.pt``'s own, compared with them key by key
-    first unless ``--weights-partial`` (vm.binding.strict; ``model``: the program's model keys)."""
-    if own and args.weights and not args.weights_partial:
-        from vm.binding.strict import check_given
+def _open(args: argparse.Namespace, backend: str, method: str = "forward") -> Any:
+    """The model of ``irvm run``/``profile``: ``vm.load`` with the command line's options (the
+    front door: the one merge of ``--weights`` over a ``.pt``'s own and its strict check)."""
+    from vm.api.open import load
 
-        check_given(own, given, args.program, model)
-    return override(own, given, args.program)
+    return load(
+        args.program, args.weights, backend=backend, strict=not args.weights_partial, fusion=not args.no_fusion,
+        fuser=args.fuser, seed=args.seed, quantized_engine=args.quantized_engine,
+        quantized_kernel=args.quantized_kernel, module=args.module, method=method, note=_note,
+    )
 
 
 def read_inputs(path: str | None, program: Any) -> list[Any]:
@@ -314,19 +287,11 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if out is not None:  # checked before the (long) profile, as every output is
         given = [Path(p) for p in (args.program, args.inputs, args.weights) if p]
         check_writable(out, inputs=given, force=args.force, kind="chrome-trace")
-    given = load_npz(args.weights)
-    program, own = load_program_and_weights(
-        args.program, fusion=not args.no_fusion, weights=given if args.weights else None, module=args.module
-    )
-    weights = _given_weights(own, given, args, program.model_keys)
-    inputs = read_inputs(args.inputs, program)
-    from vm.static import StaticOptions
-
-    options = StaticOptions(fuser=args.fuser)
-    report = profile(
-        program, inputs, weights=weights, runs=args.runs, options=options, seed=args.seed,
-        strict=not args.weights_partial,
-    )
+    model = _open(args, "static")
+    inputs = read_inputs(args.inputs, model.program)
+    forward = model.method(model.entry)
+    # the module the model built (specialized for the weights by the front door), timed as it was built
+    report = profile(forward.static_module, inputs, runs=args.runs, seed=args.seed, setup=forward.setup_seconds)
     print(report)
     if out is not None:
         import json
@@ -359,8 +324,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from vm.program.signature import describe_program
 
     if args.module is None and sniff(args.program) is FileKind.PACKAGE:
-        print(_package_listing(args.program), end="")
+        print(package_listing(args.program), end="")
         return 0
+    # the front door's reader, not vm.load: info describes a program whose weights may not be
+    # given (what --weights needs is part of what it says), and a vm.Model that cannot run fails at load
     opened = read_program(args.program, note=_note, module=args.module)
     program, weights = opened.program, opened.own_weights
     given = load_npz(args.weights) if args.weights else {}
@@ -370,8 +337,6 @@ def _cmd_info(args: argparse.Namespace) -> int:
     if weights:  # a .pt: %self comes from the archive itself
         text = text.replace("bound from --weights", f"bound from the archive ({len(weights)} entries)")
     if opened.kind is FileKind.TORCHSCRIPT:  # its other methods: `irvm run --method NAME`
-        from compiler.torchscript import archive_methods
-
         text += f"methods: {', '.join(archive_methods(args.program))}\n"
     state = getattr(program, "state", ())
     if state:
@@ -388,20 +353,6 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print(f"quantized: {arithmetic['quantized_engine']} arithmetic (--quantized-engine qnnpack for qnnpack's), "
               f"fbgemm's {kernel!r} kernel, this CPU's (--quantized-kernel pins another)")
     return 0
-
-
-def _package_listing(path: str) -> str:
-    """What ``irvm info`` says of a torch.package archive: each pickle it holds, and whether
-    it is a TorchScript module irvm runs (``--module NAME``) or why not."""
-    from compiler.torchscript import package_contents
-
-    found = package_contents(path) or []
-    runnable = [p for p in found if p.script_id is not None]
-    lines = [f"{path}: a torch.package archive, {len(runnable)} TorchScript module(s) of {len(found)} pickle(s)"]
-    for p in found:
-        lines.append(f"  {p.name}: TorchScript module (irvm run {path} --module {p.name})" if p.script_id is not None
-                     else f"  {p.name}: cannot run: {p.reason}")
-    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

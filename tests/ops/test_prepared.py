@@ -161,7 +161,7 @@ def test_static_runtime_binds_prepared_forms_with_the_interpreters_result(shape)
     and the program gives the interpreter's numbers, a 4-d input included."""
     import compiler
     import vm
-    from vm.static import StaticModule, StaticRuntime
+    from vm import StaticModule, StaticRuntime
 
     program = compiler.compile_source(TEXT)
     module = StaticModule(program)

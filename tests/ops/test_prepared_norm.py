@@ -115,7 +115,7 @@ def test_static_runtime_binds_the_prepared_batch_norm_and_matches_torch() -> Non
     import export_torch
 
     from compiler import parse
-    from vm.static import StaticRuntime
+    from vm import StaticRuntime
 
     class Dense(torch.nn.Module):
         def __init__(self) -> None:

@@ -16,9 +16,10 @@ import vm  # noqa: E402
 from compiler.parser import parse  # noqa: E402
 from compiler.torchscript import compile_archive, load_torchscript  # noqa: E402
 from tests.support.stateful_models import StreamingVAD, SubState  # noqa: E402
+from vm import StaticModule  # noqa: E402
 from vm.core.errors import RunError  # noqa: E402
 from vm.ir.module_state import is_written, state_reads, written_attributes  # noqa: E402
-from vm.static import StaticModule, StaticOptions  # noqa: E402
+from vm.static import StaticOptions  # noqa: E402
 
 
 def _save(module: torch.nn.Module, path: Path) -> Path:
@@ -153,7 +154,7 @@ def test_the_static_runtime_neither_folds_nor_plans_state() -> None:
     by_name = {v.name: v for v in slots}
     assert slots[by_name["n"]] not in static.shape_cached
     assert slots[by_name["z"]] not in static.candidates
-    from vm.static import StaticRuntime
+    from vm import StaticRuntime
 
     runtime = StaticRuntime(static)
     x = np.ones((2, 1), np.float32)

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from tests.support.paths import DATA
 from tests.support.reference import run_reference, same_value
 from tests.support.strategies import graphs, input_strategy
-from vm.static import StaticModule, StaticOptions, StaticRuntime
+from vm import StaticModule, StaticRuntime
+from vm.static import StaticOptions
 
 # A covering array: every pair of values of (out variants, managed outputs, planner, fusion)
 # appears in some set (managed outputs need out variants; without them the planner is idle).

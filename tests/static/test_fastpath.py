@@ -27,8 +27,9 @@ import compiler
 import vm
 from tests.static.test_runtime import LSTM_CELL
 from tests.support.paths import EXAMPLES
+from vm import StaticRuntime
 from vm.ops.linalg import linear_fast
-from vm.static import StaticOptions, StaticRuntime, fastpath
+from vm.static import StaticOptions, fastpath
 
 MLP = """
 graph(%x : Tensor, %w1 : Tensor, %b1 : Tensor, %w2 : Tensor, %b2 : Tensor, %w3 : Tensor, %b3 : Tensor):

@@ -16,8 +16,9 @@ import pytest
 
 import compiler
 from tests.static.test_runtime import LSTM_CELL, lstm_inputs
+from vm import StaticModule, StaticRuntime
 from vm.interpreter.machine import Interpreter
-from vm.static import StaticModule, StaticOptions, StaticRuntime, fastpath
+from vm.static import StaticOptions, fastpath
 from vm.static.model import Mode
 
 OPTIONS = StaticOptions(min_managed_bytes=0)
@@ -261,8 +262,8 @@ def test_a_program_that_writes_its_weights_is_not_run_at_construction() -> None:
     annotation says so): planning on zeros at construction would change the caller's
     weights and every later result, so such a module plans on its first call, and its
     calls match the interpreter's."""
+    from vm import StaticModule, StaticRuntime
     from vm.interpreter.machine import Interpreter
-    from vm.static import StaticModule, StaticRuntime
 
     def weights() -> dict[str, np.ndarray]:
         return {"rm": np.zeros(3, np.float32), "rv": np.ones(3, np.float32)}

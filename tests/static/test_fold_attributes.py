@@ -23,9 +23,10 @@ from compiler import types as T
 from compiler.verify import verify
 from tests.support.filecheck_runner import Case, golden_cases, has_checks, strip_checks
 from tests.support.paths import TOOLS
+from vm import StaticModule, StaticRuntime
 from vm.interpreter.machine import Interpreter
 from vm.ir.printer import print_module
-from vm.static import StaticModule, StaticOptions, StaticRuntime
+from vm.static import StaticOptions
 
 CASES = golden_cases(Path(__file__).parent / "freeze")
 OFF = StaticOptions(fold_attributes=False)

@@ -18,8 +18,9 @@ from compiler.pipeline import VALUE_PASSES
 from tests.passes.test_golden import case_weights
 from tests.support.filecheck_runner import Case, golden_cases, strip_checks
 from tests.support.paths import TOOLS
+from vm import StaticRuntime
 from vm.ir.graph import Module
-from vm.static import StaticOptions, StaticRuntime
+from vm.static import StaticOptions
 
 CASES = [c for c in golden_cases(Path(__file__).parent.parent / "passes") if c.group in VALUE_PASSES]
 

@@ -11,7 +11,8 @@ import pytest
 
 from compiler import parse
 from tests.support.paths import TOOLS
-from vm.static import StaticOptions, StaticRuntime
+from vm import StaticRuntime
+from vm.static import StaticOptions
 
 torch = pytest.importorskip("torch")
 

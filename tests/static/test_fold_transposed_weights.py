@@ -13,7 +13,8 @@ import pytest
 from compiler import parse
 from compiler.passes.fold_transposed_weights import MAX_ELEMENTS, fold_transposed_weights
 from tests.support.paths import TOOLS
-from vm.static import StaticModule, StaticOptions, StaticRuntime
+from vm import StaticModule, StaticRuntime
+from vm.static import StaticOptions
 
 IR = """
 graph(%x : Float(4, 8)):

@@ -14,8 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import compiler
 from tests.support.paths import EXAMPLES
-from vm.static import StaticModule, StaticOptions, StaticRuntime
+from vm import StaticModule, StaticRuntime
+from vm.static import StaticOptions
 from vm.static import memory_planner as mp
 from vm.static.profile import profile
 
@@ -257,7 +259,7 @@ def test_plan_cache_is_bounded() -> None:
 
 
 def test_profile_reports_time_per_operator_and_the_memory_plan() -> None:
-    report = profile(RATIO_IOU, boxes(1000), runs=3, options=SMALL)
+    report = profile(compiler.compile_source(RATIO_IOU), boxes(1000), runs=3, options=SMALL)
     kinds = {k.kind: k for k in report.per_kind}
     assert kinds["aten::add"].instances == 5 and kinds["aten::clamp"].instances == 3
     assert abs(sum(k.share for k in report.per_kind) - 1) < 1e-6

@@ -16,8 +16,9 @@ import compiler
 import vm
 from compiler.diagnostics import RunError
 from tests.support.paths import EXAMPLES
+from vm import StaticModule, StaticRuntime
 from vm.program import irbc
-from vm.static import RuntimePool, StaticModule, StaticOptions, StaticRuntime
+from vm.static import RuntimePool, StaticOptions
 
 LSTM_CELL = """
 graph(%x : Tensor, %hx : Tensor, %cx : Tensor, %w_ih : Tensor, %w_hh : Tensor, %b_ih : Tensor, %b_hh : Tensor):

@@ -17,8 +17,9 @@ import pytest
 
 import compiler
 from tests.support.paths import TOOLS
+from vm import StaticModule, StaticRuntime
 from vm.interpreter.machine import Interpreter
-from vm.static import StaticModule, StaticOptions, StaticRuntime
+from vm.static import StaticOptions
 
 ON = StaticOptions(min_managed_bytes=0)
 OFF = StaticOptions(min_managed_bytes=0, fold_shapes=False)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 import compiler
+from vm import StaticModule, StaticRuntime
 from vm.interpreter.machine import Interpreter
-from vm.static import StaticModule, StaticOptions, StaticRuntime
+from vm.static import StaticOptions
 from vm.static.plannable import value_bound_loops
 
 OPTIONS = StaticOptions(min_managed_bytes=0)

@@ -33,9 +33,9 @@ def runtime_for(backend: str, program: Any, weights: Any) -> Any:
     from pathlib import Path
 
     import vm
+    from vm import StaticRuntime
     from vm.interpreter.machine import Interpreter
     from vm.program import irbc
-    from vm.static import StaticRuntime
 
     if backend == "static":
         return StaticRuntime(program, weights)

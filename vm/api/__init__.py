@@ -11,7 +11,8 @@ This room sits above both packages: opening a ``.pt`` or an ``.ir`` compiles it,
 interpreter imports nothing from it).  ``open.py`` reads a file of any kind (the kind
 decided once, by ``vm.files.kinds``) into a program and its weights, for the API and both
 command lines; ``model.py`` is the model object; ``signature.py`` the inputs and outputs
-it lists.
+it lists; ``static.py`` the static runtime's front door (IR text compiled, a program
+specialized for the weights it meets, before ``vm.static`` builds its module).
 """
 
 from vm.api.model import Model, NodeArg

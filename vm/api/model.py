@@ -22,6 +22,7 @@ seed spawned from it (``numpy.random.SeedSequence``)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -52,20 +53,24 @@ class Model:
         examples: Sequence[Any] | None = None,
         path: Path | None = None,
         strict: bool = True,
-        methods: Sequence[str] = (),
+        methods: Sequence[str] | Callable[[], Sequence[str]] = (),
         compile_method: Callable[[str], Any] | None = None,
         options: Any = None,
         quantized_engine: str | None = None,
         quantized_kernel: str | None = None,
         module: str | None = None,
+        method: str = "forward",
         implied: Mapping[str, Any] | None = None,
     ) -> None:
         """``implied``: what the weights imply of the inputs (``vm.api.signature.implied``),
         known ahead (the program cache keeps it, so the IR need not be read for it);
-        ``methods``: the module's method names beside ``forward``, each compiled by
-        ``compile_method(name)`` when first called; ``options``: the static runtime's
+        ``methods``: the module's method names beside ``forward`` (or what lists them, called
+        when they are first asked for: ``vm.load`` reads a ``.pt``'s names from the archive
+        only then), each compiled by ``compile_method(name)`` when first called; ``options``: the static runtime's
         ``StaticOptions`` (default: its defaults with ``fuser``); ``quantized_engine`` and
-        ``quantized_kernel``: whose integers quantized operators give (vm.load)."""
+        ``quantized_kernel``: whose integers quantized operators give (vm.load);
+        ``method``: the method ``program`` is, which a call of the model runs
+        (``irvm run --method``; ``forward`` unless told)."""
         from vm.ops.quantized.arith import quantized_setting
 
         self.program = program
@@ -93,10 +98,12 @@ class Model:
         # model with state are serialized, as they share that state
         self.state: tuple[str, ...] = tuple(getattr(program, "state", ()))
         self._calls: threading.RLock | None = threading.RLock() if self.state else None
-        self.methods: list[str] = list(dict.fromkeys(["forward", *methods]))
+        self._list_methods: Callable[[], Sequence[str]] = methods if callable(methods) else (lambda: methods)
+        self._method_names: list[str] | None = None
         self._compile_method = compile_method
         self._methods: dict[str, Method] = {}
-        forward = self._methods["forward"] = Method(self, "forward", program, examples)
+        self.entry = method
+        forward = self._methods[method] = Method(self, method, program, examples)
         self.inputs: list[NodeArg] = forward.inputs
         self.outputs: list[NodeArg] = forward.outputs
         self.static_module: Any = forward.static_module
@@ -106,7 +113,22 @@ class Model:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The outputs for these inputs: one value, or a tuple when the graph returns several."""
-        return self._methods["forward"](*args, **kwargs)
+        return self._methods[self.entry](*args, **kwargs)
+
+    def run_traced(self, *args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """``Method.run_traced`` of the model's call (the interp backend)."""
+        return self._methods[self.entry].run_traced(*args, **kwargs)
+
+    @property
+    def methods(self) -> list[str]:
+        """The module's methods, ``forward`` first (listed on first use)."""
+        names = self._method_names
+        if names is None:
+            with self._lock:
+                if self._method_names is None:
+                    self._method_names = list(dict.fromkeys(["forward", self.entry, *self._list_methods()]))
+                names = self._method_names
+        return names
 
     def method(self, name: str) -> Method:
         """The method ``name`` of the model's module object (compiled on first use)."""
@@ -123,7 +145,7 @@ class Model:
 
     def __getattr__(self, name: str) -> Any:
         """``model.reset_states``: a method of the archive beside ``forward``."""
-        if name.startswith("_") or name not in self.__dict__.get("methods", ()):
+        if name.startswith("_") or "_list_methods" not in self.__dict__ or name not in self.methods:
             raise AttributeError(f"{type(self).__name__!s} object has no attribute {name!r}")
         return self.method(name)
 
@@ -221,15 +243,22 @@ class Method:
         self.model, self.name, self.program = model, name, program
         self._local = threading.local()
         self.static_module: Any = None
+        self.setup_seconds = 0.0  # building the static module (irvm profile's "setup")
         if model.backend == "static":
-            from vm.static import StaticModule, StaticOptions
+            import time
+
+            from vm.api.static import StaticModule  # the front door's: a program specialized for its weights
+            from vm.static import StaticOptions
 
             options = model.options or StaticOptions(fuser=model.fuser)
+            start = time.perf_counter()
             self.static_module = StaticModule(program, model.weights or None, options,
                                               strict=model.strict, self_object=model.module_object,
                                               example_shapes=[_example_spec(e) for e in examples or ()])
+            self.setup_seconds = time.perf_counter() - start
         # after the static module: it has read the program's IR, which the weights' implied sizes need
-        self.inputs: list[NodeArg] = input_args(program, examples, model.weights, model.implied if name == "forward" else None)
+        self.inputs: list[NodeArg] = input_args(program, examples, model.weights,
+                                                model.implied if name == model.entry else None)
         self.outputs: list[NodeArg] = output_args(program)
         self._names = [arg.name for arg in self.inputs]
         self._warm(examples)
@@ -244,6 +273,19 @@ class Method:
                 return runtime(*arguments)
         finally:
             compiled.call_finished()  # compiled kernels this call asked for may load now
+
+    def run_traced(self, *args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """The outputs, and every value the run stored under its IR name (``irvm run
+        --trace``): the interpreter's ``run_traced``, so the interp backend only (the
+        static runtime reuses its buffers)."""
+        runtime, arguments = self.runtime(), self._arguments(args, kwargs)
+        if not hasattr(runtime, "run_traced"):
+            raise RunError(
+                "a trace needs the interpreter (backend='interp'): the static runtime reuses one memory "
+                "slab for intermediates, so they are gone by the end of the run"
+            )
+        with self.model._calls or _NO_LOCK:
+            return runtime.run_traced(*arguments)
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{a.name}: {a.type}" for a in self.inputs)
@@ -332,6 +374,7 @@ class Method:
 
 
 _UNSET: Any = object()
+_NO_LOCK: Any = contextlib.nullcontext()
 
 
 def _loops_or_draws(program: Any) -> bool:

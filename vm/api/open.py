@@ -102,9 +102,9 @@ def read_program(
                                            module=module)
             examples = traced_examples(path, module=module)
         else:
-            from compiler.cli import read_source
+            from vm.files.kinds import read_program_text
 
-            program = compiler.compile_source(read_source(str(path)), str(path), fusion=fusion, weights=weights,
+            program = compiler.compile_source(read_program_text(path), str(path), fusion=fusion, weights=weights,
                                               on_pass=progress.stage)
     if progress.elapsed > SLOW_COMPILE and note is not None and progress.enabled:  # advice for a person at a terminal
         note(f"compiling {path} took {progress.elapsed:.1f}s; `irc compile {path}` writes a .irbc that starts "
@@ -159,6 +159,8 @@ def load(
     quantized_engine: str | None = None,
     quantized_kernel: str | None = None,
     module: str | None = None,
+    method: str = "forward",
+    note: Note | None = None,
 ) -> Model:
     """Open ``path`` (``.pt``, ``.ir`` or ``.irbc``) as a ``vm.Model``.
 
@@ -176,7 +178,9 @@ def load(
     the one torch runs on this CPU; vm/ops/quantized/cpu.py).
     ``module``: for a torch.package archive,
     the TorchScript module to run, by its path in the package (``"models/net.pkl"``;
-    ``irvm info`` lists them).
+    ``irvm info`` lists them).  ``method``: of a ``.pt``, the method a call of the model
+    runs (``irvm run --method``; the others stay attributes).  ``note`` hears what a person
+    should be told (an older ``.irbc`` compiled again, a slow compile): ``irvm`` prints it.
     """
     from vm.api.model import Model
     from vm.core.errors import RunError
@@ -189,25 +193,27 @@ def load(
 
     quantized_setting(quantized_engine, quantized_kernel)  # a misspelled one refused before the compile
     given = _weights(weights)
-    opened = read_program(path, fusion=fusion, weights=given if weights is not None else None, module=module)
-    if strict and opened.kind in ARCHIVES and given:  # as load_state_dict(strict=True)
-        from vm.binding.strict import check_given
-
-        check_given(opened.own_weights, given, str(path), opened.program.model_keys)
-    bound = _merge(opened.own_weights, given, path)
+    opened = read_program(path, fusion=fusion, weights=given if weights is not None else None, note=note,
+                          method=method, module=module)
+    bound = bound_weights(opened, given, strict, path)
     if threads is not None:
         set_threads(threads)
-    methods: list[str] = []
+    methods: Callable[[], list[str]] = list  # no method but the one compiled
     compile_method: Callable[[str], Any] | None = None
-    if opened.kind is FileKind.TORCHSCRIPT:  # the module's other methods, compiled when first called
-        from compiler.torchscript import archive_methods, compile_archive
+    if opened.kind is FileKind.TORCHSCRIPT:  # the module's other methods, listed and compiled when first asked for
+        from compiler.torchscript import compile_archive
 
-        if opened.methods is not None:
-            methods = opened.methods
-        else:
-            methods = archive_methods(path)
-            if opened.cache_entry is not None:  # the next load need not read the source for them
-                opened.cache_entry.remember(methods=methods)
+        known, entry = opened.methods, opened.cache_entry
+
+        def listed() -> list[str]:  # a second read of the archive, when asked for (once: the cache keeps them)
+            if known is not None:
+                return list(known)
+            names = archive_methods(path)
+            if entry is not None:
+                entry.remember(methods=names)
+            return names
+
+        methods = listed
         over = given if weights is not None else None
 
         def compile_other(name: str) -> Any:
@@ -217,8 +223,10 @@ def load(
 
     return Model(
         opened.program, bound, backend=backend, fuser=fuser or "blocked", seed=seed, threads=threads,
-        examples=opened.examples, path=Path(path), strict=strict, methods=methods, compile_method=compile_method,
-        quantized_engine=quantized_engine, quantized_kernel=quantized_kernel, module=module, implied=opened.implied,
+        examples=opened.examples if method == "forward" else None,  # a trace records forward's
+        path=Path(path), strict=strict, methods=methods, compile_method=compile_method,
+        quantized_engine=quantized_engine, quantized_kernel=quantized_kernel, module=module, method=method,
+        implied=opened.implied if method == "forward" else None,
     )
 
 
@@ -247,12 +255,44 @@ def _weights(weights: str | Path | Mapping[str, Any] | None) -> dict[str, Any]:
     raise RunError(f"weights are a mapping of state_dict keys or the path of an .npz, not {type(weights).__name__}")
 
 
-def _merge(own: dict[str, Any], given: dict[str, Any], path: str | Path) -> dict[str, Any]:
-    if not own:
+def bound_weights(opened: Opened, given: dict[str, Any], strict: bool, path: str | Path) -> dict[str, Any]:
+    """The weights a model opened from ``path`` binds: ``given`` over the file's own (a
+    ``.pt``'s), compared with them key by key first unless ``strict`` is off, as
+    ``load_state_dict(strict=True)`` compares (``vm.binding.strict.check_given``: against the
+    program's model keys); a tensor of another shape than the one it replaces is refused
+    (``vm.binding.weights.override``).  The one merge of weights and its strict check:
+    ``vm.load`` makes it, for the API and both command lines."""
+    if strict and opened.kind in ARCHIVES and given:
+        from vm.binding.strict import check_given
+
+        check_given(opened.own_weights, given, str(path), opened.program.model_keys)
+    if not opened.own_weights:
         return given
     from vm.binding.weights import override
 
-    return override(own, given, str(path))
+    return override(opened.own_weights, given, str(path))
 
 
-__all__ = ["BACKENDS", "Opened", "load", "read_program", "set_threads"]
+def archive_methods(path: str | Path) -> list[str]:
+    """The methods of a ``torch.jit.save`` archive's module (``forward`` first), for ``irvm info``."""
+    from compiler.torchscript import archive_methods as methods
+
+    return methods(path)
+
+
+def package_listing(path: str | Path) -> str:
+    """What ``irvm info`` says of a torch.package archive: each pickle it holds, and whether
+    it is a TorchScript module irvm runs (``--module NAME``) or why not."""
+    from compiler.torchscript import package_contents
+
+    found = package_contents(path) or []
+    runnable = [p for p in found if p.script_id is not None]
+    lines = [f"{path}: a torch.package archive, {len(runnable)} TorchScript module(s) of {len(found)} pickle(s)"]
+    for p in found:
+        lines.append(f"  {p.name}: TorchScript module (irvm run {path} --module {p.name})" if p.script_id is not None
+                     else f"  {p.name}: cannot run: {p.reason}")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["BACKENDS", "Opened", "archive_methods", "bound_weights", "load", "package_listing", "read_program",
+           "set_threads"]

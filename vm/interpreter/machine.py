@@ -43,16 +43,16 @@ from vm.interpreter.decode import (  # the decoded opcodes (vm.interpreter.decod
 )  # fmt: skip
 # isort: on
 
-from vm.binding.folded import check_folded_from, with_folded_tensors
 from vm.binding.inputs import InputChecker
+from vm.binding.session import Engines, bind
 from vm.binding.weights import ModuleObject
 from vm.core.errors import BytecodeError, IRError, RunError
 from vm.core.gc_pause import gc_paused
 from vm.fusion.kernels import enable_fuser
 from vm.interpreter.outcome import depth_error, failure_error, stack_results
 from vm.ops import registry
-from vm.ops.quantized.arith import current_setting, quantized_setting, using_quantized
-from vm.ops.random import RANDOM_KINDS, generator, make_generator, using_generator
+from vm.ops.quantized.arith import current_setting, using_quantized
+from vm.ops.random import RANDOM_KINDS, using_generator
 from vm.ops.registry import OpRef
 
 DEFAULT_MAX_DEPTH = 1000
@@ -99,27 +99,18 @@ class Interpreter:
         program, weights = unwrap_model(program, weights)  # a vm.Model: its program and weights
         refuse_non_program(program, "vm.Interpreter")
         self.program = program
-        if strict and isinstance(weights, Mapping):  # keys nothing reads: refused (vm.binding.strict)
-            from vm.binding.strict import check_keys, program_reads
-
-            check_keys(program_reads(program), weights)
-        # quantized kernels round as this engine and fbgemm kernel do (vm.ops.quantized.arith,
-        # .cpu); None: the caller's (vm.ops.quantized.using_engine), else fbgemm on the host's kernel
-        self.quantized = quantized_setting(quantized_engine, quantized_kernel)
-        # random operators draw from this runtime's own generator (vm.ops.random)
-        self.generator = make_generator(seed)
-        self._draws = any(
-            ref.name.split(".")[0] in RANDOM_KINDS for f in program.functions for ref in f.operators
-        )
+        # the binding session (vm.binding.session): strict keys, folded check, %self (``self_object``:
+        # the module object %self is, shared, as a vm.Model's methods and threads run on one),
+        # constants, dtype guard; then this runtime's engines
+        bound = bind(_ProgramBinding(program), weights, strict=strict, shared=self_object)
+        self.self_object, self.constants, self.dtype_guard = bound.self_object, bound.constants, bound.dtype_guard
+        draws = any(ref.name.split(".")[0] in RANDOM_KINDS for f in program.functions for ref in f.operators)
+        self.engines = Engines(seed, quantized_engine, quantized_kernel, draws)
+        self.generator, self.quantized = self.engines.generator, self.engines.quantized
+        self._engines = None if self.engines.idle else self.engines
         self.max_depth = max_depth
         self.trace, self.debug = trace, debug
         self.last_trace: dict[str, Any] | None = None
-        # ``self_object``: the module object %self is, shared (a vm.Model's methods and
-        # threads run on one, as torch's module is one); else one built from the weights
-        self.self_object = _bind_self(program, weights, self_object) if program.takes_self else None
-        check_folded_from(program.folded_from, weights)  # a program compiled for other weights
-        weights = with_folded_tensors(weights, program.folded_tensors)  # its <Tensor> constants too
-        self.constants = _bind_constants(program, weights)
         self.kernels = [[_bind(ref, f.name) for ref in f.operators] for f in program.functions]
         self.fuser_problems = enable_fuser(fuser, (k for ks in self.kernels for k in ks))
         self.decoded = tuple(
@@ -128,7 +119,6 @@ class Interpreter:
         self.n_outputs = program.functions[program.entry].n_outputs
         self.use_decoded(self.decoded)
         self.checker = InputChecker(program)
-        self.dtype_guard = _dtype_guard(program, self.self_object, weights)
         self._takes_self = program.takes_self
         # the argument types that need no checking (arrays for Tensors, ints for ints...)
         # (an int must also fit int64: those go through the checker)
@@ -142,11 +132,9 @@ class Interpreter:
         self._entry = (self.program.entry, entry.code, entry.template, entry.start, self.max_depth)
 
     def __call__(self, *args: Any) -> Any:
-        if self._draws and generator() is not self.generator:
-            with using_generator(self.generator):
-                return self(*args)
-        if self.quantized is not None and current_setting() != self.quantized:
-            with using_quantized(self.quantized):
+        engines = self._engines  # this runtime's generator and quantized arithmetic (None: nothing to enter)
+        if engines is not None and not engines.current():
+            with engines.entered():
                 return self(*args)
         if self._fast_kinds is not None and tuple(map(type, args)) == self._fast_kinds:
             if self.dtype_guard is not None:
@@ -392,6 +380,29 @@ def _bind_self(
     if shared is not None:
         return shared
     return weights if isinstance(weights, ModuleObject) else ModuleObject.from_state_dict(weights or {})
+
+
+class _ProgramBinding:
+    """The ``Program`` as the binding session asks it (``vm.binding.session.Bindable``): its
+    recorded reads, folds, %self graph, constant tables and check graph."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.folded_from, self.folded_tensors = program.folded_from, program.folded_tensors
+
+    def reads(self) -> Any:
+        from vm.binding.strict import program_reads
+
+        return program_reads(self.program)
+
+    def bind_self(self, weights: Any, shared: Any) -> Any:
+        return _bind_self(self.program, weights, shared) if self.program.takes_self else None
+
+    def bind_constants(self, flat: Mapping[str, Any]) -> list[list[Any]]:
+        return _bind_constants(self.program, flat)
+
+    def guard(self, self_object: Any, flat: Mapping[str, Any]) -> Any:
+        return _dtype_guard(self.program, self_object, flat)
 
 
 def _dtype_guard(program: Program, self_object: Any, weights: Any) -> Any:

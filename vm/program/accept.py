@@ -1,7 +1,8 @@
 """What a runtime's constructor accepts, and what to call instead when it is given something else.
 
 ``vm.Interpreter(x)`` and ``vm.StaticModule(x)`` / ``vm.StaticRuntime(x)`` take a compiled
-``Program`` (the static runtime also an IR ``Module``, a ``Graph`` or IR text).  Given a
+``Program`` (the static runtime also an IR ``Module`` or a ``Graph``; ``vm.StaticModule`` and
+``vm.StaticRuntime``, the front door's, IR text too, which they compile).  Given a
 ``vm.Model`` (what ``vm.load`` returns) they take its program and, unless weights are
 given, its weights.  Given a path, or a ``vm.ir.graph.Module`` where only a program
 will do, they raise a ``RunError`` naming the call that does what was meant

@@ -4,7 +4,10 @@
     StaticRuntime(module)(*args)              # one caller's plans and buffers (runtime.py)
     RuntimePool(module, size)                 # runtimes for many threads (pool.py)
 
-See README.md beside this file for what it assumes and how it plans memory.
+It runs what the compiler made and compiles nothing: ``vm.StaticModule`` / ``vm.StaticRuntime``
+(``vm/api/static.py``, the front door) compile IR text and specialize a program compiled
+without its weights before they build these.  See README.md beside this file for what it
+assumes and how it plans memory.
 """
 
 from vm.static.module import StaticModule, StaticOptions

@@ -5,12 +5,13 @@ once from a compiled program and its weights, then only read, so any number of
 ``StaticRuntime`` objects (``vm/static/runtime.py``), one per thread, share it.  Building
 one:
 
-* takes the optimized IR of the program (``vm/static/module_ir.py``): fusion groups
-  expanded into their nodes, each top-level group keeping its fused kernel, and the
-  load-time folds applied once the weights are known;
-* binds every operator (as the compiler resolved it), converts every constant, binds ``%self`` and
-  frozen tensor constants from the weights (``vm.binding.weights``), refusing weights torch
-  would refuse (``vm.binding.preflight``);
+* takes the optimized IR of the program as compiled (``vm/static/module_ir.py``): fusion
+  groups expanded into their nodes, each top-level group keeping its fused kernel (IR text,
+  and the specialization of a program compiled without its weights, are the front door's:
+  ``vm/api/static.py``; nothing here compiles);
+* binds the weights through the binding session both backends share (``vm.binding.session``:
+  strict keys, folded check, ``%self``, tensor constants, the weights torch would refuse, the
+  dtype guard); binds every operator (as the compiler resolved it) and converts every constant;
 * flattens each graph into slots and processed nodes (``vm/static/codegen.py``), and
   computes the slot-level facts the memory planner needs (``vm/static/plannable.py``);
 * builds the entry check, which refuses a bad input and computes the plan key;
@@ -31,6 +32,7 @@ import attrs
 import numpy as np
 
 from vm.binding.inputs import example_zeros
+from vm.binding.session import bind
 from vm.core.errors import RunError
 from vm.core.gc_pause import gc_paused
 from vm.ir.effects import WriteIndex
@@ -42,13 +44,7 @@ from vm.static.codegen import LINEMAPS, GraphCode
 from vm.static.entry_check import input_checker, typed_inputs
 from vm.static.layout import Layout, make_layout
 from vm.static.model import Binding, Mode, PlanningFacts
-from vm.static.module_ir import (
-    bind_self,
-    bound_constants,
-    constant,
-    flat_weights,
-    prepare,
-)
+from vm.static.module_ir import Prepared, bind_self, bound_constants, constant, prepare
 from vm.static.plannable import analyze, value_bound_loops
 from vm.static.shape_only import shape_only
 
@@ -65,7 +61,7 @@ class StaticOptions:
     planner: str = (
         "standard"  # "standard" (storage groups) or "precomputed" (greedy by size)
     )
-    fusion: bool = True  # when compiling IR text: group elementwise ops
+    fusion: bool = True  # the front door's (vm/api/static.py), compiling IR text: group elementwise ops
     plan_cache_size: int = 8  # plans kept per module and runtime (one per input-shape key)
     # Tensors smaller than this run their allocating kernel: numpy's own allocator caches
     # small blocks, and an out variant's checks cost more than it saves (measured: out=
@@ -80,7 +76,8 @@ class StaticOptions:
     measure_fused: bool = True
     fuser: str = "blocked"  # "numba": compile the fused kernels with numba when the module is built
     max_call_depth: int = 200  # prim::CallFunction nesting before a RunError
-    # load-time rewrites once weights are bound (vm/static/fold_*.py, compiler.freeze)
+    # the specialization passes the front door runs for a program compiled without its weights
+    # (vm/api/static.py, compiler.specialize; module_ir.SPECIALIZE_SWITCHES)
     fold_attributes: bool = True  # %self's settings as constants, the branches they decide gone
     fold_batch_norm: bool = True  # conv/linear + eval BatchNorm -> one conv/linear, folded weights
     fold_epilogues: bool = True  # an activation of a fresh conv/matmul result written in place
@@ -91,6 +88,36 @@ class StaticOptions:
     # values that depend only on the input shapes computed once per plan, their nodes not
     # run by the plan's code (vm/static/shape_only.py)
     fold_shapes: bool = True
+
+
+class _ModuleBinding:
+    """The IR a StaticModule runs, as the binding session asks it (``vm.binding.session.Bindable``):
+    the reads of the IR as given, its folds, %self from its entry graph, tensor constants
+    bound by name, the weights' checks and the dtype guard on its entry graph."""
+
+    def __init__(self, prepared: Prepared, state: Any) -> None:
+        self.prepared, self.state = prepared, state
+        source = prepared.source_module or prepared.module
+        self.folded_from, self.folded_tensors = source.folded_from, prepared.added
+
+    def reads(self) -> Any:
+        from vm.binding.strict import module_reads
+
+        return module_reads(self.prepared.source_module or self.prepared.module)
+
+    def bind_self(self, weights: Any, shared: Any) -> Any:
+        module = self.prepared.module
+        return next(iter(bind_self(module.main, weights, module.attributes, shared).values()), None)
+
+    def bind_constants(self, flat: Any) -> dict[str, Any]:
+        return bound_constants(self.prepared.module, flat)
+
+    def guard(self, self_object: Any, flat: Any) -> Any:
+        from vm.binding.preflight import check_weights, make_guard
+
+        main, labels, takes_self = self.prepared.module.main, self.prepared.labels, self_object is not None
+        check_weights(main, self_object, flat, takes_self, labels=labels)
+        return make_guard(main, self_object, flat, takes_self, labels=labels, state=self.state)
 
 
 class StaticModule:
@@ -128,15 +155,21 @@ class StaticModule:
             raise ValueError(
                 f"unknown planner {options.planner!r} (standard or precomputed)"
             )
-        prepared = prepare(source, weights, options, strict)
+        prepared = prepare(source)
         module, refs = prepared.module, prepared.refs
         self.ir, self.groups, self.fusion_fallbacks = module, prepared.groups, prepared.fallbacks
+        main = module.main
+        # %self's attributes are constants of the module, but for its state: those some
+        # method writes (vm.ir.module_state), read on every call
+        self.state = written_attributes(module)
+        # the binding session (vm.binding.session): strict keys, folded check, %self, constants,
+        # dtype guard, in that order; each runtime adds its engines
+        bound = bind(_ModuleBinding(prepared, self.state), weights, strict=strict, shared=self_object)
+        self_params = {main.inputs[0]: bound.self_object} if bound.self_object is not None else {}
+        self.dtype_guard = bound.dtype_guard
         from vm.fusion.kernels import enable_fuser
 
         self.fuser_problems = enable_fuser(options.fuser, (g.kernel for g in self.groups))
-        flat = flat_weights(weights)
-        if prepared.added:  # the arrays of the constants the load-time folds made
-            flat = {**flat, **prepared.added}
         names = list(module.functions)
         self.functions = {name: i for i, name in enumerate(names)}
         common: dict[str, Any] = {
@@ -145,7 +178,7 @@ class StaticModule:
             "functions": self.functions,
             "max_depth": options.max_call_depth,
         }
-        tensors = bound_constants(module, flat)
+        flat, tensors = bound.flat, bound.constants
         common["constant"] = lambda node: (
             tensors.get(node.outputs[0].name)
             if node.outputs[0].name in tensors
@@ -154,22 +187,12 @@ class StaticModule:
         common["bind_out"] = (
             registry.bind_out if options.enable_out_variant else (lambda ref: None)
         )
-        main = module.main
         # what may be written, for every weight and constant at once (one linear pass)
         self.writes = WriteIndex((main, *module.functions.values()))
         common["written"] = self.writes.may_be_written
         self.draws = any(
             n.kind in RANDOM_KINDS for g in (main, *module.functions.values()) for n in g.walk()
         )
-        bound = bind_self(main, weights, module.attributes, self_object)
-        from vm.binding.preflight import check_weights, make_guard
-
-        self_object = next(iter(bound.values()), None)
-        check_weights(main, self_object, flat, bool(bound), labels=prepared.labels)
-        # %self's attributes are constants of the module, but for its state: those some
-        # method writes (vm.ir.module_state), read on every call
-        self.state = written_attributes(module)
-        self.dtype_guard = make_guard(main, self_object, flat, bool(bound), labels=prepared.labels, state=self.state)
         self.assigns_attributes = bool(self.state)
         common["fold_attributes"] = ANYTHING not in self.state
         common["live"] = frozenset(
@@ -180,7 +203,7 @@ class StaticModule:
             main,
             "main",
             first_index=0,
-            bound_params=bound,
+            bound_params=self_params,
             is_entry=True,
             groups=self.groups,
             **common,
@@ -198,7 +221,7 @@ class StaticModule:
             )
             index += len(code.pnodes)
             self.callees.append(code)
-        self.inputs = [v for v in main.inputs if v not in bound]
+        self.inputs = [v for v in main.inputs if v not in self_params]
         self.n_outputs = len(main.outputs)
         self.n_inputs = len(self.inputs)
         # what callers may leave out (a Program read from a file carries them; its IR does not)

@@ -1,11 +1,13 @@
 """What ``StaticModule`` does to the optimized IR before it binds a node (``prepare``):
-the module behind a Program, Module or Graph (``as_module``; IR text is compiled
-first, ``compile_text``); the operators the
-compiler resolved (``resolved_refs``); a program compiled without its weights specialized
-for them (``specialize``: the compiler's specialization pipeline, through its front door
-``compiler.specialize``); fusion groups expanded into their nodes, each top-level group
-keeping its fused kernel (``expand_fusion_groups``); and ``%self`` and tensor constants
-bound from the weights.
+the module behind a Program, Module or Graph (``as_module``); the operators the
+compiler resolved (``resolved_refs``); fusion groups expanded into their nodes, each
+top-level group keeping its fused kernel (``expand_fusion_groups``); and ``%self`` and
+tensor constants bound from the weights (for the binding session, ``vm.binding.session``).
+
+Nothing here compiles: IR text and a program compiled without the weights it meets are
+the front door's work (``vm.api.static``: ``compiler.compile_source``, ``compiler.specialize``),
+done before a module is built.  ``SPECIALIZE_SWITCHES`` names the ``StaticOptions``
+switch of each specialization pass, which the front door reads.
 """
 
 from __future__ import annotations
@@ -21,18 +23,16 @@ from vm.ir.graph import Graph, Module, Node, Value, all_nodes, clone_node
 from vm.static.model import FusionInfo
 
 
-def compile_text(text: str, fusion: bool) -> Any:
-    """IR text given in place of a program, compiled on the fly by the compiler's front
-    door (``compiler.compile_source``): the static runtime's one call into the
-    compiler beyond its IR data model.  The Program it returns carries its resolved
-    operators, so nothing is resolved again here."""
-    import compiler
-
-    return compiler.compile_source(text, fusion=fusion)
-
-
 def as_module(source: Any) -> Module:
-    """The optimized IR module of a Program, a Module or a Graph."""
+    """The optimized IR module of a Program, a Module or a Graph (IR text is refused: the
+    front door compiles it, ``vm.StaticModule``)."""
+    if isinstance(source, str):
+        from vm.core.errors import RunError
+
+        raise RunError(
+            "vm.static.StaticModule runs a compiled program, not IR text: compile it first with "
+            "`compiler.compile_source(text)`, or give it to `vm.StaticModule` / `vm.StaticRuntime`, which compile it"
+        )
     if isinstance(source, Module):
         return source
     if isinstance(source, Graph):
@@ -108,7 +108,8 @@ def fused_kernel(subgraph: Graph, refs: Mapping[Node, Any] | None = None) -> Any
         return None
 
 
-# The StaticOptions switches of the specialization passes (compiler.pipeline.SPECIALIZE_PIPELINE)
+# The StaticOptions switches of the specialization passes (compiler.pipeline.SPECIALIZE_PIPELINE),
+# which the front door reads when it specializes a program for the weights (vm.api.static)
 SPECIALIZE_SWITCHES = {
     "fold_attributes": "fold_module_attributes",
     "fold_batch_norm": "fold_batch_norm",
@@ -117,30 +118,6 @@ SPECIALIZE_SWITCHES = {
 }
 # ... and of the load-time folds (the four passes, and the per-plan shape-only values)
 LOAD_TIME_FOLDS = (*SPECIALIZE_SWITCHES, "fold_shapes")
-
-
-def specialize(module: Module, weights: Any, options: Any) -> Module:
-    """``module`` specialized for ``weights`` by the compiler's specialization pipeline
-    (``compiler.specialize``, the front door again, like ``compile_text``), the passes
-    whose ``StaticOptions`` switch is off left out; ``module`` itself when it was
-    specialized already (``Module.specialized``: compiled with its weights, which runs
-    no pass here) or nothing folds."""
-    if module.specialized:  # the StaticOptions switches cannot undo what the compiler folded
-        return module
-    import compiler
-
-    kinds = {n.kind for g in (module.main, *module.functions.values()) for n in g.walk()}
-    skip = [name for switch, name in SPECIALIZE_SWITCHES.items() if not getattr(options, switch)]
-    # fusion groups again only for a program compiled with them
-    return compiler.specialize(module, weights, fusion=options.fusion and "prim::FusionGroup" in kinds, skip=skip)
-
-
-def flat_weights(weights: Any) -> Mapping[str, Any]:
-    if weights is None:
-        return {}
-    if isinstance(weights, Mapping):
-        return weights
-    return {}
 
 
 def bind_self(graph: Graph, weights: Any, folded: Mapping[str, Any], shared: Any = None) -> dict[Value, Any]:
@@ -199,40 +176,28 @@ def resolved_refs(source: Any, module: Module) -> dict[Node, Any] | None:
 class Prepared:
     """The IR a StaticModule runs, and what came with it."""
 
-    module: Module  # fusion groups expanded, load-time folds applied
+    module: Module  # fusion groups expanded
     refs: dict[Node, Any]  # each operator node's resolved operator
     groups: list[FusionInfo]  # top-level groups that keep a fused kernel
     fallbacks: list[tuple[Any, int]]  # (span, nodes) of groups that always run expanded
     added: dict[str, Any]  # arrays of the constants the specialization passes made
     labels: dict[str, str] = attrs.field(factory=dict)  # their names in messages (none recorded yet)
+    source_module: Module | None = None  # the IR as given, before its fusion groups were expanded
 
 
-def prepare(source: Any, weights: Any, options: Any, strict: bool = False) -> Prepared:
-    """The static runtime's IR of ``source`` (a Program, Module, Graph or IR text): its
-    operators as the compiler resolved them when the program recorded them, else resolved
-    here, every unsupported node reported at once.  ``options``: the ``StaticOptions``
-    (``fusion`` and the load-time folds' switches); ``strict``: the weights' keys checked
-    against what the program reads, before any fold (``vm.binding.strict``)."""
-    if isinstance(source, str):
-        source = compile_text(source, options.fusion)
+def prepare(source: Any) -> Prepared:
+    """The static runtime's IR of ``source`` (a Program, Module or Graph): its operators
+    as the compiler resolved them when the program recorded them, else resolved here,
+    every unsupported node reported at once; ``source_module``, the IR before its fusion
+    groups were expanded, is what the weights' keys are checked against."""
     module = as_module(source)
     recorded = resolved_refs(source, module)
-    if module.specialized:  # compiled for its weights: refuse others (vm.binding.folded)
-        from vm.binding.folded import check_folded_from
-
-        check_folded_from(module.folded_from, weights)
-    if strict and isinstance(weights, Mapping):
-        from vm.binding.strict import check_keys, module_reads
-
-        check_keys(module_reads(module), weights)
-    if weights is not None:
-        folded = specialize(module, weights, options)
-        if folded is not module:  # a new IR: its nodes are resolved again
-            module, recorded = folded, None
+    source_module = module
     added = dict(module.folded_tensors)
     module, fallbacks, groups, moved = expand_fusion_groups(module, recorded)
     if recorded is not None:
-        return Prepared(module, {moved.get(n, n): ref for n, ref in recorded.items()}, groups, fallbacks, added)
+        refs = {moved.get(n, n): ref for n, ref in recorded.items()}
+        return Prepared(module, refs, groups, fallbacks, added, source_module=source_module)
     from vm.ir.resolve import resolve_all
 
     refs, errors = resolve_all(module)
@@ -240,4 +205,4 @@ def prepare(source: Any, weights: Any, options: Any, strict: bool = False) -> Pr
         raise errors[0]
     if errors:  # every unsupported node at once, as vm.ir.resolve.check_all reports them
         raise CompileError(f"{len(errors)} nodes cannot be compiled:\n" + "\n".join(map(str, errors)))
-    return Prepared(module, refs, groups, fallbacks, added)
+    return Prepared(module, refs, groups, fallbacks, added, source_module=source_module)

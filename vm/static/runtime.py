@@ -22,9 +22,8 @@ import attrs
 import numpy as np
 
 from vm.binding.inputs import with_defaults
+from vm.binding.session import Engines
 from vm.core.errors import RunError
-from vm.ops.quantized.arith import current_setting, quantized_setting, using_quantized
-from vm.ops.random import generator, make_generator, using_generator
 from vm.static import memory_planner as mp
 from vm.static.layout import Layout
 from vm.static.model import Binding, Mode
@@ -51,8 +50,6 @@ class StaticRuntime:
         quantized_engine: str | None = None,
         quantized_kernel: str | None = None,
     ):
-        # quantized kernels round as this engine and fbgemm kernel do (see vm.Interpreter)
-        self.quantized = quantized_setting(quantized_engine, quantized_kernel)
         if isinstance(module_or_program, StaticModule):
             if weights is not None or options is not None:
                 raise ValueError("weights and options belong to the StaticModule")
@@ -60,9 +57,12 @@ class StaticRuntime:
         else:
             self.module = StaticModule(module_or_program, weights, options, strict=strict)
         sm = self.module
-        # random operators draw from this runtime's own generator (vm.ops.random)
-        self.generator = make_generator(seed)
-        self._draws = sm.draws
+        # the binding session's last step (vm.binding.session.Engines): random operators draw
+        # from this runtime's own generator, quantized kernels round as this engine and fbgemm
+        # kernel do (see vm.Interpreter); the module bound the weights, once for every runtime
+        self.engines = Engines(seed, quantized_engine, quantized_kernel, sm.draws)
+        self.generator, self.quantized = self.engines.generator, self.engines.quantized
+        self._engines = None if self.engines.idle else self.engines
         self._plain = (
             None if sm.plannable else sm.bind(sm.entry, Mode(), Binding(callees=sm.callee_functions(False)))
         )
@@ -79,11 +79,9 @@ class StaticRuntime:
             self._add_plan(key, layout)
 
     def __call__(self, *args: Any) -> Any:
-        if self._draws and generator() is not self.generator:
-            with using_generator(self.generator):
-                return self(*args)
-        if self.quantized is not None and current_setting() != self.quantized:
-            with using_quantized(self.quantized):
+        engines = self._engines  # this runtime's generator and quantized arithmetic (None: nothing to enter)
+        if engines is not None and not engines.current():
+            with engines.entered():
                 return self(*args)
         sm = self.module
         if len(args) != sm.n_inputs:
