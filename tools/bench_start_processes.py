@@ -163,10 +163,13 @@ def prepare(name: str) -> dict[str, Any]:
             scripted = torch.jit.trace(module, inputs, strict=False)
         scripted.save(str(files["pt"]))
         np.savez(files["inputs"], **{f"x{i}": t.numpy() for i, t in enumerate(inputs)})
-        try:
-            torch.onnx.export(module, tuple(inputs), str(files["onnx"]), dynamo=False, opset_version=17)
-        except Exception as exc:  # noqa: BLE001  (no ORT column for a model ONNX cannot export)
-            print(f"{name}: no ONNX export ({type(exc).__name__})", file=sys.stderr)
+        for source in (module, scripted):  # the eager module, else the TorchScript one (a trace exports)
+            try:
+                torch.onnx.export(source, tuple(inputs), str(files["onnx"]), dynamo=False, opset_version=17)
+                break
+            except Exception as exc:  # noqa: BLE001  (no ORT column for a model ONNX cannot export)
+                print(f"{name}: no ONNX export of {type(source).__name__} ({type(exc).__name__}: {exc})"[:300],
+                      file=sys.stderr)
     if not files["irbc"].exists():
         import vm
 
@@ -207,6 +210,8 @@ def cells(name: str, files: dict[str, Any], steady: int, repeat: int) -> list[tu
             return _env(IRVM_CACHE_DIR=str(place / "irvm"), NUMBA_CACHE_DIR=str(place / "numba"))
 
         rows.append((f"irvm {backend} .pt fresh", median("irvm", argv, fresh)))
+        # a fresh process leaves numba compiling its families for a cache that is then thrown away
+        subprocess.run(["pkill", "-f", "vm.ops.compiled"], check=False, capture_output=True)
         if files.get("irbc") is not None:
             argv = [str(files["irbc"]), spec, backend, str(steady), str(files["weights"])]
             rows.append((f"irvm {backend} .irbc", median("irvm", argv, warm)))
