@@ -16,8 +16,9 @@ Each cell is one fresh interpreter (``--repeat`` of them; the median is shown), 
 per engine, timed from just before the process is started to its first result:
 
 - ``irvm``: ``import vm; vm.load(file, backend=...)``, first call, steady calls; with the
-  machine *warm* (irvm's program cache and numba's cache filled by an earlier process) and
-  *fresh* (both empty: a new install's first run of a new file);
+  machine *warm* (irvm's program cache and numba's cache filled by an earlier process; the
+  steady calls once the compiled kernels are in) and *fresh* (both empty: a new install's
+  first run of a new file; its steady calls run the numpy tier, numba still compiling);
 - ``torch``: ``import torch; torch.jit.load``, first and steady calls;
 - ``ort``: ``import onnxruntime; InferenceSession`` (one intra-op thread), first and steady calls.
 
@@ -78,6 +79,8 @@ model = vm.load(file, weights or None, backend=backend)
 t2 = time.perf_counter()
 model(*args)
 done = time.time(); t3 = time.perf_counter()
+from vm.ops import compiled
+compiled.wait(float(sys.argv[6]))  # steady: once the compiled kernels asked for are in (a warm cache: ~1 s)
 times = []
 for _ in range(steady):
     a = time.perf_counter(); model(*args); times.append(time.perf_counter() - a)
@@ -201,7 +204,7 @@ def cells(name: str, files: dict[str, Any], steady: int, repeat: int) -> list[tu
     warm_dir = Path(tempfile.mkdtemp(prefix="irvm-bench-warm-"))
     warm = lambda: _env(IRVM_CACHE_DIR=str(warm_dir / "irvm"))  # noqa: E731
     for backend in ("static", "interp"):
-        argv = [str(files["pt"]), spec, backend, str(steady), ""]
+        argv = [str(files["pt"]), spec, backend, str(steady), "", "60"]
         run_child("irvm", argv, warm())  # fills the program cache (numba's is the machine's own)
         rows.append((f"irvm {backend} .pt warm", median("irvm", argv, warm)))
 
@@ -209,11 +212,11 @@ def cells(name: str, files: dict[str, Any], steady: int, repeat: int) -> list[tu
             place = Path(tempfile.mkdtemp(prefix="irvm-bench-fresh-"))
             return _env(IRVM_CACHE_DIR=str(place / "irvm"), NUMBA_CACHE_DIR=str(place / "numba"))
 
-        rows.append((f"irvm {backend} .pt fresh", median("irvm", argv, fresh)))
+        rows.append((f"irvm {backend} .pt fresh", median("irvm", [*argv[:-1], "0"], fresh)))
         # a fresh process leaves numba compiling its families for a cache that is then thrown away
         subprocess.run(["pkill", "-f", "vm.ops.compiled"], check=False, capture_output=True)
         if files.get("irbc") is not None:
-            argv = [str(files["irbc"]), spec, backend, str(steady), str(files["weights"])]
+            argv = [str(files["irbc"]), spec, backend, str(steady), str(files["weights"]), "60"]
             rows.append((f"irvm {backend} .irbc", median("irvm", argv, warm)))
     shutil.rmtree(warm_dir, ignore_errors=True)
     return rows
