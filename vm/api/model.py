@@ -296,26 +296,37 @@ class Method:
         the program on zeros changes nothing the user sees, this thread's runtime is built
         now and runs them once, so the pages of its buffers, its generated code, numpy's and
         BLAS's first paths are touched before the user's call.  The static module says when
-        (it planned ahead on zeros: no state written, no value-bound loop, nothing drawn);
-        for the interpreter, which reads no IR, a program with no state, no random operator
-        and no loop at all qualifies."""
+        (it planned ahead on zeros: no state written, no value-bound loop); for the
+        interpreter, which reads no IR, a program with no state and no loop at all
+        qualifies.  Random operators (a dropout in eval mode, say) draw from a generator of
+        the warm-up's own, so the user's stream starts where it would have."""
         module = self.static_module
         if module is not None:
-            if not module.planned_inputs or module.draws or module.assigns_attributes:
+            if not module.planned_inputs or module.assigns_attributes:
                 return
             made: tuple[Any, ...] = module.planned_inputs
         else:
             from vm.binding.inputs import example_zeros
 
             zeros = example_zeros([_example_spec(e) for e in examples or ()], len(self.inputs))
-            if zeros is None or self.model.state or _loops_or_draws(self.program):
+            if zeros is None or self.model.state or _loops(self.program):
                 return
             made = zeros
+        runtime = self.runtime()
+        engines = getattr(runtime, "engines", None)
+        own = engines.generator if engines is not None else None
         try:
+            if engines is not None:
+                from vm.ops.random import make_generator
+
+                engines.generator = make_generator(0)
             with np.errstate(all="ignore"):
-                self.runtime()(*made)
+                runtime(*made)
         except Exception:  # noqa: BLE001  (a warm-up that fails leaves the first call as it was)
             self._local.runtime = None
+        finally:
+            if engines is not None:
+                engines.generator = own
 
     def runtime(self) -> Any:
         runtime = getattr(self._local, "runtime", None)
@@ -377,17 +388,11 @@ _UNSET: Any = object()
 _NO_LOCK: Any = contextlib.nullcontext()
 
 
-def _loops_or_draws(program: Any) -> bool:
-    """Whether the bytecode has a loop (whose trip count zeros could make anything) or a
-    random operator (a draw would move the user's stream)."""
-    from vm.ops.random import RANDOM_KINDS
+def _loops(program: Any) -> bool:
+    """Whether the bytecode has a loop (whose trip count zeros could make anything)."""
     from vm.program.bytecode import Opcode
 
-    return any(
-        any(ins.op is Opcode.LOOP for ins in f.instructions)
-        or any(ref.name.split(".")[0] in RANDOM_KINDS for ref in f.operators)
-        for f in program.functions
-    )
+    return any(ins.op is Opcode.LOOP for f in program.functions for ins in f.instructions)
 
 
 def _example_spec(example: Any) -> list[Any] | None:
