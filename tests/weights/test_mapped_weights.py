@@ -67,3 +67,15 @@ def test_a_header_claiming_more_than_the_file_is_refused(tmp_path) -> None:
     assert zipfile.is_zipfile(path)
     with pytest.raises(RunError, match="claims|damaged|readable"):
         load_npz(str(path))
+
+
+def test_a_damaged_mapped_member_is_refused(tmp_path) -> None:
+    """A byte of a large stored member changed (its header intact) fails the member's
+    checksum: refused as reading it would be, never mapped as a wrong weight."""
+    path = tmp_path / "w.npz"
+    np.savez(path, big=np.ones((600, 600), np.float32))
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(RunError, match="checksum"):
+        load_npz(str(path))

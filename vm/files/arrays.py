@@ -88,8 +88,12 @@ def mapped_npz(path: str | Path) -> dict[str, np.ndarray]:
     member stored uncompressed (what ``numpy.savez`` writes) memory-mapped copy-on-write
     instead of read: loading a model's weights then costs what its headers cost, the pages
     come in as the first call touches them, and a write (a state updated in place) stays
-    the process's own, never the file's.  Small, compressed or object members are read."""
+    the process's own, never the file's.  Small, compressed or object members are read.
+    A mapped member is held to what its entry says, as reading it would: its array inside
+    the member's bytes, and the member's CRC-32 over those bytes (one pass, no copy), so a
+    damaged file is refused, never a silent wrong weight."""
     check_npz(path)
+    size = Path(path).stat().st_size
     arrays: dict[str, np.ndarray] = {}
     mapped: dict[str, tuple[int, tuple[int, ...], np.dtype, bool]] = {}
     with open(path, "rb") as raw, zipfile.ZipFile(raw) as zf:
@@ -111,7 +115,10 @@ def mapped_npz(path: str | Path) -> dict[str, np.ndarray]:
                         shape, fortran, dtype = reader(raw)
                     except (ValueError, EOFError, OSError, SyntaxError, TypeError):
                         shape, fortran, dtype = None, False, None
-                    if shape is not None and dtype is not None and not dtype.hasobject:
+                    end = start + info.file_size
+                    if shape is not None and dtype is not None and not dtype.hasobject and end <= size and (
+                            raw.tell() + np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64)) <= end):
+                        _check_crc(path, start, info, f"{path}: entry {info.filename}")
                         mapped[name] = (raw.tell(), tuple(shape), np.dtype(dtype), bool(fortran))
                         continue
             with zf.open(info) as f:
@@ -124,6 +131,16 @@ def mapped_npz(path: str | Path) -> dict[str, np.ndarray]:
         mm = np.memmap(path, dtype=dtype, mode="c", offset=offset, shape=shape, order="F" if fortran else "C")
         arrays[name] = mm.view(np.ndarray)  # a plain array over the map (numpy's subclass would spread to results)
     return arrays
+
+
+def _check_crc(path: str | Path, start: int, info: zipfile.ZipInfo, where: str) -> None:
+    import mmap
+    import zlib
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        crc = zlib.crc32(memoryview(view)[start : start + info.file_size])
+    if crc != info.CRC:
+        raise RunError(f"{where}: its bytes do not match the archive's checksum: the file is damaged")
 
 
 def check_npy_bytes(data: bytes, where: str) -> None:

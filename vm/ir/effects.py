@@ -415,22 +415,8 @@ def may_be_written(value: Value, templates: dict[tuple[object, ...], _Template] 
     templates = {} if templates is None else templates
     reached = {value}
     todo = [value]
-    while todo:  # back to the origins
-        current = todo.pop()
-        node = current.node
-        if node is None:
-            owner = current.block.owner if current.block is not None else None
-            node = owner if owner is not None and owner.kind == "prim::Loop" else None
-            if node is None:
-                continue  # a graph input (or an If's block parameter): an origin
-        if node.kind == "prim::If":
-            sources = [r for b in node.blocks for r in b.returns]
-        elif node.kind == "prim::Loop":
-            sources = [*node.inputs[2:], *node.blocks[0].returns[1:]]
-        else:
-            _, sources, aliases, _, _ = _node_step(node, templates)
-            sources = sources if aliases else []
-        for source in sources:
+    while todo:  # back to the origins (a graph input, an If's block parameter: none)
+        for source in _back_sources(todo.pop(), templates):
             if source not in reached and is_mutable_type(source.type):
                 reached.add(source)
                 todo.append(source)
@@ -547,7 +533,8 @@ class WriteIndex:
 
 
 def _back_sources(current: Value, templates: dict[tuple[object, ...], _Template]) -> list[Value]:
-    """The values ``may_be_written``'s backward search goes to from ``current``."""
+    """The values ``current``'s memory may come from (one step of ``may_be_written``'s
+    backward search, and of ``WriteIndex``'s)."""
     node = current.node
     if node is None:
         owner = current.block.owner if current.block is not None else None
